@@ -1,0 +1,395 @@
+/* hostpin range registry.  See registry.h for the shape and the contract. */
+#include "registry.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define TAG_REC ((uintptr_t)1)
+/* Pages spanned by one slot at each level. */
+static const unsigned slot_shift[3] = {HP_L1_BITS + HP_L2_BITS, HP_L2_BITS, 0};
+static const size_t level_slots[3] = {(size_t)1 << HP_L0_BITS,
+				      (size_t)1 << HP_L1_BITS,
+				      (size_t)1 << HP_L2_BITS};
+
+#define NODE_BYTES (HP_NODE_SLOTS * sizeof(uintptr_t))
+#define NODE_CHUNK ((size_t)1 << 21)
+#define REC_CHUNK ((size_t)1 << 16)
+
+static void *os_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void hp_registry_init(hp_registry_t *r)
+{
+	memset(r, 0, sizeof(*r));
+	atomic_init(&r->lo, UINTPTR_MAX);
+	atomic_init(&r->hi, 0);
+	pthread_mutex_init(&r->wlock, NULL);
+}
+
+void hp_registry_lock(hp_registry_t *r) { pthread_mutex_lock(&r->wlock); }
+void hp_registry_unlock(hp_registry_t *r) { pthread_mutex_unlock(&r->wlock); }
+
+/* Writer only. */
+static _Atomic uintptr_t *node_alloc(hp_registry_t *r)
+{
+	if (r->node_cur == NULL || r->node_cur + NODE_BYTES > r->node_end) {
+		char *c = os_map(NODE_CHUNK);
+		if (c == NULL)
+			return NULL;
+		r->meta_bytes += NODE_CHUNK;
+		r->node_cur = c;
+		r->node_end = c + NODE_CHUNK;
+	}
+	void *n = r->node_cur;
+	r->node_cur += NODE_BYTES;
+	return n; /* fresh mmap memory is zero: every slot empty */
+}
+
+/* Writer only. */
+static hp_rec_t *rec_alloc(hp_registry_t *r)
+{
+	if (r->free_recs == NULL) {
+		hp_rec_t *c = os_map(REC_CHUNK);
+		if (c == NULL)
+			return NULL;
+		r->meta_bytes += REC_CHUNK;
+		/* c[0] links the chunk list; the rest go on the free list. */
+		atomic_store_explicit(&c[0].user[0],
+				      (uintptr_t)atomic_load_explicit(
+					  &r->chunks, memory_order_relaxed),
+				      memory_order_relaxed);
+		/* release: pairs with the acquire in hp_registry_each, which
+		 * then sees the link and the zeroed records. */
+		atomic_store_explicit(&r->chunks, c, memory_order_release);
+		size_t n = REC_CHUNK / sizeof(hp_rec_t);
+		for (size_t i = n - 1; i >= 1; i--) {
+			atomic_store_explicit(&c[i].user[0],
+					      (uintptr_t)r->free_recs,
+					      memory_order_relaxed);
+			r->free_recs = &c[i];
+		}
+	}
+	hp_rec_t *rec = r->free_recs;
+	r->free_recs = (hp_rec_t *)atomic_load_explicit(&rec->user[0],
+							  memory_order_relaxed);
+	return rec;
+}
+
+/* Store `val` (a tagged record or 0) into every slot covering pages [lo, hi)
+ * under `node`, whose first page is `nbase`.  A slot fully covered and not
+ * holding a child takes the value itself; otherwise we descend, creating
+ * children only when storing.  Writer only. */
+static int set_range(hp_registry_t *r, _Atomic uintptr_t *node, int level,
+		     uintptr_t nbase, uintptr_t lo, uintptr_t hi, uintptr_t val)
+{
+	unsigned sh = slot_shift[level];
+	size_t first = (lo - nbase) >> sh, last = (hi - 1 - nbase) >> sh;
+	for (size_t i = first; i <= last; i++) {
+		uintptr_t s0 = nbase + ((uintptr_t)i << sh);
+		uintptr_t s1 = s0 + ((uintptr_t)1 << sh);
+		/* relaxed: writers are serialised by wlock, which orders
+		 * this load after every earlier writer's store. */
+		uintptr_t cur = atomic_load_explicit(&node[i],
+						     memory_order_relaxed);
+		int child = cur != 0 && !(cur & TAG_REC);
+		if (!child && (level == 2 || (lo <= s0 && s1 <= hi))) {
+			if ((cur != 0) != (val != 0))
+				r->slots_used += val ? 1 : (size_t)-1;
+			/* release: pairs with the acquire loads in lookup and
+			 * the overlap walk, so a reader that sees the record
+			 * pointer also sees its base, len and state. */
+			atomic_store_explicit(&node[i], val,
+					      memory_order_release);
+			continue;
+		}
+		if (!child) {
+			if (val == 0)
+				continue; /* nothing below to clear */
+			_Atomic uintptr_t *n = node_alloc(r);
+			if (n == NULL)
+				return ENOMEM;
+			uintptr_t expect = 0;
+			/* release: pairs with the readers' acquire loads, so a
+			 * reader that sees the child sees it zeroed.  The CAS
+			 * cannot fail under wlock; it documents publication. */
+			atomic_compare_exchange_strong_explicit(
+			    &node[i], &expect, (uintptr_t)n,
+			    memory_order_release, memory_order_relaxed);
+			cur = (uintptr_t)n;
+		}
+		int e = set_range(r, (_Atomic uintptr_t *)cur, level + 1, s0,
+				  lo > s0 ? lo : s0, hi < s1 ? hi : s1, val);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+static int range_ok(uintptr_t base, size_t len)
+{
+	return len != 0 && (base & (HP_PAGE_SIZE - 1)) == 0 &&
+	       (len & (HP_PAGE_SIZE - 1)) == 0 && base < HP_VA_END &&
+	       len <= HP_VA_END - base;
+}
+
+static int any_overlap(hp_rec_t *rec, const hp_snap_t *s, void *arg)
+{
+	(void)rec, (void)s, (void)arg;
+	return 1;
+}
+
+int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
+			      uint32_t state, hp_rec_t **out)
+{
+	if (!range_ok(base, len) || state == HP_REC_FREE)
+		return EINVAL;
+	if (hp_registry_each_overlap(r, base, len, any_overlap, NULL))
+		return EEXIST;
+	hp_rec_t *rec = rec_alloc(r);
+	if (rec == NULL)
+		return ENOMEM;
+	/* Seqlock write without fences (ThreadSanitizer cannot model them):
+	 * odd seq, then each field with release, so a reader whose acquire
+	 * load sees a new field value also sees the odd seq; even seq last.
+	 * A reader holding a stale pointer to this record either sees the
+	 * old fields with an unchanged even seq or retries. */
+	uint64_t seq = atomic_load_explicit(&rec->seq, memory_order_relaxed);
+	atomic_store_explicit(&rec->seq, seq + 1, memory_order_relaxed);
+	uint64_t gen = (seq + 2) >> 1;
+	atomic_store_explicit(&rec->base, base, memory_order_release);
+	atomic_store_explicit(&rec->len, len, memory_order_release);
+	atomic_store_explicit(&rec->word, (gen << 32) | state,
+			      memory_order_release);
+	for (int i = 0; i < HP_REC_USER_WORDS; i++)
+		atomic_store_explicit(&rec->user[i], 0, memory_order_relaxed);
+	/* release: pairs with the acquire load of seq in read_rec. */
+	atomic_store_explicit(&rec->seq, seq + 2, memory_order_release);
+
+	/* Widen bounds before publishing slots (see hp_registry_maybe). */
+	if (base < atomic_load_explicit(&r->lo, memory_order_relaxed))
+		atomic_store_explicit(&r->lo, base, memory_order_relaxed);
+	if (base + len > atomic_load_explicit(&r->hi, memory_order_relaxed))
+		atomic_store_explicit(&r->hi, base + len,
+				      memory_order_relaxed);
+
+	uintptr_t p0 = base >> HP_PAGE_SHIFT, p1 = (base + len) >> HP_PAGE_SHIFT;
+	int e = set_range(r, r->root, 0, 0, p0, p1, (uintptr_t)rec | TAG_REC);
+	if (e) {
+		/* Undo the partial publication; clearing allocates nothing. */
+		set_range(r, r->root, 0, 0, p0, p1, 0);
+		atomic_store_explicit(&rec->word, (gen << 32) | HP_REC_FREE,
+				      memory_order_release);
+		atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
+				      memory_order_relaxed);
+		r->free_recs = rec;
+		return e;
+	}
+	r->live++;
+	*out = rec;
+	return 0;
+}
+
+int hp_registry_insert(hp_registry_t *r, uintptr_t base, size_t len,
+		       uint32_t state, hp_rec_t **out)
+{
+	hp_registry_lock(r);
+	int e = hp_registry_insert_locked(r, base, len, state, out);
+	hp_registry_unlock(r);
+	return e;
+}
+
+int hp_registry_remove_locked(hp_registry_t *r, hp_rec_t *rec)
+{
+	uint64_t w = atomic_load_explicit(&rec->word, memory_order_relaxed);
+	if (hp_word_state(w) == HP_REC_FREE)
+		return EINVAL;
+	uintptr_t base = atomic_load_explicit(&rec->base, memory_order_relaxed);
+	size_t len = atomic_load_explicit(&rec->len, memory_order_relaxed);
+	set_range(r, r->root, 0, 0, base >> HP_PAGE_SHIFT,
+		  (base + len) >> HP_PAGE_SHIFT, 0);
+	/* release: a claimer that loads FREE with acquire also sees the
+	 * slots cleared.  Keeps the generation; reuse bumps it. */
+	atomic_store_explicit(&rec->word, w & ~(uint64_t)UINT32_MAX,
+			      memory_order_release);
+	atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
+			      memory_order_relaxed);
+	r->free_recs = rec;
+	r->live--;
+	return 0;
+}
+
+int hp_registry_remove(hp_registry_t *r, hp_rec_t *rec)
+{
+	hp_registry_lock(r);
+	int e = hp_registry_remove_locked(r, rec);
+	hp_registry_unlock(r);
+	return e;
+}
+
+/* Consistent read of a record reached through a slot.  Returns 0 if a writer
+ * was rewriting it (the caller treats that as a miss: the record is being
+ * reused, so it no longer belongs to the address being looked up). */
+static inline int read_rec(const hp_rec_t *rec, hp_snap_t *s)
+{
+	/* acquire: pairs with the final release store of seq in insert, so
+	 * the fields read below are at least as new as that seq. */
+	uint64_t s1 = atomic_load_explicit(&rec->seq, memory_order_acquire);
+	/* acquire on each field: pairs with the writer's release stores; a
+	 * field written after the odd seq makes the odd seq visible to the
+	 * re-read below, and keeps that re-read after the field loads. */
+	s->base = atomic_load_explicit(&rec->base, memory_order_acquire);
+	s->len = atomic_load_explicit(&rec->len, memory_order_acquire);
+	s->word = atomic_load_explicit(&rec->word, memory_order_acquire);
+	uint64_t s2 = atomic_load_explicit(&rec->seq, memory_order_relaxed);
+	return s1 == s2 && !(s1 & 1);
+}
+
+hp_rec_t *hp_registry_lookup(const hp_registry_t *r, uintptr_t addr,
+			     hp_snap_t *snap)
+{
+	if (!hp_registry_maybe(r, addr))
+		return NULL;
+	uintptr_t pg = addr >> HP_PAGE_SHIFT;
+	/* acquire on every slot load: pairs with the release stores in
+	 * set_range, so the node or record behind the pointer is initialised. */
+	uintptr_t s = atomic_load_explicit(&r->root[pg >> slot_shift[0]],
+					   memory_order_acquire);
+	if (s != 0 && !(s & TAG_REC)) {
+		s = atomic_load_explicit(
+		    &((_Atomic uintptr_t *)s)[(pg >> slot_shift[1]) &
+					      (level_slots[1] - 1)],
+		    memory_order_acquire);
+		if (s != 0 && !(s & TAG_REC))
+			s = atomic_load_explicit(
+			    &((_Atomic uintptr_t *)s)[pg &
+						      (level_slots[2] - 1)],
+			    memory_order_acquire);
+	}
+	if (s == 0)
+		return NULL;
+	hp_rec_t *rec = (hp_rec_t *)(s & ~TAG_REC);
+	if (!read_rec(rec, snap) || addr - snap->base >= snap->len ||
+	    hp_word_state(snap->word) == HP_REC_FREE)
+		return NULL;
+	return rec;
+}
+
+hp_rec_t *hp_registry_lookup_base(const hp_registry_t *r, uintptr_t addr,
+				  hp_snap_t *snap)
+{
+	hp_rec_t *rec = hp_registry_lookup(r, addr, snap);
+	return rec != NULL && snap->base == addr ? rec : NULL;
+}
+
+int hp_registry_claim(hp_rec_t *rec, uint64_t expect, uint32_t state)
+{
+	/* Claiming into the state the snapshot already shows would let a
+	 * second claimer "win" a record the first one holds. */
+	if (hp_word_state(expect) == state ||
+	    hp_word_state(expect) == HP_REC_FREE)
+		return 0;
+	uint64_t want = (expect & ~(uint64_t)UINT32_MAX) | state;
+	/* acq_rel: the winner sees everything the previous owner published
+	 * with its state change (acquire) and publishes its own (release).
+	 * One CAS on one word: exactly one of any racing claimers wins. */
+	return atomic_compare_exchange_strong_explicit(
+	    &rec->word, &expect, want, memory_order_acq_rel,
+	    memory_order_relaxed);
+}
+
+struct walk {
+	hp_rec_fn fn;
+	void *arg;
+	hp_rec_t *last;
+};
+
+static int walk_node(_Atomic uintptr_t *node, int level, uintptr_t nbase,
+		     uintptr_t lo, uintptr_t hi, struct walk *w)
+{
+	unsigned sh = slot_shift[level];
+	size_t first = (lo - nbase) >> sh, last = (hi - 1 - nbase) >> sh;
+	for (size_t i = first; i <= last; i++) {
+		uintptr_t s0 = nbase + ((uintptr_t)i << sh);
+		uintptr_t s1 = s0 + ((uintptr_t)1 << sh);
+		/* acquire: as in lookup. */
+		uintptr_t s = atomic_load_explicit(&node[i],
+						   memory_order_acquire);
+		if (s == 0)
+			continue;
+		if (!(s & TAG_REC)) {
+			int e = walk_node((_Atomic uintptr_t *)s, level + 1, s0,
+					  lo > s0 ? lo : s0, hi < s1 ? hi : s1,
+					  w);
+			if (e)
+				return e;
+			continue;
+		}
+		hp_rec_t *rec = (hp_rec_t *)(s & ~TAG_REC);
+		/* A record's slots are contiguous in address order, so
+		 * consecutive hits on the same record are one report. */
+		if (rec == w->last)
+			continue;
+		hp_snap_t snap;
+		if (!read_rec(rec, &snap) ||
+		    hp_word_state(snap.word) == HP_REC_FREE)
+			continue;
+		uintptr_t a = lo << HP_PAGE_SHIFT, b = hi << HP_PAGE_SHIFT;
+		if (snap.base >= b || snap.base + snap.len <= a)
+			continue;
+		w->last = rec;
+		int e = w->fn(rec, &snap, w->arg);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+int hp_registry_each_overlap(const hp_registry_t *r, uintptr_t base,
+			     size_t len, hp_rec_fn fn, void *arg)
+{
+	if (len == 0 || base >= HP_VA_END)
+		return 0;
+	uintptr_t end = len > HP_VA_END - base ? HP_VA_END : base + len;
+	if (end <= atomic_load_explicit(&r->lo, memory_order_relaxed) ||
+	    base >= atomic_load_explicit(&r->hi, memory_order_relaxed))
+		return 0;
+	struct walk w = {fn, arg, NULL};
+	uintptr_t p0 = base >> HP_PAGE_SHIFT;
+	uintptr_t p1 = (end + HP_PAGE_SIZE - 1) >> HP_PAGE_SHIFT;
+	return walk_node((_Atomic uintptr_t *)r->root, 0, 0, p0, p1, &w);
+}
+
+int hp_registry_each(hp_registry_t *r, hp_rec_fn fn, void *arg)
+{
+	size_t n = REC_CHUNK / sizeof(hp_rec_t);
+	/* Chunks added during the walk are missed; their records are newer
+	 * than the walk. */
+	for (hp_rec_t *c = atomic_load_explicit(&r->chunks,
+						memory_order_acquire);
+	     c != NULL;
+	     c = (hp_rec_t *)atomic_load_explicit(&c[0].user[0],
+						  memory_order_relaxed)) {
+		for (size_t i = 1; i < n; i++) {
+			hp_snap_t snap;
+			if (!read_rec(&c[i], &snap) ||
+			    hp_word_state(snap.word) == HP_REC_FREE)
+				continue;
+			int e = fn(&c[i], &snap, arg);
+			if (e)
+				return e;
+		}
+	}
+	return 0;
+}
+
+size_t hp_registry_count(hp_registry_t *r) { return r->live; }
+size_t hp_registry_meta_bytes(hp_registry_t *r) { return r->meta_bytes; }
+size_t hp_registry_used_meta_bytes(hp_registry_t *r)
+{
+	return r->slots_used * sizeof(uintptr_t) + r->live * sizeof(hp_rec_t);
+}

@@ -1,0 +1,16 @@
+/* One runner for every Check suite.  HP_REGISTRY_ONLY builds the variant that
+ * the sanitizer runs use. */
+#include <stdlib.h>
+
+#include "unit.h"
+
+int main(void)
+{
+	SRunner *sr = srunner_create(registry_suite());
+#ifndef HP_REGISTRY_ONLY
+#endif
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

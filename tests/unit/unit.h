@@ -1,0 +1,8 @@
+/* The Check suites, one per module, combined by runner.c. */
+#ifndef HP_UNIT_H
+#define HP_UNIT_H
+#include <check.h>
+Suite *registry_suite(void);
+#ifndef HP_REGISTRY_ONLY
+#endif
+#endif
