@@ -1,0 +1,143 @@
+/* hostpin internals shared by the preload modules. */
+#ifndef HP_HP_H
+#define HP_HP_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../registry/registry.h"
+
+#define HP_HIDDEN __attribute__((visibility("hidden")))
+#define HP_EXPORT __attribute__((visibility("default")))
+#define hp_likely(x) __builtin_expect(!!(x), 1)
+#define hp_unlikely(x) __builtin_expect(!!(x), 0)
+#define HP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- options (options.c) ---- */
+enum {
+#define HP_OPT(name, kind, def, choices, min, max, doc) HP_OPT_##name,
+#include "options.def"
+#undef HP_OPT
+	HP_OPT_COUNT
+};
+enum { HP_BACKEND_AUTO, HP_BACKEND_NONE, HP_BACKEND_MLOCK };
+enum { HP_MMAP_OFF, HP_MMAP_PRIVATE, HP_MMAP_SHARED, HP_MMAP_ALL };
+enum { HP_LOG_OFF, HP_LOG_ERROR, HP_LOG_WARN, HP_LOG_INFO, HP_LOG_DEBUG };
+
+typedef struct hp_optdesc {
+	const char *name; /* without the HOSTPIN_ prefix */
+	enum { HP_K_BOOL, HP_K_SIZE, HP_K_CAP, HP_K_ENUM, HP_K_STR } kind;
+	const char *def, *choices;
+	unsigned long long min, max;
+	const char *doc;
+} hp_optdesc_t;
+
+HP_HIDDEN extern const hp_optdesc_t hp_optdesc[HP_OPT_COUNT];
+HP_HIDDEN extern uint64_t hp_opt[HP_OPT_COUNT]; /* parsed values */
+HP_HIDDEN extern char hp_optstr[HP_OPT_COUNT][256]; /* STR values */
+
+/* Parse one value; 0, or EINVAL with *expect set to what was expected. */
+HP_HIDDEN int hp_opt_parse(int i, const char *s, uint64_t *out,
+			   const char **expect);
+/* Read every knob from the environment (secure_getenv).  Returns the number
+ * of invalid ones, each already reported. */
+HP_HIDDEN int hp_options_load(void);
+HP_HIDDEN void hp_options_dump(void);
+HP_HIDDEN uint64_t hp_phys_ram(void);
+
+/* ---- logging (log.c): never allocates, never recurses ---- */
+HP_HIDDEN extern int hp_log_level;
+HP_HIDDEN extern int hp_log_fd;
+HP_HIDDEN int hp_fmt(char *buf, size_t cap, const char *fmt, va_list ap);
+HP_HIDDEN int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+HP_HIDDEN void hp_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+HP_HIDDEN void hp_write_all(int fd, const char *s, size_t n);
+/* Expand %p to the pid into out; 0 or ENAMETOOLONG. */
+HP_HIDDEN int hp_expand_path(char *out, size_t cap, const char *tmpl);
+/* Open for append, close-on-exec, refusing symlinks; -1 on failure. */
+HP_HIDDEN int hp_open_out(const char *path, int append);
+HP_HIDDEN void hp_log_open(void);
+HP_HIDDEN _Noreturn void hp_fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+#define HP_LOG_ONCE(level, ...)                                               \
+	do {                                                                  \
+		static _Atomic int once_;                                     \
+		if (!atomic_exchange_explicit(&once_, 1,                       \
+					      memory_order_relaxed))          \
+			hp_log(level, __VA_ARGS__);                           \
+	} while (0)
+
+/* ---- bootstrap and next-allocator symbols (init.c) ---- */
+enum { HP_ST_UNINIT, HP_ST_BUSY, HP_ST_READY, HP_ST_PASSTHROUGH };
+HP_HIDDEN extern _Atomic int hp_state;
+HP_HIDDEN extern size_t hp_threshold; /* SIZE_MAX when not owning */
+HP_HIDDEN extern HP_TLS int hp_in_hook;
+HP_HIDDEN extern int hp_in_child; /* forked child: no device calls */
+
+struct hp_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+	void *(*mmap)(void *, size_t, int, int, int, long);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*madvise)(void *, size_t, int);
+};
+HP_HIDDEN extern struct hp_real hp_real;
+HP_HIDDEN void hp_init_slow(void);
+/* The bootstrap arena that serves dlsym's own allocations. */
+HP_HIDDEN void *hp_arena_alloc(size_t n, size_t align);
+HP_HIDDEN int hp_arena_owns(const void *p);
+HP_HIDDEN size_t hp_arena_size(const void *p);
+
+/* ---- statistics (stats.c) ---- */
+struct hp_counters {
+	_Atomic uint64_t blocks_now, bytes_now, blocks_peak, bytes_peak;
+	_Atomic uint64_t pinned_blocks_now, pinned_bytes_now, pinned_bytes_peak;
+	_Atomic uint64_t pending_blocks, mmap_ranges_now, mmap_bytes_now;
+	_Atomic uint64_t pin_ns, over_cap, pin_calls, unpin_calls;
+	_Atomic uint64_t leaked_blocks;
+};
+HP_HIDDEN extern struct hp_counters hp_ctr;
+HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
+				uint64_t n);
+/* Count a pin failure under a reason name (a string literal). */
+HP_HIDDEN void hp_stat_fail(const char *reason);
+HP_HIDDEN uint64_t hp_stat_fail_total(void);
+HP_HIDDEN void hp_stats_report(void);
+HP_HIDDEN uint64_t hp_now_ns(void);
+
+/* ---- blocks, mappings and the pin policy (block.c) ---- */
+/* Registry record states. */
+enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3 };
+/* rec->user[] words */
+enum { HP_U_FLAGS = 0, HP_U_REQ = 1 };
+HP_HIDDEN extern hp_registry_t hp_reg;
+HP_HIDDEN void *hp_block_alloc(size_t n, size_t align, int zero);
+HP_HIDDEN int hp_block_free(void *p); /* 1 if p was ours and is released */
+HP_HIDDEN void *hp_block_realloc(void *p, size_t n, int *handled);
+HP_HIDDEN size_t hp_block_usable(const void *p, int *handled);
+HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd);
+HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
+HP_HIDDEN void hp_range_retrack(void);
+HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
+			     int flags, void *new_addr);
+HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
+HP_HIDDEN void hp_block_fork_child(void);
+
+/* ---- backends (backend.h) ---- */
+#include "backend.h"
+HP_HIDDEN extern const hp_backend_t *hp_backend;
+
+#endif

@@ -1,0 +1,145 @@
+/* Bootstrap: staged, lazy initialisation with a constructor as well; the
+ * next allocator's symbols; the static arena that serves dlsym's own
+ * allocations; fork handlers; the at-exit report. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp.h"
+
+_Atomic int hp_state = HP_ST_UNINIT;
+/* 0 until ready: every allocation takes the slow path, which initialises. */
+size_t hp_threshold = 0;
+HP_TLS int hp_in_hook;
+int hp_in_child;
+struct hp_real hp_real;
+const hp_backend_t *hp_backend = &hp_backend_none;
+
+/* ---- bootstrap arena ---- */
+#define ARENA_SIZE ((size_t)256 << 10)
+static _Alignas(4096) char arena[ARENA_SIZE];
+static _Atomic size_t arena_used;
+
+void *hp_arena_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (n > ARENA_SIZE || align > 4096)
+		return NULL;
+	/* 16-byte header before each allocation holds its size. */
+	size_t need = n + align + 16;
+	size_t at = atomic_fetch_add_explicit(&arena_used, need,
+					      memory_order_relaxed);
+	if (at + need > ARENA_SIZE)
+		return NULL;
+	uintptr_t p = ((uintptr_t)arena + at + 16 + align - 1) & ~(align - 1);
+	((size_t *)p)[-1] = n;
+	return (void *)p; /* static memory: already zero */
+}
+
+int hp_arena_owns(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)arena < ARENA_SIZE;
+}
+
+size_t hp_arena_size(const void *p) { return ((const size_t *)p)[-1]; }
+
+/* ---- symbols ---- */
+static void *next_sym(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+	if (!p)
+		hp_fatal("cannot resolve %s in the next library: hostpin "
+			 "must be preloaded into a dynamically linked program",
+			 name);
+	return p;
+}
+
+static void resolve(void)
+{
+#define R(f) *(void **)&hp_real.f = next_sym(#f)
+	R(malloc); R(free); R(calloc); R(realloc); R(posix_memalign);
+	R(aligned_alloc); R(memalign); R(valloc); R(pvalloc);
+	R(malloc_usable_size); R(mmap); R(munmap); R(mremap); R(madvise);
+#undef R
+}
+
+/* ---- fork ---- */
+static void fork_prepare(void) { hp_registry_lock(&hp_reg); }
+static void fork_parent(void) { hp_registry_unlock(&hp_reg); }
+static void fork_child(void)
+{
+	hp_registry_unlock(&hp_reg);
+	hp_in_child = 1;
+	hp_block_fork_child();
+}
+
+static const hp_backend_t *pick_backend(void)
+{
+	switch (hp_opt[HP_OPT_BACKEND]) {
+	case HP_BACKEND_MLOCK:
+		return &hp_backend_mlock;
+	case HP_BACKEND_NONE:
+		return &hp_backend_none;
+	default: /* auto: no device backend in use */
+		return &hp_backend_none;
+	}
+}
+
+void hp_init_slow(void)
+{
+	if (hp_in_hook)
+		return; /* recursion from inside init: caller uses the arena */
+	int expect = HP_ST_UNINIT;
+	if (!atomic_compare_exchange_strong(&hp_state, &expect, HP_ST_BUSY)) {
+		/* Another thread is initialising: wait for it. */
+		while (atomic_load_explicit(&hp_state, memory_order_acquire) ==
+		       HP_ST_BUSY)
+			sched_yield();
+		return;
+	}
+	hp_in_hook++;
+	resolve();
+	int bad = hp_options_load();
+	hp_log_level = (int)hp_opt[HP_OPT_LOG];
+	hp_log_open();
+	int st = HP_ST_READY;
+	if (bad && hp_opt[HP_OPT_STRICT])
+		hp_fatal("HOSTPIN_STRICT=1 and %d invalid knob(s): aborting",
+			 bad);
+	if (bad || hp_opt[HP_OPT_DISABLE])
+		st = HP_ST_PASSTHROUGH;
+	if (st == HP_ST_READY) {
+		hp_backend = pick_backend();
+		if (hp_backend->probe()) {
+			hp_log(HP_LOG_WARN, "backend %s unavailable; pinning "
+			       "nothing", hp_backend->name);
+			hp_backend = &hp_backend_none;
+		}
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		hp_threshold = (size_t)hp_opt[HP_OPT_THRESHOLD];
+		hp_log(HP_LOG_INFO, "ready: backend %s", hp_backend->name);
+		hp_options_dump();
+	} else {
+		hp_threshold = SIZE_MAX;
+		hp_log(HP_LOG_INFO, "pass-through");
+	}
+	hp_in_hook--;
+	/* release: pairs with the acquire in the waiting loop above, so
+	 * waiters see the symbols and options. */
+	atomic_store_explicit(&hp_state, st, memory_order_release);
+}
+
+__attribute__((constructor)) static void hp_ctor(void)
+{
+	if (atomic_load(&hp_state) == HP_ST_UNINIT)
+		hp_init_slow();
+}
+
+__attribute__((destructor)) static void hp_dtor(void)
+{
+	if (atomic_load(&hp_state) == HP_ST_READY)
+		hp_stats_report();
+}
