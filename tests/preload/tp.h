@@ -1,0 +1,90 @@
+/* Helpers for the programs run under LD_PRELOAD. */
+#ifndef TP_H
+#define TP_H
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../preload/hostpin.h"
+
+#define CHECK(c)                                                              \
+	do {                                                                  \
+		if (!(c)) {                                                   \
+			fprintf(stderr, "%s:%d: check failed: %s\n",          \
+				__FILE__, __LINE__, #c);                      \
+			exit(1);                                              \
+		}                                                             \
+	} while (0)
+
+/* The query API when hostpin is preloaded, else NULL. */
+static inline int (*tp_query(void))(const void *, struct hostpin_range *)
+{
+	return (int (*)(const void *, struct hostpin_range *))dlsym(
+	    RTLD_DEFAULT, "hostpin_query");
+}
+
+/* flags of the range holding p, or 0 if hostpin does not track it. */
+static inline unsigned tp_flags(const void *p)
+{
+	int (*q)(const void *, struct hostpin_range *) = tp_query();
+	struct hostpin_range r;
+	return q && q(p, &r) ? r.flags : 0;
+}
+
+static inline int tp_stats(struct hostpin_stats *s)
+{
+	int (*f)(struct hostpin_stats *, size_t) =
+	    (int (*)(struct hostpin_stats *, size_t))dlsym(RTLD_DEFAULT,
+							   "hostpin_stats");
+	memset(s, 0, sizeof(*s));
+	return f ? f(s, sizeof(*s)) : -1;
+}
+
+/* From /proc/self/smaps: 1 if every mapping overlapping [p, p+len) is fully
+ * locked (Locked == Size), 0 if none of them has locked pages, -1 if mixed
+ * or not found.  Whole mappings, since the kernel merges neighbours. */
+static inline int tp_locked(const void *p, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	unsigned long a = (unsigned long)p, b = a + len, lo = 0, hi = 0;
+	long size = -1, kb;
+	int in = 0, full = 0, none = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = lo < b && hi > a;
+		else if (in && sscanf(line, "Size: %ld kB", &kb) == 1)
+			size = kb;
+		else if (in && sscanf(line, "Locked: %ld kB", &kb) == 1) {
+			full += kb == size;
+			none += kb == 0;
+			in = 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (full && !none)
+		return 1;
+	if (none && !full)
+		return 0;
+	return -1;
+}
+
+static inline void tp_fill(void *p, size_t n, unsigned seed)
+{
+	unsigned char *c = p;
+	for (size_t i = 0; i < n; i += 61)
+		c[i] = (unsigned char)(seed + i / 61);
+}
+
+static inline int tp_verify(const void *p, size_t n, unsigned seed)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i += 61)
+		if (c[i] != (unsigned char)(seed + i / 61))
+			return 0;
+	return 1;
+}
+#endif
