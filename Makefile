@@ -23,8 +23,8 @@ PRELOAD_HDR := $(wildcard preload/*.h preload/*.def) registry/registry.h
 LIB := $(B)/libhostpin.so
 
 UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c)) tests/unit/runner.c
-# Modules the unit tests link directly (everything but the exported wrappers).
-UNIT_MODS := $(filter-out preload/interpose.c preload/init.c,$(PRELOAD_SRC))
+# Modules the unit tests link directly.
+UNIT_MODS := preload/options.c preload/log.c
 
 .PHONY: all check demo bench install clean deps unit sanitize preload-tests gpu-check
 all: $(LIB) $(B)/hostpin
@@ -47,9 +47,9 @@ deps: $(DEPS_STAMP)
 
 CHECK_FLAGS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
 
-$(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR)
+$(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR) man/hostpin.7
 	@mkdir -p $(B)/test
-	$(CC) $(WARN) $(CFLAGS) -o $@ $(UNIT_SRC) $(REG_SRC) $(UNIT_MODS) $(CHECK_FLAGS) -ldl -lpthread
+	$(CC) $(WARN) $(CFLAGS) -DHP_SRCDIR='"$(CURDIR)"' -o $@ $(UNIT_SRC) $(REG_SRC) $(UNIT_MODS) $(CHECK_FLAGS) -ldl -lpthread
 
 # The registry suite again under ThreadSanitizer and ASan+UBSan.
 REG_TEST := tests/unit/check_registry.c tests/unit/runner.c $(REG_SRC)
@@ -72,7 +72,7 @@ preload-tests: $(DEPS_STAMP) all
 	tests/preload/run.sh
 
 check: $(DEPS_STAMP) all
-	$(MAKE) --no-print-directory unit sanitize preload-tests
+	$(MAKE) --no-print-directory preload-tests sanitize unit
 
 demo: $(DEPS_STAMP) all
 	scripts/demo

@@ -8,6 +8,10 @@ int main(void)
 {
 	SRunner *sr = srunner_create(registry_suite());
 #ifndef HP_REGISTRY_ONLY
+	srunner_add_suite(sr, options_suite());
+	srunner_add_suite(sr, log_suite());
+#endif
+#ifndef HP_REGISTRY_ONLY
 #endif
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

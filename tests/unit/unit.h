@@ -4,5 +4,9 @@
 #include <check.h>
 Suite *registry_suite(void);
 #ifndef HP_REGISTRY_ONLY
+Suite *options_suite(void);
+Suite *log_suite(void);
+#endif
+#ifndef HP_REGISTRY_ONLY
 #endif
 #endif

@@ -1,0 +1,147 @@
+/* Check suite for preload/options.c and the man page: every knob parses its
+ * own default, rejects bad values with a useful "expected", and is
+ * documented in man/hostpin.7 with its default. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../preload/hp.h"
+#include "unit.h"
+
+static int opt_index(const char *name)
+{
+	for (int i = 0; i < HP_OPT_COUNT; i++)
+		if (strcmp(hp_optdesc[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static uint64_t parse_ok(const char *name, const char *v)
+{
+	uint64_t out = 0;
+	const char *exp = NULL;
+	int i = opt_index(name);
+	ck_assert_int_ge(i, 0);
+	ck_assert_msg(hp_opt_parse(i, v, &out, &exp) == 0, "%s=%s rejected",
+		      name, v);
+	return out;
+}
+
+static const char *parse_bad(const char *name, const char *v)
+{
+	uint64_t out = 0;
+	const char *exp = NULL;
+	int i = opt_index(name);
+	ck_assert_int_ge(i, 0);
+	ck_assert_msg(hp_opt_parse(i, v, &out, &exp) == EINVAL,
+		      "%s=%s accepted", name, v);
+	ck_assert_ptr_nonnull(exp);
+	return exp;
+}
+
+START_TEST(every_default_parses)
+{
+	for (int i = 0; i < HP_OPT_COUNT; i++) {
+		uint64_t out;
+		const char *exp;
+		ck_assert_msg(hp_opt_parse(i, hp_optdesc[i].def, &out, &exp) == 0,
+			      "default of %s", hp_optdesc[i].name);
+	}
+}
+END_TEST
+
+START_TEST(sizes_take_suffixes_and_ranges)
+{
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "1M"), 1 << 20);
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "64K"), 64 << 10);
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "64k"), 64 << 10);
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "2MiB"), 2 << 20);
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "3G"), 3ull << 30);
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "1T"), 1ull << 40);
+	ck_assert_uint_eq(parse_ok("THRESHOLD", "8192"), 8192);
+	const char *e = parse_bad("THRESHOLD", "1K"); /* below 4096 */
+	ck_assert_ptr_nonnull(strstr(e, "4096"));
+	parse_bad("THRESHOLD", "");
+	parse_bad("THRESHOLD", "-1M");
+	parse_bad("THRESHOLD", "1.5M");
+	parse_bad("THRESHOLD", "12Q");
+	parse_bad("THRESHOLD", "2T");
+	parse_bad("THRESHOLD", "99999999999999999999999");
+	parse_bad("THRESHOLD", "1M ");
+}
+END_TEST
+
+START_TEST(caps_take_a_percentage_of_ram)
+{
+	uint64_t ram = hp_phys_ram();
+	ck_assert_uint_gt(ram, 0);
+	ck_assert_uint_eq(parse_ok("MAX_PINNED", "50%"), ram / 100 * 50);
+	ck_assert_uint_eq(parse_ok("MAX_PINNED", "100%"), ram / 100 * 100);
+	ck_assert_uint_eq(parse_ok("MAX_PINNED", "10G"), 10ull << 30);
+	ck_assert_uint_eq(parse_ok("MAX_PINNED", "0"), 0);
+	parse_bad("MAX_PINNED", "0%");
+	parse_bad("MAX_PINNED", "101%");
+	parse_bad("MAX_PINNED", "%");
+	parse_bad("MAX_PINNED", "5%%");
+}
+END_TEST
+
+START_TEST(enums_and_bools_name_their_choices)
+{
+	ck_assert_uint_eq(parse_ok("BACKEND", "mlock"), HP_BACKEND_MLOCK);
+	ck_assert_uint_eq(parse_ok("BACKEND", "auto"), HP_BACKEND_AUTO);
+	ck_assert_uint_eq(parse_ok("MMAP", "all"), HP_MMAP_ALL);
+	ck_assert_uint_eq(parse_ok("LOG", "debug"), HP_LOG_DEBUG);
+	ck_assert_str_eq(parse_bad("BACKEND", "mloc"), "auto|none|mlock");
+	parse_bad("BACKEND", "mlockx");
+	parse_bad("BACKEND", "");
+	ck_assert_uint_eq(parse_ok("STRICT", "1"), 1);
+	ck_assert_str_eq(parse_bad("STRICT", "yes"), "0 or 1");
+	parse_bad("DISABLE", "2");
+}
+END_TEST
+
+START_TEST(every_knob_is_documented_in_the_man_page)
+{
+	FILE *f = fopen(HP_SRCDIR "/man/hostpin.7", "r");
+	ck_assert_ptr_nonnull(f);
+	static char man[1 << 17];
+	size_t n = fread(man, 1, sizeof(man) - 1, f);
+	man[n] = '\0';
+	fclose(f);
+	for (int i = 0; i < HP_OPT_COUNT; i++) {
+		char key[80];
+		/* the entry header: .TP, .B HOSTPIN_NAME, then its default */
+		snprintf(key, sizeof(key), ".TP\n.B HOSTPIN_%s\n",
+			 hp_optdesc[i].name);
+		const char *at = strstr(man, key);
+		ck_assert_msg(at != NULL, "HOSTPIN_%s has no entry in hostpin.7",
+			      hp_optdesc[i].name);
+		const char *next = strstr(at + 1, ".TP\n.B HOSTPIN_");
+		char def[80];
+		snprintf(def, sizeof(def), "Default: %s%s%s.",
+			 hp_optdesc[i].kind == HP_K_STR ? "empty" : "\\fB",
+			 hp_optdesc[i].kind == HP_K_STR ? "" : hp_optdesc[i].def,
+			 hp_optdesc[i].kind == HP_K_STR ? "" : "\\fP");
+		const char *d = strstr(at, def);
+		ck_assert_msg(d != NULL && (next == NULL || d < next),
+			      "HOSTPIN_%s: man page lacks \"%s\" in its entry",
+			      hp_optdesc[i].name, def);
+	}
+}
+END_TEST
+
+Suite *options_suite(void)
+{
+	Suite *s = suite_create("options");
+	TCase *t = tcase_create("parse");
+	tcase_add_test(t, every_default_parses);
+	tcase_add_test(t, sizes_take_suffixes_and_ranges);
+	tcase_add_test(t, caps_take_a_percentage_of_ram);
+	tcase_add_test(t, enums_and_bools_name_their_choices);
+	tcase_add_test(t, every_knob_is_documented_in_the_man_page);
+	suite_add_tcase(s, t);
+	return s;
+}
