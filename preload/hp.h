@@ -97,8 +97,13 @@ struct hp_real {
 HP_HIDDEN extern struct hp_real hp_real;
 HP_HIDDEN void hp_init_slow(void);
 /* The bootstrap arena that serves dlsym's own allocations. */
+#define HP_ARENA_SIZE ((size_t)256 << 10)
+HP_HIDDEN extern char hp_arena[HP_ARENA_SIZE];
 HP_HIDDEN void *hp_arena_alloc(size_t n, size_t align);
-HP_HIDDEN int hp_arena_owns(const void *p);
+static inline int hp_arena_owns(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)hp_arena < HP_ARENA_SIZE;
+}
 HP_HIDDEN size_t hp_arena_size(const void *p);
 
 /* ---- statistics (stats.c) ---- */

@@ -18,8 +18,9 @@ struct hp_real hp_real;
 const hp_backend_t *hp_backend = &hp_backend_none;
 
 /* ---- bootstrap arena ---- */
-#define ARENA_SIZE ((size_t)256 << 10)
-static _Alignas(4096) char arena[ARENA_SIZE];
+#define ARENA_SIZE HP_ARENA_SIZE
+#define arena hp_arena
+_Alignas(4096) char hp_arena[HP_ARENA_SIZE];
 static _Atomic size_t arena_used;
 
 void *hp_arena_alloc(size_t n, size_t align)
@@ -37,11 +38,6 @@ void *hp_arena_alloc(size_t n, size_t align)
 	uintptr_t p = ((uintptr_t)arena + at + 16 + align - 1) & ~(align - 1);
 	((size_t *)p)[-1] = n;
 	return (void *)p; /* static memory: already zero */
-}
-
-int hp_arena_owns(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)arena < ARENA_SIZE;
 }
 
 size_t hp_arena_size(const void *p) { return ((const size_t *)p)[-1]; }

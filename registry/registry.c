@@ -5,7 +5,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define TAG_REC ((uintptr_t)1)
+/* A slot holds 0, a record pointer (records are 64-byte aligned) or a child
+ * node pointer tagged with TAG_CHILD.  Tagging children rather than records
+ * lets a lookup descend with one test per level and fold the untagging into
+ * the next load's address. */
+#define TAG_CHILD ((uintptr_t)1)
 /* Pages spanned by one slot at each level. */
 static const unsigned slot_shift[3] = {HP_L1_BITS + HP_L2_BITS, HP_L2_BITS, 0};
 static const size_t level_slots[3] = {(size_t)1 << HP_L0_BITS,
@@ -80,7 +84,7 @@ static hp_rec_t *rec_alloc(hp_registry_t *r)
 	return rec;
 }
 
-/* Store `val` (a tagged record or 0) into every slot covering pages [lo, hi)
+/* Store `val` (a record pointer or 0) into every slot covering pages [lo, hi)
  * under `node`, whose first page is `nbase`.  A slot fully covered and not
  * holding a child takes the value itself; otherwise we descend, creating
  * children only when storing.  Writer only. */
@@ -96,7 +100,7 @@ static int set_range(hp_registry_t *r, _Atomic uintptr_t *node, int level,
 		 * this load after every earlier writer's store. */
 		uintptr_t cur = atomic_load_explicit(&node[i],
 						     memory_order_relaxed);
-		int child = cur != 0 && !(cur & TAG_REC);
+		int child = (cur & TAG_CHILD) != 0;
 		if (!child && (level == 2 || (lo <= s0 && s1 <= hi))) {
 			if ((cur != 0) != (val != 0))
 				r->slots_used += val ? 1 : (size_t)-1;
@@ -118,11 +122,12 @@ static int set_range(hp_registry_t *r, _Atomic uintptr_t *node, int level,
 			 * reader that sees the child sees it zeroed.  The CAS
 			 * cannot fail under wlock; it documents publication. */
 			atomic_compare_exchange_strong_explicit(
-			    &node[i], &expect, (uintptr_t)n,
+			    &node[i], &expect, (uintptr_t)n | TAG_CHILD,
 			    memory_order_release, memory_order_relaxed);
-			cur = (uintptr_t)n;
+			cur = (uintptr_t)n | TAG_CHILD;
 		}
-		int e = set_range(r, (_Atomic uintptr_t *)cur, level + 1, s0,
+		int e = set_range(r, (_Atomic uintptr_t *)(cur & ~TAG_CHILD),
+				  level + 1, s0,
 				  lo > s0 ? lo : s0, hi < s1 ? hi : s1, val);
 		if (e)
 			return e;
@@ -160,7 +165,8 @@ int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
 	 * old fields with an unchanged even seq or retries. */
 	uint64_t seq = atomic_load_explicit(&rec->seq, memory_order_relaxed);
 	atomic_store_explicit(&rec->seq, seq + 1, memory_order_relaxed);
-	uint64_t gen = (seq + 2) >> 1;
+	uint64_t gen = (atomic_load_explicit(&rec->word, memory_order_relaxed) >>
+			32) + 1;
 	atomic_store_explicit(&rec->base, base, memory_order_release);
 	atomic_store_explicit(&rec->len, len, memory_order_release);
 	atomic_store_explicit(&rec->word, (gen << 32) | state,
@@ -178,7 +184,7 @@ int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
 				      memory_order_relaxed);
 
 	uintptr_t p0 = base >> HP_PAGE_SHIFT, p1 = (base + len) >> HP_PAGE_SHIFT;
-	int e = set_range(r, r->root, 0, 0, p0, p1, (uintptr_t)rec | TAG_REC);
+	int e = set_range(r, r->root, 0, 0, p0, p1, (uintptr_t)rec);
 	if (e) {
 		/* Undo the partial publication; clearing allocates nothing. */
 		set_range(r, r->root, 0, 0, p0, p1, 0);
@@ -212,10 +218,17 @@ int hp_registry_remove_locked(hp_registry_t *r, hp_rec_t *rec)
 	size_t len = atomic_load_explicit(&rec->len, memory_order_relaxed);
 	set_range(r, r->root, 0, 0, base >> HP_PAGE_SHIFT,
 		  (base + len) >> HP_PAGE_SHIFT, 0);
+	/* Empty the range under the seqlock, so a reader still holding the
+	 * pointer finds that it contains nothing: lookup needs no state test.
+	 * Same protocol as in insert. */
+	uint64_t seq = atomic_load_explicit(&rec->seq, memory_order_relaxed);
+	atomic_store_explicit(&rec->seq, seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&rec->len, 0, memory_order_release);
 	/* release: a claimer that loads FREE with acquire also sees the
 	 * slots cleared.  Keeps the generation; reuse bumps it. */
 	atomic_store_explicit(&rec->word, w & ~(uint64_t)UINT32_MAX,
 			      memory_order_release);
+	atomic_store_explicit(&rec->seq, seq + 2, memory_order_release);
 	atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
 			      memory_order_relaxed);
 	r->free_recs = rec;
@@ -259,22 +272,25 @@ hp_rec_t *hp_registry_lookup(const hp_registry_t *r, uintptr_t addr,
 	 * set_range, so the node or record behind the pointer is initialised. */
 	uintptr_t s = atomic_load_explicit(&r->root[pg >> slot_shift[0]],
 					   memory_order_acquire);
-	if (s != 0 && !(s & TAG_REC)) {
+	/* Records stored above the leaves are rare (ranges covering a 16 MiB
+	 * or 64 GiB aligned span): lay out the descent as the straight path. */
+	if (__builtin_expect(s & TAG_CHILD, 1)) {
 		s = atomic_load_explicit(
-		    &((_Atomic uintptr_t *)s)[(pg >> slot_shift[1]) &
-					      (level_slots[1] - 1)],
+		    &((_Atomic uintptr_t *)(s - TAG_CHILD))
+			[(pg >> slot_shift[1]) & (level_slots[1] - 1)],
 		    memory_order_acquire);
-		if (s != 0 && !(s & TAG_REC))
+		if (__builtin_expect(s & TAG_CHILD, 1))
 			s = atomic_load_explicit(
-			    &((_Atomic uintptr_t *)s)[pg &
-						      (level_slots[2] - 1)],
+			    &((_Atomic uintptr_t *)(s - TAG_CHILD))
+				[pg & (level_slots[2] - 1)],
 			    memory_order_acquire);
 	}
 	if (s == 0)
 		return NULL;
-	hp_rec_t *rec = (hp_rec_t *)(s & ~TAG_REC);
-	if (!read_rec(rec, snap) || addr - snap->base >= snap->len ||
-	    hp_word_state(snap->word) == HP_REC_FREE)
+	hp_rec_t *rec = (hp_rec_t *)s;
+	/* A removed record has len 0, so the containment test also rejects
+	 * records removed or being reused under us. */
+	if (!read_rec(rec, snap) || addr - snap->base >= snap->len)
 		return NULL;
 	return rec;
 }
@@ -321,15 +337,16 @@ static int walk_node(_Atomic uintptr_t *node, int level, uintptr_t nbase,
 						   memory_order_acquire);
 		if (s == 0)
 			continue;
-		if (!(s & TAG_REC)) {
-			int e = walk_node((_Atomic uintptr_t *)s, level + 1, s0,
+		if (s & TAG_CHILD) {
+			int e = walk_node((_Atomic uintptr_t *)(s - TAG_CHILD),
+					  level + 1, s0,
 					  lo > s0 ? lo : s0, hi < s1 ? hi : s1,
 					  w);
 			if (e)
 				return e;
 			continue;
 		}
-		hp_rec_t *rec = (hp_rec_t *)(s & ~TAG_REC);
+		hp_rec_t *rec = (hp_rec_t *)s;
 		/* A record's slots are contiguous in address order, so
 		 * consecutive hits on the same record are one report. */
 		if (rec == w->last)
