@@ -12,7 +12,8 @@ typedef struct hp_backend {
 	/* 1 if a range can be pinned now; 0 means "mark it pending". */
 	int (*ready)(void);
 	/* Pin / unpin exactly [base, base+len).  0, or non-zero with *why set
-	 * to a short static reason ("RLIMIT_MEMLOCK", a driver error name). */
+	 * to a short static reason ("RLIMIT_MEMLOCK", a driver error name).
+	 * EAGAIN from pin means "not now": the range is marked pending. */
 	int (*pin)(void *base, size_t len, const char **why);
 	int (*unpin)(void *base, size_t len, const char **why);
 	/* In a forked child: forget device state, make no device call. */
@@ -21,6 +22,6 @@ typedef struct hp_backend {
 	unsigned pin_flags;
 } hp_backend_t;
 
-extern const hp_backend_t hp_backend_none, hp_backend_mlock;
+extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda;
 
 #endif

@@ -3,7 +3,9 @@
  * backend.  Every function here runs with hp_in_hook raised by its caller
  * in interpose.c, so anything it calls that allocates or maps goes straight
  * to the next allocator. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -45,13 +47,6 @@ static int cap_reserve(size_t len)
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &hp_ctr.pinned_bytes_now, &cur, cur + len, memory_order_relaxed,
 	    memory_order_relaxed));
-	uint64_t v = cur + len;
-	uint64_t p = atomic_load_explicit(&hp_ctr.pinned_bytes_peak,
-					  memory_order_relaxed);
-	while (v > p && !atomic_compare_exchange_weak_explicit(
-			    &hp_ctr.pinned_bytes_peak, &p, v,
-			    memory_order_relaxed, memory_order_relaxed))
-		;
 	return 1;
 }
 
@@ -67,18 +62,28 @@ static void pin(hp_rec_t *r, uintptr_t base, size_t len)
 			    (unsigned long long)hp_opt[HP_OPT_MAX_PINNED]);
 		return;
 	}
-	if (!hp_backend->ready()) {
+	const char *why = "unknown";
+	int e = EAGAIN;
+	if (!(rflags(r) & HP_F_FOREIGN) && hp_backend->ready()) {
+		uint64_t t0 = hp_now_ns();
+		e = hp_backend->pin((void *)base, len, &why);
+		atomic_fetch_add_explicit(&hp_ctr.pin_ns, hp_now_ns() - t0,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&hp_ctr.pin_calls, 1,
+					  memory_order_relaxed);
+	}
+	if (e == EAGAIN) { /* not now: the device runtime is not ready */
 		atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
-		set_rflags(r, rflags(r) | HOSTPIN_PENDING);
-		atomic_fetch_add(&hp_ctr.pending_blocks, 1);
+		if (!(rflags(r) & HOSTPIN_PENDING)) {
+			set_rflags(r, rflags(r) | HOSTPIN_PENDING);
+			atomic_fetch_add(&hp_ctr.pending_blocks, 1);
+		}
 		return;
 	}
-	const char *why = "unknown";
-	uint64_t t0 = hp_now_ns();
-	int e = hp_backend->pin((void *)base, len, &why);
-	atomic_fetch_add_explicit(&hp_ctr.pin_ns, hp_now_ns() - t0,
-				  memory_order_relaxed);
-	atomic_fetch_add_explicit(&hp_ctr.pin_calls, 1, memory_order_relaxed);
+	if (rflags(r) & HOSTPIN_PENDING) {
+		set_rflags(r, rflags(r) & ~HOSTPIN_PENDING);
+		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+	}
 	if (e) {
 		atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
 		hp_stat_fail(why);
@@ -95,12 +100,15 @@ static void pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	set_rflags(r, rflags(r) | hp_backend->pin_flags);
 	atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+	/* the reservation is now real: account the peak */
+	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
 }
 
 /* Undo pin(); non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 static int unpin(hp_rec_t *r, uintptr_t base, size_t len)
 {
+	hp_copy_quiesce(r);
 	unsigned f = rflags(r);
 	if (f & HOSTPIN_PENDING) {
 		set_rflags(r, f & ~HOSTPIN_PENDING);
@@ -154,8 +162,8 @@ static int track(uintptr_t base, size_t len, unsigned kind, size_t req)
 			    (void *)base, e);
 		return e;
 	}
+	(void)req;
 	set_rflags(r, kind);
-	atomic_store_explicit(&r->user[HP_U_REQ], req, memory_order_relaxed);
 	count_track(kind, len, 1);
 	pin(r, base, len);
 	return 0;
@@ -235,7 +243,24 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 		hp_real.munmap((void *)base, len);
 		return NULL;
 	}
+	/* The device may have become ready since earlier blocks were left
+	 * pending: adopt them now too. */
+	hp_adopt_pending();
 	return (void *)base;
+}
+
+/* Claim r for release, waiting out a BUSY holder; 0 if someone else is
+ * releasing it. */
+static int claim_release(hp_rec_t *r, hp_snap_t *s)
+{
+	for (;;) {
+		if (hp_registry_claim(r, s->word, HP_REC_RELEASING))
+			return 1;
+		if (hp_registry_lookup(&hp_reg, s->base, s) != r ||
+		    hp_word_state(s->word) != HP_REC_BUSY)
+			return 0;
+		sched_yield();
+	}
 }
 
 /* The record of the malloc block that p is the base of; aborts on interior
@@ -243,6 +268,11 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 {
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
+	/* Adoption, madvise or a foreign registration holds it briefly. */
+	while (r && hp_word_state(s->word) == HP_REC_BUSY) {
+		sched_yield();
+		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
+	}
 	if (r == NULL) {
 		if (recently_freed_and_unmapped((uintptr_t)p))
 			hp_fatal("%s(): double free of hostpin block %p", fn,
@@ -262,7 +292,7 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 
 static void release_block(hp_rec_t *r, hp_snap_t *s, const char *fn)
 {
-	if (!hp_registry_claim(r, s->word, HP_REC_RELEASING))
+	if (!claim_release(r, s))
 		hp_fatal("%s(): double free of hostpin block %p (racing "
 			 "release)", fn, (void *)s->base);
 	if (untrack(r, s) == 0) {
@@ -301,11 +331,8 @@ void *hp_block_realloc(void *p, size_t n, int *handled)
 		return NULL;
 	}
 	/* Stays a hostpin block and fits without wasting over half: keep. */
-	if (n >= hp_threshold && n <= s.len && n > s.len / 2) {
-		atomic_store_explicit(&r->user[HP_U_REQ], n,
-				      memory_order_relaxed);
+	if (n >= hp_threshold && n <= s.len && n > s.len / 2)
 		return p;
-	}
 	void *q = n >= hp_threshold ? hp_block_alloc(n, 0, 0) : NULL;
 	if (q == NULL)
 		q = hp_real.malloc(n);
@@ -320,7 +347,26 @@ void *hp_block_realloc(void *p, size_t n, int *handled)
 
 /* ---- application mappings ---- */
 
-void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd)
+/* Memory the device libraries map for themselves (cudaHostAlloc, driver
+ * buffers) is theirs: never touch it (invariant 8). */
+static int from_device_library(const void *caller)
+{
+	static const char *const libs[] = {"libcuda", "libnvidia", "libcudart",
+					   "libze_", "libze-", "libigdrcl",
+					   "libcupti", "libnccl"};
+	Dl_info di;
+	if (caller == NULL || !dladdr(caller, &di) || di.dli_fname == NULL)
+		return 0;
+	const char *base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+			return 1;
+	return 0;
+}
+
+void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd,
+		   const void *caller)
 {
 	(void)fd;
 	uint64_t pol = hp_opt[HP_OPT_MMAP];
@@ -331,7 +377,8 @@ void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd)
 	    (pol == HP_MMAP_SHARED && !anon))
 		return;
 	/* Reservations are not buffers: locking them would commit them. */
-	if (!(prot & (PROT_READ | PROT_WRITE)) || (flags & MAP_NORESERVE))
+	if (!(prot & (PROT_READ | PROT_WRITE)) || (flags & MAP_NORESERVE) ||
+	    from_device_library(caller))
 		return;
 	track((uintptr_t)p, page_up(len), HOSTPIN_KIND_MMAP, len);
 }
@@ -341,10 +388,11 @@ struct carve {
 	unsigned kind;  /* kind of the first affected record, or 0 */
 };
 
-static int carve_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
 	struct carve *c = arg;
-	if (!hp_registry_claim(r, s->word, HP_REC_RELEASING))
+	hp_snap_t sv = *s0, *s = &sv;
+	if (!claim_release(r, s))
 		return 0; /* someone else is releasing it */
 	unsigned kind = rflags(r) & KIND_MASK;
 	if (!c->kind)
@@ -414,7 +462,7 @@ static void advise_gap(struct advise *ad, uintptr_t to)
 static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct advise *ad = arg;
-	if (!hp_registry_claim(r, s->word, HP_REC_RELEASING))
+	if (!hp_registry_claim(r, s->word, HP_REC_BUSY))
 		return 0;
 	uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
 	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
@@ -431,6 +479,79 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	ad->cur = b;
 	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
 	return 0;
+}
+
+/* ---- adoption and foreign registrations ---- */
+
+static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	if (!(rflags(r) & HOSTPIN_PENDING) ||
+	    !hp_registry_claim(r, s->word, HP_REC_BUSY))
+		return 0;
+	pin(r, s->base, s->len);
+	if (!(rflags(r) & HOSTPIN_PENDING) && (rflags(r) & PIN_MASK))
+		atomic_fetch_add(&hp_ctr.adopted_blocks, 1);
+	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	return 0;
+}
+
+void hp_adopt_pending(void)
+{
+	if (atomic_load_explicit(&hp_ctr.pending_blocks,
+				 memory_order_relaxed) == 0 ||
+	    hp_in_child || !hp_backend->ready())
+		return;
+	hp_registry_each(&hp_reg, adopt_one, NULL);
+}
+
+static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	if (!hp_registry_claim(r, s->word, HP_REC_BUSY))
+		return 0;
+	/* Step aside: the application's registration must not fail with
+	 * "already registered" because of ours. */
+	if (unpin(r, s->base, s->len) == 0) {
+		set_rflags(r, rflags(r) | HP_F_FOREIGN);
+		atomic_store_explicit(&r->user[HP_U_FOREIGN], (uintptr_t)arg,
+				      memory_order_relaxed);
+		atomic_fetch_add(&hp_ctr.foreign_ranges, 1);
+	}
+	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	return 0;
+}
+
+void hp_foreign_begin(void *p, size_t n)
+{
+	if (n && hp_registry_maybe(&hp_reg, (uintptr_t)p))
+		hp_registry_each_overlap(&hp_reg, (uintptr_t)p, n, foreign_one,
+					 p);
+}
+
+static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	if (!(rflags(r) & HP_F_FOREIGN) ||
+	    atomic_load_explicit(&r->user[HP_U_FOREIGN],
+				 memory_order_relaxed) != (uintptr_t)arg ||
+	    !hp_registry_claim(r, s->word, HP_REC_BUSY))
+		return 0;
+	set_rflags(r, rflags(r) & ~HP_F_FOREIGN);
+	pin(r, s->base, s->len); /* ours again */
+	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	return 0;
+}
+
+void hp_foreign_end(void *p)
+{
+	hp_registry_each(&hp_reg, unforeign_one, p);
+}
+
+unsigned hp_block_flags(const void *p, hp_rec_t **rec)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+	*rec = r;
+	return r ? rflags(r) : 0;
 }
 
 int hp_madvise_do(void *a, size_t len, int advice)

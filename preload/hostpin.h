@@ -32,6 +32,13 @@ struct hostpin_stats {
 	uint64_t mmap_ranges_now, mmap_bytes_now;
 	uint64_t pin_ns;                      /* time spent pinning */
 	uint64_t over_cap;                    /* served unpinned: HOSTPIN_MAX_PINNED */
+	uint64_t pin_calls, unpin_calls;      /* registrations / unregistrations */
+	uint64_t adopted_blocks;              /* pending blocks registered later */
+	uint64_t foreign_ranges;              /* blocks the program registered itself */
+	uint64_t copies_seen;                 /* copy hooks that touched a block */
+	uint64_t copies_registered, copy_bytes_registered; /* ...of registered ones */
+	uint64_t copy_waits;                  /* HOSTPIN_COPY waits (stream or event) */
+	uint64_t leaked_blocks;               /* unpin refused: never reused */
 };
 
 /* Fill *out (size bytes of it, for forward compatibility); 0 on success. */

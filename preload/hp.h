@@ -22,7 +22,8 @@ enum {
 #undef HP_OPT
 	HP_OPT_COUNT
 };
-enum { HP_BACKEND_AUTO, HP_BACKEND_NONE, HP_BACKEND_MLOCK };
+enum { HP_BACKEND_AUTO, HP_BACKEND_NONE, HP_BACKEND_MLOCK, HP_BACKEND_CUDA };
+enum { HP_COPY_SYNC, HP_COPY_ASYNC };
 enum { HP_MMAP_OFF, HP_MMAP_PRIVATE, HP_MMAP_SHARED, HP_MMAP_ALL };
 enum { HP_LOG_OFF, HP_LOG_ERROR, HP_LOG_WARN, HP_LOG_INFO, HP_LOG_DEBUG };
 
@@ -112,7 +113,9 @@ struct hp_counters {
 	_Atomic uint64_t pinned_blocks_now, pinned_bytes_now, pinned_bytes_peak;
 	_Atomic uint64_t pending_blocks, mmap_ranges_now, mmap_bytes_now;
 	_Atomic uint64_t pin_ns, over_cap, pin_calls, unpin_calls;
-	_Atomic uint64_t leaked_blocks;
+	_Atomic uint64_t leaked_blocks, adopted_blocks, foreign_ranges;
+	_Atomic uint64_t copies_seen, copies_registered, copy_bytes_registered;
+	_Atomic uint64_t copy_waits;
 };
 HP_HIDDEN extern struct hp_counters hp_ctr;
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
@@ -125,21 +128,42 @@ HP_HIDDEN uint64_t hp_now_ns(void);
 
 /* ---- blocks, mappings and the pin policy (block.c) ---- */
 /* Registry record states. */
-enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3 };
-/* rec->user[] words */
-enum { HP_U_FLAGS = 0, HP_U_REQ = 1 };
+/* BUSY: held briefly by adoption, madvise or a foreign registration; a
+ * release waits for it to end. */
+enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
+       HP_REC_BUSY = 4 };
+/* rec->user[] words: flags; the stream and event of the last async copy
+ * that used the block (HOSTPIN_COPY=async); the base of a foreign
+ * registration overlapping it. */
+enum { HP_U_FLAGS = 0, HP_U_STREAM = 1, HP_U_EVENT = 2, HP_U_FOREIGN = 3 };
+/* Internal flag: an application registration overlaps; hostpin stepped
+ * aside (not in hostpin.h's public set). */
+#define HP_F_FOREIGN 0x100u
 HP_HIDDEN extern hp_registry_t hp_reg;
 HP_HIDDEN void *hp_block_alloc(size_t n, size_t align, int zero);
 HP_HIDDEN int hp_block_free(void *p); /* 1 if p was ours and is released */
 HP_HIDDEN void *hp_block_realloc(void *p, size_t n, int *handled);
 HP_HIDDEN size_t hp_block_usable(const void *p, int *handled);
-HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd);
+HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd,
+			    const void *caller);
 HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
 HP_HIDDEN void hp_range_retrack(void);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
 HP_HIDDEN void hp_block_fork_child(void);
+/* Register every pending block now, if the backend is ready. */
+HP_HIDDEN void hp_adopt_pending(void);
+/* The application registers / unregisters [p, p+n) itself. */
+HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
+HP_HIDDEN void hp_foreign_end(void *p);
+/* Record lookup for the copy hooks: flags of the range holding p (0 if
+ * none), and its record. */
+HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
+
+/* ---- CUDA copy hooks (cuda_hooks.c) ---- */
+/* Wait for and forget the last async copy that used r (before release). */
+HP_HIDDEN void hp_copy_quiesce(hp_rec_t *r);
 
 /* ---- backends (backend.h) ---- */
 #include "backend.h"

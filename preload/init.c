@@ -79,8 +79,14 @@ static const hp_backend_t *pick_backend(void)
 		return &hp_backend_mlock;
 	case HP_BACKEND_NONE:
 		return &hp_backend_none;
-	default: /* auto: no device backend in use */
-		return &hp_backend_none;
+	case HP_BACKEND_CUDA:
+		return hp_opt[HP_OPT_REGISTER_DEVICE] ? &hp_backend_cuda
+						      : &hp_backend_none;
+	default:
+		/* auto: CUDA, the only device backend so far; it stays
+		 * pending (and costless) until the program uses a device. */
+		return hp_opt[HP_OPT_REGISTER_DEVICE] ? &hp_backend_cuda
+						      : &hp_backend_none;
 	}
 }
 

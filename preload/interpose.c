@@ -275,7 +275,8 @@ HP_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd,
 	if (p != MAP_FAILED && len >= hp_threshold) {
 		int e = errno;
 		ENTER;
-		hp_mmap_track(p, len, prot, flags, fd);
+		hp_mmap_track(p, len, prot, flags, fd,
+			      __builtin_return_address(0));
 		LEAVE;
 		errno = e;
 	}

@@ -77,6 +77,14 @@ HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 	s.mmap_bytes_now = L(mmap_bytes_now);
 	s.pin_ns = L(pin_ns);
 	s.over_cap = L(over_cap);
+	s.pin_calls = L(pin_calls), s.unpin_calls = L(unpin_calls);
+	s.adopted_blocks = L(adopted_blocks);
+	s.foreign_ranges = L(foreign_ranges);
+	s.copies_seen = L(copies_seen);
+	s.copies_registered = L(copies_registered);
+	s.copy_bytes_registered = L(copy_bytes_registered);
+	s.copy_waits = L(copy_waits);
+	s.leaked_blocks = L(leaked_blocks);
 #undef L
 	if (out == NULL)
 		return 22;
@@ -125,6 +133,19 @@ void hp_stats_report(void)
 		     (unsigned long long)s.mmap_ranges_now,
 		     (unsigned long long)s.mmap_bytes_now,
 		     (unsigned long long)s.over_cap);
+		emit(fd, "hostpin[%d]:   pin calls %llu, unpin calls %llu; "
+		     "adopted %llu; foreign %llu; leaked %llu\n", pid,
+		     (unsigned long long)s.pin_calls,
+		     (unsigned long long)s.unpin_calls,
+		     (unsigned long long)s.adopted_blocks,
+		     (unsigned long long)s.foreign_ranges,
+		     (unsigned long long)s.leaked_blocks);
+		emit(fd, "hostpin[%d]:   copies seen %llu, through registered "
+		     "memory %llu (%llu bytes), waits %llu\n", pid,
+		     (unsigned long long)s.copies_seen,
+		     (unsigned long long)s.copies_registered,
+		     (unsigned long long)s.copy_bytes_registered,
+		     (unsigned long long)s.copy_waits);
 		emit(fd, "hostpin[%d]:   pin failures %llu\n", pid,
 		     (unsigned long long)s.pin_failures);
 		for (int i = 0; i < MAX_REASONS; i++) {
@@ -148,7 +169,10 @@ void hp_stats_report(void)
 		J(blocks_now); J(bytes_now); J(blocks_peak); J(bytes_peak);
 		J(pinned_blocks_now); J(pinned_bytes_now); J(pinned_bytes_peak);
 		J(pin_failures); J(pending_blocks); J(mmap_ranges_now);
-		J(mmap_bytes_now); J(pin_ns); J(over_cap);
+		J(mmap_bytes_now); J(pin_ns); J(over_cap); J(pin_calls);
+		J(unpin_calls); J(adopted_blocks); J(foreign_ranges);
+		J(copies_seen); J(copies_registered); J(copy_bytes_registered);
+		J(copy_waits); J(leaked_blocks);
 #undef J
 		emit(fd, "\"failures\": {");
 		const char *sep = "";

@@ -8,6 +8,8 @@ LIB=$top/build/libhostpin.so
 CC=${CC:-cc}
 mkdir -p "$B"
 cd "$top/tests/preload" || exit 1
+F=$top/build/test/fakes
+mkdir -p "$F"
 chmod 755 "$top/build" "$top/build/test" "$B" 2>/dev/null
 # Misuse and impossible sizes are the point of some tests: silence the
 # warnings that say so.
@@ -27,6 +29,12 @@ build forked forked.c
 build quiet quiet.c
 build pinmany pinmany.c
 build threads ../stress/threads.c
+# the fake CUDA driver and runtime, and a program linked against them
+$CC $CFL -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$F/libcuda.so.1" ../fakes/fake_cuda.c -ldl -lpthread &&
+	$CC $CFL -shared -fPIC -Wl,-soname,libcudart.so.12 -o "$F/libcudart.so.12" ../fakes/fake_cudart.c \
+		-L"$F" -l:libcuda.so.1 -Wl,-rpath,"$F" -lpthread &&
+	build cuda_prog cuda_prog.c -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F" ||
+	bad "build the CUDA fakes"
 $CC $CFL -shared -fPIC -o "$B/libearly.so" early_lib.c &&
 	build early early.c -L"$B" -learly -Wl,-rpath,"$B"
 
@@ -126,6 +134,88 @@ assert s["over_cap"] >= 6, s
 PY
 then ok "HOSTPIN_MAX_PINNED holds"; else bad "HOSTPIN_MAX_PINNED"; fi
 rm -rf "$d"
+
+# ---- CUDA backend against the fake driver ----
+# fakelog LOG [live]: the fake driver saw no violation, no overlapping
+# registration, no context created by anyone, and at exit `live`
+# registrations remained (default 0) in the main process.
+fakelog() {
+	local log=$1 live=${2:-0} why=""
+	grep -q VIOLATION "$log" && why="$why $(grep VIOLATION "$log" | head -3 | tr '\n' ' ')"
+	grep -q OVERLAP "$log" && why="$why overlapping-registration"
+	grep -q CTXCREATE "$log" && why="$why context-created"
+	local main
+	main=$(head -1 "$log" | cut -d' ' -f1)
+	grep -q "^$main EXIT live=$live\$" "$log" || why="$why live-at-exit:$(grep "^$main EXIT" "$log")"
+	local regs unregs
+	regs=$(grep -c " REG " "$log"); unregs=$(grep -c " UNREG " "$log")
+	[ -z "$why" ] && return 0
+	echo "    fake driver: $why (REG $regs, UNREG $unregs)"
+	return 1
+}
+cuda() { # name expect-rc fake-live env... -- mode
+	local name=$1 want=$2 live=$3; shift 3
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	# timeout outside env: only cuda_prog runs with hostpin preloaded
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=5000 "${envs[@]}" \
+		"$B/cuda_prog" "$@" 2>&1); rc=$?
+	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "cuda $name"; CUDA_LOG_KEEP=$(cat "$log")
+	else bad "cuda $name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+cuda "adopt: pending before cuInit, registered before the first copy" 0 0 -- adopt
+if echo "$CUDA_LOG_KEEP" | grep -q "CTXCUR 0"; then bad "cuda: device 0 touched in a job on device 1"
+else ok "cuda: device 0 never touched in a job on device 1"; fi
+n=$(echo "$CUDA_LOG_KEEP" | grep -c " RETAIN ")
+if [ "$n" = 1 ]; then ok "cuda: hostpin retained no context (only the program's one retain)"
+else bad "cuda: $n primary-context retains"; fi
+if echo "$CUDA_LOG_KEEP" | awk '/CALL cuMemHostRegister_v2/ {r=1} /CALL cuInit/ {if (r) bad=1} END {exit bad}'; then
+	ok "cuda: no registration attempted before the program's cuInit"
+else bad "cuda: registration before cuInit"; fi
+cuda "thread without a context: context pushed" 0 0 -- thread
+cuda "HOSTPIN_COPY=sync keeps pageable copy semantics" 0 0 HOSTPIN_COPY=sync -- sync
+cuda "HOSTPIN_COPY=async: the semantics test does see the difference" 1 0 HOSTPIN_COPY=async -- sync
+cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 HOSTPIN_COPY=async -- inflight
+cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
+cuda "work with a 64 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work
+cuda "HOSTPIN_REGISTER_DEVICE=0 registers nothing" 0 0 HOSTPIN_REGISTER_DEVICE=0 HP_EXPECT_ACTIVE= -- work
+log=$(mktemp)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=2000 "$B/cuda_prog" fork 2>&1); rc=$?
+child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
+if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child CALL" "$log" && fakelog "$log"; then
+	ok "cuda fork: the child ($child) made no driver call"
+else bad "cuda fork (rc $rc, child '$child'): $(grep "^$child CALL" "$log" | head -2)"; fi
+rm -f "$log"
+# Failures injected into every driver entry point hostpin uses: the program
+# completes with correct data, and the failures are counted.
+# fn:N:mode: fail the Nth call of fn while cuda_prog runs mode.
+for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetState:1:work \
+	cuCtxGetCurrent:3:work cuCtxPushCurrent_v2:1:thread cuCtxPopCurrent_v2:1:thread \
+	cuMemHostRegister_v2:3:work cuMemHostUnregister:3:work cuMemHostRegister_v2:2:thread; do
+	fn=${spec%%:*}; rest=${spec#*:}; nth=${rest%%:*}; mode=${rest#*:}
+	d=$(mktemp -d)
+	out=$(timeout 60 env $P FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 FAKE_CUDA_FAIL="$fn:$nth" \
+		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" "$mode" 2>&1); rc=$?
+	inj=$(grep -c "INJECT $fn" "$d/log")
+	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks'])" 2>/dev/null)
+	# register/unregister failures must be counted; the others only delay
+	# registration (the block stays pending and is adopted later)
+	case $fn in cuMemHost*) need=1 ;; *) need=0 ;; esac
+	if [ $rc -eq 0 ] && [ "$inj" -ge 1 ] && [ "${counted:-0}" -ge $need ] && ! grep -q VIOLATION "$d/log"; then
+		ok "cuda: failure injected into $fn ($mode): job completes, data right, ${counted:-0} counted"
+	else bad "cuda: failure in $fn ($mode; rc $rc, injected $inj, counted ${counted:-?}): $(echo "$out" | tail -2)"; fi
+	rm -rf "$d"
+done
+if [ -f /usr/local/cuda/include/cuda.h ]; then
+	if $CC -std=c11 -Wall -Wextra -Werror -I/usr/local/cuda/include -fsyntax-only "$top/tests/unit/cuda_decls.c"; then
+		ok "preload/cuda_api.h agrees with /usr/local/cuda/include/cuda.h"
+	else bad "preload/cuda_api.h disagrees with cuda.h"; fi
+else
+	echo "SKIP: no CUDA toolkit: cuda_api.h not checked against cuda.h"
+fi
 
 # ---- real programs: byte-identical output ----
 PY=/usr/bin/python3

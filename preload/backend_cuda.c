@@ -1,0 +1,195 @@
+/* CUDA backend: registers ranges with the driver (cuMemHostRegister_v2,
+ * PORTABLE) through a primary context the program already made active.
+ * The driver is never linked and never initialised by hostpin: it is ready
+ * once the program has loaded libcuda.so.1, called cuInit, and has an
+ * active primary context (invariant 3). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "hostpin.h"
+#include "hp.h"
+
+static struct {
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_CU_DRIVER_FNS(HP_FN_FIELD, hp_CUresult)
+#undef HP_FN_FIELD
+} cu;
+
+/* 0: driver not seen loaded yet; 1: entry points resolved; -1: unusable */
+static _Atomic int cu_loaded;
+static _Atomic int cu_ready; /* sticky once a primary context was active */
+/* A context some application thread had current: pushed on threads that
+ * have none.  Learnt, never created or retained. */
+static _Atomic(hp_CUcontext) known_ctx;
+
+static const char *lib_name(void)
+{
+	return hp_optstr[HP_OPT_CUDA_LIB][0] ? hp_optstr[HP_OPT_CUDA_LIB]
+					     : "libcuda.so.1";
+}
+
+/* Resolve the entry points if the program has loaded the driver. */
+static int load(void)
+{
+	int st = atomic_load_explicit(&cu_loaded, memory_order_acquire);
+	if (st)
+		return st > 0;
+	/* RTLD_NOLOAD: only a driver the program loaded itself. */
+	void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
+	if (h == NULL)
+		return 0;
+	int ok = 1;
+#define HP_FN_SYM(name, R, params)                                            \
+	*(void **)&cu.name = dlsym(h, #name);                                 \
+	ok &= cu.name != NULL;
+	HP_CU_DRIVER_FNS(HP_FN_SYM, hp_CUresult)
+#undef HP_FN_SYM
+	if (!ok)
+		hp_log(HP_LOG_WARN, "%s lacks an entry point hostpin needs; "
+		       "CUDA registration off", lib_name());
+	/* release: pairs with the acquire above; the table is complete. */
+	atomic_store_explicit(&cu_loaded, ok ? 1 : -1, memory_order_release);
+	return ok;
+}
+
+static const char *err_name(hp_CUresult r)
+{
+	const char *s = NULL;
+	if (cu.cuGetErrorName(r, &s) != HP_CUDA_SUCCESS || s == NULL)
+		return "CUDA_ERROR_UNKNOWN";
+	return s; /* the driver's static string */
+}
+
+static int cuda_probe(void) { return 0; }
+
+static int cuda_ready(void)
+{
+	if (atomic_load_explicit(&cu_ready, memory_order_acquire))
+		return 1;
+	if (!load())
+		return 0;
+	int n = 0;
+	/* NOT_INITIALIZED until the program's own cuInit. */
+	if (cu.cuDeviceGetCount(&n) != HP_CUDA_SUCCESS)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		hp_CUdevice d;
+		unsigned flags;
+		int active = 0;
+		if (cu.cuDeviceGet(&d, i) == HP_CUDA_SUCCESS &&
+		    cu.cuDevicePrimaryCtxGetState(d, &flags, &active) ==
+			HP_CUDA_SUCCESS &&
+		    active) {
+			atomic_store_explicit(&cu_ready, 1,
+					      memory_order_release);
+			hp_log(HP_LOG_INFO, "CUDA ready (device %d active)", i);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Make a context current for a driver call; returns 1 if one was pushed
+ * (pop it afterwards), 0 if the thread had one, -1 if none is known. */
+static int enter_ctx(void)
+{
+	hp_CUcontext cur = NULL;
+	if (cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
+		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+		return 0;
+	}
+	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
+	if (k == NULL || cu.cuCtxPushCurrent_v2(k) != HP_CUDA_SUCCESS)
+		return -1;
+	return 1;
+}
+
+static void leave_ctx(int pushed)
+{
+	hp_CUcontext c;
+	if (pushed == 1)
+		cu.cuCtxPopCurrent_v2(&c);
+}
+
+void hp_cuda_learn_ctx(void)
+{
+	hp_CUcontext cur = NULL;
+	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) > 0 &&
+	    cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL)
+		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+}
+
+static size_t chunk(void)
+{
+	uint64_t c = hp_opt[HP_OPT_REGISTER_CHUNK];
+	return c ? (size_t)c : SIZE_MAX;
+}
+
+static int cuda_unpin_n(char *b, size_t len, const char **why)
+{
+	int e = 0;
+	for (size_t off = 0; off < len; off += chunk()) {
+		hp_CUresult r = cu.cuMemHostUnregister(b + off);
+		if (r != HP_CUDA_SUCCESS && !e) {
+			*why = err_name(r);
+			e = EIO;
+		}
+		if (len - off <= chunk())
+			break;
+	}
+	return e;
+}
+
+static int cuda_pin(void *base, size_t len, const char **why)
+{
+	int pushed = enter_ctx();
+	if (pushed < 0)
+		return EAGAIN; /* no context on this thread yet: pending */
+	char *b = base;
+	size_t done = 0;
+	int e = 0;
+	while (done < len) {
+		size_t n = len - done < chunk() ? len - done : chunk();
+		hp_CUresult r = cu.cuMemHostRegister_v2(
+		    b + done, n, HP_CU_MEMHOSTREGISTER_PORTABLE);
+		if (r != HP_CUDA_SUCCESS) {
+			*why = err_name(r);
+			e = EIO;
+			break;
+		}
+		done += n;
+	}
+	if (e && done) {
+		const char *w2;
+		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
+	}
+	leave_ctx(pushed);
+	return e;
+}
+
+static int cuda_unpin(void *base, size_t len, const char **why)
+{
+	int pushed = enter_ctx();
+	if (pushed < 0) {
+		*why = "no CUDA context to unregister through";
+		return EIO;
+	}
+	int e = cuda_unpin_n(base, len, why);
+	leave_ctx(pushed);
+	return e;
+}
+
+static void cuda_fork_child(void)
+{
+	/* The child makes no CUDA call (invariant 4): forget the driver. */
+	atomic_store(&cu_loaded, -1);
+	atomic_store(&cu_ready, 0);
+}
+
+const hp_backend_t hp_backend_cuda = {
+	.name = "cuda", .probe = cuda_probe, .ready = cuda_ready,
+	.pin = cuda_pin, .unpin = cuda_unpin, .fork_child = cuda_fork_child,
+	.pin_flags = HOSTPIN_REGISTERED,
+};
