@@ -5,6 +5,7 @@
  * to the next allocator. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -213,16 +214,145 @@ static int recently_freed_and_unmapped(uintptr_t p)
 	return 0;
 }
 
+/* ---- the cache of freed blocks ----
+ * Freed blocks stay mapped and pinned, and are handed out again for an
+ * allocation that fits them with at most 1/8 waste, oldest first (so a
+ * block just freed is not the next one reused).  Bounded by HOSTPIN_CACHE;
+ * while nothing gets pinned, by 64 MiB, so a process without a device uses
+ * memory much as it would with glibc.  The lock is never held across a
+ * backend call. */
+#define CACHE_SLOTS 128
+#define CACHE_IDLE_CAP ((size_t)64 << 20)
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct centry {
+	hp_rec_t *rec;
+	uintptr_t base;
+	size_t len;
+} cache[CACHE_SLOTS];
+static int ncache;
+static size_t cache_bytes;
+
+static size_t cache_cap(void)
+{
+	size_t cap = (size_t)hp_opt[HP_OPT_CACHE];
+	int pinning = hp_backend != &hp_backend_none && !hp_in_child &&
+		      atomic_load_explicit(&hp_ctr.pinned_blocks_now,
+					   memory_order_relaxed) > 0;
+	return pinning || cap < CACHE_IDLE_CAP ? cap : CACHE_IDLE_CAP;
+}
+
+void hp_cache_lock(void) { pthread_mutex_lock(&cache_mu); }
+void hp_cache_unlock(void) { pthread_mutex_unlock(&cache_mu); }
+
+static void evict(struct centry *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		hp_snap_t s;
+		if (hp_registry_lookup(&hp_reg, v[i].base, &s) != v[i].rec ||
+		    hp_word_state(s.word) != HP_REC_CACHED ||
+		    !hp_registry_claim(v[i].rec, s.word, HP_REC_RELEASING))
+			continue; /* an munmap took it meanwhile */
+		atomic_fetch_add(&hp_ctr.cache_evictions, 1);
+		/* invariant 1: unpin, forget, and only then unmap */
+		if (untrack(v[i].rec, &s) == 0)
+			hp_real.munmap((void *)s.base, s.len);
+	}
+}
+
+/* Take a cached block of len bytes (page multiple) aligned to align. */
+static void *cache_get(size_t len, size_t align)
+{
+	if (!atomic_load_explicit(&hp_ctr.cached_blocks, memory_order_relaxed))
+		return NULL;
+	pthread_mutex_lock(&cache_mu);
+	for (int i = 0; i < ncache; i++) {
+		struct centry e = cache[i];
+		if (e.len < len || e.len - len > len / 8 ||
+		    (align > HP_PAGE_SIZE && (e.base & (align - 1))))
+			continue;
+		memmove(&cache[i], &cache[i + 1],
+			sizeof(cache[0]) * (size_t)(ncache - i - 1));
+		ncache--;
+		cache_bytes -= e.len;
+		atomic_fetch_sub(&hp_ctr.cached_blocks, 1);
+		atomic_fetch_sub(&hp_ctr.cached_bytes, e.len);
+		hp_snap_t s;
+		if (hp_registry_lookup(&hp_reg, e.base, &s) != e.rec ||
+		    hp_word_state(s.word) != HP_REC_CACHED ||
+		    !hp_registry_claim(e.rec, s.word, HP_REC_LIVE)) {
+			i--; /* stale: released by an munmap meanwhile */
+			continue;
+		}
+		pthread_mutex_unlock(&cache_mu);
+		atomic_fetch_add(&hp_ctr.cache_hits, 1);
+		count_track(HOSTPIN_KIND_MALLOC, e.len, 1);
+		return (void *)e.base;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	return NULL;
+}
+
+/* Keep a claimed (RELEASING) block for reuse; 0 if it does not fit. */
+static int cache_put(hp_rec_t *r, hp_snap_t *s)
+{
+	size_t cap = cache_cap();
+	if (s->len > cap || (rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
+		return 0;
+	/* Not reused while a copy that used it may still run. */
+	hp_copy_quiesce(r);
+	struct centry victims[CACHE_SLOTS];
+	int nv = 0;
+	pthread_mutex_lock(&cache_mu);
+	while (ncache && (cache_bytes + s->len > cap || ncache == CACHE_SLOTS)) {
+		victims[nv++] = cache[0];
+		cache_bytes -= cache[0].len;
+		memmove(&cache[0], &cache[1],
+			sizeof(cache[0]) * (size_t)(ncache - 1));
+		ncache--;
+		atomic_fetch_sub(&hp_ctr.cached_blocks, 1);
+		atomic_fetch_sub(&hp_ctr.cached_bytes, victims[nv - 1].len);
+	}
+	hp_registry_claim(r, atomic_load(&r->word), HP_REC_CACHED);
+	cache[ncache++] = (struct centry){r, s->base, s->len};
+	cache_bytes += s->len;
+	atomic_fetch_add(&hp_ctr.cached_blocks, 1);
+	atomic_fetch_add(&hp_ctr.cached_bytes, s->len);
+	pthread_mutex_unlock(&cache_mu);
+	count_track(HOSTPIN_KIND_MALLOC, s->len, 0);
+	evict(victims, nv);
+	return 1;
+}
+
+/* Empty the cache (at exit, and for tests through hostpin_trim). */
+void hp_cache_drain(void)
+{
+	struct centry v[CACHE_SLOTS];
+	pthread_mutex_lock(&cache_mu);
+	int n = ncache;
+	memcpy(v, cache, sizeof(cache[0]) * (size_t)n);
+	ncache = 0;
+	cache_bytes = 0;
+	atomic_store(&hp_ctr.cached_blocks, 0);
+	atomic_store(&hp_ctr.cached_bytes, 0);
+	pthread_mutex_unlock(&cache_mu);
+	evict(v, n);
+}
+
 /* ---- malloc-family blocks ---- */
 
 void *hp_block_alloc(size_t n, size_t align, int zero)
 {
-	(void)zero; /* fresh anonymous mappings are zero */
 	if (n > PTRDIFF_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	size_t len = page_up(n);
+	void *hit = cache_get(len, align);
+	if (hit) {
+		if (zero)
+			memset(hit, 0, n); /* reused memory: calloc must zero */
+		return hit;
+	}
 	size_t extra = align > PAGE ? align - PAGE : 0;
 	if (len + extra < len)
 		return NULL;
@@ -249,18 +379,36 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 	return (void *)base;
 }
 
-/* Claim r for release, waiting out a BUSY holder; 0 if someone else is
- * releasing it. */
+/* Claim r (LIVE or CACHED) for release, waiting out a BUSY holder; 0 if it
+ * is in no state to be released (someone else releases it, or it leaked). */
 static int claim_release(hp_rec_t *r, hp_snap_t *s)
 {
 	for (;;) {
-		if (hp_registry_claim(r, s->word, HP_REC_RELEASING))
+		uint32_t st = hp_word_state(s->word);
+		if ((st == HP_REC_LIVE || st == HP_REC_CACHED) &&
+		    hp_registry_claim(r, s->word, HP_REC_RELEASING))
 			return 1;
 		if (hp_registry_lookup(&hp_reg, s->base, s) != r ||
 		    hp_word_state(s->word) != HP_REC_BUSY)
 			return 0;
 		sched_yield();
 	}
+}
+
+/* Hold r briefly (adoption, madvise, a foreign registration): returns the
+ * state to restore with busy_end, or 0 if r is neither LIVE nor CACHED. */
+static uint32_t busy_begin(hp_rec_t *r, const hp_snap_t *s)
+{
+	uint32_t st = hp_word_state(s->word);
+	if ((st != HP_REC_LIVE && st != HP_REC_CACHED) ||
+	    !hp_registry_claim(r, s->word, HP_REC_BUSY))
+		return 0;
+	return st;
+}
+
+static void busy_end(hp_rec_t *r, uint32_t st)
+{
+	hp_registry_claim(r, atomic_load(&r->word), st);
 }
 
 /* The record of the malloc block that p is the base of; aborts on interior
@@ -295,6 +443,8 @@ static void release_block(hp_rec_t *r, hp_snap_t *s, const char *fn)
 	if (!claim_release(r, s))
 		hp_fatal("%s(): double free of hostpin block %p (racing "
 			 "release)", fn, (void *)s->base);
+	if (cache_put(r, s))
+		return;
 	if (untrack(r, s) == 0) {
 		hp_real.munmap((void *)s->base, s->len);
 		remember_freed(s->base);
@@ -462,7 +612,8 @@ static void advise_gap(struct advise *ad, uintptr_t to)
 static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct advise *ad = arg;
-	if (!hp_registry_claim(r, s->word, HP_REC_BUSY))
+	uint32_t st = busy_begin(r, s);
+	if (!st)
 		return 0;
 	uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
 	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
@@ -477,7 +628,7 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 		ad->ret = -1, ad->err = EBUSY;
 	}
 	ad->cur = b;
-	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	busy_end(r, st);
 	return 0;
 }
 
@@ -486,13 +637,13 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	(void)arg;
-	if (!(rflags(r) & HOSTPIN_PENDING) ||
-	    !hp_registry_claim(r, s->word, HP_REC_BUSY))
+	uint32_t st;
+	if (!(rflags(r) & HOSTPIN_PENDING) || !(st = busy_begin(r, s)))
 		return 0;
 	pin(r, s->base, s->len);
 	if (!(rflags(r) & HOSTPIN_PENDING) && (rflags(r) & PIN_MASK))
 		atomic_fetch_add(&hp_ctr.adopted_blocks, 1);
-	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	busy_end(r, st);
 	return 0;
 }
 
@@ -507,7 +658,8 @@ void hp_adopt_pending(void)
 
 static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
-	if (!hp_registry_claim(r, s->word, HP_REC_BUSY))
+	uint32_t st = busy_begin(r, s);
+	if (!st)
 		return 0;
 	/* Step aside: the application's registration must not fail with
 	 * "already registered" because of ours. */
@@ -517,7 +669,7 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 				      memory_order_relaxed);
 		atomic_fetch_add(&hp_ctr.foreign_ranges, 1);
 	}
-	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	busy_end(r, st);
 	return 0;
 }
 
@@ -530,14 +682,15 @@ void hp_foreign_begin(void *p, size_t n)
 
 static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
+	uint32_t st;
 	if (!(rflags(r) & HP_F_FOREIGN) ||
 	    atomic_load_explicit(&r->user[HP_U_FOREIGN],
 				 memory_order_relaxed) != (uintptr_t)arg ||
-	    !hp_registry_claim(r, s->word, HP_REC_BUSY))
+	    !(st = busy_begin(r, s)))
 		return 0;
 	set_rflags(r, rflags(r) & ~HP_F_FOREIGN);
 	pin(r, s->base, s->len); /* ours again */
-	hp_registry_claim(r, atomic_load(&r->word), HP_REC_LIVE);
+	busy_end(r, st);
 	return 0;
 }
 

@@ -39,6 +39,8 @@ struct hostpin_stats {
 	uint64_t copies_registered, copy_bytes_registered; /* ...of registered ones */
 	uint64_t copy_waits;                  /* HOSTPIN_COPY waits (stream or event) */
 	uint64_t leaked_blocks;               /* unpin refused: never reused */
+	uint64_t cached_blocks, cached_bytes; /* freed blocks kept for reuse */
+	uint64_t cache_hits, cache_evictions;
 };
 
 /* Fill *out (size bytes of it, for forward compatibility); 0 on success. */

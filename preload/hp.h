@@ -116,6 +116,7 @@ struct hp_counters {
 	_Atomic uint64_t leaked_blocks, adopted_blocks, foreign_ranges;
 	_Atomic uint64_t copies_seen, copies_registered, copy_bytes_registered;
 	_Atomic uint64_t copy_waits;
+	_Atomic uint64_t cached_blocks, cached_bytes, cache_hits, cache_evictions;
 };
 HP_HIDDEN extern struct hp_counters hp_ctr;
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
@@ -131,7 +132,7 @@ HP_HIDDEN uint64_t hp_now_ns(void);
 /* BUSY: held briefly by adoption, madvise or a foreign registration; a
  * release waits for it to end. */
 enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
-       HP_REC_BUSY = 4 };
+       HP_REC_BUSY = 4, HP_REC_CACHED = 5 };
 /* rec->user[] words: flags; the stream and event of the last async copy
  * that used the block (HOSTPIN_COPY=async); the base of a foreign
  * registration overlapping it. */
@@ -152,6 +153,10 @@ HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
 HP_HIDDEN void hp_block_fork_child(void);
+/* The cache of freed blocks: lock for fork handlers, drain at exit. */
+HP_HIDDEN void hp_cache_lock(void);
+HP_HIDDEN void hp_cache_unlock(void);
+HP_HIDDEN void hp_cache_drain(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
 /* The application registers / unregisters [p, p+n) itself. */

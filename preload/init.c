@@ -63,11 +63,20 @@ static void resolve(void)
 }
 
 /* ---- fork ---- */
-static void fork_prepare(void) { hp_registry_lock(&hp_reg); }
-static void fork_parent(void) { hp_registry_unlock(&hp_reg); }
+static void fork_prepare(void)
+{
+	hp_cache_lock();
+	hp_registry_lock(&hp_reg);
+}
+static void fork_parent(void)
+{
+	hp_registry_unlock(&hp_reg);
+	hp_cache_unlock();
+}
 static void fork_child(void)
 {
 	hp_registry_unlock(&hp_reg);
+	hp_cache_unlock();
 	hp_in_child = 1;
 	hp_block_fork_child();
 }

@@ -33,12 +33,17 @@ static int have_real(void)
 
 static int pow2(size_t a) { return a && !(a & (a - 1)); }
 
-static void *large_alloc(size_t n, size_t align)
+static void *large_alloc_z(size_t n, size_t align, int zero)
 {
 	ENTER;
-	void *p = hp_block_alloc(n, align, 0);
+	void *p = hp_block_alloc(n, align, zero);
 	LEAVE;
 	return p;
+}
+
+static void *large_alloc(size_t n, size_t align)
+{
+	return large_alloc_z(n, align, 0);
 }
 
 static void *malloc_slow(size_t n)
@@ -103,7 +108,7 @@ HP_EXPORT void *calloc(size_t n, size_t m)
 		return p;
 	}
 	if (ready() && t >= hp_threshold) {
-		void *p = large_alloc(t, 0); /* fresh mapping: zero */
+		void *p = large_alloc_z(t, 0, 1);
 		if (p)
 			return p;
 	}

@@ -85,6 +85,8 @@ HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 	s.copy_bytes_registered = L(copy_bytes_registered);
 	s.copy_waits = L(copy_waits);
 	s.leaked_blocks = L(leaked_blocks);
+	s.cached_blocks = L(cached_blocks), s.cached_bytes = L(cached_bytes);
+	s.cache_hits = L(cache_hits), s.cache_evictions = L(cache_evictions);
 #undef L
 	if (out == NULL)
 		return 22;
@@ -146,6 +148,12 @@ void hp_stats_report(void)
 		     (unsigned long long)s.copies_registered,
 		     (unsigned long long)s.copy_bytes_registered,
 		     (unsigned long long)s.copy_waits);
+		emit(fd, "hostpin[%d]:   cache: %llu blocks (%llu bytes), "
+		     "%llu hits, %llu evictions\n", pid,
+		     (unsigned long long)s.cached_blocks,
+		     (unsigned long long)s.cached_bytes,
+		     (unsigned long long)s.cache_hits,
+		     (unsigned long long)s.cache_evictions);
 		emit(fd, "hostpin[%d]:   pin failures %llu\n", pid,
 		     (unsigned long long)s.pin_failures);
 		for (int i = 0; i < MAX_REASONS; i++) {
@@ -172,7 +180,8 @@ void hp_stats_report(void)
 		J(mmap_bytes_now); J(pin_ns); J(over_cap); J(pin_calls);
 		J(unpin_calls); J(adopted_blocks); J(foreign_ranges);
 		J(copies_seen); J(copies_registered); J(copy_bytes_registered);
-		J(copy_waits); J(leaked_blocks);
+		J(copy_waits); J(leaked_blocks); J(cached_blocks);
+		J(cached_bytes); J(cache_hits); J(cache_evictions);
 #undef J
 		emit(fd, "\"failures\": {");
 		const char *sep = "";

@@ -197,6 +197,24 @@ static void work(void)
 		free(b[i]);
 }
 
+/* A training-loop pattern: fresh large buffers every step, copied to the
+ * device, freed. */
+static void churn(void)
+{
+	CHECK(cudaSetDevice(0) == 0);
+	size_t sz[3] = {8 * MB, 16 * MB, 32 * MB};
+	void *d = dev(32 * MB, 0);
+	for (int step = 0; step < 20; step++)
+		for (int k = 0; k < 3; k++) {
+			char *b = malloc(sz[k]);
+			memset(b, step, sz[k]);
+			if (hp)
+				CHECK(registered(b));
+			CHECK(cudaMemcpyAsync(d, b, sz[k], H2D, NULL) == 0);
+			free(b);
+		}
+}
+
 static void forked(void)
 {
 	CHECK(cudaSetDevice(0) == 0);
@@ -240,6 +258,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "foreign")) foreign();
 	else if (!strcmp(m, "work")) work();
 	else if (!strcmp(m, "fork")) forked();
+	else if (!strcmp(m, "churn")) churn();
 	else return 2;
 	printf("cuda_prog %s: ok\n", m);
 	return 0;

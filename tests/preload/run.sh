@@ -29,6 +29,8 @@ build forked forked.c
 build quiet quiet.c
 build pinmany pinmany.c
 build threads ../stress/threads.c
+build cache cache.c
+build maxpin maxpin.c
 # the fake CUDA driver and runtime, and a program linked against them
 $CC $CFL -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$F/libcuda.so.1" ../fakes/fake_cuda.c -ldl -lpthread &&
 	$CC $CFL -shared -fPIC -Wl,-soname,libcudart.so.12 -o "$F/libcudart.so.12" ../fakes/fake_cudart.c \
@@ -80,6 +82,11 @@ run "fork [none]" $P -- "$B/forked"
 run "quiet process: no thread, no device library" $P HOSTPIN_BACKEND=mlock -- "$B/quiet"
 run "8 threads mixed sizes [mlock]" $P HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K -- "$B/threads" 3000
 run "8 threads mixed sizes [none]" $P -- "$B/threads" 3000
+
+# ---- the cache of freed blocks, HOSTPIN_MAX_PINNED ----
+run "cache: order, fit, cap, calloc zeroing, 8 threads" $P HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=12M -- "$B/cache"
+run "HOSTPIN_MAX_PINNED=64M holds under 8 threads" $P HOSTPIN_BACKEND=mlock HOSTPIN_MAX_PINNED=64M HP_CAP_MB=64 -- "$B/maxpin"
+run "8 threads mixed sizes [mlock, cache 32M]" $P HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K HOSTPIN_CACHE=32M -- "$B/threads" 3000
 
 # ---- knobs ----
 out=$(env $P HOSTPIN_THRESHOLD=12Q "$B/semantics" 2>&1); rc=$?
@@ -160,9 +167,12 @@ cuda() { # name expect-rc fake-live env... -- mode
 	local log out rc
 	log=$(mktemp)
 	# timeout outside env: only cuda_prog runs with hostpin preloaded
-	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=5000 "${envs[@]}" \
+	# HOSTPIN_CACHE=0 unless the case sets it: every free then unregisters,
+	# so the fake's live count at exit must be 0
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=5000 "${envs[@]}" \
 		"$B/cuda_prog" "$@" 2>&1); rc=$?
-	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "cuda $name"; CUDA_LOG_KEEP=$(cat "$log")
+	CUDA_LOG_KEEP=$(cat "$log")
+	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "cuda $name"
 	else bad "cuda $name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
 	rm -f "$log"
 }
@@ -182,8 +192,12 @@ cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 
 cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
 cuda "work with a 64 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work
 cuda "HOSTPIN_REGISTER_DEVICE=0 registers nothing" 0 0 HOSTPIN_REGISTER_DEVICE=0 HP_EXPECT_ACTIVE= -- work
+cuda "churn with the cache: registrations only in the first step" 0 3 HOSTPIN_CACHE=1G -- churn
+n=$(echo "$CUDA_LOG_KEEP" | grep -c " REG "); u=$(echo "$CUDA_LOG_KEEP" | grep -c " UNREG ")
+if [ "$n" = 3 ] && [ "$u" = 0 ]; then ok "cuda cache: 20 steps of 3 fresh buffers cost 3 registrations, 0 unregistrations"
+else bad "cuda cache: $n registrations, $u unregistrations"; fi
 log=$(mktemp)
-out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=2000 "$B/cuda_prog" fork 2>&1); rc=$?
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=2000 "$B/cuda_prog" fork 2>&1); rc=$?
 child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
 if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child CALL" "$log" && fakelog "$log"; then
 	ok "cuda fork: the child ($child) made no driver call"
@@ -197,7 +211,7 @@ for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetStat
 	cuMemHostRegister_v2:3:work cuMemHostUnregister:3:work cuMemHostRegister_v2:2:thread; do
 	fn=${spec%%:*}; rest=${spec#*:}; nth=${rest%%:*}; mode=${rest#*:}
 	d=$(mktemp -d)
-	out=$(timeout 60 env $P FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 FAKE_CUDA_FAIL="$fn:$nth" \
+	out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 FAKE_CUDA_FAIL="$fn:$nth" \
 		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" "$mode" 2>&1); rc=$?
 	inj=$(grep -c "INJECT $fn" "$d/log")
 	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks'])" 2>/dev/null)
