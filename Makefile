@@ -78,6 +78,7 @@ demo: $(DEPS_STAMP) all
 	scripts/demo
 
 bench: $(DEPS_STAMP) all
+	scripts/ensure-deps valgrind gnuplot-nox
 	scripts/bench
 
 gpu-check:

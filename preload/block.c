@@ -67,6 +67,7 @@ static void pin(hp_rec_t *r, uintptr_t base, size_t len)
 	int e = EAGAIN;
 	if (!(rflags(r) & HP_F_FOREIGN) && hp_backend->ready()) {
 		uint64_t t0 = hp_now_ns();
+		hp_prefault((void *)base, len);
 		e = hp_backend->pin((void *)base, len, &why);
 		atomic_fetch_add_explicit(&hp_ctr.pin_ns, hp_now_ns() - t0,
 					  memory_order_relaxed);
@@ -353,6 +354,9 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 			memset(hit, 0, n); /* reused memory: calloc must zero */
 		return hit;
 	}
+	size_t huge = (size_t)2 << 20;
+	if (hp_opt[HP_OPT_HUGEPAGES] && len >= huge && align < huge)
+		align = huge; /* THP needs 2 MiB-aligned extents */
 	size_t extra = align > PAGE ? align - PAGE : 0;
 	if (len + extra < len)
 		return NULL;
@@ -369,6 +373,8 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 			hp_real.munmap((void *)(b + len), base + extra - b);
 		base = b;
 	}
+	if (hp_opt[HP_OPT_HUGEPAGES] && len >= huge)
+		hp_real.madvise((void *)base, len, MADV_HUGEPAGE);
 	if (track(base, len, HOSTPIN_KIND_MALLOC, n)) {
 		hp_real.munmap((void *)base, len);
 		return NULL;

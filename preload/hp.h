@@ -170,6 +170,10 @@ HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
 /* Wait for and forget the last async copy that used r (before release). */
 HP_HIDDEN void hp_copy_quiesce(hp_rec_t *r);
 
+/* ---- pre-faulting (prefault.c) ---- */
+HP_HIDDEN void hp_prefault(void *base, size_t len);
+HP_HIDDEN int hp_prefault_threads(void);
+
 /* ---- backends (backend.h) ---- */
 #include "backend.h"
 HP_HIDDEN extern const hp_backend_t *hp_backend;
