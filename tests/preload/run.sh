@@ -231,6 +231,14 @@ else
 	echo "SKIP: no CUDA toolkit: cuda_api.h not checked against cuda.h"
 fi
 
+# ---- the GPU check skips cleanly without a GPU ----
+if out=$(PYTHON=/usr/bin/python3 "$top/scripts/gpu-check" 2>&1); then
+	if echo "$out" | grep -q "SKIP: no CUDA device"; then ok "scripts/gpu-check skips cleanly without a GPU"
+	else ok "scripts/gpu-check ran (a GPU is present)"; fi
+else bad "scripts/gpu-check: $out"; fi
+python3 -c "import ast; ast.parse(open('$top/scripts/gpu_check.py').read())" &&
+	ok "scripts/gpu_check.py parses" || bad "scripts/gpu_check.py syntax"
+
 # ---- real programs: byte-identical output ----
 PY=/usr/bin/python3
 same() { # name cmd...: output with hostpin (mlock, 64K) == without

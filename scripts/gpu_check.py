@@ -1,0 +1,194 @@
+"""The measurement half of scripts/gpu-check.  Each mode runs in its own
+process (with or without hostpin preloaded) and prints one JSON object;
+`report DIR OUT` combines them into a table and a JSON file."""
+import ctypes
+import json
+import os
+import statistics
+import sys
+import time
+
+MB = 1 << 20
+SIZES = [64 * MB, 256 * MB, 1024 * MB]
+
+
+def hostpin_stats():
+    class S(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in (
+            "blocks_now bytes_now blocks_peak bytes_peak pinned_blocks_now "
+            "pinned_bytes_now pinned_bytes_peak pin_failures pending_blocks "
+            "mmap_ranges_now mmap_bytes_now pin_ns over_cap pin_calls "
+            "unpin_calls adopted_blocks foreign_ranges copies_seen "
+            "copies_registered copy_bytes_registered copy_waits "
+            "leaked_blocks cached_blocks cached_bytes cache_hits "
+            "cache_evictions").split()]
+    try:
+        f = ctypes.CDLL(None).hostpin_stats
+    except AttributeError:
+        return None
+    s = S()
+    f(ctypes.byref(s), ctypes.sizeof(s))
+    return {k: getattr(s, k) for k, _ in S._fields_}
+
+
+def active_devices():
+    """Devices whose primary context is active, asked of the driver."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+        n = ctypes.c_int()
+        if cu.cuDeviceGetCount(ctypes.byref(n)) != 0:
+            return None
+        act = []
+        for i in range(n.value):
+            d, fl, a = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+            cu.cuDeviceGet(ctypes.byref(d), i)
+            cu.cuDevicePrimaryCtxGetState(d, ctypes.byref(fl), ctypes.byref(a))
+            if a.value:
+                act.append(i)
+        return act
+    except OSError:
+        return None
+
+
+def bw(fn, nbytes, reps=8):
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return nbytes / statistics.median(ts) / 1e9
+
+
+def measure(mode):
+    import torch
+    r = {"mode": mode, "preloaded": "LD_PRELOAD" in os.environ}
+    # weights allocated before CUDA is initialised: adoption
+    weights = torch.empty(256 * MB, dtype=torch.uint8).fill_(7)
+    r["weights_pinned_before_cuda"] = None
+    torch.cuda.init()
+    torch.cuda.set_device(0)
+    dev = torch.device("cuda", 0)
+    wg = weights.to(dev, non_blocking=True)
+    torch.cuda.synchronize()
+    r["weights_is_pinned_after_first_copy"] = bool(weights.is_pinned())
+    r["weights_copy_correct"] = bool((wg[:: 4099].cpu() == 7).all())
+    r["bw"] = {}
+    for n in SIZES:
+        x = torch.empty(n, dtype=torch.uint8).fill_(1)
+        y = torch.empty(n, dtype=torch.uint8)
+        g = torch.empty(n, dtype=torch.uint8, device=dev).fill_(2)
+        e = {"is_pinned": bool(x.is_pinned())}
+        e["h2d"] = bw(lambda: g.copy_(x, non_blocking=True), n)
+        e["d2h"] = bw(lambda: y.copy_(g, non_blocking=True), n)
+        if mode == "pageable":
+            xp, yp = x.pin_memory(), torch.empty(n, dtype=torch.uint8).pin_memory()
+            e["pin_memory_h2d"] = bw(lambda: g.copy_(xp, non_blocking=True), n)
+            e["pin_memory_d2h"] = bw(lambda: yp.copy_(g, non_blocking=True), n)
+            del xp, yp
+        r["bw"][str(n // MB)] = e
+        del x, y, g
+    # correctness of non_blocking copies as the program sees them
+    n = 64 * MB
+    src = torch.empty(n, dtype=torch.uint8).fill_(3)
+    g = torch.empty(n, dtype=torch.uint8, device=dev)
+    g.copy_(src, non_blocking=True)
+    src.fill_(4)  # overwrite right after the call returns
+    torch.cuda.synchronize()
+    r["h2d_source_overwrite_unseen"] = bool((g[:: 4099] == 3).all())
+    g.fill_(5)
+    dst = torch.empty(n, dtype=torch.uint8).fill_(0)
+    dst.copy_(g, non_blocking=True)
+    r["d2h_data_there_on_return"] = bool((dst[:: 4099] == 5).all())
+    torch.cuda.synchronize()
+    r["d2h_data_there_after_sync"] = bool((dst[:: 4099] == 5).all())
+    # a training loop: a fresh 256 MiB CPU tensor each step, copied over
+    def loop(pinned):
+        ts = []
+        for _ in range(16):
+            t0 = time.perf_counter()
+            x = torch.empty(256 * MB, dtype=torch.uint8, pin_memory=pinned).fill_(1)
+            x.to(dev, non_blocking=True)
+            torch.cuda.synchronize()
+            ts.append(time.perf_counter() - t0)
+            del x
+        return statistics.median(ts[4:]) * 1e3
+    r["loop_ms"] = loop(False)
+    if mode == "pageable":
+        r["loop_pin_memory_ms"] = loop(True)
+    r["stats"] = hostpin_stats()
+    r["active_devices"] = active_devices()
+    return r
+
+
+def regcost():
+    import torch
+    torch.cuda.init()
+    torch.cuda.set_device(0)
+    torch.empty(1, device="cuda")
+    s0 = hostpin_stats()
+    t0 = time.perf_counter()
+    x = torch.empty(1024 * MB, dtype=torch.uint8)
+    dt = time.perf_counter() - t0
+    s1 = hostpin_stats()
+    return {"alloc_s_per_gib": dt, "pin_s_per_gib": (s1["pin_ns"] - s0["pin_ns"]) / 1e9,
+            "registered": bool(x.is_pinned()),
+            "env": {k: v for k, v in os.environ.items() if k.startswith("HOSTPIN_")}}
+
+
+def report(d, out):
+    res = {}
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".json"):
+            try:
+                res[f[:-5]] = json.load(open(os.path.join(d, f)))
+            except ValueError:
+                res[f[:-5]] = None
+    import torch
+    res["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    res["torch"] = torch.__version__
+    res["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    with open(out, "w") as fh:
+        json.dump(res, fh, indent=1)
+    p, h, a = res.get("pageable"), res.get("hostpin"), res.get("hostpin_async")
+    print(f"hostpin gpu-check on {res['device']} (torch {res['torch']})")
+    ok = True
+    if p and h:
+        print(f"{'MiB':>6} {'dir':>4} {'pageable':>9} {'hostpin':>9} {'pin_memory':>10} "
+              f"{'hp/pin':>7} {'hp/pageable':>11} is_pinned")
+        for n in p["bw"]:
+            for dname in ("h2d", "d2h"):
+                pg, hp, pm = p["bw"][n][dname], h["bw"][n][dname], p["bw"][n]["pin_memory_" + dname]
+                print(f"{n:>6} {dname:>4} {pg:9.2f} {hp:9.2f} {pm:10.2f} {hp / pm:7.2f} "
+                      f"{hp / pg:11.2f} {h['bw'][n]['is_pinned']}")
+                ok &= hp >= 0.95 * pm and hp >= 3 * pg
+        print(f"adoption: weights allocated before CUDA init is_pinned() after first copy: "
+              f"{h['weights_is_pinned_after_first_copy']}")
+        print(f"loop (fresh 256 MiB tensor per step), ms/step: pageable {p['loop_ms']:.2f}, "
+              f"hostpin {h['loop_ms']:.2f}, pin_memory() {p['loop_pin_memory_ms']:.2f}")
+        for name, r in (("sync", h), ("async", a)):
+            if r:
+                print(f"HOSTPIN_COPY={name}: H2D source overwrite unseen {r['h2d_source_overwrite_unseen']}, "
+                      f"D2H data there on return {r['d2h_data_there_on_return']}, "
+                      f"after sync {r['d2h_data_there_after_sync']}")
+        print(f"active devices at the end: without {p['active_devices']}, with hostpin {h['active_devices']}")
+    for k in sorted(res):
+        if k.startswith("regcost_") and res[k]:
+            print(f"registration {k[8:]:>5}: {res[k]['pin_s_per_gib']:.3f} s/GiB pinning, "
+                  f"{res[k]['alloc_s_per_gib']:.3f} s/GiB allocation")
+    print(f"goal (hostpin >= 95% of pin_memory and >= 3x pageable): {'met' if ok else 'NOT met'}")
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    m = sys.argv[1]
+    if m == "report":
+        sys.exit(report(sys.argv[2], sys.argv[3]))
+    if m.startswith("regcost"):
+        print(json.dumps(regcost()))
+    else:
+        print(json.dumps(measure(m)))
