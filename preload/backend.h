@@ -22,6 +22,9 @@ typedef struct hp_backend {
 	unsigned pin_flags;
 } hp_backend_t;
 
-extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda;
+extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda,
+    hp_backend_level_zero, hp_backend_auto;
+/* The device backend auto chose, or NULL while none is ready. */
+const hp_backend_t *hp_backend_auto_chosen(void);
 
 #endif

@@ -44,3 +44,54 @@ const hp_backend_t hp_backend_mlock = {
 	.unpin = mlock_unpin, .fork_child = nothing,
 	.pin_flags = HOSTPIN_LOCKED,
 };
+
+/* auto: CUDA if the program uses it, else Level Zero if the program uses
+ * that; chosen once, at the first moment one of them is ready. */
+static _Atomic(const hp_backend_t *) chosen;
+
+const hp_backend_t *hp_backend_auto_chosen(void)
+{
+	return atomic_load_explicit(&chosen, memory_order_acquire);
+}
+
+static int auto_ready(void)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	if (c)
+		return c->ready();
+	if (hp_backend_cuda.ready())
+		c = &hp_backend_cuda;
+	else if (hp_backend_level_zero.ready())
+		c = &hp_backend_level_zero;
+	else
+		return 0;
+	const hp_backend_t *none = NULL;
+	/* acq_rel: the first chooser wins; later ones use its choice */
+	if (!atomic_compare_exchange_strong(&chosen, &none, c))
+		c = none;
+	return c->ready();
+}
+
+static int auto_pin(void *b, size_t l, const char **why)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c ? c->pin(b, l, why) : EAGAIN;
+}
+
+static int auto_unpin(void *b, size_t l, const char **why)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c ? c->unpin(b, l, why) : 0;
+}
+
+static void auto_fork_child(void)
+{
+	hp_backend_cuda.fork_child();
+	hp_backend_level_zero.fork_child();
+}
+
+const hp_backend_t hp_backend_auto = {
+	.name = "auto", .probe = always, .ready = auto_ready, .pin = auto_pin,
+	.unpin = auto_unpin, .fork_child = auto_fork_child,
+	.pin_flags = HOSTPIN_REGISTERED,
+};

@@ -705,6 +705,22 @@ void hp_foreign_end(void *p)
 	hp_registry_each(&hp_reg, unforeign_one, p);
 }
 
+void hp_import_dropped(void *p)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+	uint32_t st;
+	if (r == NULL || (rflags(r) & HP_F_FOREIGN) ||
+	    !(rflags(r) & HOSTPIN_REGISTERED) || !(st = busy_begin(r, &s)))
+		return;
+	/* The program released our import from (at least) one driver.  The
+	 * backend's unpin asks each driver whether our import is still there
+	 * and releases only what is; then the block is imported again. */
+	if (unpin(r, s.base, s.len) == 0)
+		pin(r, s.base, s.len);
+	busy_end(r, st);
+}
+
 unsigned hp_block_flags(const void *p, hp_rec_t **rec)
 {
 	hp_snap_t s;
@@ -774,6 +790,9 @@ HP_EXPORT int hostpin_query(const void *p, struct hostpin_range *out)
 
 HP_EXPORT const char *hostpin_backend(void)
 {
-	return atomic_load(&hp_state) == HP_ST_READY ? hp_backend->name
-						     : "disabled";
+	if (atomic_load(&hp_state) != HP_ST_READY)
+		return "disabled";
+	if (hp_backend == &hp_backend_auto && hp_backend_auto_chosen())
+		return hp_backend_auto_chosen()->name;
+	return hp_backend->name;
 }

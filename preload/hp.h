@@ -22,7 +22,8 @@ enum {
 #undef HP_OPT
 	HP_OPT_COUNT
 };
-enum { HP_BACKEND_AUTO, HP_BACKEND_NONE, HP_BACKEND_MLOCK, HP_BACKEND_CUDA };
+enum { HP_BACKEND_AUTO, HP_BACKEND_NONE, HP_BACKEND_MLOCK, HP_BACKEND_CUDA,
+       HP_BACKEND_LEVEL_ZERO };
 enum { HP_COPY_SYNC, HP_COPY_ASYNC };
 enum { HP_MMAP_OFF, HP_MMAP_PRIVATE, HP_MMAP_SHARED, HP_MMAP_ALL };
 enum { HP_LOG_OFF, HP_LOG_ERROR, HP_LOG_WARN, HP_LOG_INFO, HP_LOG_DEBUG };
@@ -117,6 +118,7 @@ struct hp_counters {
 	_Atomic uint64_t copies_seen, copies_registered, copy_bytes_registered;
 	_Atomic uint64_t copy_waits;
 	_Atomic uint64_t cached_blocks, cached_bytes, cache_hits, cache_evictions;
+	_Atomic uint64_t imports_dropped;
 };
 HP_HIDDEN extern struct hp_counters hp_ctr;
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
@@ -162,6 +164,8 @@ HP_HIDDEN void hp_adopt_pending(void);
 /* The application registers / unregisters [p, p+n) itself. */
 HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
 HP_HIDDEN void hp_foreign_end(void *p);
+/* The program released an import (or registration) that was hostpin's. */
+HP_HIDDEN void hp_import_dropped(void *p);
 /* Record lookup for the copy hooks: flags of the range holding p (0 if
  * none), and its record. */
 HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);

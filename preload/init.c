@@ -91,10 +91,13 @@ static const hp_backend_t *pick_backend(void)
 	case HP_BACKEND_CUDA:
 		return hp_opt[HP_OPT_REGISTER_DEVICE] ? &hp_backend_cuda
 						      : &hp_backend_none;
+	case HP_BACKEND_LEVEL_ZERO:
+		return hp_opt[HP_OPT_REGISTER_DEVICE] ? &hp_backend_level_zero
+						      : &hp_backend_none;
 	default:
-		/* auto: CUDA, the only device backend so far; it stays
-		 * pending (and costless) until the program uses a device. */
-		return hp_opt[HP_OPT_REGISTER_DEVICE] ? &hp_backend_cuda
+		/* auto: the device backend the program turns out to use;
+		 * blocks stay pending (and cost nothing) until then. */
+		return hp_opt[HP_OPT_REGISTER_DEVICE] ? &hp_backend_auto
 						      : &hp_backend_none;
 	}
 }

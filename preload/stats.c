@@ -87,6 +87,7 @@ HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 	s.leaked_blocks = L(leaked_blocks);
 	s.cached_blocks = L(cached_blocks), s.cached_bytes = L(cached_bytes);
 	s.cache_hits = L(cache_hits), s.cache_evictions = L(cache_evictions);
+	s.imports_dropped = L(imports_dropped);
 #undef L
 	if (out == NULL)
 		return 22;
@@ -114,7 +115,7 @@ void hp_stats_report(void)
 	if (hp_opt[HP_OPT_STATS]) {
 		int fd = hp_log_fd;
 		emit(fd, "hostpin[%d]: report (backend %s)\n", pid,
-		     hp_backend->name);
+		     hostpin_backend());
 		emit(fd, "hostpin[%d]:   blocks now %llu (%llu bytes), peak "
 		     "%llu (%llu bytes)\n", pid,
 		     (unsigned long long)s.blocks_now,
@@ -172,7 +173,7 @@ void hp_stats_report(void)
 			return;
 		}
 		emit(fd, "{\"pid\": %d, \"backend\": \"%s\", ", pid,
-		     hp_backend->name);
+		     hostpin_backend());
 #define J(f) emit(fd, "\"" #f "\": %llu, ", (unsigned long long)s.f)
 		J(blocks_now); J(bytes_now); J(blocks_peak); J(bytes_peak);
 		J(pinned_blocks_now); J(pinned_bytes_now); J(pinned_bytes_peak);
@@ -182,6 +183,7 @@ void hp_stats_report(void)
 		J(copies_seen); J(copies_registered); J(copy_bytes_registered);
 		J(copy_waits); J(leaked_blocks); J(cached_blocks);
 		J(cached_bytes); J(cache_hits); J(cache_evictions);
+		J(imports_dropped);
 #undef J
 		emit(fd, "\"failures\": {");
 		const char *sep = "";

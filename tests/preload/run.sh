@@ -37,6 +37,11 @@ $CC $CFL -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$F/libcuda.so.1" ../fakes/fa
 		-L"$F" -l:libcuda.so.1 -Wl,-rpath,"$F" -lpthread &&
 	build cuda_prog cuda_prog.c -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F" ||
 	bad "build the CUDA fakes"
+# the fake Level Zero driver (two copies, for the two-driver case) and a
+# program over the real loader
+$CC $CFL -shared -fPIC -o "$F/libfake_ze.so" ../fakes/fake_ze.c -ldl -lpthread &&
+	$CC $CFL -shared -fPIC -DFAKE_TAG=\"ze2\" -o "$F/libfake_ze2.so" ../fakes/fake_ze.c -ldl -lpthread &&
+	build ze_prog ze_prog.c -lze_loader || bad "build the Level Zero fake"
 $CC $CFL -shared -fPIC -o "$B/libearly.so" early_lib.c &&
 	build early early.c -L"$B" -learly -Wl,-rpath,"$B"
 
@@ -229,6 +234,80 @@ if [ -f /usr/local/cuda/include/cuda.h ]; then
 	else bad "preload/cuda_api.h disagrees with cuda.h"; fi
 else
 	echo "SKIP: no CUDA toolkit: cuda_api.h not checked against cuda.h"
+fi
+
+# ---- Level Zero backend through the real loader and the fake driver ----
+# zelog LOG [live]: no violation or overlapping import; every release
+# attempted succeeded; `live` imports left at exit per fake.
+zelog() {
+	local log=$1 live=${2:-0} why=""
+	grep -q VIOLATION "$log" && why="$why $(grep VIOLATION "$log" | head -3 | tr '\n' ' ')"
+	grep -q OVERLAP "$log" && why="$why overlapping-import"
+	local main
+	main=$(head -1 "$log" | cut -d' ' -f1)
+	grep "^$main .* EXIT" "$log" | grep -qv "EXIT live=$live\$" && why="$why live-at-exit"
+	grep -q "^$main .* EXIT" "$log" || why="$why no-exit-line"
+	local calls rels
+	calls=$(grep -c "CALL zexDriverReleaseImportedPointer" "$log"); rels=$(grep -c " RELEASE " "$log")
+	[ "$calls" = "$rels" ] || why="$why failed-releases:$((calls - rels))"
+	[ -z "$why" ] && return 0
+	echo "    fake driver:$why"; return 1
+}
+ZE1=$F/libfake_ze.so ZE2=$F/libfake_ze2.so
+zerun() { # name want env... -- mode
+	local name=$1 want=$2; shift 2
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" \
+		FAKE_ZE_LOG="$log" "${envs[@]}" "$B/ze_prog" "$@" 2>&1); rc=$?
+	ZE_LOG_KEEP=$(cat "$log"); ZE_OUT_KEEP=$out
+	if [ $rc -eq "$want" ] && zelog "$log"; then ok "level zero $name"
+	else bad "level zero $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+for variant in "" "ZE_ENABLE_LOADER_INTERCEPT=1" "ZE_ENABLE_ALT_DRIVERS=$ZE1,$ZE2"; do
+	v=${variant:+ [$(echo "$variant" | sed "s|$F/||g")]}
+	zerun "adopt: pending before zeInit, imported after$v" 0 $variant -- adopt
+	if echo "$ZE_LOG_KEEP" | awk '/CALL zexDriverImport/ {i=1} /CALL zeInit/ {if (i) bad=1} END {exit bad}'; then
+		ok "level zero: nothing imported before the program's zeInit$v"
+	else bad "level zero: import before zeInit$v"; fi
+	zerun "work: imported once, released once before unmap$v" 0 $variant -- work
+	zerun "coexistence: program imports inside a hostpin block$v" 0 $variant -- foreign
+	zerun "program releases hostpin's import through the hook$v" 0 $variant -- drop_hooked
+done
+n=$(echo "$ZE_LOG_KEEP" | grep " IMPORT " | awk '{print $2}' | sort -u | wc -l)
+[ "$n" = 2 ] && ok "level zero: with two drivers, both get the imports" || bad "level zero: imports reached $n driver(s)"
+zerun "program drops hostpin's import behind its back: no second release" 0 HOSTPIN_STATS=1 -- drop
+echo "$ZE_OUT_KEEP" | grep -q "imports_dropped\|dropped" || true
+log=$(mktemp)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$log" "$B/ze_prog" fork 2>&1); rc=$?
+child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
+if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child ze CALL" "$log" && zelog "$log"; then
+	ok "level zero fork: the child ($child) made no Level Zero call"
+else bad "level zero fork (rc $rc, child '$child')"; fi
+rm -f "$log"
+out=$(timeout 60 env $P HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_NO_IMPORT=1 "$B/ze_prog" work 2>&1); rc=$?
+n=$(echo "$out" | grep -c "Level Zero driver lacks host-pointer import")
+if [ $rc -eq 0 ] && [ "$n" = 1 ]; then ok "level zero: a driver without the extension is reported once, the job completes"
+else bad "level zero no-extension (rc $rc, $n messages): $out"; fi
+for spec in zexDriverImportExternalPointer:2 zexDriverReleaseImportedPointer:2 \
+	zexDriverGetHostPointerBaseAddress:2 zeDriverGetExtensionFunctionAddress:1 zeDeviceGet:1; do
+	d=$(mktemp -d)
+	out=$(timeout 60 env $P HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$d/log" FAKE_ZE_FAIL="$spec" \
+		HOSTPIN_STATS_FILE="$d/s.json" "$B/ze_prog" work 2>&1); rc=$?
+	inj=$(grep -c "INJECT" "$d/log")
+	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks']+s['imports_dropped'])" 2>/dev/null)
+	if [ $rc -eq 0 ] && [ "$inj" -ge 1 ] && ! grep -q VIOLATION "$d/log"; then
+		ok "level zero: failure injected into ${spec%%:*}: job completes, data right, ${counted:-0} counted"
+	else bad "level zero: failure in $spec (rc $rc, injected $inj): $(echo "$out" | tail -2)"; fi
+	rm -rf "$d"
+done
+if [ -f /usr/include/level_zero/ze_api.h ]; then
+	if $CC -std=c11 -Wall -Wextra -Werror -fsyntax-only "$top/tests/unit/ze_decls.c"; then
+		ok "preload/ze_api.h agrees with the Level Zero headers"
+	else bad "preload/ze_api.h disagrees with the Level Zero headers"; fi
 fi
 
 # ---- the GPU check skips cleanly without a GPU ----

@@ -94,7 +94,9 @@ START_TEST(enums_and_bools_name_their_choices)
 	ck_assert_uint_eq(parse_ok("BACKEND", "auto"), HP_BACKEND_AUTO);
 	ck_assert_uint_eq(parse_ok("MMAP", "all"), HP_MMAP_ALL);
 	ck_assert_uint_eq(parse_ok("LOG", "debug"), HP_LOG_DEBUG);
-	ck_assert_str_eq(parse_bad("BACKEND", "mloc"), "auto|none|mlock|cuda");
+	ck_assert_str_eq(parse_bad("BACKEND", "mloc"),
+			 "auto|none|mlock|cuda|level_zero");
+	ck_assert_uint_eq(parse_ok("BACKEND", "level_zero"), HP_BACKEND_LEVEL_ZERO);
 	ck_assert_uint_eq(parse_ok("BACKEND", "cuda"), HP_BACKEND_CUDA);
 	ck_assert_uint_eq(parse_ok("COPY", "async"), HP_COPY_ASYNC);
 	parse_bad("BACKEND", "mlockx");

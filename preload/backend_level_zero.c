@@ -1,0 +1,364 @@
+/* Level Zero backend (Intel GPUs): imports ranges into every GPU driver that
+ * has the host-pointer import extension (zexDriverImportExternalPointer),
+ * which is what lets copies from them run at DMA speed.  The loader is never
+ * linked and never initialised by hostpin: it is ready once the program's own
+ * zeInit succeeded (seen by the hook below).  Imports are not reference-
+ * counted, so a program (or SYCL) that releases an overlapping import drops
+ * ours too: before releasing, hostpin asks the driver whether its import is
+ * still there. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hostpin.h"
+#include "hp.h"
+#include "ze_api.h"
+
+#define ENTER (hp_in_hook++)
+#define LEAVE (hp_in_hook--)
+#define MAX_DRIVERS 8
+
+static struct {
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_ZE_LOADER_FNS(HP_FN_FIELD, hp_ze_result_t, hp_ze_init_flags_t,
+			 hp_zel_handle_type_t)
+#undef HP_FN_FIELD
+} ze;
+
+struct zdrv {
+	hp_ze_driver_handle_t native; /* the driver's own handle */
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_ZEX_FNS(HP_FN_FIELD, hp_ze_result_t)
+#undef HP_FN_FIELD
+};
+static struct zdrv drivers[MAX_DRIVERS];
+static int ndrivers;
+static _Atomic int ze_inited;  /* the program's zeInit succeeded */
+static _Atomic int ze_state;   /* 0 unknown, 1 ready, -1 unusable */
+static pthread_mutex_t ze_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *lib_name(void)
+{
+	return hp_optstr[HP_OPT_ZE_LIB][0] ? hp_optstr[HP_OPT_ZE_LIB]
+					   : "libze_loader.so.1";
+}
+
+static const char *ze_err(hp_ze_result_t r)
+{
+	switch ((unsigned)r) {
+	case 0x70000001u: return "ZE_RESULT_ERROR_DEVICE_LOST";
+	case 0x70000002u: return "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY";
+	case 0x78000001u: return "ZE_RESULT_ERROR_UNINITIALIZED";
+	case 0x78000003u: return "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE";
+	case 0x78000004u: return "ZE_RESULT_ERROR_INVALID_ARGUMENT";
+	case 0x78000005u: return "ZE_RESULT_ERROR_INVALID_NULL_HANDLE";
+	case 0x78000007u: return "ZE_RESULT_ERROR_INVALID_NULL_POINTER";
+	case 0x78000008u: return "ZE_RESULT_ERROR_INVALID_SIZE";
+	default: return "ZE_RESULT_ERROR_UNKNOWN";
+	}
+}
+
+/* Find the drivers and their import functions, once the program has
+ * initialised Level Zero.  Called with ze_mu held. */
+static int discover(void)
+{
+	void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
+	if (h == NULL)
+		return 0;
+	int ok = 1;
+#define HP_FN_SYM(name, R, params) *(void **)&ze.name = dlsym(h, #name);
+	HP_ZE_LOADER_FNS(HP_FN_SYM, , , )
+#undef HP_FN_SYM
+	ok = ze.zeDriverGet && ze.zeDriverGetExtensionFunctionAddress &&
+	     ze.zeDeviceGet; /* zelLoaderTranslateHandle is optional */
+	if (!ok) {
+		hp_log(HP_LOG_WARN, "%s lacks an entry point hostpin needs; "
+		       "Level Zero import off", lib_name());
+		return -1;
+	}
+	hp_ze_driver_handle_t hs[MAX_DRIVERS];
+	uint32_t n = MAX_DRIVERS;
+	if (ze.zeDriverGet(&n, hs) != HP_ZE_RESULT_SUCCESS)
+		return 0;
+	ndrivers = 0;
+	for (uint32_t i = 0; i < n && i < MAX_DRIVERS; i++) {
+		uint32_t nd = 0;
+		if (ze.zeDeviceGet(hs[i], &nd, NULL) != HP_ZE_RESULT_SUCCESS ||
+		    nd == 0)
+			continue;
+		struct zdrv d = {0};
+		int have = 1;
+		/* Preset the out-pointer: a driver may succeed without
+		 * writing it. */
+#define HP_FN_EXT(name, R, params)                                            \
+	{                                                                     \
+		void *f = NULL;                                               \
+		if (ze.zeDriverGetExtensionFunctionAddress(hs[i], #name, &f) != \
+			HP_ZE_RESULT_SUCCESS ||                               \
+		    f == NULL)                                                \
+			have = 0;                                             \
+		*(void **)&d.name = f;                                        \
+	}
+		HP_ZEX_FNS(HP_FN_EXT, )
+#undef HP_FN_EXT
+		if (!have) {
+			HP_LOG_ONCE(HP_LOG_WARN,
+				    "Level Zero driver lacks host-pointer import "
+				    "(zexDriverImportExternalPointer): its "
+				    "copies stay at pageable speed");
+			continue;
+		}
+		/* Extension functions go straight to the driver, which
+		 * expects its own handle, not the loader's wrapper. */
+		void *native = hs[i];
+		if (ze.zelLoaderTranslateHandle &&
+		    ze.zelLoaderTranslateHandle(HP_ZEL_HANDLE_DRIVER, hs[i],
+						&native) != HP_ZE_RESULT_SUCCESS)
+			native = hs[i];
+		d.native = native;
+		drivers[ndrivers++] = d;
+	}
+	hp_log(HP_LOG_INFO, "Level Zero ready: %d driver(s) with host-pointer "
+	       "import", ndrivers);
+	return 1;
+}
+
+static int ze_probe(void) { return 0; }
+
+static int ze_ready(void)
+{
+	int st = atomic_load_explicit(&ze_state, memory_order_acquire);
+	if (st)
+		return st > 0;
+	if (!atomic_load_explicit(&ze_inited, memory_order_acquire))
+		return 0;
+	pthread_mutex_lock(&ze_mu);
+	st = atomic_load(&ze_state);
+	if (st == 0) {
+		st = discover();
+		if (st)
+			/* release: pairs with the acquire above; the driver
+			 * table is complete before anyone reads it. */
+			atomic_store_explicit(&ze_state, st,
+					      memory_order_release);
+	}
+	pthread_mutex_unlock(&ze_mu);
+	return st > 0;
+}
+
+static int release_n(int n, void *base)
+{
+	int e = 0;
+	for (int i = 0; i < n; i++)
+		if (drivers[i].zexDriverReleaseImportedPointer(drivers[i].native,
+							       base))
+			e = EIO;
+	return e;
+}
+
+static int ze_pin(void *base, size_t len, const char **why)
+{
+	if (ndrivers == 0) {
+		*why = "driver lacks host-pointer import";
+		return EIO;
+	}
+	for (int i = 0; i < ndrivers; i++) {
+		hp_ze_result_t r = drivers[i].zexDriverImportExternalPointer(
+		    drivers[i].native, base, len);
+		if (r != HP_ZE_RESULT_SUCCESS) {
+			*why = ze_err(r);
+			release_n(i, base);
+			return EIO;
+		}
+	}
+	return 0;
+}
+
+#define HP_ZE_INVALID_ARGUMENT 0x78000004 /* the driver's "not imported" */
+
+static int ze_unpin(void *base, size_t len, const char **why)
+{
+	(void)len;
+	int e = 0;
+	for (int i = 0; i < ndrivers; i++) {
+		void *b = NULL;
+		hp_ze_result_t r = drivers[i].zexDriverGetHostPointerBaseAddress(
+		    drivers[i].native, base, &b);
+		int dropped = (r == HP_ZE_RESULT_SUCCESS && b != base) ||
+			      r == HP_ZE_INVALID_ARGUMENT;
+		if (!dropped) {
+			/* Imported, or the query itself failed: release. */
+			r = drivers[i].zexDriverReleaseImportedPointer(
+			    drivers[i].native, base);
+			dropped = r == HP_ZE_INVALID_ARGUMENT;
+			if (r != HP_ZE_RESULT_SUCCESS && !dropped && !e) {
+				*why = ze_err(r);
+				e = EIO;
+			}
+		}
+		if (dropped) {
+			/* Someone released an overlapping import, which
+			 * dropped ours: releasing again would fail or, worse,
+			 * drop theirs. */
+			atomic_fetch_add(&hp_ctr.imports_dropped, 1);
+			HP_LOG_ONCE(HP_LOG_INFO,
+				    "import of %p was dropped by another "
+				    "release (Level Zero imports are not "
+				    "reference-counted); not releasing it again",
+				    base);
+		}
+	}
+	return e;
+}
+
+static void ze_fork_child(void)
+{
+	atomic_store(&ze_state, -1); /* no Level Zero call in the child */
+}
+
+const hp_backend_t hp_backend_level_zero = {
+	.name = "level_zero", .probe = ze_probe, .ready = ze_ready,
+	.pin = ze_pin, .unpin = ze_unpin, .fork_child = ze_fork_child,
+	.pin_flags = HOSTPIN_REGISTERED,
+};
+
+/* ---- hooks on the loader's exported entry points ---- */
+
+static _Atomic(void *) next_zeInit, next_zeGetExt;
+
+static void *next_sym(_Atomic(void *) *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	if (p == NULL) {
+		ENTER;
+		p = dlsym(RTLD_NEXT, name);
+		LEAVE;
+		if (p == NULL)
+			hp_fatal("%s called but no library after hostpin "
+				 "defines it", name);
+		atomic_store_explicit(slot, p, memory_order_release);
+	}
+	return p;
+}
+
+static int active(void)
+{
+	return atomic_load_explicit(&hp_state, memory_order_acquire) ==
+		   HP_ST_READY &&
+	       !hp_in_hook && !hp_in_child;
+}
+
+HP_EXPORT hp_ze_result_t zeInit(hp_ze_init_flags_t flags)
+{
+	hp_ze_result_t r =
+	    ((hp_zeInit_t)next_sym(&next_zeInit, "zeInit"))(flags);
+	if (r == HP_ZE_RESULT_SUCCESS && active()) {
+		atomic_store_explicit(&ze_inited, 1, memory_order_release);
+		ENTER;
+		hp_adopt_pending(); /* blocks allocated before zeInit */
+		LEAVE;
+	}
+	return r;
+}
+
+/* The program's own imports: handed our wrappers, so that hostpin steps
+ * aside for the range first (an overlapping import would fail) and takes it
+ * back when the program releases it. */
+static struct {
+	hp_ze_driver_handle_t h;      /* as the program passed it */
+	hp_ze_driver_handle_t native; /* the driver's own, if translated */
+	struct zdrv real;
+} app[MAX_DRIVERS];
+static int napp;
+
+/* The real functions for the handle the program calls them with: the one
+ * it asked the loader with, or its translation to the driver's own. */
+static struct zdrv *app_real(hp_ze_driver_handle_t h)
+{
+	for (int i = 0; i < napp; i++)
+		if (app[i].h == h || app[i].native == h)
+			return &app[i].real;
+	return napp ? &app[0].real : NULL;
+}
+
+static hp_ze_result_t app_import(hp_ze_driver_handle_t h, void *p, size_t n)
+{
+	struct zdrv *d = app_real(h);
+	if (active()) {
+		ENTER;
+		hp_foreign_begin(p, n);
+		LEAVE;
+	}
+	hp_ze_result_t r = d->zexDriverImportExternalPointer(h, p, n);
+	if (r != HP_ZE_RESULT_SUCCESS && active()) {
+		ENTER;
+		hp_foreign_end(p);
+		LEAVE;
+	}
+	return r;
+}
+
+static hp_ze_result_t app_release(hp_ze_driver_handle_t h, void *p)
+{
+	hp_ze_result_t r = app_real(h)->zexDriverReleaseImportedPointer(h, p);
+	if (r == HP_ZE_RESULT_SUCCESS && active()) {
+		ENTER;
+		/* First: was it our own import the program released (SYCL's
+		 * release_from_device_copy on a hostpin block)?  Then: the
+		 * end of the program's own import over our blocks. */
+		hp_import_dropped(p);
+		hp_foreign_end(p);
+		LEAVE;
+	}
+	return r;
+}
+
+static hp_ze_result_t app_base(hp_ze_driver_handle_t h, void *p, void **b)
+{
+	return app_real(h)->zexDriverGetHostPointerBaseAddress(h, p, b);
+}
+
+HP_EXPORT hp_ze_result_t zeDriverGetExtensionFunctionAddress(
+    hp_ze_driver_handle_t h, const char *name, void **fn)
+{
+	hp_ze_result_t r = ((hp_zeDriverGetExtensionFunctionAddress_t)next_sym(
+	    &next_zeGetExt, "zeDriverGetExtensionFunctionAddress"))(h, name, fn);
+	if (r != HP_ZE_RESULT_SUCCESS || fn == NULL || *fn == NULL ||
+	    name == NULL || !active())
+		return r;
+	void *wrap = NULL;
+	pthread_mutex_lock(&ze_mu);
+	int i = 0;
+	while (i < napp && app[i].h != h)
+		i++;
+	if (i == napp && napp < MAX_DRIVERS) {
+		void *native = h;
+		hp_zelLoaderTranslateHandle_t tr =
+		    (hp_zelLoaderTranslateHandle_t)dlsym(RTLD_DEFAULT,
+							 "zelLoaderTranslateHandle");
+		if (!tr || tr(HP_ZEL_HANDLE_DRIVER, h, &native) !=
+			       HP_ZE_RESULT_SUCCESS)
+			native = h;
+		app[napp].native = native;
+		app[napp++].h = h;
+	}
+	if (i < MAX_DRIVERS) {
+		if (strcmp(name, "zexDriverImportExternalPointer") == 0) {
+			*(void **)&app[i].real.zexDriverImportExternalPointer = *fn;
+			wrap = (void *)app_import;
+		} else if (strcmp(name, "zexDriverReleaseImportedPointer") == 0) {
+			*(void **)&app[i].real.zexDriverReleaseImportedPointer = *fn;
+			wrap = (void *)app_release;
+		} else if (strcmp(name, "zexDriverGetHostPointerBaseAddress") ==
+			   0) {
+			*(void **)&app[i].real.zexDriverGetHostPointerBaseAddress =
+			    *fn;
+			wrap = (void *)app_base;
+		}
+	}
+	pthread_mutex_unlock(&ze_mu);
+	if (wrap)
+		*fn = wrap;
+	return r;
+}

@@ -1,0 +1,417 @@
+/* A fake Level Zero GPU driver for tests, loaded by the real Debian loader
+ * (libze1) through ZE_ENABLE_ALT_DRIVERS=<absolute path>.  It exports every
+ * Get*ProcAddrTable function the loader may ask for (the tables it does not
+ * implement are left empty), answers zeInit, zeDriverGet,
+ * zeDriverGetProperties, zeDriverGetExtensionFunctionAddress, zeDeviceGet and
+ * zeDeviceGetProperties, and keeps its own table of host-pointer imports
+ * with the error codes of Intel's driver.  Every call is logged with the
+ * caller's pid to $FAKE_ZE_LOG (FAKE_ZE_NAME tags the lines when two fakes
+ * are loaded); imports of unmapped memory, imports still present when their
+ * memory is unmapped, and calls with a handle that is not this driver's own
+ * are flagged as VIOLATION.  FAKE_ZE_FAIL="fn:N[:code],..." fails the Nth
+ * call of fn; FAKE_ZE_NO_IMPORT=1 makes the driver lack the extension. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <level_zero/ze_ddi.h>
+#include <level_zero/zes_ddi.h>
+#include <level_zero/zet_ddi.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct _ze_driver_handle_t {
+	int magic;
+};
+struct _ze_device_handle_t {
+	int magic;
+};
+static struct _ze_driver_handle_t drv = {0x5a5a};
+static struct _ze_device_handle_t gpu = {0x6b6b};
+
+#define MAXIMP 4096
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;
+static struct {
+	char *base;
+	size_t len;
+} imp[MAXIMP];
+static int nimp;
+static int logfd = -1;
+#ifndef FAKE_TAG
+#define FAKE_TAG "ze"
+#endif
+static const char *tag = FAKE_TAG;
+
+static void logf_(const char *fmt, ...)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "%d %s ", (int)getpid(), tag);
+	va_list ap;
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (logfd >= 0)
+		(void)!write(logfd, buf, (size_t)n);
+}
+
+static void fake_child(void)
+{
+	nimp = 0; /* imports are not inherited */
+	pthread_mutex_init(&mu, NULL);
+}
+
+__attribute__((constructor)) static void fake_init(void)
+{
+	const char *p = getenv("FAKE_ZE_LOG");
+	if (p)
+		logfd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (getenv("FAKE_ZE_NAME"))
+		tag = getenv("FAKE_ZE_NAME");
+	pthread_atfork(NULL, NULL, fake_child);
+}
+
+static int mapped(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t len = ((uintptr_t)p + n - a + 4095) & ~(size_t)4095;
+	unsigned char v[1];
+	for (size_t off = 0; off < len; off += 4096)
+		if (mincore((void *)(a + off), 4096, v) != 0 && errno == ENOMEM)
+			return 0;
+	return 1;
+}
+
+static void audit(void)
+{
+	for (int i = 0; i < nimp; i++)
+		if (!mapped(imp[i].base, imp[i].len)) {
+			logf_("VIOLATION imported-range-unmapped %p %zu",
+			      (void *)imp[i].base, imp[i].len);
+			imp[i] = imp[--nimp];
+			i--;
+		}
+}
+
+static ze_result_t inject(const char *fn)
+{
+	static struct {
+		char name[64];
+		int n, seen;
+		unsigned code;
+	} rule[16];
+	static int nrule = -1;
+	if (nrule < 0) {
+		nrule = 0;
+		const char *s = getenv("FAKE_ZE_FAIL");
+		while (s && *s && nrule < 16) {
+			unsigned code = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+			int n = 1, used = 0;
+			char name[64];
+			if (sscanf(s, "%63[^:]:%d%n", name, &n, &used) < 2)
+				break;
+			s += used;
+			if (*s == ':') {
+				int u2 = 0;
+				sscanf(s + 1, "%i%n", (int *)&code, &u2);
+				s += 1 + u2;
+			}
+			strcpy(rule[nrule].name, name);
+			rule[nrule].n = n, rule[nrule].code = code;
+			rule[nrule++].seen = 0;
+			if (*s == ',')
+				s++;
+		}
+	}
+	for (int i = 0; i < nrule; i++)
+		if (strcmp(rule[i].name, fn) == 0 && ++rule[i].seen == rule[i].n) {
+			logf_("INJECT %s", fn);
+			return (ze_result_t)rule[i].code;
+		}
+	return ZE_RESULT_SUCCESS;
+}
+
+#define ENTRY(fn)                                                             \
+	pthread_mutex_lock(&mu);                                              \
+	logf_("CALL %s", fn);                                                 \
+	audit();                                                              \
+	ze_result_t inj_ = inject(fn);                                        \
+	if (inj_ != ZE_RESULT_SUCCESS) {                                      \
+		pthread_mutex_unlock(&mu);                                    \
+		return inj_;                                                  \
+	}
+#define RETURN(v)                                                             \
+	do {                                                                  \
+		ze_result_t r_ = (v);                                         \
+		pthread_mutex_unlock(&mu);                                    \
+		return r_;                                                    \
+	} while (0)
+#define NEED_INIT                                                             \
+	if (!initialized)                                                     \
+	RETURN(ZE_RESULT_ERROR_UNINITIALIZED)
+#define OWN_DRIVER(h)                                                         \
+	if ((h) != &drv) {                                                    \
+		logf_("VIOLATION foreign-driver-handle %p", (void *)(h));     \
+		RETURN(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);                  \
+	}
+
+static ze_result_t f_init(ze_init_flags_t flags)
+{
+	ENTRY("zeInit");
+	(void)flags;
+	initialized = 1;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_driver_get(uint32_t *count, ze_driver_handle_t *h)
+{
+	ENTRY("zeDriverGet");
+	NEED_INIT;
+	if (h && *count >= 1)
+		h[0] = &drv;
+	*count = 1;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_driver_api(ze_driver_handle_t h, ze_api_version_t *v)
+{
+	(void)h;
+	*v = ZE_API_VERSION_CURRENT;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t f_driver_props(ze_driver_handle_t h,
+				  ze_driver_properties_t *p)
+{
+	ENTRY("zeDriverGetProperties");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	memset(p->uuid.id, 0x42, sizeof(p->uuid.id));
+	p->driverVersion = 1;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static int find(const char *p, size_t n, int exact)
+{
+	for (int i = 0; i < nimp; i++) {
+		if (exact && imp[i].base == p)
+			return i;
+		if (!exact && p < imp[i].base + imp[i].len && imp[i].base < p + n)
+			return i;
+	}
+	return -1;
+}
+
+static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
+{
+	ENTRY("zexDriverImportExternalPointer");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	if (!p || !n)
+		RETURN(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (!mapped(p, n)) {
+		logf_("VIOLATION import-unmapped %p %zu", p, n);
+		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	}
+	if (find(p, n, 0) >= 0) {
+		logf_("OVERLAP %p %zu", p, n);
+		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	}
+	if (nimp == MAXIMP)
+		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+	imp[nimp].base = p, imp[nimp].len = n;
+	nimp++;
+	logf_("IMPORT %p %zu", p, n);
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t x_release(ze_driver_handle_t h, void *p)
+{
+	ENTRY("zexDriverReleaseImportedPointer");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	int i = find(p, 1, 1);
+	if (i < 0)
+		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	logf_("RELEASE %p %zu", p, imp[i].len);
+	imp[i] = imp[--nimp];
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
+{
+	ENTRY("zexDriverGetHostPointerBaseAddress");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	int i = find(p, 1, 0);
+	if (i < 0)
+		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	if (base)
+		*base = imp[i].base;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
+			      void **fn)
+{
+	ENTRY("zeDriverGetExtensionFunctionAddress");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	void *f = NULL;
+	if (!getenv("FAKE_ZE_NO_IMPORT")) {
+		if (strcmp(name, "zexDriverImportExternalPointer") == 0)
+			f = (void *)x_import;
+		else if (strcmp(name, "zexDriverReleaseImportedPointer") == 0)
+			f = (void *)x_release;
+		else if (strcmp(name, "zexDriverGetHostPointerBaseAddress") == 0)
+			f = (void *)x_base;
+	}
+	if (!f)
+		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	*fn = f;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_device_get(ze_driver_handle_t h, uint32_t *count,
+				ze_device_handle_t *d)
+{
+	ENTRY("zeDeviceGet");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	if (d && *count >= 1)
+		d[0] = &gpu;
+	*count = 1;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_device_props(ze_device_handle_t d,
+				  ze_device_properties_t *p)
+{
+	ENTRY("zeDeviceGetProperties");
+	NEED_INIT;
+	if (d != &gpu)
+		RETURN(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	p->type = ZE_DEVICE_TYPE_GPU;
+	p->vendorId = 0x8086;
+	snprintf(p->name, sizeof(p->name), "hostpin fake GPU");
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+/* For test programs: is [p, p+n) inside one import of this driver? */
+int fake_ze_is_imported(const void *p, size_t n)
+{
+	pthread_mutex_lock(&mu);
+	int yes = 0;
+	for (int i = 0; i < nimp; i++)
+		if ((const char *)p >= imp[i].base &&
+		    (const char *)p + n <= imp[i].base + imp[i].len)
+			yes = 1;
+	pthread_mutex_unlock(&mu);
+	return yes;
+}
+
+__attribute__((destructor)) static void fake_fini(void)
+{
+	pthread_mutex_lock(&mu);
+	audit();
+	logf_("EXIT live=%d", nimp);
+	pthread_mutex_unlock(&mu);
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetGlobalProcAddrTable(ze_api_version_t v, ze_global_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnInit = f_init;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetDriverProcAddrTable(ze_api_version_t v, ze_driver_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnGet = f_driver_get;
+	t->pfnGetApiVersion = f_driver_api;
+	t->pfnGetProperties = f_driver_props;
+	t->pfnGetExtensionFunctionAddress = f_ext_addr;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnGet = f_device_get;
+	t->pfnGetProperties = f_device_props;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* The tables this fake does not implement: present, empty. */
+#define STUB(fn, type)                                                        \
+	ZE_DLLEXPORT ze_result_t ZE_APICALL fn(ze_api_version_t v, type *t)   \
+	{                                                                     \
+		(void)v;                                                      \
+		memset(t, 0, sizeof(*t));                                     \
+		return ZE_RESULT_SUCCESS;                                     \
+	}
+STUB(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
+STUB(zeGetContextProcAddrTable, ze_context_dditable_t)
+STUB(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)
+STUB(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)
+STUB(zeGetImageProcAddrTable, ze_image_dditable_t)
+STUB(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)
+STUB(zeGetFenceProcAddrTable, ze_fence_dditable_t)
+STUB(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)
+STUB(zeGetEventProcAddrTable, ze_event_dditable_t)
+STUB(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)
+STUB(zeGetModuleProcAddrTable, ze_module_dditable_t)
+STUB(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)
+STUB(zeGetKernelProcAddrTable, ze_kernel_dditable_t)
+STUB(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)
+STUB(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)
+STUB(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)
+STUB(zeGetMemProcAddrTable, ze_mem_dditable_t)
+STUB(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t)
+STUB(zeGetFabricVertexExpProcAddrTable, ze_fabric_vertex_exp_dditable_t)
+STUB(zeGetFabricEdgeExpProcAddrTable, ze_fabric_edge_exp_dditable_t)
+STUB(zetGetDeviceProcAddrTable, zet_device_dditable_t)
+STUB(zetGetContextProcAddrTable, zet_context_dditable_t)
+STUB(zetGetCommandListProcAddrTable, zet_command_list_dditable_t)
+STUB(zetGetModuleProcAddrTable, zet_module_dditable_t)
+STUB(zetGetKernelProcAddrTable, zet_kernel_dditable_t)
+STUB(zetGetMetricGroupProcAddrTable, zet_metric_group_dditable_t)
+STUB(zetGetMetricGroupExpProcAddrTable, zet_metric_group_exp_dditable_t)
+STUB(zetGetMetricProcAddrTable, zet_metric_dditable_t)
+STUB(zetGetMetricStreamerProcAddrTable, zet_metric_streamer_dditable_t)
+STUB(zetGetMetricQueryPoolProcAddrTable, zet_metric_query_pool_dditable_t)
+STUB(zetGetMetricQueryProcAddrTable, zet_metric_query_dditable_t)
+STUB(zetGetTracerExpProcAddrTable, zet_tracer_exp_dditable_t)
+STUB(zetGetDebugProcAddrTable, zet_debug_dditable_t)
+STUB(zesGetDriverProcAddrTable, zes_driver_dditable_t)
+STUB(zesGetDeviceProcAddrTable, zes_device_dditable_t)
+STUB(zesGetSchedulerProcAddrTable, zes_scheduler_dditable_t)
+STUB(zesGetPerformanceFactorProcAddrTable, zes_performance_factor_dditable_t)
+STUB(zesGetPowerProcAddrTable, zes_power_dditable_t)
+STUB(zesGetFrequencyProcAddrTable, zes_frequency_dditable_t)
+STUB(zesGetEngineProcAddrTable, zes_engine_dditable_t)
+STUB(zesGetStandbyProcAddrTable, zes_standby_dditable_t)
+STUB(zesGetFirmwareProcAddrTable, zes_firmware_dditable_t)
+STUB(zesGetMemoryProcAddrTable, zes_memory_dditable_t)
+STUB(zesGetFabricPortProcAddrTable, zes_fabric_port_dditable_t)
+STUB(zesGetTemperatureProcAddrTable, zes_temperature_dditable_t)
+STUB(zesGetPsuProcAddrTable, zes_psu_dditable_t)
+STUB(zesGetFanProcAddrTable, zes_fan_dditable_t)
+STUB(zesGetLedProcAddrTable, zes_led_dditable_t)
+STUB(zesGetRasProcAddrTable, zes_ras_dditable_t)
+STUB(zesGetDiagnosticsProcAddrTable, zes_diagnostics_dditable_t)

@@ -1,0 +1,191 @@
+/* A Level Zero program over the real loader and the fake driver(s), run
+ * under hostpin.  ze_prog adopt|work|foreign|drop|fork
+ * Exits non-zero on what it would not see without hostpin; the runner
+ * checks the fake driver's log. */
+#include <level_zero/ze_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+#define MB ((size_t)1 << 20)
+static int hp;
+typedef ze_result_t (*imp_t)(ze_driver_handle_t, void *, size_t);
+typedef ze_result_t (*rel_t)(ze_driver_handle_t, void *);
+
+static int registered(const void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
+
+static ze_driver_handle_t init(void)
+{
+	CHECK(zeInit(0) == ZE_RESULT_SUCCESS);
+	uint32_t n = 1;
+	ze_driver_handle_t d;
+	CHECK(zeDriverGet(&n, &d) == ZE_RESULT_SUCCESS && n >= 1);
+	return d;
+}
+
+static void adopt(void)
+{
+	char *b[3];
+	for (int i = 0; i < 3; i++) {
+		b[i] = malloc(4 * MB);
+		tp_fill(b[i], 4 * MB, (unsigned)i);
+		if (hp)
+			CHECK(tp_flags(b[i]) & HOSTPIN_PENDING);
+	}
+	init();
+	if (hp)
+		for (int i = 0; i < 3; i++)
+			CHECK(registered(b[i])); /* adopted at zeInit */
+	char *late = malloc(8 * MB);
+	memset(late, 1, 8 * MB);
+	if (hp)
+		CHECK(registered(late));
+	for (int i = 0; i < 3; i++) {
+		CHECK(tp_verify(b[i], 4 * MB, (unsigned)i));
+		free(b[i]);
+	}
+	free(late);
+}
+
+static void work(void)
+{
+	init();
+	char *b[8];
+	for (int i = 0; i < 8; i++) {
+		b[i] = malloc(4 * MB);
+		tp_fill(b[i], 4 * MB, (unsigned)i);
+	}
+	for (int i = 0; i < 8; i += 2) {
+		b[i] = realloc(b[i], 9 * MB);
+		CHECK(b[i] && tp_verify(b[i], 4 * MB, (unsigned)i));
+	}
+	for (int i = 0; i < 8; i++)
+		free(b[i]);
+}
+
+/* Extension functions go straight to the driver: call them with its own
+ * handle, as a correct program does when the loader wraps handles. */
+static ze_driver_handle_t native(ze_driver_handle_t d)
+{
+	ze_result_t (*tr)(int, void *, void **) =
+	    (ze_result_t(*)(int, void *, void **))dlsym(RTLD_DEFAULT,
+							"zelLoaderTranslateHandle");
+	void *n = d;
+	if (tr && tr(0 /* ZEL_HANDLE_DRIVER */, d, &n) != 0)
+		n = d;
+	return n;
+}
+
+static void fns(ze_driver_handle_t d, imp_t *imp, rel_t *rel)
+{
+	CHECK(zeDriverGetExtensionFunctionAddress(d, "zexDriverImportExternalPointer",
+						  (void **)imp) == 0);
+	CHECK(zeDriverGetExtensionFunctionAddress(d, "zexDriverReleaseImportedPointer",
+						  (void **)rel) == 0);
+}
+
+static void foreign(void)
+{
+	ze_driver_handle_t d = init();
+	imp_t imp;
+	rel_t rel;
+	fns(d, &imp, &rel);
+	char *p = malloc(16 * MB);
+	tp_fill(p, 16 * MB, 5);
+	if (hp)
+		CHECK(registered(p));
+	/* SYCL's prepare_for_device_copy on part of a hostpin block */
+	ze_driver_handle_t nd = native(d);
+	CHECK(imp(nd, p + 4 * MB, 4 * MB) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(!registered(p));
+	CHECK(rel(nd, p + 4 * MB) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(registered(p));
+	CHECK(tp_verify(p, 16 * MB, 5));
+	free(p);
+}
+
+/* The program releases hostpin's own import through a function pointer it
+ * got from the loader directly (not through hostpin): hostpin must notice
+ * at free time instead of releasing twice. */
+static void drop(void)
+{
+	ze_driver_handle_t d = init();
+	void *loader = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CHECK(loader);
+	ze_result_t (*get)(ze_driver_handle_t, const char *, void **) =
+	    (ze_result_t(*)(ze_driver_handle_t, const char *, void **))dlsym(
+		loader, "zeDriverGetExtensionFunctionAddress");
+	rel_t rel = NULL;
+	CHECK(get(d, "zexDriverReleaseImportedPointer", (void **)&rel) == 0);
+	char *p = malloc(8 * MB);
+	memset(p, 4, 8 * MB);
+	if (hp)
+		CHECK(registered(p));
+	CHECK(rel(native(d), p) == ZE_RESULT_SUCCESS); /* drops hostpin's import */
+	free(p);
+}
+
+/* The program releases hostpin's import through the hooked function (as
+ * SYCL's release_from_device_copy would): hostpin notices and imports the
+ * block again. */
+static void drop_hooked(void)
+{
+	ze_driver_handle_t d = init();
+	imp_t imp;
+	rel_t rel;
+	fns(d, &imp, &rel);
+	char *p = malloc(8 * MB);
+	memset(p, 4, 8 * MB);
+	CHECK(rel(native(d), p) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(registered(p)); /* imported again, and says so */
+	free(p);
+}
+
+static void forked(void)
+{
+	init();
+	char *b[3];
+	for (int i = 0; i < 3; i++) {
+		b[i] = malloc(4 * MB);
+		tp_fill(b[i], 4 * MB, (unsigned)i);
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		printf("child %d\n", (int)getpid());
+		free(b[0]);
+		b[1] = realloc(b[1], 12 * MB);
+		free(b[1]);
+		char *n = malloc(6 * MB);
+		memset(n, 1, 6 * MB);
+		free(n);
+		exit(tp_verify(b[2], 4 * MB, 2) ? 0 : 5);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(tp_verify(b[i], 4 * MB, (unsigned)i));
+		free(b[i]);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	CHECK(argc == 2);
+	hp = tp_query() != NULL && getenv("HP_EXPECT_ACTIVE") != NULL;
+	const char *m = argv[1];
+	if (!strcmp(m, "adopt")) adopt();
+	else if (!strcmp(m, "work")) work();
+	else if (!strcmp(m, "foreign")) foreign();
+	else if (!strcmp(m, "drop")) drop();
+	else if (!strcmp(m, "drop_hooked")) drop_hooked();
+	else if (!strcmp(m, "fork")) forked();
+	else return 2;
+	printf("ze_prog %s: ok\n", m);
+	return 0;
+}
