@@ -87,7 +87,17 @@ static void pin(hp_rec_t *r, uintptr_t base, size_t len)
 		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
 	}
 	if (e) {
-		atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+		/* HOSTPIN_MLOCK: a block the device refused is at least kept
+		 * resident. */
+		int locked = hp_opt[HP_OPT_MLOCK] &&
+			     hp_backend->pin_flags != HOSTPIN_LOCKED &&
+			     mlock((void *)base, len) == 0;
+		if (locked) {
+			set_rflags(r, rflags(r) | HOSTPIN_LOCKED);
+			atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+		} else {
+			atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+		}
 		hp_stat_fail(why);
 		if (hp_opt[HP_OPT_STRICT])
 			hp_fatal("cannot pin %zu bytes at %p: %s (errno %d); "
@@ -120,7 +130,11 @@ static int unpin(hp_rec_t *r, uintptr_t base, size_t len)
 		return 0;
 	const char *why = "unknown";
 	atomic_fetch_add_explicit(&hp_ctr.unpin_calls, 1, memory_order_relaxed);
-	int e = hp_in_child ? 0 : hp_backend->unpin((void *)base, len, &why);
+	int e = 0;
+	if (f & hp_backend->pin_flags)
+		e = hp_in_child ? 0 : hp_backend->unpin((void *)base, len, &why);
+	else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
+		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
 	if (e) {
 		hp_stat_fail(why);
 		HP_LOG_ONCE(HP_LOG_WARN,

@@ -215,6 +215,19 @@ static void churn(void)
 		}
 }
 
+/* HOSTPIN_MLOCK=1 and a registration the driver refuses: the block is
+ * locked instead, and unlocked when freed. */
+static void mlock_fallback(void)
+{
+	CHECK(cudaSetDevice(0) == 0);
+	char *p = malloc(8 * MB);
+	memset(p, 1, 8 * MB);
+	CHECK(!registered(p));
+	CHECK(tp_flags(p) & HOSTPIN_LOCKED);
+	CHECK(tp_locked(p, 8 * MB) == 1);
+	free(p);
+}
+
 static void forked(void)
 {
 	CHECK(cudaSetDevice(0) == 0);
@@ -259,6 +272,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "work")) work();
 	else if (!strcmp(m, "fork")) forked();
 	else if (!strcmp(m, "churn")) churn();
+	else if (!strcmp(m, "mlock_fallback")) mlock_fallback();
 	else return 2;
 	printf("cuda_prog %s: ok\n", m);
 	return 0;

@@ -197,6 +197,8 @@ cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 
 cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
 cuda "work with a 64 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work
 cuda "HOSTPIN_REGISTER_DEVICE=0 registers nothing" 0 0 HOSTPIN_REGISTER_DEVICE=0 HP_EXPECT_ACTIVE= -- work
+cuda "HOSTPIN_MLOCK=1: a refused registration is locked instead" 0 0 HOSTPIN_MLOCK=1 \
+	FAKE_CUDA_FAIL=cuMemHostRegister_v2:1 -- mlock_fallback
 cuda "churn with the cache: registrations only in the first step" 0 3 HOSTPIN_CACHE=1G -- churn
 n=$(echo "$CUDA_LOG_KEEP" | grep -c " REG "); u=$(echo "$CUDA_LOG_KEEP" | grep -c " UNREG ")
 if [ "$n" = 3 ] && [ "$u" = 0 ]; then ok "cuda cache: 20 steps of 3 fresh buffers cost 3 registrations, 0 unregistrations"
@@ -315,6 +317,9 @@ if out=$(PYTHON=/usr/bin/python3 "$top/scripts/gpu-check" 2>&1); then
 	if echo "$out" | grep -q "SKIP: no CUDA device"; then ok "scripts/gpu-check skips cleanly without a GPU"
 	else ok "scripts/gpu-check ran (a GPU is present)"; fi
 else bad "scripts/gpu-check: $out"; fi
+if out=$(PYTHON=/usr/bin/python3 "$top/scripts/ze-bench" 2>&1) && echo "$out" | grep -q "SKIP\|written"; then
+	ok "scripts/ze-bench (Intel GPU recipe) skips cleanly without an Intel GPU"
+else bad "scripts/ze-bench: $out"; fi
 python3 -c "import ast; ast.parse(open('$top/scripts/gpu_check.py').read())" &&
 	ok "scripts/gpu_check.py parses" || bad "scripts/gpu_check.py syntax"
 
