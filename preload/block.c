@@ -21,6 +21,17 @@ hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
 static size_t page_up(size_t n) { return (n + PAGE - 1) & ~(PAGE - 1); }
 
+/* The allocation site (HOSTPIN_BACKTRACE) rides in the flags word's upper
+ * half; rflags()/set_rflags() see only the lower. */
+#define SITE_SHIFT 32
+
+static unsigned rsite(hp_rec_t *r)
+{
+	return (unsigned)(atomic_load_explicit(&r->user[HP_U_FLAGS],
+					       memory_order_relaxed) >>
+			  SITE_SHIFT);
+}
+
 static unsigned rflags(hp_rec_t *r)
 {
 	/* relaxed: flags are written by the thread that owns the record
@@ -31,7 +42,16 @@ static unsigned rflags(hp_rec_t *r)
 
 static void set_rflags(hp_rec_t *r, unsigned f)
 {
-	atomic_store_explicit(&r->user[HP_U_FLAGS], f, memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_FLAGS],
+			      ((uintptr_t)rsite(r) << SITE_SHIFT) | f,
+			      memory_order_relaxed);
+}
+
+static void set_rsite(hp_rec_t *r, unsigned site)
+{
+	atomic_store_explicit(&r->user[HP_U_FLAGS],
+			      ((uintptr_t)site << SITE_SHIFT) | rflags(r),
+			      memory_order_relaxed);
 }
 
 /* ---- pin policy ---- */
@@ -112,6 +132,7 @@ static void pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	set_rflags(r, rflags(r) | hp_backend->pin_flags);
 	atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+	hp_site_account(rsite(r), len, 1);
 	/* the reservation is now real: account the peak */
 	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
 }
@@ -146,6 +167,7 @@ static int unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	set_rflags(r, rflags(r) & ~PIN_MASK);
 	atomic_fetch_sub(&hp_ctr.pinned_blocks_now, 1);
 	atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+	hp_site_account(rsite(r), len, 0);
 	return 0;
 }
 
@@ -179,7 +201,9 @@ static int track(uintptr_t base, size_t len, unsigned kind, size_t req)
 		return e;
 	}
 	(void)req;
-	set_rflags(r, kind);
+	atomic_store_explicit(&r->user[HP_U_FLAGS], kind, memory_order_relaxed);
+	if (kind & HOSTPIN_KIND_MALLOC)
+		set_rsite(r, hp_site_capture());
 	count_track(kind, len, 1);
 	pin(r, base, len);
 	return 0;
@@ -300,6 +324,12 @@ static void *cache_get(size_t len, size_t align)
 		}
 		pthread_mutex_unlock(&cache_mu);
 		atomic_fetch_add(&hp_ctr.cache_hits, 1);
+		if (hp_opt[HP_OPT_BACKTRACE] && (rflags(e.rec) & PIN_MASK)) {
+			/* pinned memory now owned by the new caller's site */
+			hp_site_account(rsite(e.rec), e.len, 0);
+			set_rsite(e.rec, hp_site_capture());
+			hp_site_account(rsite(e.rec), e.len, 1);
+		}
 		count_track(HOSTPIN_KIND_MALLOC, e.len, 1);
 		return (void *)e.base;
 	}

@@ -174,6 +174,11 @@ HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
 /* Wait for and forget the last async copy that used r (before release). */
 HP_HIDDEN void hp_copy_quiesce(hp_rec_t *r);
 
+/* ---- allocation sites (sites.c) ---- */
+HP_HIDDEN unsigned hp_site_capture(void);
+HP_HIDDEN void hp_site_account(unsigned site, size_t len, int add);
+HP_HIDDEN void hp_sites_report(int fd);
+
 /* ---- pre-faulting (prefault.c) ---- */
 HP_HIDDEN void hp_prefault(void *base, size_t len);
 HP_HIDDEN int hp_prefault_threads(void);

@@ -164,6 +164,7 @@ void hp_stats_report(void)
 				     (unsigned long long)atomic_load(
 					 &reasons[i].n));
 		}
+		hp_sites_report(fd);
 	}
 	if (hp_optstr[HP_OPT_STATS_FILE][0]) {
 		int fd = hp_open_out(hp_optstr[HP_OPT_STATS_FILE], 0);

@@ -30,6 +30,7 @@ build quiet quiet.c
 build pinmany pinmany.c
 build threads ../stress/threads.c
 build cache cache.c
+build sites sites.c -rdynamic
 build maxpin maxpin.c
 # the fake CUDA driver and runtime, and a program linked against them
 $CC $CFL -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$F/libcuda.so.1" ../fakes/fake_cuda.c -ldl -lpthread &&
@@ -92,6 +93,13 @@ run "8 threads mixed sizes [none]" $P -- "$B/threads" 3000
 run "cache: order, fit, cap, calloc zeroing, 8 threads" $P HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=12M -- "$B/cache"
 run "HOSTPIN_MAX_PINNED=64M holds under 8 threads" $P HOSTPIN_BACKEND=mlock HOSTPIN_MAX_PINNED=64M HP_CAP_MB=64 -- "$B/maxpin"
 run "8 threads mixed sizes [mlock, cache 32M]" $P HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K HOSTPIN_CACHE=32M -- "$B/threads" 3000
+
+out=$(env $P HOSTPIN_BACKEND=mlock HOSTPIN_STATS=1 HOSTPIN_BACKTRACE=2 "$B/sites" 2>&1)
+if echo "$out" | grep -q "site 1: 67108864 bytes pinned at peak" &&
+	echo "$out" | grep -A1 "site 1:" | grep -q "#0 load_weights" &&
+	echo "$out" | grep -A1 "site 2:" | grep -q "#0 make_batch"; then
+	ok "HOSTPIN_BACKTRACE names the sites that own the most pinned memory"
+else bad "HOSTPIN_BACKTRACE report: $(echo "$out" | grep site)"; fi
 
 # ---- knobs ----
 out=$(env $P HOSTPIN_THRESHOLD=12Q "$B/semantics" 2>&1); rc=$?
