@@ -199,6 +199,12 @@ if echo "$CUDA_LOG_KEEP" | awk '/CALL cuMemHostRegister_v2/ {r=1} /CALL cuInit/ 
 	ok "cuda: no registration attempted before the program's cuInit"
 else bad "cuda: registration before cuInit"; fi
 cuda "thread without a context: context pushed" 0 0 -- thread
+log=$(mktemp)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 FAKE_CUDA_LOG="$log" "$B/cuda_prog" noinit 2>&1); rc=$?
+if [ $rc -eq 0 ] && ! grep -q "CALL cuInit\| REG \|RETAIN\|CTXCREATE\|CALL cuCtxPush" "$log"; then
+	ok "cuda: a process that never calls cuInit: hostpin neither (no init, context or registration)"
+else bad "cuda noinit (rc $rc): $(grep -v 'CALL cuDeviceGetCount' "$log" | head -3) $out"; fi
+rm -f "$log"
 cuda "HOSTPIN_COPY=sync keeps pageable copy semantics" 0 0 HOSTPIN_COPY=sync -- sync
 cuda "HOSTPIN_COPY=async: the semantics test does see the difference" 1 0 HOSTPIN_COPY=async -- sync
 cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 HOSTPIN_COPY=async -- inflight
@@ -288,6 +294,12 @@ for variant in "" "ZE_ENABLE_LOADER_INTERCEPT=1" "ZE_ENABLE_ALT_DRIVERS=$ZE1,$ZE
 	zerun "program releases hostpin's import through the hook$v" 0 $variant -- drop_hooked
 done
 n=$(echo "$ZE_LOG_KEEP" | grep " IMPORT " | awk '{print $2}' | sort -u | wc -l)
+log=$(mktemp)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$log" "$B/ze_prog" noinit 2>&1); rc=$?
+if [ $rc -eq 0 ] && ! grep -q "CALL" "$log"; then
+	ok "level zero: a process that never calls zeInit: hostpin makes no Level Zero call"
+else bad "level zero noinit (rc $rc): $(head -3 "$log") $out"; fi
+rm -f "$log"
 [ "$n" = 2 ] && ok "level zero: with two drivers, both get the imports" || bad "level zero: imports reached $n driver(s)"
 zerun "program drops hostpin's import behind its back: no second release" 0 HOSTPIN_STATS=1 -- drop
 echo "$ZE_OUT_KEEP" | grep -q "imports_dropped\|dropped" || true
