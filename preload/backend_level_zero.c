@@ -227,27 +227,8 @@ const hp_backend_t hp_backend_level_zero = {
 
 static _Atomic(void *) next_zeInit, next_zeGetExt;
 
-static void *next_sym(_Atomic(void *) *slot, const char *name)
-{
-	void *p = atomic_load_explicit(slot, memory_order_acquire);
-	if (p == NULL) {
-		ENTER;
-		p = dlsym(RTLD_NEXT, name);
-		LEAVE;
-		if (p == NULL)
-			hp_fatal("%s called but no library after hostpin "
-				 "defines it", name);
-		atomic_store_explicit(slot, p, memory_order_release);
-	}
-	return p;
-}
-
-static int active(void)
-{
-	return atomic_load_explicit(&hp_state, memory_order_acquire) ==
-		   HP_ST_READY &&
-	       !hp_in_hook && !hp_in_child;
-}
+#define next_sym hp_next_sym
+#define active hp_hooks_active
 
 HP_EXPORT hp_ze_result_t zeInit(hp_ze_init_flags_t flags)
 {

@@ -14,23 +14,7 @@ HP_HIDDEN void hp_cuda_learn_ctx(void);
 #define ENTER (hp_in_hook++)
 #define LEAVE (hp_in_hook--)
 
-/* The next definition of a runtime or driver symbol, resolved once. */
-static void *next(_Atomic(void *) *slot, const char *name)
-{
-	void *p = atomic_load_explicit(slot, memory_order_acquire);
-	if (p == NULL) {
-		ENTER;
-		p = dlsym(RTLD_NEXT, name);
-		LEAVE;
-		if (p == NULL)
-			hp_fatal("%s called but no library after hostpin "
-				 "defines it", name);
-		/* release: pairs with the acquire above. */
-		atomic_store_explicit(slot, p, memory_order_release);
-	}
-	return p;
-}
-#define NEXT(name) ((hp_##name##_t)next(&next_##name, #name))
+#define NEXT(name) ((hp_##name##_t)hp_next_sym(&next_##name, #name))
 static _Atomic(void *) next_cudaMemcpyAsync, next_cudaMemcpy2DAsync,
     next_cudaMemcpyAsync_ptsz, next_cudaMemcpy2DAsync_ptsz,
     next_cudaStreamSynchronize, next_cudaEventCreateWithFlags,
@@ -42,12 +26,7 @@ typedef hp_cudaMemcpyAsync_t hp_cudaMemcpyAsync_ptsz_t;
 typedef hp_cudaMemcpy2DAsync_t hp_cudaMemcpy2DAsync_ptsz_t;
 typedef hp_cuMemHostRegister_v2_t hp_cuMemHostRegister_t;
 
-static int active(void)
-{
-	return atomic_load_explicit(&hp_state, memory_order_acquire) ==
-		   HP_ST_READY &&
-	       !hp_in_hook && !hp_in_child;
-}
+#define active hp_hooks_active
 
 /* Before a copy: the host side's record, adopted if it was pending. */
 static hp_rec_t *host_side(const void *p)

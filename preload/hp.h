@@ -98,6 +98,11 @@ struct hp_real {
 };
 HP_HIDDEN extern struct hp_real hp_real;
 HP_HIDDEN void hp_init_slow(void);
+/* Driver and runtime hooks: the next definition of name, resolved once into
+ * *slot; and whether a hook should act (hostpin ready, not inside itself,
+ * not in a forked child). */
+HP_HIDDEN void *hp_next_sym(_Atomic(void *) *slot, const char *name);
+HP_HIDDEN int hp_hooks_active(void);
 /* The bootstrap arena that serves dlsym's own allocations. */
 #define HP_ARENA_SIZE ((size_t)256 << 10)
 HP_HIDDEN extern char hp_arena[HP_ARENA_SIZE];

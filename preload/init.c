@@ -81,6 +81,29 @@ static void fork_child(void)
 	hp_block_fork_child();
 }
 
+void *hp_next_sym(_Atomic(void *) *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	if (p == NULL) {
+		hp_in_hook++; /* dlsym may allocate */
+		p = dlsym(RTLD_NEXT, name);
+		hp_in_hook--;
+		if (p == NULL)
+			hp_fatal("%s called but no library after hostpin "
+				 "defines it", name);
+		/* release: pairs with the acquire above. */
+		atomic_store_explicit(slot, p, memory_order_release);
+	}
+	return p;
+}
+
+int hp_hooks_active(void)
+{
+	return atomic_load_explicit(&hp_state, memory_order_acquire) ==
+		   HP_ST_READY &&
+	       !hp_in_hook && !hp_in_child;
+}
+
 static const hp_backend_t *pick_backend(void)
 {
 	switch (hp_opt[HP_OPT_BACKEND]) {

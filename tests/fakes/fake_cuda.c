@@ -3,16 +3,7 @@
  * $FAKE_CUDA_LOG, flags invariant violations, and fails the Nth call of a
  * function on request: FAKE_CUDA_FAIL="fn:N[:code],...". */
 #include <dlfcn.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <stdint.h>
-#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -27,41 +18,24 @@ enum {
 	NOT_REG = 713
 };
 
+#define FAKE_RESULT CUresult
+#define FAKE_UNINIT NOT_INITIALIZED
+#define FAKE_DEFAULT_FAIL OUT_OF_MEMORY
+#define FAKE_FAIL_ENV "FAKE_CUDA_FAIL"
+#define FAKE_HELD "registered"
+#include "fake_common.h"
+
 #define MAXDEV 8
-#define MAXREG 4096
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int initialized, ndev = 2;
+static int ndev = 2;
 static struct CUctx_st prim[MAXDEV];
 static int prim_ref[MAXDEV];
-static struct {
-	char *base;
-	size_t len;
-	int pid;
-} reg[MAXREG];
-static int nreg;
 static __thread CUcontext stack[16];
 static __thread int depth;
-static int logfd = -1;
-
-static void logf_(const char *fmt, ...)
-{
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "%d ", (int)getpid());
-	va_list ap;
-	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (logfd >= 0)
-		(void)!write(logfd, buf, (size_t)n);
-}
 
 /* A forked child inherits neither registrations nor a usable driver. */
 static void fake_child(void)
 {
-	nreg = 0;
+	nheld = 0;
 	depth = 0;
 	pthread_mutex_init(&mu, NULL);
 }
@@ -78,87 +52,6 @@ __attribute__((constructor)) static void fake_init(void)
 	for (int i = 0; i < MAXDEV; i++)
 		prim[i].dev = i;
 }
-
-/* Is every page of [p, p+n) mapped? */
-static int mapped(const void *p, size_t n)
-{
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t len = ((uintptr_t)p + n - a + 4095) & ~(size_t)4095;
-	unsigned char v[1];
-	/* mincore fails with ENOMEM on an unmapped page: one page a call */
-	for (size_t off = 0; off < len; off += 4096)
-		if (mincore((void *)(a + off), 4096, v) != 0 && errno == ENOMEM)
-			return 0;
-	return 1;
-}
-
-/* Every registered range must still be mapped: a range released while
- * registered is what invariant 1 forbids. */
-static void audit(void)
-{
-	for (int i = 0; i < nreg; i++)
-		if (!mapped(reg[i].base, reg[i].len)) {
-			logf_("VIOLATION registered-range-unmapped %p %zu",
-			      (void *)reg[i].base, reg[i].len);
-			reg[i] = reg[--nreg];
-			i--;
-		}
-}
-
-static CUresult inject(const char *fn)
-{
-	static struct {
-		char name[64];
-		int n, code, seen;
-	} rule[16];
-	static int nrule = -1;
-	if (nrule < 0) {
-		nrule = 0;
-		const char *s = getenv("FAKE_CUDA_FAIL");
-		while (s && *s && nrule < 16) {
-			int code = OUT_OF_MEMORY, n = 1, used = 0;
-			char name[64];
-			if (sscanf(s, "%63[^:]:%d%n", name, &n, &used) < 2)
-				break;
-			s += used;
-			if (*s == ':') {
-				int u2 = 0;
-				sscanf(s + 1, "%d%n", &code, &u2);
-				s += 1 + u2;
-			}
-			strcpy(rule[nrule].name, name);
-			rule[nrule].n = n, rule[nrule].code = code;
-			rule[nrule++].seen = 0;
-			if (*s == ',')
-				s++;
-		}
-	}
-	for (int i = 0; i < nrule; i++)
-		if (strcmp(rule[i].name, fn) == 0 && ++rule[i].seen == rule[i].n) {
-			logf_("INJECT %s %d", fn, rule[i].code);
-			return rule[i].code;
-		}
-	return OK;
-}
-
-#define ENTRY(fn)                                                             \
-	pthread_mutex_lock(&mu);                                              \
-	logf_("CALL %s", fn);                                                 \
-	audit();                                                              \
-	CUresult inj_ = inject(fn);                                           \
-	if (inj_ != OK) {                                                     \
-		pthread_mutex_unlock(&mu);                                    \
-		return inj_;                                                  \
-	}
-#define RETURN(v)                                                             \
-	do {                                                                  \
-		CUresult r_ = (v);                                            \
-		pthread_mutex_unlock(&mu);                                    \
-		return r_;                                                    \
-	} while (0)
-#define NEED_INIT                                                             \
-	if (!initialized)                                                     \
-	RETURN(NOT_INITIALIZED)
 
 CUresult cuInit(unsigned flags)
 {
@@ -295,18 +188,6 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	RETURN(OK);
 }
 
-static int find(const char *p, size_t n, int exact)
-{
-	for (int i = 0; i < nreg; i++) {
-		if (exact && reg[i].base == p)
-			return i;
-		if (!exact && p < reg[i].base + reg[i].len &&
-		    reg[i].base < p + n)
-			return i;
-	}
-	return -1;
-}
-
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	ENTRY("cuMemHostRegister_v2");
@@ -326,10 +207,10 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 		logf_("OVERLAP %p %zu", p, n);
 		RETURN(ALREADY_REG);
 	}
-	if (nreg == MAXREG)
+	if (nheld == MAXHELD)
 		RETURN(OUT_OF_MEMORY);
-	reg[nreg].base = p, reg[nreg].len = n, reg[nreg].pid = getpid();
-	nreg++;
+	held[nheld].base = p, held[nheld].len = n;
+	nheld++;
 	logf_("REG %p %zu %u ctxdev=%d", p, n, flags, stack[depth - 1]->dev);
 	RETURN(OK);
 }
@@ -351,30 +232,23 @@ CUresult cuMemHostUnregister(void *p)
 	int (*inflight)(const void *, size_t) =
 	    (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT,
 						 "fake_cudart_inflight");
-	if (inflight && inflight(p, reg[i].len))
+	if (inflight && inflight(p, held[i].len))
 		logf_("VIOLATION unregister-with-copy-in-flight %p", p);
-	logf_("UNREG %p %zu", p, reg[i].len);
-	reg[i] = reg[--nreg];
+	logf_("UNREG %p %zu", p, held[i].len);
+	held[i] = held[--nheld];
 	RETURN(OK);
 }
 
 /* For the fake runtime: is [p, p+n) inside one registration? */
 int fake_cuda_is_registered(const void *p, size_t n)
 {
-	pthread_mutex_lock(&mu);
-	int yes = 0;
-	for (int i = 0; i < nreg; i++)
-		if ((const char *)p >= reg[i].base &&
-		    (const char *)p + n <= reg[i].base + reg[i].len)
-			yes = 1;
-	pthread_mutex_unlock(&mu);
-	return yes;
+	return held_covers(p, n);
 }
 
 __attribute__((destructor)) static void fake_fini(void)
 {
 	pthread_mutex_lock(&mu);
 	audit();
-	logf_("EXIT live=%d", nreg);
+	logf_("EXIT live=%d", nheld);
 	pthread_mutex_unlock(&mu);
 }

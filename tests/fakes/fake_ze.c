@@ -11,19 +11,17 @@
  * are flagged as VIOLATION.  FAKE_ZE_FAIL="fn:N[:code],..." fails the Nth
  * call of fn; FAKE_ZE_NO_IMPORT=1 makes the driver lack the extension. */
 #include <dlfcn.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+
+#define FAKE_RESULT ze_result_t
+#define FAKE_UNINIT ZE_RESULT_ERROR_UNINITIALIZED
+#define FAKE_DEFAULT_FAIL ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+#define FAKE_FAIL_ENV "FAKE_ZE_FAIL"
+#define FAKE_HELD "imported"
+#include "fake_common.h"
 
 struct _ze_driver_handle_t {
 	int magic;
@@ -34,38 +32,13 @@ struct _ze_device_handle_t {
 static struct _ze_driver_handle_t drv = {0x5a5a};
 static struct _ze_device_handle_t gpu = {0x6b6b};
 
-#define MAXIMP 4096
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int initialized;
-static struct {
-	char *base;
-	size_t len;
-} imp[MAXIMP];
-static int nimp;
-static int logfd = -1;
 #ifndef FAKE_TAG
 #define FAKE_TAG "ze"
 #endif
-static const char *tag = FAKE_TAG;
-
-static void logf_(const char *fmt, ...)
-{
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "%d %s ", (int)getpid(), tag);
-	va_list ap;
-	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (logfd >= 0)
-		(void)!write(logfd, buf, (size_t)n);
-}
 
 static void fake_child(void)
 {
-	nimp = 0; /* imports are not inherited */
+	nheld = 0; /* imports are not inherited */
 	pthread_mutex_init(&mu, NULL);
 }
 
@@ -74,89 +47,10 @@ __attribute__((constructor)) static void fake_init(void)
 	const char *p = getenv("FAKE_ZE_LOG");
 	if (p)
 		logfd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (getenv("FAKE_ZE_NAME"))
-		tag = getenv("FAKE_ZE_NAME");
+	tag = FAKE_TAG;
 	pthread_atfork(NULL, NULL, fake_child);
 }
 
-static int mapped(const void *p, size_t n)
-{
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t len = ((uintptr_t)p + n - a + 4095) & ~(size_t)4095;
-	unsigned char v[1];
-	for (size_t off = 0; off < len; off += 4096)
-		if (mincore((void *)(a + off), 4096, v) != 0 && errno == ENOMEM)
-			return 0;
-	return 1;
-}
-
-static void audit(void)
-{
-	for (int i = 0; i < nimp; i++)
-		if (!mapped(imp[i].base, imp[i].len)) {
-			logf_("VIOLATION imported-range-unmapped %p %zu",
-			      (void *)imp[i].base, imp[i].len);
-			imp[i] = imp[--nimp];
-			i--;
-		}
-}
-
-static ze_result_t inject(const char *fn)
-{
-	static struct {
-		char name[64];
-		int n, seen;
-		unsigned code;
-	} rule[16];
-	static int nrule = -1;
-	if (nrule < 0) {
-		nrule = 0;
-		const char *s = getenv("FAKE_ZE_FAIL");
-		while (s && *s && nrule < 16) {
-			unsigned code = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-			int n = 1, used = 0;
-			char name[64];
-			if (sscanf(s, "%63[^:]:%d%n", name, &n, &used) < 2)
-				break;
-			s += used;
-			if (*s == ':') {
-				int u2 = 0;
-				sscanf(s + 1, "%i%n", (int *)&code, &u2);
-				s += 1 + u2;
-			}
-			strcpy(rule[nrule].name, name);
-			rule[nrule].n = n, rule[nrule].code = code;
-			rule[nrule++].seen = 0;
-			if (*s == ',')
-				s++;
-		}
-	}
-	for (int i = 0; i < nrule; i++)
-		if (strcmp(rule[i].name, fn) == 0 && ++rule[i].seen == rule[i].n) {
-			logf_("INJECT %s", fn);
-			return (ze_result_t)rule[i].code;
-		}
-	return ZE_RESULT_SUCCESS;
-}
-
-#define ENTRY(fn)                                                             \
-	pthread_mutex_lock(&mu);                                              \
-	logf_("CALL %s", fn);                                                 \
-	audit();                                                              \
-	ze_result_t inj_ = inject(fn);                                        \
-	if (inj_ != ZE_RESULT_SUCCESS) {                                      \
-		pthread_mutex_unlock(&mu);                                    \
-		return inj_;                                                  \
-	}
-#define RETURN(v)                                                             \
-	do {                                                                  \
-		ze_result_t r_ = (v);                                         \
-		pthread_mutex_unlock(&mu);                                    \
-		return r_;                                                    \
-	} while (0)
-#define NEED_INIT                                                             \
-	if (!initialized)                                                     \
-	RETURN(ZE_RESULT_ERROR_UNINITIALIZED)
 #define OWN_DRIVER(h)                                                         \
 	if ((h) != &drv) {                                                    \
 		logf_("VIOLATION foreign-driver-handle %p", (void *)(h));     \
@@ -199,17 +93,6 @@ static ze_result_t f_driver_props(ze_driver_handle_t h,
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
-static int find(const char *p, size_t n, int exact)
-{
-	for (int i = 0; i < nimp; i++) {
-		if (exact && imp[i].base == p)
-			return i;
-		if (!exact && p < imp[i].base + imp[i].len && imp[i].base < p + n)
-			return i;
-	}
-	return -1;
-}
-
 static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
 {
 	ENTRY("zexDriverImportExternalPointer");
@@ -225,10 +108,10 @@ static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
 		logf_("OVERLAP %p %zu", p, n);
 		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
 	}
-	if (nimp == MAXIMP)
+	if (nheld == MAXHELD)
 		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
-	imp[nimp].base = p, imp[nimp].len = n;
-	nimp++;
+	held[nheld].base = p, held[nheld].len = n;
+	nheld++;
 	logf_("IMPORT %p %zu", p, n);
 	RETURN(ZE_RESULT_SUCCESS);
 }
@@ -241,8 +124,8 @@ static ze_result_t x_release(ze_driver_handle_t h, void *p)
 	int i = find(p, 1, 1);
 	if (i < 0)
 		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
-	logf_("RELEASE %p %zu", p, imp[i].len);
-	imp[i] = imp[--nimp];
+	logf_("RELEASE %p %zu", p, held[i].len);
+	held[i] = held[--nheld];
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
@@ -255,7 +138,7 @@ static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
 	if (i < 0)
 		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
 	if (base)
-		*base = imp[i].base;
+		*base = held[i].base;
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
@@ -308,21 +191,14 @@ static ze_result_t f_device_props(ze_device_handle_t d,
 /* For test programs: is [p, p+n) inside one import of this driver? */
 int fake_ze_is_imported(const void *p, size_t n)
 {
-	pthread_mutex_lock(&mu);
-	int yes = 0;
-	for (int i = 0; i < nimp; i++)
-		if ((const char *)p >= imp[i].base &&
-		    (const char *)p + n <= imp[i].base + imp[i].len)
-			yes = 1;
-	pthread_mutex_unlock(&mu);
-	return yes;
+	return held_covers(p, n);
 }
 
 __attribute__((destructor)) static void fake_fini(void)
 {
 	pthread_mutex_lock(&mu);
 	audit();
-	logf_("EXIT live=%d", nimp);
+	logf_("EXIT live=%d", nheld);
 	pthread_mutex_unlock(&mu);
 }
 

@@ -145,18 +145,6 @@ static void drop_hooked(void)
 	free(p);
 }
 
-/* Links the loader, never calls zeInit: neither may hostpin. */
-static void noinit(void)
-{
-	for (int i = 0; i < 4; i++) {
-		char *volatile p = malloc(8 * MB);
-		p[0] = 1;
-		if (hp)
-			CHECK(tp_flags(p) & HOSTPIN_PENDING);
-		free(p);
-	}
-}
-
 static void forked(void)
 {
 	init();
@@ -196,7 +184,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "foreign")) foreign();
 	else if (!strcmp(m, "drop")) drop();
 	else if (!strcmp(m, "drop_hooked")) drop_hooked();
-	else if (!strcmp(m, "noinit")) noinit();
+	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "fork")) forked();
 	else return 2;
 	printf("ze_prog %s: ok\n", m);
