@@ -118,16 +118,18 @@ static void pin(hp_rec_t *r, uintptr_t base, size_t len)
 		} else {
 			atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
 		}
-		hp_stat_fail(why);
+		int first = hp_stat_fail(why);
 		if (hp_opt[HP_OPT_STRICT])
 			hp_fatal("cannot pin %zu bytes at %p: %s (errno %d); "
 				 "HOSTPIN_STRICT=1: aborting",
 				 len, (void *)base, why, e);
-		HP_LOG_ONCE(HP_LOG_WARN,
-			    "cannot pin %zu bytes at %p: %s (errno %d); the "
-			    "memory stays usable, unpinned (reported once; "
-			    "counted in the statistics)",
-			    len, (void *)base, why, e);
+		if (first)
+			hp_log(HP_LOG_WARN,
+			       "cannot pin %zu bytes at %p: %s (errno %d); the "
+			       "memory stays usable, %s (reported once per "
+			       "reason; counted in the statistics)",
+			       len, (void *)base, why, e,
+			       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
 		return;
 	}
 	set_rflags(r, rflags(r) | hp_backend->pin_flags);
@@ -157,11 +159,12 @@ static int unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
 		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
 	if (e) {
-		hp_stat_fail(why);
-		HP_LOG_ONCE(HP_LOG_WARN,
-			    "cannot unpin %zu bytes at %p: %s (errno %d); "
-			    "leaking the mapping rather than reusing it",
-			    len, (void *)base, why, e);
+		if (hp_stat_fail(why))
+			hp_log(HP_LOG_WARN,
+			       "cannot unpin %zu bytes at %p: %s (errno %d); "
+			       "leaking the mapping rather than reusing it "
+			       "(reported once per reason)",
+			       len, (void *)base, why, e);
 		return e;
 	}
 	set_rflags(r, rflags(r) & ~PIN_MASK);
@@ -298,8 +301,9 @@ static void evict(struct centry *v, int n)
 	}
 }
 
-/* Take a cached block of len bytes (page multiple) aligned to align. */
-static void *cache_get(size_t len, size_t align)
+/* Take a cached block of len bytes (page multiple) aligned to align; its
+ * real length (up to len + len/8) in *got. */
+static void *cache_get(size_t len, size_t align, size_t *got)
 {
 	if (!atomic_load_explicit(&hp_ctr.cached_blocks, memory_order_relaxed))
 		return NULL;
@@ -331,6 +335,7 @@ static void *cache_get(size_t len, size_t align)
 			hp_site_account(rsite(e.rec), e.len, 1);
 		}
 		count_track(HOSTPIN_KIND_MALLOC, e.len, 1);
+		*got = e.len;
 		return (void *)e.base;
 	}
 	pthread_mutex_unlock(&cache_mu);
@@ -392,10 +397,13 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 		return NULL;
 	}
 	size_t len = page_up(n);
-	void *hit = cache_get(len, align);
+	size_t got;
+	void *hit = cache_get(len, align, &got);
 	if (hit) {
+		/* Reused memory: calloc zeroes all of the usable size, as
+		 * glibc does. */
 		if (zero)
-			memset(hit, 0, n); /* reused memory: calloc must zero */
+			memset(hit, 0, got);
 		return hit;
 	}
 	size_t huge = (size_t)2 << 20;

@@ -128,8 +128,9 @@ struct hp_counters {
 HP_HIDDEN extern struct hp_counters hp_ctr;
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 				uint64_t n);
-/* Count a pin failure under a reason name (a string literal). */
-HP_HIDDEN void hp_stat_fail(const char *reason);
+/* Count a failure under a reason name (a static string); 1 the first time
+ * that reason is seen, so each reason is logged once. */
+HP_HIDDEN int hp_stat_fail(const char *reason);
 HP_HIDDEN uint64_t hp_stat_fail_total(void);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);

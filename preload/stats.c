@@ -34,7 +34,7 @@ void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 		;
 }
 
-void hp_stat_fail(const char *reason)
+int hp_stat_fail(const char *reason)
 {
 	for (int i = 0; i < MAX_REASONS; i++) {
 		const char *cur = atomic_load(&reasons[i].name);
@@ -45,13 +45,13 @@ void hp_stat_fail(const char *reason)
 							   &cur, reason))
 				cur = reason;
 		}
-		if (cur == reason || (cur && strcmp(cur, reason) == 0)) {
-			atomic_fetch_add_explicit(&reasons[i].n, 1,
-						  memory_order_relaxed);
-			return;
-		}
+		if (cur == reason || (cur && strcmp(cur, reason) == 0))
+			return atomic_fetch_add_explicit(&reasons[i].n, 1,
+							 memory_order_relaxed) ==
+			       0;
 	}
 	atomic_fetch_add(&reasons[MAX_REASONS - 1].n, 1);
+	return 0;
 }
 
 uint64_t hp_stat_fail_total(void)

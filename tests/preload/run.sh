@@ -244,6 +244,16 @@ for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetStat
 	else bad "cuda: failure in $fn ($mode; rc $rc, injected $inj, counted ${counted:-?}): $(echo "$out" | tail -2)"; fi
 	rm -rf "$d"
 done
+d=$(mktemp -d)
+out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 HOSTPIN_STATS_FILE="$d/s.json" \
+	FAKE_CUDA_FAIL="cuMemHostRegister_v2:2:2,cuMemHostRegister_v2:4:1,cuMemHostRegister_v2:6:2" "$B/cuda_prog" work 2>&1); rc=$?
+lines=$(echo "$out" | grep -c "cannot pin")
+n=$(python3 -c "import json;print(json.load(open('$d/s.json'))['pin_failures'])" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$lines" = 2 ] && [ "$n" = 3 ] && echo "$out" | grep -q CUDA_ERROR_OUT_OF_MEMORY &&
+	echo "$out" | grep -q CUDA_ERROR_INVALID_VALUE; then
+	ok "cuda: each failure reason logged once with the driver's error name (3 failures, 2 reasons, 2 lines)"
+else bad "cuda: failure reasons (rc $rc, $lines lines, ${n:-?} counted): $out"; fi
+rm -rf "$d"
 if [ -f /usr/local/cuda/include/cuda.h ]; then
 	if $CC -std=c11 -Wall -Wextra -Werror -I/usr/local/cuda/include -fsyntax-only "$top/tests/unit/cuda_decls.c"; then
 		ok "preload/cuda_api.h agrees with /usr/local/cuda/include/cuda.h"
