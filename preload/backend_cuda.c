@@ -132,7 +132,11 @@ static int cuda_unpin_n(char *b, size_t len, const char **why)
 	int e = 0;
 	for (size_t off = 0; off < len; off += chunk()) {
 		hp_CUresult r = cu.cuMemHostUnregister(b + off);
-		if (r != HP_CUDA_SUCCESS && !e) {
+		if (r == HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) {
+			/* The program unregistered it behind our back:
+			 * nothing of ours is left to release. */
+			atomic_fetch_add(&hp_ctr.imports_dropped, 1);
+		} else if (r != HP_CUDA_SUCCESS && !e) {
 			*why = err_name(r);
 			e = EIO;
 		}

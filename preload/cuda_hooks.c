@@ -169,6 +169,19 @@ static void take_back(void *p)
 	if (!active())
 		return;
 	ENTER;
+	/* First: did the program unregister hostpin's own registration?
+	 * Then: the end of its own registration over our blocks. */
+	hp_import_dropped(p);
+	hp_foreign_end(p);
+	LEAVE;
+}
+
+/* The program's registration failed: take our range back. */
+static void give_back(void *p)
+{
+	if (!active())
+		return;
+	ENTER;
 	hp_foreign_end(p);
 	LEAVE;
 }
@@ -178,7 +191,7 @@ HP_EXPORT hp_cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
 	step_aside(p, n);
 	hp_cudaError_t e = NEXT(cudaHostRegister)(p, n, flags);
 	if (e != 0)
-		take_back(p);
+		give_back(p);
 	return e;
 }
 
@@ -196,7 +209,7 @@ HP_EXPORT hp_cudaError_t cudaHostUnregister(void *p)
 		step_aside(p, n);                                             \
 		hp_CUresult e = NEXT(name)(p, n, flags);                      \
 		if (e != 0)                                                   \
-			take_back(p);                                         \
+			give_back(p);                                         \
 		return e;                                                     \
 	}
 DRV_REGISTER(cuMemHostRegister)

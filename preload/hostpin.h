@@ -41,7 +41,7 @@ struct hostpin_stats {
 	uint64_t leaked_blocks;               /* unpin refused: never reused */
 	uint64_t cached_blocks, cached_bytes; /* freed blocks kept for reuse */
 	uint64_t cache_hits, cache_evictions;
-	uint64_t imports_dropped;             /* Level Zero imports released by others */
+	uint64_t imports_dropped;             /* registrations/imports of hostpin's the program released */
 };
 
 /* Fill *out (size bytes of it, for forward compatibility); 0 on success. */

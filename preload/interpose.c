@@ -89,6 +89,15 @@ HP_EXPORT void free(void *p)
 			hp_real.free(p);
 		return;
 	}
+	/* Inside the bounds (thread arenas live among our mappings): a
+	 * pointer that is not page aligned and in no range is the next
+	 * allocator's; only the rest needs the slow path. */
+	hp_snap_t s;
+	if (((uintptr_t)p & (HP_PAGE_SIZE - 1)) &&
+	    !hp_registry_lookup(&hp_reg, (uintptr_t)p, &s)) {
+		hp_real.free(p);
+		return;
+	}
 	free_slow(p);
 }
 

@@ -228,6 +228,19 @@ static void mlock_fallback(void)
 	free(p);
 }
 
+/* The program unregisters hostpin's own registration: hostpin notices,
+ * registers the block again, and does not fail at free. */
+static void drop(void)
+{
+	CHECK(cudaSetDevice(0) == 0);
+	char *p = malloc(8 * MB);
+	memset(p, 1, 8 * MB);
+	CHECK(cudaHostUnregister(p) == 0);
+	if (hp)
+		CHECK(registered(p) && fake_cuda_is_registered(p, 8 * MB));
+	free(p);
+}
+
 static void forked(void)
 {
 	CHECK(cudaSetDevice(0) == 0);
@@ -272,6 +285,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "work")) work();
 	else if (!strcmp(m, "fork")) forked();
 	else if (!strcmp(m, "churn")) churn();
+	else if (!strcmp(m, "drop")) drop();
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "mlock_fallback")) mlock_fallback();
 	else return 2;
