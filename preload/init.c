@@ -138,6 +138,11 @@ void hp_init_slow(void)
 		return;
 	}
 	hp_in_hook++;
+	/* The bootstrap arena counts as inside the registry's bounds, so that
+	 * free()'s one bounds test also sends arena pointers to its slow path,
+	 * before the first of them exists. */
+	hp_registry_reserve_bounds(&hp_reg, (uintptr_t)hp_arena,
+				   (uintptr_t)hp_arena + HP_ARENA_SIZE);
 	resolve();
 	int bad = hp_options_load();
 	hp_log_level = (int)hp_opt[HP_OPT_LOG];

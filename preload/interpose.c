@@ -69,8 +69,20 @@ HP_EXPORT void *malloc(size_t n)
 	return malloc_slow(n);
 }
 
-static void free_slow(void *p)
+/* free() of a pointer inside the registry's bounds (which also cover the
+ * bootstrap arena, so the fast path needs no arena test). */
+static __attribute__((noinline)) void free_slow(void *p)
 {
+	if (hp_arena_owns(p))
+		return; /* bootstrap arena: never reused */
+	/* Thread arenas live among our mappings: a pointer that is not page
+	 * aligned and in no range is the next allocator's. */
+	hp_snap_t s;
+	if (((uintptr_t)p & (HP_PAGE_SIZE - 1)) &&
+	    !hp_registry_lookup(&hp_reg, (uintptr_t)p, &s)) {
+		hp_real.free(p);
+		return;
+	}
 	if (!have_real())
 		return; /* nothing but the arena exists yet */
 	ENTER;
@@ -82,20 +94,9 @@ static void free_slow(void *p)
 
 HP_EXPORT void free(void *p)
 {
-	if (hp_unlikely(hp_arena_owns(p)))
-		return; /* bootstrap arena: never reused */
 	if (hp_likely(!hp_registry_maybe(&hp_reg, (uintptr_t)p))) {
 		if (hp_likely(p != NULL))
 			hp_real.free(p);
-		return;
-	}
-	/* Inside the bounds (thread arenas live among our mappings): a
-	 * pointer that is not page aligned and in no range is the next
-	 * allocator's; only the rest needs the slow path. */
-	hp_snap_t s;
-	if (((uintptr_t)p & (HP_PAGE_SIZE - 1)) &&
-	    !hp_registry_lookup(&hp_reg, (uintptr_t)p, &s)) {
-		hp_real.free(p);
 		return;
 	}
 	free_slow(p);

@@ -200,6 +200,17 @@ int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
 	return 0;
 }
 
+void hp_registry_reserve_bounds(hp_registry_t *r, uintptr_t lo, uintptr_t hi)
+{
+	hp_registry_lock(r);
+	/* relaxed, as in insert: see hp_registry_maybe */
+	if (lo < atomic_load_explicit(&r->lo, memory_order_relaxed))
+		atomic_store_explicit(&r->lo, lo, memory_order_relaxed);
+	if (hi > atomic_load_explicit(&r->hi, memory_order_relaxed))
+		atomic_store_explicit(&r->hi, hi, memory_order_relaxed);
+	hp_registry_unlock(r);
+}
+
 int hp_registry_insert(hp_registry_t *r, uintptr_t base, size_t len,
 		       uint32_t state, hp_rec_t **out)
 {

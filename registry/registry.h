@@ -110,6 +110,11 @@ static inline int hp_registry_maybe(const hp_registry_t *r, uintptr_t addr)
 	       addr < atomic_load_explicit(&r->hi, memory_order_relaxed);
 }
 
+/* Widen the bounds to cover [lo, hi) without inserting anything: callers
+ * whose fast negative test is hp_registry_maybe then see such addresses on
+ * their slow path.  Lookups there still miss. */
+void hp_registry_reserve_bounds(hp_registry_t *r, uintptr_t lo, uintptr_t hi);
+
 /* Change the state of rec from the snapshot word `expect` to `state`, keeping
  * the generation.  Returns 1 for the one caller that wins, 0 otherwise (also
  * when the snapshot is FREE or already in `state`). */
