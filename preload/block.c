@@ -260,8 +260,8 @@ static int recently_freed_and_unmapped(uintptr_t p)
  * Freed blocks stay mapped and pinned, and are handed out again for an
  * allocation that fits them with at most 1/8 waste, oldest first (so a
  * block just freed is not the next one reused).  Bounded by HOSTPIN_CACHE;
- * while nothing gets pinned, by 64 MiB, so a process without a device uses
- * memory much as it would with glibc.  The lock is never held across a
+ * while nothing gets pinned, by 64 MiB of blocks up to 32 MiB, so a process
+ * without a device uses memory much as it would with glibc.  The lock is never held across a
  * backend call. */
 #define CACHE_SLOTS 128
 #define CACHE_IDLE_CAP ((size_t)64 << 20)
@@ -274,13 +274,23 @@ static struct centry {
 static int ncache;
 static size_t cache_bytes;
 
-static size_t cache_cap(void)
+#define CACHE_IDLE_MAX_BLOCK ((size_t)32 << 20)
+
+/* The cap for a block of len bytes.  While nothing is pinned the cache
+ * behaves like glibc's heap: blocks up to 32 MiB (glibc's largest dynamic
+ * mmap threshold), 64 MiB in all; larger ones are unmapped at once, as
+ * glibc unmaps its mmapped chunks, so caching them cannot thrash. */
+static size_t cache_cap(size_t len)
 {
 	size_t cap = (size_t)hp_opt[HP_OPT_CACHE];
 	int pinning = hp_backend != &hp_backend_none && !hp_in_child &&
 		      atomic_load_explicit(&hp_ctr.pinned_blocks_now,
 					   memory_order_relaxed) > 0;
-	return pinning || cap < CACHE_IDLE_CAP ? cap : CACHE_IDLE_CAP;
+	if (pinning)
+		return cap;
+	if (len > CACHE_IDLE_MAX_BLOCK)
+		return 0;
+	return cap < CACHE_IDLE_CAP ? cap : CACHE_IDLE_CAP;
 }
 
 void hp_cache_lock(void) { pthread_mutex_lock(&cache_mu); }
@@ -345,7 +355,7 @@ static void *cache_get(size_t len, size_t align, size_t *got)
 /* Keep a claimed (RELEASING) block for reuse; 0 if it does not fit. */
 static int cache_put(hp_rec_t *r, hp_snap_t *s)
 {
-	size_t cap = cache_cap();
+	size_t cap = cache_cap(s->len);
 	if (s->len > cap || (rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
 		return 0;
 	/* Not reused while a copy that used it may still run. */
