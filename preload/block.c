@@ -840,7 +840,9 @@ HP_EXPORT int hostpin_query(const void *p, struct hostpin_range *out)
 {
 	hp_snap_t s;
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
-	if (r == NULL || hp_word_state(s.word) == HP_REC_LEAKED)
+	/* freed blocks (cached, or leaked after a failed unpin) are nobody's */
+	if (r == NULL || hp_word_state(s.word) == HP_REC_LEAKED ||
+	    hp_word_state(s.word) == HP_REC_CACHED)
 		return 0;
 	if (out) {
 		out->base = (void *)s.base;

@@ -33,6 +33,14 @@ static int have_real(void)
 
 static int pow2(size_t a) { return a && !(a & (a - 1)); }
 
+/* Should hostpin serve n bytes?  The first test is the cheap filter; before
+ * initialisation hp_threshold is 0, so it is tested again once ready() has
+ * initialised. */
+static int want_large(size_t n)
+{
+	return n >= hp_threshold && ready() && n >= hp_threshold;
+}
+
 static void *large_alloc_z(size_t n, size_t align, int zero)
 {
 	ENTER;
@@ -54,7 +62,7 @@ static void *malloc_slow(size_t n)
 			errno = ENOMEM;
 		return p;
 	}
-	if (ready() && n >= hp_threshold) {
+	if (want_large(n)) {
 		void *p = large_alloc(n, 0);
 		if (p)
 			return p;
@@ -117,7 +125,7 @@ HP_EXPORT void *calloc(size_t n, size_t m)
 			errno = ENOMEM;
 		return p;
 	}
-	if (ready() && t >= hp_threshold) {
+	if (want_large(t)) {
 		void *p = large_alloc_z(t, 0, 1);
 		if (p)
 			return p;
@@ -152,7 +160,7 @@ HP_EXPORT void *realloc(void *p, size_t n)
 	if (mine)
 		return q;
 	/* p belongs to the next allocator. */
-	if (ready() && n >= hp_threshold) {
+	if (want_large(n)) {
 		size_t old = hp_real.malloc_usable_size(p);
 		q = large_alloc(n, 0);
 		if (q) {
@@ -176,7 +184,7 @@ HP_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 
 HP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
-	if (n >= hp_threshold && ready() && pow2(align) &&
+	if (want_large(n) && pow2(align) &&
 	    align % sizeof(void *) == 0) {
 		void *p = large_alloc(n, align);
 		if (p) {
@@ -198,7 +206,7 @@ HP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
  * alignment goes to glibc, which rounds it or refuses it. */
 static void *aligned(size_t align, size_t n, void *(*real)(size_t, size_t))
 {
-	if (n >= hp_threshold && ready() && pow2(align) &&
+	if (want_large(n) && pow2(align) &&
 	    align <= ((size_t)1 << 40)) {
 		void *p = large_alloc(n, align);
 		if (p)
@@ -221,7 +229,7 @@ HP_EXPORT void *aligned_alloc(size_t align, size_t n)
 
 HP_EXPORT void *valloc(size_t n)
 {
-	if (n >= hp_threshold && ready()) {
+	if (want_large(n)) {
 		void *p = large_alloc(n, 0); /* page aligned */
 		if (p)
 			return p;
@@ -232,7 +240,7 @@ HP_EXPORT void *valloc(size_t n)
 HP_EXPORT void *pvalloc(size_t n)
 {
 	size_t r = (n + HP_PAGE_SIZE - 1) & ~(HP_PAGE_SIZE - 1);
-	if (n >= hp_threshold && r >= n && ready()) {
+	if (r >= n && want_large(n)) {
 		void *p = large_alloc(r, 0);
 		if (p)
 			return p;
