@@ -2,6 +2,7 @@
  * next allocator's symbols; the static arena that serves dlsym's own
  * allocations; fork handlers; the at-exit report. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -147,6 +148,14 @@ void hp_init_slow(void)
 	int bad = hp_options_load();
 	hp_log_level = (int)hp_opt[HP_OPT_LOG];
 	hp_log_open();
+	if (hp_opt[HP_OPT_STATS] && hp_log_fd == 2) {
+		/* Programs such as coreutils close stderr in an atexit
+		 * handler, before our report: keep a private duplicate, high
+		 * and close-on-exec, out of the program's way. */
+		int fd = fcntl(2, F_DUPFD_CLOEXEC, 1000);
+		if (fd >= 0)
+			hp_log_fd = fd;
+	}
 	int st = HP_ST_READY;
 	if (bad && hp_opt[HP_OPT_STRICT])
 		hp_fatal("HOSTPIN_STRICT=1 and %d invalid knob(s): aborting",

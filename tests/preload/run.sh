@@ -101,6 +101,10 @@ if echo "$out" | grep -q "site 1: 67108864 bytes pinned at peak" &&
 	ok "HOSTPIN_BACKTRACE names the sites that own the most pinned memory"
 else bad "HOSTPIN_BACKTRACE report: $(echo "$out" | grep site)"; fi
 
+if env $P HOSTPIN_STATS=1 /bin/true 2>&1 | grep -q "report (backend"; then
+	ok "HOSTPIN_STATS=1 reports even for a program that closes stderr at exit (/bin/true)"
+else bad "no report from /bin/true"; fi
+
 # ---- knobs ----
 out=$(env $P HOSTPIN_THRESHOLD=12Q "$B/semantics" 2>&1); rc=$?
 n=$(echo "$out" | grep -c 'invalid HOSTPIN_THRESHOLD="12Q": expected a size')
