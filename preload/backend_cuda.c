@@ -123,7 +123,8 @@ void hp_cuda_learn_ctx(void)
 
 static size_t chunk(void)
 {
-	uint64_t c = hp_opt[HP_OPT_REGISTER_CHUNK];
+	/* whole pages: two registrations must never share a page */
+	uint64_t c = hp_opt[HP_OPT_REGISTER_CHUNK] & ~(uint64_t)(HP_PAGE_SIZE - 1);
 	return c ? (size_t)c : SIZE_MAX;
 }
 

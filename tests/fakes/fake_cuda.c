@@ -203,9 +203,17 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 		logf_("VIOLATION register-unmapped %p %zu", p, n);
 		RETURN(INVALID_VALUE);
 	}
-	if (find(p, n, 0) >= 0) {
-		logf_("OVERLAP %p %zu", p, n);
-		RETURN(ALREADY_REG);
+	/* The driver pins whole pages: ranges sharing a page overlap. */
+	char *pa = (char *)((uintptr_t)p & ~(uintptr_t)4095);
+	size_t pn = (((uintptr_t)p + n + 4095) & ~(uintptr_t)4095) - (uintptr_t)pa;
+	for (int i = 0; i < nheld; i++) {
+		char *ha = (char *)((uintptr_t)held[i].base & ~(uintptr_t)4095);
+		char *he = (char *)(((uintptr_t)held[i].base + held[i].len + 4095) &
+				    ~(uintptr_t)4095);
+		if (pa < he && ha < pa + pn) {
+			logf_("OVERLAP %p %zu", p, n);
+			RETURN(ALREADY_REG);
+		}
 	}
 	if (nheld == MAXHELD)
 		RETURN(OUT_OF_MEMORY);

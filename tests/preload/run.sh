@@ -214,6 +214,7 @@ cuda "HOSTPIN_COPY=async: the semantics test does see the difference" 1 0 HOSTPI
 cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 HOSTPIN_COPY=async -- inflight
 cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
 cuda "work with a 1 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work
+cuda "work with a chunk that is not a page multiple (rounded down)" 0 0 HOSTPIN_REGISTER_CHUNK=1000000 -- work
 cuda "program unregisters hostpin's registration: registered again, no failure" 0 0 -- drop
 cuda "HOSTPIN_REGISTER_DEVICE=0 registers nothing" 0 0 HOSTPIN_REGISTER_DEVICE=0 HP_EXPECT_ACTIVE= -- work
 cuda "HOSTPIN_MLOCK=1: a refused registration is locked instead" 0 0 HOSTPIN_MLOCK=1 \
