@@ -129,6 +129,20 @@ int main(void)
 		expect_untracked(sh);
 	else
 		expect_tracked(sh, 8 * MB);
+	/* a file-backed mapping: pinned only under HOSTPIN_MMAP=all */
+	char tmpl[] = "/tmp/hostpin-maps-XXXXXX";
+	int fd = mkstemp(tmpl);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)(8 * MB)) == 0);
+	unlink(tmpl);
+	char *fm = mmap(NULL, 8 * MB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(fm != MAP_FAILED);
+	if (getenv("HP_EXPECT_FILE"))
+		expect_tracked(fm, 8 * MB);
+	else
+		expect_untracked(fm);
+	CHECK(munmap(fm, 8 * MB) == 0);
+	expect_untracked(fm);
+	close(fd);
 	puts("maps: ok");
 	return 0;
 }
