@@ -27,6 +27,7 @@ typedef int hp_cudaMemcpyKind;
 #define HP_cudaMemcpyDefault 4
 #define HP_cudaEventDisableTiming 0x02u
 #define HP_cudaErrorNotReady 600
+#define HP_cudaStreamCaptureStatusNone 0
 
 /* Driver entry points: X(name, R, params), R the result type. */
 #define HP_CU_DRIVER_FNS(X, R)                                                \
@@ -61,9 +62,15 @@ typedef int hp_cudaMemcpyKind;
 	X(cudaHostRegister, R, (void *ptr, size_t size, unsigned int flags))  \
 	X(cudaHostUnregister, R, (void *ptr))
 
+/* Runtime entry points hostpin uses only where the runtime has them; S is
+ * the capture-status enum type. */
+#define HP_CUDART_OPT_FNS(X, R, S)                                            \
+	X(cudaStreamIsCapturing, R, (hp_cudaStream_t stream, S * pCaptureStatus))
+
 #define HP_FN_TYPEDEF(name, R, params) typedef R(*hp_##name##_t) params;
 HP_CU_DRIVER_FNS(HP_FN_TYPEDEF, hp_CUresult)
 HP_CUDART_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind)
+HP_CUDART_OPT_FNS(HP_FN_TYPEDEF, hp_cudaError_t, int)
 #undef HP_FN_TYPEDEF
 
 #endif

@@ -46,6 +46,26 @@ static hp_rec_t *host_side(const void *p)
 	return r;
 }
 
+/* Is stream capturing into a graph?  cudaStreamIsCapturing is looked up
+ * without insisting: a runtime without it has no graphs. */
+static int capturing(hp_cudaStream_t stream)
+{
+	static _Atomic(void *) fn;
+	static _Atomic int tried;
+	if (!atomic_load_explicit(&tried, memory_order_acquire)) {
+		void *f = dlsym(RTLD_NEXT, "cudaStreamIsCapturing");
+		atomic_store_explicit(&fn, f, memory_order_relaxed);
+		/* release: pairs with the acquire above; fn is set */
+		atomic_store_explicit(&tried, 1, memory_order_release);
+	}
+	hp_cudaStreamIsCapturing_t is =
+	    (hp_cudaStreamIsCapturing_t)atomic_load_explicit(
+		&fn, memory_order_relaxed);
+	int st = HP_cudaStreamCaptureStatusNone;
+	return is && is(stream, &st) == 0 &&
+	       st != HP_cudaStreamCaptureStatusNone;
+}
+
 static void after_copy(hp_rec_t *r, size_t n, hp_cudaStream_t stream,
 		       hp_cudaError_t err)
 {
@@ -61,7 +81,11 @@ static void after_copy(hp_rec_t *r, size_t n, hp_cudaStream_t stream,
 	atomic_fetch_add_explicit(&hp_ctr.copy_bytes_registered, n,
 				  memory_order_relaxed);
 	ENTER;
-	if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC) {
+	if (capturing(stream)) {
+		/* A stream being captured into a CUDA graph records the copy
+		 * instead of running it; waiting on it would invalidate the
+		 * capture. */
+	} else if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC) {
 		/* On pageable memory the program's async copy was host-
 		 * synchronous; keep it so (the copy still ran at DMA speed). */
 		NEXT(cudaStreamSynchronize)(stream);

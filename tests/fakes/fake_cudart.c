@@ -44,10 +44,16 @@ typedef struct CUstream_st {
 	int busy;
 	pthread_t th;
 	int started;
+	int capturing; /* between cudaStreamBeginCapture and EndCapture */
 } stream_t;
 
+/* Set when a stream was synchronised while capturing: the real runtime
+ * then invalidates the capture. */
+static int capture_broken;
+int fake_cudart_capture_broken(void) { return capture_broken; }
+
 static stream_t default_stream = {PTHREAD_MUTEX_INITIALIZER,
-				  PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0};
+				  PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0};
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
 static int cur_dev = -1;
 static CUcontext dev_ctx;
@@ -181,7 +187,31 @@ cudaError_t cudaStreamCreate(stream_t **s)
 
 cudaError_t cudaStreamSynchronize(stream_t *s)
 {
+	if (S(s)->capturing) {
+		capture_broken = 1;
+		return 900; /* cudaErrorStreamCaptureUnsupported */
+	}
 	drain(s);
+	return 0;
+}
+
+cudaError_t cudaStreamBeginCapture(stream_t *s, int mode)
+{
+	(void)mode;
+	S(s)->capturing = 1;
+	return 0;
+}
+
+cudaError_t cudaStreamEndCapture(stream_t *s, void **graph)
+{
+	S(s)->capturing = 0;
+	*graph = NULL;
+	return capture_broken ? 901 /* cudaErrorStreamCaptureInvalidated */ : 0;
+}
+
+cudaError_t cudaStreamIsCapturing(stream_t *s, int *status)
+{
+	*status = S(s)->capturing; /* 1: cudaStreamCaptureStatusActive */
 	return 0;
 }
 

@@ -23,6 +23,10 @@ cudaError_t cudaHostAlloc(void **, size_t, unsigned);
 int cuMemHostRegister_v2(void *, size_t, unsigned);
 int cuMemHostUnregister(void *);
 int fake_cuda_is_registered(const void *, size_t);
+cudaError_t cudaStreamCreate(cudaStream_t *);
+cudaError_t cudaStreamBeginCapture(cudaStream_t, int);
+cudaError_t cudaStreamEndCapture(cudaStream_t, void **);
+int fake_cudart_capture_broken(void);
 enum { H2D = 1, D2H = 2 };
 
 #define MB ((size_t)1 << 20)
@@ -241,6 +245,28 @@ static void drop(void)
 	free(p);
 }
 
+/* An async copy from a registered block inside CUDA graph capture: the
+ * HOSTPIN_COPY=sync wait must not happen there (it would invalidate the
+ * capture). */
+static void capture(void)
+{
+	CHECK(cudaSetDevice(0) == 0);
+	cudaStream_t s;
+	CHECK(cudaStreamCreate(&s) == 0);
+	void *d = dev(8 * MB, 0);
+	char *p = malloc(8 * MB);
+	memset(p, 3, 8 * MB);
+	if (hp)
+		CHECK(registered(p));
+	CHECK(cudaStreamBeginCapture(s, 0) == 0);
+	CHECK(cudaMemcpyAsync(d, p, 8 * MB, H2D, s) == 0);
+	void *g;
+	CHECK(cudaStreamEndCapture(s, &g) == 0);
+	CHECK(!fake_cudart_capture_broken());
+	cudaDeviceSynchronize();
+	free(p);
+}
+
 static void forked(void)
 {
 	CHECK(cudaSetDevice(0) == 0);
@@ -286,6 +312,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "fork")) forked();
 	else if (!strcmp(m, "churn")) churn();
 	else if (!strcmp(m, "drop")) drop();
+	else if (!strcmp(m, "capture")) capture();
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "mlock_fallback")) mlock_fallback();
 	else return 2;

@@ -217,6 +217,7 @@ else bad "cuda noinit (rc $rc): $(grep -v 'CALL cuDeviceGetCount' "$log" | head 
 rm -f "$log"
 cuda "HOSTPIN_COPY=sync keeps pageable copy semantics" 0 0 HOSTPIN_COPY=sync -- sync
 cuda "HOSTPIN_COPY=async: the semantics test does see the difference" 1 0 HOSTPIN_COPY=async -- sync
+cuda "HOSTPIN_COPY=sync does not wait inside CUDA graph capture" 0 0 HOSTPIN_COPY=sync -- capture
 cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 HOSTPIN_COPY=async -- inflight
 cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
 cuda "work with a 1 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work

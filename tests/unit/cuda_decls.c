@@ -40,5 +40,7 @@ _Static_assert(cudaErrorNotReady == HP_cudaErrorNotReady, "");
 		       #name " differs from the toolkit");
 HP_CU_DRIVER_FNS(CHECK_FN, CUresult)
 HP_CUDART_FNS(CHECK_FN, cudaError_t, enum cudaMemcpyKind)
+HP_CUDART_OPT_FNS(CHECK_FN, cudaError_t, enum cudaStreamCaptureStatus)
+_Static_assert(cudaStreamCaptureStatusNone == HP_cudaStreamCaptureStatusNone, "");
 
 int main(void) { return 0; }
