@@ -62,33 +62,27 @@ uint64_t hp_stat_fail_total(void)
 	return t;
 }
 
+/* The statistics that are plain counters, by the name they share in
+ * hp_ctr and struct hostpin_stats: one list for hostpin_stats() and the JSON
+ * report.  (pin_failures is the sum over reasons.) */
+#define HP_COUNTERS(X)                                                        \
+	X(blocks_now) X(bytes_now) X(blocks_peak) X(bytes_peak)               \
+	X(pinned_blocks_now) X(pinned_bytes_now) X(pinned_bytes_peak)         \
+	X(pending_blocks) X(mmap_ranges_now) X(mmap_bytes_now) X(pin_ns)      \
+	X(over_cap) X(pin_calls) X(unpin_calls) X(adopted_blocks)             \
+	X(foreign_ranges) X(copies_seen) X(copies_registered)                 \
+	X(copy_bytes_registered) X(copy_waits) X(leaked_blocks)               \
+	X(cached_blocks) X(cached_bytes) X(cache_hits) X(cache_evictions)     \
+	X(imports_dropped)
+
 HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 {
 	struct hostpin_stats s;
-#define L(f) atomic_load_explicit(&hp_ctr.f, memory_order_relaxed)
-	s.blocks_now = L(blocks_now), s.bytes_now = L(bytes_now);
-	s.blocks_peak = L(blocks_peak), s.bytes_peak = L(bytes_peak);
-	s.pinned_blocks_now = L(pinned_blocks_now);
-	s.pinned_bytes_now = L(pinned_bytes_now);
-	s.pinned_bytes_peak = L(pinned_bytes_peak);
-	s.pin_failures = hp_stat_fail_total();
-	s.pending_blocks = L(pending_blocks);
-	s.mmap_ranges_now = L(mmap_ranges_now);
-	s.mmap_bytes_now = L(mmap_bytes_now);
-	s.pin_ns = L(pin_ns);
-	s.over_cap = L(over_cap);
-	s.pin_calls = L(pin_calls), s.unpin_calls = L(unpin_calls);
-	s.adopted_blocks = L(adopted_blocks);
-	s.foreign_ranges = L(foreign_ranges);
-	s.copies_seen = L(copies_seen);
-	s.copies_registered = L(copies_registered);
-	s.copy_bytes_registered = L(copy_bytes_registered);
-	s.copy_waits = L(copy_waits);
-	s.leaked_blocks = L(leaked_blocks);
-	s.cached_blocks = L(cached_blocks), s.cached_bytes = L(cached_bytes);
-	s.cache_hits = L(cache_hits), s.cache_evictions = L(cache_evictions);
-	s.imports_dropped = L(imports_dropped);
+	/* relaxed: statistics order nothing */
+#define L(f) s.f = atomic_load_explicit(&hp_ctr.f, memory_order_relaxed);
+	HP_COUNTERS(L)
 #undef L
+	s.pin_failures = hp_stat_fail_total();
 	if (out == NULL)
 		return 22;
 	memcpy(out, &s, size < sizeof(s) ? size : sizeof(s));
@@ -175,16 +169,9 @@ void hp_stats_report(void)
 		}
 		emit(fd, "{\"pid\": %d, \"backend\": \"%s\", ", pid,
 		     hostpin_backend());
-#define J(f) emit(fd, "\"" #f "\": %llu, ", (unsigned long long)s.f)
-		J(blocks_now); J(bytes_now); J(blocks_peak); J(bytes_peak);
-		J(pinned_blocks_now); J(pinned_bytes_now); J(pinned_bytes_peak);
-		J(pin_failures); J(pending_blocks); J(mmap_ranges_now);
-		J(mmap_bytes_now); J(pin_ns); J(over_cap); J(pin_calls);
-		J(unpin_calls); J(adopted_blocks); J(foreign_ranges);
-		J(copies_seen); J(copies_registered); J(copy_bytes_registered);
-		J(copy_waits); J(leaked_blocks); J(cached_blocks);
-		J(cached_bytes); J(cache_hits); J(cache_evictions);
-		J(imports_dropped);
+#define J(f) emit(fd, "\"" #f "\": %llu, ", (unsigned long long)s.f);
+		HP_COUNTERS(J)
+		J(pin_failures)
 #undef J
 		emit(fd, "\"failures\": {");
 		const char *sep = "";

@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tp.h"
@@ -270,32 +269,7 @@ static void capture(void)
 static void forked(void)
 {
 	CHECK(cudaSetDevice(0) == 0);
-	char *b[4];
-	for (int i = 0; i < 4; i++) {
-		b[i] = malloc(4 * MB);
-		tp_fill(b[i], 4 * MB, (unsigned)i);
-	}
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		printf("child %d\n", (int)getpid());
-		free(b[0]);
-		b[1] = realloc(b[1], 12 * MB);
-		char *n = malloc(6 * MB);
-		memset(n, 3, 6 * MB);
-		free(n);
-		free(b[1]);
-		exit(tp_verify(b[2], 4 * MB, 2) ? 0 : 5);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	for (int i = 0; i < 4; i++) {
-		CHECK(tp_verify(b[i], 4 * MB, (unsigned)i));
-		if (hp)
-			CHECK(registered(b[i]));
-		free(b[i]);
-	}
+	tp_fork_check(hp);
 }
 
 int main(int argc, char **argv)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../preload/hostpin.h"
 
@@ -103,4 +105,40 @@ static inline int tp_verify(const void *p, size_t n, unsigned seed)
 			return 0;
 	return 1;
 }
+/* After the device is initialised: a forked child frees, reallocates and
+ * allocates inherited blocks and exits (the runner checks the fake driver
+ * saw no call from it); the parent's blocks are intact, and still
+ * registered if hostpin is active (hp). */
+static inline void tp_fork_check(int hp)
+{
+	const size_t mb = (size_t)1 << 20;
+	char *b[4];
+	for (int i = 0; i < 4; i++) {
+		b[i] = malloc(4 * mb);
+		tp_fill(b[i], 4 * mb, (unsigned)i);
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		printf("child %d\n", (int)getpid());
+		free(b[0]);
+		b[1] = realloc(b[1], 12 * mb);
+		char *n = malloc(6 * mb);
+		memset(n, 3, 6 * mb);
+		free(n);
+		free(b[1]);
+		exit(tp_verify(b[2], 4 * mb, 2) ? 0 : 5);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < 4; i++) {
+		CHECK(tp_verify(b[i], 4 * mb, (unsigned)i));
+		if (hp)
+			CHECK(tp_flags(b[i]) & HOSTPIN_REGISTERED);
+		free(b[i]);
+	}
+}
+
 #endif

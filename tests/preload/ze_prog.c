@@ -3,7 +3,6 @@
  * Exits non-zero on what it would not see without hostpin; the runner
  * checks the fake driver's log. */
 #include <level_zero/ze_api.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tp.h"
@@ -148,30 +147,7 @@ static void drop_hooked(void)
 static void forked(void)
 {
 	init();
-	char *b[3];
-	for (int i = 0; i < 3; i++) {
-		b[i] = malloc(4 * MB);
-		tp_fill(b[i], 4 * MB, (unsigned)i);
-	}
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		printf("child %d\n", (int)getpid());
-		free(b[0]);
-		b[1] = realloc(b[1], 12 * MB);
-		free(b[1]);
-		char *n = malloc(6 * MB);
-		memset(n, 1, 6 * MB);
-		free(n);
-		exit(tp_verify(b[2], 4 * MB, 2) ? 0 : 5);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	for (int i = 0; i < 3; i++) {
-		CHECK(tp_verify(b[i], 4 * MB, (unsigned)i));
-		free(b[i]);
-	}
+	tp_fork_check(hp);
 }
 
 int main(int argc, char **argv)
