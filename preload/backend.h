@@ -1,9 +1,12 @@
 /* The backend contract: what "pinning" a range means.  One file per backend;
- * the policy in block.c is the only caller. */
+ * the pin policy (pin.c) and the cache are the only callers.  Every
+ * function returns 0 for success. */
 #ifndef HP_BACKEND_H
 #define HP_BACKEND_H
 
 #include <stddef.h>
+
+struct hp_rec;
 
 typedef struct hp_backend {
 	const char *name;
@@ -11,20 +14,31 @@ typedef struct hp_backend {
 	int (*probe)(void);
 	/* 1 if a range can be pinned now; 0 means "mark it pending". */
 	int (*ready)(void);
-	/* Pin / unpin exactly [base, base+len).  0, or non-zero with *why set
+	/* Pin / unpin exactly [base, base+len).  0, or an errno with *why set
 	 * to a short static reason ("RLIMIT_MEMLOCK", a driver error name).
 	 * EAGAIN from pin means "not now": the range is marked pending. */
 	int (*pin)(void *base, size_t len, const char **why);
 	int (*unpin)(void *base, size_t len, const char **why);
 	/* In a forked child: forget device state, make no device call. */
 	void (*fork_child)(void);
+	/* Before a block is unpinned or reused: wait for the device copies
+	 * that may still use it (HOSTPIN_COPY=async).  NULL: nothing to do. */
+	void (*quiesce)(struct hp_rec *r);
 	/* HOSTPIN_* flags a pinned range gets (HOSTPIN_LOCKED...). */
 	unsigned pin_flags;
 } hp_backend_t;
 
 extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda,
     hp_backend_level_zero, hp_backend_auto;
+/* The backend HOSTPIN_BACKEND and HOSTPIN_REGISTER_DEVICE ask for. */
+const hp_backend_t *hp_backend_select(void);
 /* The device backend auto chose, or NULL while none is ready. */
 const hp_backend_t *hp_backend_auto_chosen(void);
+/* copy.c: the CUDA copy policy's quiesce. */
+void hp_cuda_quiesce(struct hp_rec *r);
+/* coverage.c: 0 if every copy entry point the loaded objects carry is one
+ * hostpin guards (or the backend registers nothing with a device, or
+ * HOSTPIN_COVERAGE=ignore); else non-zero with *why set. */
+int hp_coverage_ok(const hp_backend_t *b, const char **why);
 
 #endif

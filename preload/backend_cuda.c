@@ -9,7 +9,7 @@
 
 #include "cuda_api.h"
 #include "hostpin.h"
-#include "hp.h"
+#include "hooks.h"
 
 static struct {
 #define HP_FN_FIELD(name, R, params) hp_##name##_t name;
@@ -30,19 +30,32 @@ static const char *lib_name(void)
 					     : "libcuda.so.1";
 }
 
+static void *cu_handle;
+/* The loader's generation at the last miss: until objects are loaded or
+ * unloaded, the driver cannot have appeared, and glibc's library search
+ * (dlopen RTLD_NOLOAD, tens of microseconds) is not repeated for every
+ * large allocation. */
+static _Atomic unsigned long long miss_gen = ~0ull;
+
 /* Resolve the entry points if the program has loaded the driver. */
 static int load(void)
 {
 	int st = atomic_load_explicit(&cu_loaded, memory_order_acquire);
 	if (st)
 		return st > 0;
+	unsigned long long gen = hp_dl_generation();
+	if (atomic_load_explicit(&miss_gen, memory_order_relaxed) == gen)
+		return 0;
 	/* RTLD_NOLOAD: only a driver the program loaded itself. */
 	void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
-	if (h == NULL)
+	if (h == NULL) {
+		atomic_store_explicit(&miss_gen, gen, memory_order_relaxed);
 		return 0;
+	}
+	cu_handle = h;
 	int ok = 1;
 #define HP_FN_SYM(name, R, params)                                            \
-	*(void **)&cu.name = dlsym(h, #name);                                 \
+	*(void **)&cu.name = hp_dlsym(h, #name);                              \
 	ok &= cu.name != NULL;
 	HP_CU_DRIVER_FNS(HP_FN_SYM, hp_CUresult)
 #undef HP_FN_SYM
@@ -52,6 +65,28 @@ static int load(void)
 	/* release: pairs with the acquire above; the table is complete. */
 	atomic_store_explicit(&cu_loaded, ok ? 1 : -1, memory_order_release);
 	return ok;
+}
+
+void *hp_cuda_sym(const char *name)
+{
+	if (!load()) {
+		/* a driver loaded since, or one found through a copy */
+		void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
+		return h ? hp_dlsym(h, name) : NULL;
+	}
+	return hp_dlsym(cu_handle, name);
+}
+
+int hp_cuda_in_driver(const void *fn)
+{
+	Dl_info di;
+	if (!dladdr(fn, &di) || di.dli_fname == NULL)
+		return 0;
+	const char *b = strrchr(di.dli_fname, '/');
+	b = b ? b + 1 : di.dli_fname;
+	const char *want = strrchr(lib_name(), '/');
+	want = want ? want + 1 : lib_name();
+	return strncmp(b, "libcuda.so", 10) == 0 || strcmp(b, want) == 0;
 }
 
 static const char *err_name(hp_CUresult r)
@@ -136,7 +171,7 @@ static int cuda_unpin_n(char *b, size_t len, const char **why)
 		if (r == HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) {
 			/* The program unregistered it behind our back:
 			 * nothing of ours is left to release. */
-			atomic_fetch_add(&hp_ctr.imports_dropped, 1);
+			HP_CTR_ADD(imports_dropped, 1);
 		} else if (r != HP_CUDA_SUCCESS && !e) {
 			*why = err_name(r);
 			e = EIO;
@@ -196,5 +231,5 @@ static void cuda_fork_child(void)
 const hp_backend_t hp_backend_cuda = {
 	.name = "cuda", .probe = cuda_probe, .ready = cuda_ready,
 	.pin = cuda_pin, .unpin = cuda_unpin, .fork_child = cuda_fork_child,
-	.pin_flags = HOSTPIN_REGISTERED,
+	.quiesce = hp_cuda_quiesce, .pin_flags = HOSTPIN_REGISTERED,
 };

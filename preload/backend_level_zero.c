@@ -15,8 +15,6 @@
 #include "hp.h"
 #include "ze_api.h"
 
-#define ENTER (hp_in_hook++)
-#define LEAVE (hp_in_hook--)
 #define MAX_DRIVERS 8
 
 static struct {
@@ -28,9 +26,7 @@ static struct {
 
 struct zdrv {
 	hp_ze_driver_handle_t native; /* the driver's own handle */
-#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
-	HP_ZEX_FNS(HP_FN_FIELD, hp_ze_result_t)
-#undef HP_FN_FIELD
+	struct hp_zex_fns f;
 };
 static struct zdrv drivers[MAX_DRIVERS];
 static int ndrivers;
@@ -67,7 +63,7 @@ static int discover(void)
 	if (h == NULL)
 		return 0;
 	int ok = 1;
-#define HP_FN_SYM(name, R, params) *(void **)&ze.name = dlsym(h, #name);
+#define HP_FN_SYM(name, R, params) *(void **)&ze.name = hp_dlsym(h, #name);
 	HP_ZE_LOADER_FNS(HP_FN_SYM, , , )
 #undef HP_FN_SYM
 	ok = ze.zeDriverGet && ze.zeDriverGetExtensionFunctionAddress &&
@@ -98,7 +94,7 @@ static int discover(void)
 			HP_ZE_RESULT_SUCCESS ||                               \
 		    f == NULL)                                                \
 			have = 0;                                             \
-		*(void **)&d.name = f;                                        \
+		*(void **)&d.f.name = f;                                        \
 	}
 		HP_ZEX_FNS(HP_FN_EXT, )
 #undef HP_FN_EXT
@@ -151,7 +147,7 @@ static int release_n(int n, void *base)
 {
 	int e = 0;
 	for (int i = 0; i < n; i++)
-		if (drivers[i].zexDriverReleaseImportedPointer(drivers[i].native,
+		if (drivers[i].f.zexDriverReleaseImportedPointer(drivers[i].native,
 							       base))
 			e = EIO;
 	return e;
@@ -164,7 +160,7 @@ static int ze_pin(void *base, size_t len, const char **why)
 		return EIO;
 	}
 	for (int i = 0; i < ndrivers; i++) {
-		hp_ze_result_t r = drivers[i].zexDriverImportExternalPointer(
+		hp_ze_result_t r = drivers[i].f.zexDriverImportExternalPointer(
 		    drivers[i].native, base, len);
 		if (r != HP_ZE_RESULT_SUCCESS) {
 			*why = ze_err(r);
@@ -183,13 +179,13 @@ static int ze_unpin(void *base, size_t len, const char **why)
 	int e = 0;
 	for (int i = 0; i < ndrivers; i++) {
 		void *b = NULL;
-		hp_ze_result_t r = drivers[i].zexDriverGetHostPointerBaseAddress(
+		hp_ze_result_t r = drivers[i].f.zexDriverGetHostPointerBaseAddress(
 		    drivers[i].native, base, &b);
 		int dropped = (r == HP_ZE_RESULT_SUCCESS && b != base) ||
 			      r == HP_ZE_INVALID_ARGUMENT;
 		if (!dropped) {
 			/* Imported, or the query itself failed: release. */
-			r = drivers[i].zexDriverReleaseImportedPointer(
+			r = drivers[i].f.zexDriverReleaseImportedPointer(
 			    drivers[i].native, base);
 			dropped = r == HP_ZE_INVALID_ARGUMENT;
 			if (r != HP_ZE_RESULT_SUCCESS && !dropped && !e) {
@@ -201,7 +197,7 @@ static int ze_unpin(void *base, size_t len, const char **why)
 			/* Someone released an overlapping import, which
 			 * dropped ours: releasing again would fail or, worse,
 			 * drop theirs. */
-			atomic_fetch_add(&hp_ctr.imports_dropped, 1);
+			HP_CTR_ADD(imports_dropped, 1);
 			HP_LOG_ONCE(HP_LOG_INFO,
 				    "import of %p was dropped by another "
 				    "release (Level Zero imports are not "
@@ -210,6 +206,12 @@ static int ze_unpin(void *base, size_t len, const char **why)
 		}
 	}
 	return e;
+}
+
+void hp_ze_note_init(void)
+{
+	/* release: pairs with the acquire in ze_ready */
+	atomic_store_explicit(&ze_inited, 1, memory_order_release);
 }
 
 static void ze_fork_child(void)
@@ -222,124 +224,3 @@ const hp_backend_t hp_backend_level_zero = {
 	.pin = ze_pin, .unpin = ze_unpin, .fork_child = ze_fork_child,
 	.pin_flags = HOSTPIN_REGISTERED,
 };
-
-/* ---- hooks on the loader's exported entry points ---- */
-
-static _Atomic(void *) next_zeInit, next_zeGetExt;
-
-#define next_sym hp_next_sym
-#define active hp_hooks_active
-
-HP_EXPORT hp_ze_result_t zeInit(hp_ze_init_flags_t flags)
-{
-	hp_ze_result_t r =
-	    ((hp_zeInit_t)next_sym(&next_zeInit, "zeInit"))(flags);
-	if (r == HP_ZE_RESULT_SUCCESS && active()) {
-		atomic_store_explicit(&ze_inited, 1, memory_order_release);
-		ENTER;
-		hp_adopt_pending(); /* blocks allocated before zeInit */
-		LEAVE;
-	}
-	return r;
-}
-
-/* The program's own imports: handed our wrappers, so that hostpin steps
- * aside for the range first (an overlapping import would fail) and takes it
- * back when the program releases it. */
-static struct {
-	hp_ze_driver_handle_t h;      /* as the program passed it */
-	hp_ze_driver_handle_t native; /* the driver's own, if translated */
-	struct zdrv real;
-} app[MAX_DRIVERS];
-static int napp;
-
-/* The real functions for the handle the program calls them with: the one
- * it asked the loader with, or its translation to the driver's own. */
-static struct zdrv *app_real(hp_ze_driver_handle_t h)
-{
-	for (int i = 0; i < napp; i++)
-		if (app[i].h == h || app[i].native == h)
-			return &app[i].real;
-	return napp ? &app[0].real : NULL;
-}
-
-static hp_ze_result_t app_import(hp_ze_driver_handle_t h, void *p, size_t n)
-{
-	struct zdrv *d = app_real(h);
-	if (active()) {
-		ENTER;
-		hp_foreign_begin(p, n);
-		LEAVE;
-	}
-	hp_ze_result_t r = d->zexDriverImportExternalPointer(h, p, n);
-	if (r != HP_ZE_RESULT_SUCCESS && active()) {
-		ENTER;
-		hp_foreign_end(p);
-		LEAVE;
-	}
-	return r;
-}
-
-static hp_ze_result_t app_release(hp_ze_driver_handle_t h, void *p)
-{
-	hp_ze_result_t r = app_real(h)->zexDriverReleaseImportedPointer(h, p);
-	if (r == HP_ZE_RESULT_SUCCESS && active()) {
-		ENTER;
-		/* First: was it our own import the program released (SYCL's
-		 * release_from_device_copy on a hostpin block)?  Then: the
-		 * end of the program's own import over our blocks. */
-		hp_import_dropped(p);
-		hp_foreign_end(p);
-		LEAVE;
-	}
-	return r;
-}
-
-static hp_ze_result_t app_base(hp_ze_driver_handle_t h, void *p, void **b)
-{
-	return app_real(h)->zexDriverGetHostPointerBaseAddress(h, p, b);
-}
-
-HP_EXPORT hp_ze_result_t zeDriverGetExtensionFunctionAddress(
-    hp_ze_driver_handle_t h, const char *name, void **fn)
-{
-	hp_ze_result_t r = ((hp_zeDriverGetExtensionFunctionAddress_t)next_sym(
-	    &next_zeGetExt, "zeDriverGetExtensionFunctionAddress"))(h, name, fn);
-	if (r != HP_ZE_RESULT_SUCCESS || fn == NULL || *fn == NULL ||
-	    name == NULL || !active())
-		return r;
-	void *wrap = NULL;
-	pthread_mutex_lock(&ze_mu);
-	int i = 0;
-	while (i < napp && app[i].h != h)
-		i++;
-	if (i == napp && napp < MAX_DRIVERS) {
-		void *native = h;
-		hp_zelLoaderTranslateHandle_t tr =
-		    (hp_zelLoaderTranslateHandle_t)dlsym(RTLD_DEFAULT,
-							 "zelLoaderTranslateHandle");
-		if (!tr || tr(HP_ZEL_HANDLE_DRIVER, h, &native) !=
-			       HP_ZE_RESULT_SUCCESS)
-			native = h;
-		app[napp].native = native;
-		app[napp++].h = h;
-	}
-	if (i < MAX_DRIVERS) {
-		if (strcmp(name, "zexDriverImportExternalPointer") == 0) {
-			*(void **)&app[i].real.zexDriverImportExternalPointer = *fn;
-			wrap = (void *)app_import;
-		} else if (strcmp(name, "zexDriverReleaseImportedPointer") == 0) {
-			*(void **)&app[i].real.zexDriverReleaseImportedPointer = *fn;
-			wrap = (void *)app_release;
-		} else if (strcmp(name, "zexDriverGetHostPointerBaseAddress") ==
-			   0) {
-			*(void **)&app[i].real.zexDriverGetHostPointerBaseAddress =
-			    *fn;
-			wrap = (void *)app_base;
-		}
-	}
-	pthread_mutex_unlock(&ze_mu);
-	if (wrap)
-		*fn = wrap;
-	return r;
-}

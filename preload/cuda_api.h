@@ -14,6 +14,87 @@ typedef struct CUstream_st *hp_cudaStream_t;
 typedef struct CUevent_st *hp_cudaEvent_t;
 typedef int hp_cudaError_t;
 typedef int hp_cudaMemcpyKind;
+typedef unsigned long long hp_CUdeviceptr;
+typedef struct CUarray_st *hp_CUarray;
+typedef unsigned long long hp_cuuint64_t;
+typedef int hp_CUmemorytype;
+typedef int hp_CUdriverProcAddressQueryResult;
+typedef int hp_cudaDriverEntryPointQueryResult;
+typedef struct CUmemcpyAttributes_st hp_CUmemcpyAttributes;
+typedef struct cudaMemcpyAttributes hp_cudaMemcpyAttributes;
+typedef struct CUarray_st *hp_cudaArray_t;
+
+/* The copy descriptors hostpin reads the host side of.  Field for field the
+ * toolkit's (tests/unit/cuda_decls.c checks sizes and offsets). */
+typedef struct hp_CUDA_MEMCPY2D {
+	size_t srcXInBytes, srcY;
+	hp_CUmemorytype srcMemoryType;
+	const void *srcHost;
+	hp_CUdeviceptr srcDevice;
+	hp_CUarray srcArray;
+	size_t srcPitch;
+	size_t dstXInBytes, dstY;
+	hp_CUmemorytype dstMemoryType;
+	void *dstHost;
+	hp_CUdeviceptr dstDevice;
+	hp_CUarray dstArray;
+	size_t dstPitch;
+	size_t WidthInBytes, Height;
+} hp_CUDA_MEMCPY2D;
+typedef struct hp_CUDA_MEMCPY3D {
+	size_t srcXInBytes, srcY, srcZ, srcLOD;
+	hp_CUmemorytype srcMemoryType;
+	const void *srcHost;
+	hp_CUdeviceptr srcDevice;
+	hp_CUarray srcArray;
+	void *reserved0;
+	size_t srcPitch, srcHeight;
+	size_t dstXInBytes, dstY, dstZ, dstLOD;
+	hp_CUmemorytype dstMemoryType;
+	void *dstHost;
+	hp_CUdeviceptr dstDevice;
+	hp_CUarray dstArray;
+	void *reserved1;
+	size_t dstPitch, dstHeight;
+	size_t WidthInBytes, Height, Depth;
+} hp_CUDA_MEMCPY3D;
+typedef struct hp_CUmemcpy3DOperand {
+	int type; /* HP_CU_MEMCPY_OPERAND_TYPE_* */
+	union {
+		struct {
+			hp_CUdeviceptr ptr;
+			size_t rowLength, layerHeight;
+			struct { int type, id; } locHint;
+		} ptr;
+		struct {
+			hp_CUarray array;
+			struct { size_t x, y, z; } offset;
+		} array;
+	} op;
+} hp_CUmemcpy3DOperand;
+typedef struct hp_CUDA_MEMCPY3D_BATCH_OP {
+	hp_CUmemcpy3DOperand src, dst;
+	struct { size_t width, height, depth; } extent;
+	int srcAccessOrder;
+	unsigned int flags;
+} hp_CUDA_MEMCPY3D_BATCH_OP;
+/* Runtime descriptors: cudaMemcpy3DParms and cudaMemcpy3DBatchOp (whose
+ * operands have the driver's layout). */
+struct hp_cudaPitchedPtr {
+	void *ptr;
+	size_t pitch, xsize, ysize;
+};
+typedef struct hp_cudaMemcpy3DParms {
+	hp_cudaArray_t srcArray;
+	struct { size_t x, y, z; } srcPos;
+	struct hp_cudaPitchedPtr srcPtr;
+	hp_cudaArray_t dstArray;
+	struct { size_t x, y, z; } dstPos;
+	struct hp_cudaPitchedPtr dstPtr;
+	struct { size_t width, height, depth; } extent;
+	hp_cudaMemcpyKind kind;
+} hp_cudaMemcpy3DParms;
+typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
 
 #define HP_CUDA_SUCCESS 0
 #define HP_CUDA_ERROR_NOT_INITIALIZED 3
@@ -28,6 +109,15 @@ typedef int hp_cudaMemcpyKind;
 #define HP_cudaEventDisableTiming 0x02u
 #define HP_cudaErrorNotReady 600
 #define HP_cudaStreamCaptureStatusNone 0
+#define HP_CUDA_ERROR_NOT_FOUND 500 /* also cudaErrorSymbolNotFound */
+#define HP_CU_MEMORYTYPE_HOST 1
+#define HP_CU_MEMORYTYPE_UNIFIED 4
+#define HP_CU_MEMCPY_OPERAND_TYPE_POINTER 1
+#define HP_CU_EVENT_DISABLE_TIMING 0x2u
+#define HP_CU_STREAM_PER_THREAD ((hp_cudaStream_t)0x2)
+#define HP_CU_GET_PROC_ADDRESS_LEGACY_STREAM 0x1ull
+#define HP_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 0x2ull
+#define HP_CU_STREAM_CAPTURE_STATUS_NONE 0
 
 /* Driver entry points: X(name, R, params), R the result type. */
 #define HP_CU_DRIVER_FNS(X, R)                                                \
@@ -42,6 +132,66 @@ typedef int hp_cudaMemcpyKind;
 	X(cuMemHostRegister_v2, R,                                            \
 	  (void *p, size_t bytesize, unsigned int Flags))                     \
 	X(cuMemHostUnregister, R, (void *p))
+
+/* Driver entry points the copy policy calls: X(name, R, params). */
+#define HP_CU_POLICY_FNS(X, R)                                                \
+	X(cuStreamSynchronize, R, (hp_cudaStream_t hStream))                  \
+	X(cuEventCreate, R, (hp_cudaEvent_t * phEvent, unsigned int Flags))   \
+	X(cuEventRecord, R, (hp_cudaEvent_t hEvent, hp_cudaStream_t hStream)) \
+	X(cuEventSynchronize, R, (hp_cudaEvent_t hEvent))                     \
+	X(cuEventDestroy_v2, R, (hp_cudaEvent_t hEvent))
+/* ...and where the driver has it; S is the capture-status enum type. */
+#define HP_CU_POLICY_OPT_FNS(X, R, S)                                         \
+	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus))
+
+/* Driver copy entry points hostpin wraps, each with its per-thread-stream
+ * form: X(name, params, args).  S is the stream type. */
+#define HP_CU_COPY_FNS(X, R)                                                  \
+	X(cuMemcpyHtoDAsync_v2, R,                                            \
+	  (hp_CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,   \
+	   hp_cudaStream_t hStream))                                          \
+	X(cuMemcpyDtoHAsync_v2, R,                                            \
+	  (void *dstHost, hp_CUdeviceptr srcDevice, size_t ByteCount,         \
+	   hp_cudaStream_t hStream))                                          \
+	X(cuMemcpyAsync, R,                                                   \
+	  (hp_CUdeviceptr dst, hp_CUdeviceptr src, size_t ByteCount,          \
+	   hp_cudaStream_t hStream))                                          \
+	X(cuMemcpy2DAsync_v2, R,                                              \
+	  (const hp_CUDA_MEMCPY2D *pCopy, hp_cudaStream_t hStream))           \
+	X(cuMemcpy3DAsync_v2, R,                                              \
+	  (const hp_CUDA_MEMCPY3D *pCopy, hp_cudaStream_t hStream))           \
+	X(cuMemcpyHtoAAsync_v2, R,                                            \
+	  (hp_CUarray dstArray, size_t dstOffset, const void *srcHost,        \
+	   size_t ByteCount, hp_cudaStream_t hStream))                        \
+	X(cuMemcpyAtoHAsync_v2, R,                                            \
+	  (void *dstHost, hp_CUarray srcArray, size_t srcOffset,              \
+	   size_t ByteCount, hp_cudaStream_t hStream))                        \
+	X(cuMemcpyBatchAsync_v2, R,                                           \
+	  (hp_CUdeviceptr * dsts, hp_CUdeviceptr * srcs, size_t * sizes,      \
+	   size_t count, hp_CUmemcpyAttributes * attrs, size_t * attrsIdxs,   \
+	   size_t numAttrs, hp_cudaStream_t hStream))                         \
+	X(cuMemcpy3DBatchAsync_v2, R,                                         \
+	  (size_t numOps, hp_CUDA_MEMCPY3D_BATCH_OP * opList,                 \
+	   unsigned long long flags, hp_cudaStream_t hStream))
+
+/* The CUDA 12.8 batch forms (before their _v2), which cuda.h no longer
+ * declares under these names. */
+typedef hp_CUresult (*hp_cuMemcpyBatchAsync_t)(
+    hp_CUdeviceptr *dsts, hp_CUdeviceptr *srcs, size_t *sizes, size_t count,
+    hp_CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+    size_t *failIdx, hp_cudaStream_t hStream);
+typedef hp_CUresult (*hp_cuMemcpy3DBatchAsync_t)(
+    size_t numOps, hp_CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+    unsigned long long flags, hp_cudaStream_t hStream);
+
+/* Driver lookup entry points hostpin wraps. */
+#define HP_CU_LOOKUP_FNS(X, R)                                                \
+	X(cuGetProcAddress_v2, R,                                             \
+	  (const char *symbol, void **pfn, int cudaVersion,                   \
+	   hp_cuuint64_t flags, hp_CUdriverProcAddressQueryResult *symbolStatus))
+typedef hp_CUresult (*hp_cuGetProcAddress_t)(const char *symbol, void **pfn,
+					      int cudaVersion,
+					      hp_cuuint64_t flags);
 
 /* Runtime entry points hostpin wraps or calls: X(name, R, params); K is the
  * copy-kind type (an enum in the toolkit, passed as an int). */
@@ -60,7 +210,31 @@ typedef int hp_cudaMemcpyKind;
 	X(cudaEventSynchronize, R, (hp_cudaEvent_t event))                    \
 	X(cudaEventDestroy, R, (hp_cudaEvent_t event))                        \
 	X(cudaHostRegister, R, (void *ptr, size_t size, unsigned int flags))  \
-	X(cudaHostUnregister, R, (void *ptr))
+	X(cudaHostUnregister, R, (void *ptr))                                 \
+	X(cudaMemcpy3DAsync, R,                                               \
+	  (const hp_cudaMemcpy3DParms *p, hp_cudaStream_t stream))            \
+	X(cudaMemcpyToSymbolAsync, R,                                         \
+	  (const void *symbol, const void *src, size_t count, size_t offset,  \
+	   K kind, hp_cudaStream_t stream))                                   \
+	X(cudaMemcpyFromSymbolAsync, R,                                       \
+	  (void *dst, const void *symbol, size_t count, size_t offset,        \
+	   K kind, hp_cudaStream_t stream))                                   \
+	X(cudaMemcpy3DBatchAsync, R,                                          \
+	  (size_t numOps, hp_cudaMemcpy3DBatchOp *opList,                     \
+	   unsigned long long flags, hp_cudaStream_t stream))                 \
+	X(cudaMemcpyBatchAsync, R,                                            \
+	  (void *const *dsts, const void *const *srcs, const size_t *sizes,   \
+	   size_t count, hp_cudaMemcpyAttributes *attrs, size_t *attrsIdxs,   \
+	   size_t numAttrs, hp_cudaStream_t stream))                          \
+	X(cudaGetDriverEntryPointByVersion, R,                                \
+	  (const char *symbol, void **funcPtr, unsigned int cudaVersion,      \
+	   unsigned long long flags,                                          \
+	   hp_cudaDriverEntryPointQueryResult *driverStatus))                 \
+	X(cudaRuntimeGetVersion, R, (int *runtimeVersion))
+/* cudaGetDriverEntryPoint: deprecated in CUDA 13 (still exported). */
+typedef hp_cudaError_t (*hp_cudaGetDriverEntryPoint_t)(
+    const char *symbol, void **funcPtr, unsigned long long flags,
+    hp_cudaDriverEntryPointQueryResult *driverStatus);
 
 /* Runtime entry points hostpin uses only where the runtime has them; S is
  * the capture-status enum type. */
@@ -69,6 +243,10 @@ typedef int hp_cudaMemcpyKind;
 
 #define HP_FN_TYPEDEF(name, R, params) typedef R(*hp_##name##_t) params;
 HP_CU_DRIVER_FNS(HP_FN_TYPEDEF, hp_CUresult)
+HP_CU_POLICY_FNS(HP_FN_TYPEDEF, hp_CUresult)
+HP_CU_POLICY_OPT_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
+HP_CU_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult)
+HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult)
 HP_CUDART_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind)
 HP_CUDART_OPT_FNS(HP_FN_TYPEDEF, hp_cudaError_t, int)
 #undef HP_FN_TYPEDEF

@@ -30,7 +30,7 @@ enum { HP_LOG_OFF, HP_LOG_ERROR, HP_LOG_WARN, HP_LOG_INFO, HP_LOG_DEBUG };
 
 typedef struct hp_optdesc {
 	const char *name; /* without the HOSTPIN_ prefix */
-	enum { HP_K_BOOL, HP_K_SIZE, HP_K_CAP, HP_K_ENUM, HP_K_STR } kind;
+	enum { HP_K_BOOL, HP_K_COUNT, HP_K_SIZE, HP_K_CAP, HP_K_ENUM, HP_K_STR } kind;
 	const char *def, *choices;
 	unsigned long long min, max;
 	const char *doc;
@@ -73,34 +73,79 @@ HP_HIDDEN _Noreturn void hp_fatal(const char *fmt, ...)
 			hp_log(level, __VA_ARGS__);                           \
 	} while (0)
 
-/* ---- bootstrap and next-allocator symbols (init.c) ---- */
+/* ---- bootstrap, next-allocator symbols, the guard (boot.c) ---- */
 enum { HP_ST_UNINIT, HP_ST_BUSY, HP_ST_READY, HP_ST_PASSTHROUGH };
 HP_HIDDEN extern _Atomic int hp_state;
-HP_HIDDEN extern size_t hp_threshold; /* SIZE_MAX when not owning */
+/* SIZE_MAX when not owning; 0 before initialisation.  Read relaxed by the
+ * fast paths: any value they see is safe with any hp_real they see. */
+HP_HIDDEN extern _Atomic size_t hp_threshold;
+#define HP_THRESHOLD() atomic_load_explicit(&hp_threshold, memory_order_relaxed)
 HP_HIDDEN extern HP_TLS int hp_in_hook;
 HP_HIDDEN extern int hp_in_child; /* forked child: no device calls */
+/* Whatever stmt calls (dlsym, the driver, libunwind) goes straight to the
+ * next allocator and makes no hook act (invariant 5). */
+#define HP_GUARDED(stmt)                                                      	do {                                                                  		hp_in_hook++;                                                 		stmt;                                                         		hp_in_hook--;                                                 	} while (0)
 
+#define HP_ALLOC_FNS(X)                                                       	X(malloc) X(free) X(calloc) X(realloc) X(posix_memalign)              	X(aligned_alloc) X(memalign) X(valloc) X(pvalloc)                     	X(malloc_usable_size) X(mmap) X(munmap) X(mremap) X(madvise)
+typedef void *(*hp_fn_malloc)(size_t);
+typedef void (*hp_fn_free)(void *);
+typedef void *(*hp_fn_calloc)(size_t, size_t);
+typedef void *(*hp_fn_realloc)(void *, size_t);
+typedef int (*hp_fn_posix_memalign)(void **, size_t, size_t);
+typedef void *(*hp_fn_aligned_alloc)(size_t, size_t);
+typedef void *(*hp_fn_memalign)(size_t, size_t);
+typedef void *(*hp_fn_valloc)(size_t);
+typedef void *(*hp_fn_pvalloc)(size_t);
+typedef size_t (*hp_fn_malloc_usable_size)(void *);
+typedef void *(*hp_fn_mmap)(void *, size_t, int, int, int, long);
+typedef int (*hp_fn_munmap)(void *, size_t);
+typedef void *(*hp_fn_mremap)(void *, size_t, size_t, int, ...);
+typedef int (*hp_fn_madvise)(void *, size_t, int);
+/* The next allocator's functions, resolved once during initialisation. */
+struct hp_next {
+#define HP_NEXT_FIELD(f) hp_fn_##f f;
+	HP_ALLOC_FNS(HP_NEXT_FIELD)
+#undef HP_NEXT_FIELD
+};
+HP_HIDDEN extern struct hp_next hp_next;
+/* What the wrappers call: statically the bootstrap stand-ins (boot.c),
+ * then hp_next's values.  Relaxed loads: every value is callable. */
 struct hp_real {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-	size_t (*malloc_usable_size)(void *);
-	void *(*mmap)(void *, size_t, int, int, int, long);
-	int (*munmap)(void *, size_t);
-	void *(*mremap)(void *, size_t, size_t, int, ...);
-	int (*madvise)(void *, size_t, int);
+#define HP_REAL_FIELD(f) _Atomic(hp_fn_##f) f;
+	HP_ALLOC_FNS(HP_REAL_FIELD)
+#undef HP_REAL_FIELD
 };
 HP_HIDDEN extern struct hp_real hp_real;
+#define HP_REAL(f) atomic_load_explicit(&hp_real.f, memory_order_relaxed)
 HP_HIDDEN void hp_init_slow(void);
+/* Initialised (now, if need be), active, and not inside hostpin itself? */
+static inline int hp_ready(void)
+{
+	int st = atomic_load_explicit(&hp_state, memory_order_acquire);
+	if (hp_unlikely(st == HP_ST_UNINIT || st == HP_ST_BUSY)) {
+		hp_init_slow();
+		st = atomic_load_explicit(&hp_state, memory_order_acquire);
+	}
+	return st == HP_ST_READY && !hp_in_hook;
+}
+HP_HIDDEN void hp_resolve_next(void);
+HP_HIDDEN void hp_publish_next(void);
+/* glibc's own dlsym and dlvsym (hostpin exports both names). */
+HP_HIDDEN extern void *(*hp_dlsym_next)(void *, const char *);
+HP_HIDDEN extern void *(*hp_dlvsym_next)(void *, const char *, const char *);
+HP_HIDDEN void hp_dl_resolve(void);
+/* Changes whenever an object is loaded or unloaded (dl_iterate_phdr's
+ * counters). */
+HP_HIDDEN unsigned long long hp_dl_generation(void);
+/* 1 if the process's malloc is not hostpin's (ASan, valgrind): hostpin
+ * then steps aside. */
+HP_HIDDEN int hp_foreign_allocator(void);
+/* A lookup of hostpin's own: glibc's dlsym, relative to hostpin. */
+HP_HIDDEN void *hp_dlsym(void *handle, const char *name);
 /* Driver and runtime hooks: the next definition of name, resolved once into
- * *slot; and whether a hook should act (hostpin ready, not inside itself,
- * not in a forked child). */
+ * *slot (NULL, logged, if no library after hostpin has it); and whether a
+ * hook should act (hostpin ready, not inside itself, not in a forked
+ * child). */
 HP_HIDDEN void *hp_next_sym(_Atomic(void *) *slot, const char *name);
 HP_HIDDEN int hp_hooks_active(void);
 /* The bootstrap arena that serves dlsym's own allocations. */
@@ -112,6 +157,10 @@ static inline int hp_arena_owns(const void *p)
 	return (uintptr_t)p - (uintptr_t)hp_arena < HP_ARENA_SIZE;
 }
 HP_HIDDEN size_t hp_arena_size(const void *p);
+static inline size_t hp_page_round(size_t n)
+{
+	return (n + HP_PAGE_SIZE - 1) & ~(HP_PAGE_SIZE - 1);
+}
 
 /* ---- statistics (stats.c) ---- */
 struct hp_counters {
@@ -126,6 +175,11 @@ struct hp_counters {
 	_Atomic uint64_t imports_dropped;
 };
 HP_HIDDEN extern struct hp_counters hp_ctr;
+/* Every counter update: relaxed, since nothing is ordered by statistics. */
+#define HP_CTR_ADD(c, n)                                                      \
+	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)
+#define HP_CTR_SUB(c, n)                                                      \
+	atomic_fetch_sub_explicit(&hp_ctr.c, (n), memory_order_relaxed)
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 				uint64_t n);
 /* Count a failure under a reason name (a static string); 1 the first time
@@ -135,36 +189,22 @@ HP_HIDDEN uint64_t hp_stat_fail_total(void);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);
 
-/* ---- blocks, mappings and the pin policy (block.c) ---- */
-/* Registry record states. */
-/* BUSY: held briefly by adoption, madvise or a foreign registration; a
- * release waits for it to end. */
-enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
-       HP_REC_BUSY = 4, HP_REC_CACHED = 5 };
-/* rec->user[] words: flags; the stream and event of the last async copy
- * that used the block (HOSTPIN_COPY=async); the base of a foreign
- * registration overlapping it. */
-enum { HP_U_FLAGS = 0, HP_U_STREAM = 1, HP_U_EVENT = 2, HP_U_FOREIGN = 3 };
-/* Internal flag: an application registration overlaps; hostpin stepped
- * aside (not in hostpin.h's public set). */
-#define HP_F_FOREIGN 0x100u
+/* ---- the registry of ranges (pin.c) and what the wrappers call ---- */
 HP_HIDDEN extern hp_registry_t hp_reg;
+/* heap.c: hostpin's own blocks for the malloc family. */
 HP_HIDDEN void *hp_block_alloc(size_t n, size_t align, int zero);
 HP_HIDDEN int hp_block_free(void *p); /* 1 if p was ours and is released */
 HP_HIDDEN void *hp_block_realloc(void *p, size_t n, int *handled);
 HP_HIDDEN size_t hp_block_usable(const void *p, int *handled);
-HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags, int fd,
-			    const void *caller);
+/* maps.c: the application's mappings. */
+HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags,
+			     const void *caller);
 HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
-HP_HIDDEN void hp_range_retrack(void);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
-HP_HIDDEN void hp_block_fork_child(void);
-/* The cache of freed blocks: lock for fork handlers, drain at exit. */
-HP_HIDDEN void hp_cache_lock(void);
-HP_HIDDEN void hp_cache_unlock(void);
-HP_HIDDEN void hp_cache_drain(void);
+/* pin.c: adoption, foreign registrations, fork. */
+HP_HIDDEN void hp_pin_fork_child(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
 /* The application registers / unregisters [p, p+n) itself. */
@@ -172,13 +212,11 @@ HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
 HP_HIDDEN void hp_foreign_end(void *p);
 /* The program released an import (or registration) that was hostpin's. */
 HP_HIDDEN void hp_import_dropped(void *p);
-/* Record lookup for the copy hooks: flags of the range holding p (0 if
- * none), and its record. */
+/* Flags of the range holding p (0 if none), and its record. */
 HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
-
-/* ---- CUDA copy hooks (cuda_hooks.c) ---- */
-/* Wait for and forget the last async copy that used r (before release). */
-HP_HIDDEN void hp_copy_quiesce(hp_rec_t *r);
+/* cache.c: the lock, for the fork handlers. */
+HP_HIDDEN void hp_cache_lock(void);
+HP_HIDDEN void hp_cache_unlock(void);
 
 /* ---- allocation sites (sites.c) ---- */
 HP_HIDDEN unsigned hp_site_capture(void);
@@ -187,7 +225,6 @@ HP_HIDDEN void hp_sites_report(int fd);
 
 /* ---- pre-faulting (prefault.c) ---- */
 HP_HIDDEN void hp_prefault(void *base, size_t len);
-HP_HIDDEN int hp_prefault_threads(void);
 
 /* ---- backends (backend.h) ---- */
 #include "backend.h"

@@ -96,4 +96,3 @@ void hp_prefault(void *base, size_t len)
 	pthread_mutex_unlock(&job_mu);
 }
 
-int hp_prefault_threads(void) { return nworkers; }

@@ -46,4 +46,13 @@ HP_ZE_LOADER_FNS(HP_FN_TYPEDEF, hp_ze_result_t, hp_ze_init_flags_t,
 HP_ZEX_FNS(HP_FN_TYPEDEF, hp_ze_result_t)
 #undef HP_FN_TYPEDEF
 
+/* A driver's host-pointer import functions. */
+struct hp_zex_fns {
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_ZEX_FNS(HP_FN_FIELD, hp_ze_result_t)
+#undef HP_FN_FIELD
+};
+/* backend_level_zero.c: the program's zeInit succeeded. */
+void hp_ze_note_init(void) __attribute__((visibility("hidden")));
+
 #endif

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* A slot holds 0, a record pointer (records are 64-byte aligned) or a child
  * node pointer tagged with TAG_CHILD.  Tagging children rather than records
@@ -20,11 +22,13 @@ static const size_t level_slots[3] = {(size_t)1 << HP_L0_BITS,
 #define NODE_CHUNK ((size_t)1 << 21)
 #define REC_CHUNK ((size_t)1 << 16)
 
+/* The registry's own page source: the raw system call, never the process's
+ * mmap symbol, which an interposer (hostpin itself) may own. */
 static void *os_map(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == -1 ? NULL : (void *)p; /* glibc: -1 and errno */
 }
 
 void hp_registry_init(hp_registry_t *r)

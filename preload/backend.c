@@ -1,0 +1,79 @@
+/* Backend selection: HOSTPIN_BACKEND and HOSTPIN_REGISTER_DEVICE, and auto,
+ * which is CUDA if the program uses it, else Level Zero if the program uses
+ * that, chosen once, at the first moment one of them is ready. */
+#include <errno.h>
+
+#include "hostpin.h"
+#include "hp.h"
+
+const hp_backend_t *hp_backend_select(void)
+{
+	int dev = hp_opt[HP_OPT_REGISTER_DEVICE] != 0;
+	switch (hp_opt[HP_OPT_BACKEND]) {
+	case HP_BACKEND_MLOCK:
+		return &hp_backend_mlock;
+	case HP_BACKEND_NONE:
+		return &hp_backend_none;
+	case HP_BACKEND_CUDA:
+		return dev ? &hp_backend_cuda : &hp_backend_none;
+	case HP_BACKEND_LEVEL_ZERO:
+		return dev ? &hp_backend_level_zero : &hp_backend_none;
+	default:
+		/* blocks stay pending (and cost nothing) until one is ready */
+		return dev ? &hp_backend_auto : &hp_backend_none;
+	}
+}
+
+static _Atomic(const hp_backend_t *) chosen;
+
+const hp_backend_t *hp_backend_auto_chosen(void)
+{
+	/* acquire: pairs with the compare-exchange that published it */
+	return atomic_load_explicit(&chosen, memory_order_acquire);
+}
+
+static int auto_probe(void) { return 0; }
+
+static int auto_ready(void)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	if (c)
+		return c->ready();
+	if (hp_backend_cuda.ready())
+		c = &hp_backend_cuda;
+	else if (hp_backend_level_zero.ready())
+		c = &hp_backend_level_zero;
+	else
+		return 0;
+	const hp_backend_t *none = NULL;
+	/* acq_rel: the first chooser wins; later ones use its choice */
+	if (!atomic_compare_exchange_strong_explicit(&chosen, &none, c,
+						     memory_order_acq_rel,
+						     memory_order_acquire))
+		c = none;
+	return c->ready();
+}
+
+static int auto_pin(void *b, size_t l, const char **why)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c ? c->pin(b, l, why) : EAGAIN;
+}
+
+static int auto_unpin(void *b, size_t l, const char **why)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c ? c->unpin(b, l, why) : 0;
+}
+
+static void auto_fork_child(void)
+{
+	hp_backend_cuda.fork_child();
+	hp_backend_level_zero.fork_child();
+}
+
+const hp_backend_t hp_backend_auto = {
+	.name = "auto", .probe = auto_probe, .ready = auto_ready,
+	.pin = auto_pin, .unpin = auto_unpin, .fork_child = auto_fork_child,
+	.quiesce = hp_cuda_quiesce, .pin_flags = HOSTPIN_REGISTERED,
+};

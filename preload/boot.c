@@ -1,0 +1,292 @@
+/* Bootstrap: the next allocator's symbols and the functions that stand in
+ * for them until they are resolved, the static arena that serves dlsym's
+ * own allocations, the recursion guard, and glibc's own dlsym and dlvsym
+ * (found in libc's symbol table, since hostpin exports both names). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "symtab.h"
+#include "hp.h"
+
+_Atomic int hp_state = HP_ST_UNINIT;
+/* 0 until ready: every allocation takes the slow path, which initialises. */
+_Atomic size_t hp_threshold = 0;
+HP_TLS int hp_in_hook;
+int hp_in_child;
+struct hp_next hp_next;
+
+/* ---- bootstrap arena ---- */
+_Alignas(4096) char hp_arena[HP_ARENA_SIZE];
+static _Atomic size_t arena_used;
+
+void *hp_arena_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (n > HP_ARENA_SIZE || align > 4096)
+		return NULL;
+	/* 16-byte header before each allocation holds its size. */
+	size_t need = n + align + 16;
+	size_t at = atomic_fetch_add_explicit(&arena_used, need,
+					      memory_order_relaxed);
+	if (at + need > HP_ARENA_SIZE)
+		return NULL;
+	uintptr_t p = ((uintptr_t)hp_arena + at + 16 + align - 1) &
+		      ~(align - 1);
+	((size_t *)p)[-1] = n;
+	return (void *)p; /* static memory: already zero */
+}
+
+size_t hp_arena_size(const void *p) { return ((const size_t *)p)[-1]; }
+
+/* ---- stand-ins until the next allocator is resolved ----
+ * hp_real starts out pointing here, so a thread that reads hp_real before
+ * it sees the resolved values (the fast paths read it relaxed) still calls
+ * something valid: these initialise, or serve the arena while the
+ * initialising thread recurses, and then call the resolved function, read
+ * after the acquire in boot_ready. */
+static int boot_ready(void)
+{
+	int st = atomic_load_explicit(&hp_state, memory_order_acquire);
+	if (st == HP_ST_UNINIT || st == HP_ST_BUSY) {
+		hp_init_slow();
+		st = atomic_load_explicit(&hp_state, memory_order_acquire);
+	}
+	return st == HP_ST_READY || st == HP_ST_PASSTHROUGH;
+}
+
+static void *arena_or_enomem(size_t n, size_t align)
+{
+	void *p = hp_arena_alloc(n, align);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+static void *boot_malloc(size_t n)
+{
+	return boot_ready() ? hp_next.malloc(n) : arena_or_enomem(n, 16);
+}
+static void boot_free(void *p)
+{
+	if (!hp_arena_owns(p) && boot_ready())
+		hp_next.free(p);
+}
+static void *boot_calloc(size_t n, size_t m)
+{
+	size_t t;
+	if (boot_ready())
+		return hp_next.calloc(n, m);
+	if (__builtin_mul_overflow(n, m, &t)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return arena_or_enomem(t, 16); /* static: zero */
+}
+static void *boot_realloc(void *p, size_t n)
+{
+	if (boot_ready())
+		return hp_next.realloc(p, n);
+	void *q = arena_or_enomem(n, 16);
+	if (q && p)
+		memcpy(q, p, hp_arena_size(p) < n ? hp_arena_size(p) : n);
+	return q;
+}
+static int boot_posix_memalign(void **out, size_t a, size_t n)
+{
+	if (boot_ready())
+		return hp_next.posix_memalign(out, a, n);
+	return (*out = hp_arena_alloc(n, a)) ? 0 : ENOMEM;
+}
+static void *boot_aligned_alloc(size_t a, size_t n)
+{
+	return boot_ready() ? hp_next.aligned_alloc(a, n)
+			    : arena_or_enomem(n, a);
+}
+static void *boot_memalign(size_t a, size_t n)
+{
+	return boot_ready() ? hp_next.memalign(a, n) : arena_or_enomem(n, a);
+}
+static void *boot_valloc(size_t n)
+{
+	return boot_ready() ? hp_next.valloc(n) : arena_or_enomem(n, 4096);
+}
+static void *boot_pvalloc(size_t n)
+{
+	return boot_ready() ? hp_next.pvalloc(n)
+			    : arena_or_enomem(hp_page_round(n), 4096);
+}
+static size_t boot_malloc_usable_size(void *p)
+{
+	if (hp_arena_owns(p))
+		return hp_arena_size(p);
+	return boot_ready() ? hp_next.malloc_usable_size(p) : 0;
+}
+/* Mapping calls during our own start-up go to the kernel directly. */
+static void *boot_mmap(void *a, size_t len, int prot, int flags, int fd,
+		       long off)
+{
+	if (hp_next.mmap)
+		return hp_next.mmap(a, len, prot, flags, fd, off);
+	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+}
+static int boot_munmap(void *a, size_t len)
+{
+	if (hp_next.munmap)
+		return hp_next.munmap(a, len);
+	return (int)syscall(SYS_munmap, a, len);
+}
+static void *boot_mremap(void *old, size_t oldlen, size_t newlen, int flags,
+			 ...)
+{
+	void *na = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		na = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (hp_next.mremap)
+		return hp_next.mremap(old, oldlen, newlen, flags, na);
+	return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, na);
+}
+static int boot_madvise(void *a, size_t len, int advice)
+{
+	if (hp_next.madvise)
+		return hp_next.madvise(a, len, advice);
+	return (int)syscall(SYS_madvise, a, len, advice);
+}
+
+struct hp_real hp_real = {
+#define HP_BOOT_INIT(f) .f = boot_##f,
+	HP_ALLOC_FNS(HP_BOOT_INIT)
+#undef HP_BOOT_INIT
+};
+
+/* ---- glibc's dlsym and dlvsym ----
+ * hostpin exports both names (hooks_dlsym.c), so every call to them from
+ * anywhere, hostpin included, reaches hostpin; the real ones are looked up
+ * in libc's own dynamic symbol table with its GNU hash. */
+void *(*hp_dlsym_next)(void *, const char *);
+void *(*hp_dlvsym_next)(void *, const char *, const char *);
+
+static void find_libc_dl(void)
+{
+	Dl_info di;
+	struct link_map *lm = NULL;
+	/* dl_iterate_phdr is libc's and never hostpin's: its object is
+	 * libc. */
+	if (!dladdr1((void *)&dl_iterate_phdr, &di, (void **)&lm,
+		     RTLD_DL_LINKMAP) ||
+	    lm == NULL)
+		hp_fatal("cannot find the C library's link map");
+	void *s = hp_elf_lookup(lm, "dlsym"), *v = hp_elf_lookup(lm, "dlvsym");
+	if (s == NULL || v == NULL)
+		hp_fatal("cannot find dlsym in the C library (%s)",
+			 di.dli_fname ? di.dli_fname : "?");
+	*(void **)&hp_dlvsym_next = v;
+	/* release: pairs with the acquire in hp_dl_resolve. */
+	__atomic_store_n((void **)&hp_dlsym_next, s, __ATOMIC_RELEASE);
+}
+
+void hp_dl_resolve(void)
+{
+	if (__atomic_load_n((void **)&hp_dlsym_next, __ATOMIC_ACQUIRE) == NULL)
+		find_libc_dl(); /* idempotent: racing threads store the same */
+}
+
+void *hp_dlsym(void *h, const char *name)
+{
+	hp_dl_resolve();
+	return hp_dlsym_next(h, name);
+}
+
+/* ---- is hostpin the process's allocator? ---- */
+int hp_foreign_allocator(void)
+{
+	/* valgrind redirects malloc by address, wherever it is defined;
+	 * ASan defines it in the executable or in libasan, ahead of us. */
+	const char *pre = getenv("LD_PRELOAD");
+	void *m = hp_dlsym_next(RTLD_DEFAULT, "malloc");
+	Dl_info mine, theirs;
+	int other = m != NULL && dladdr((void *)hp_foreign_allocator, &mine) &&
+		    dladdr(m, &theirs) && mine.dli_fbase != theirs.dli_fbase;
+	int vg = pre && strstr(pre, "vgpreload_");
+	if (other || vg)
+		hp_log(HP_LOG_INFO, "the process's allocator is not hostpin's "
+		       "(%s): hostpin stays out of the way",
+		       other ? "another malloc comes first" : "valgrind");
+	return other || vg;
+}
+
+/* ---- the set of loaded objects ---- */
+static int gen_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg =
+	    info->dlpi_adds * 1000003ull + info->dlpi_subs;
+	return 1; /* the counters are the same in every entry */
+}
+
+unsigned long long hp_dl_generation(void)
+{
+	unsigned long long g = 0;
+	dl_iterate_phdr(gen_of, &g);
+	return g;
+}
+
+/* ---- symbols ---- */
+void hp_resolve_next(void)
+{
+	hp_dl_resolve();
+#define HP_RESOLVE(f)                                                         \
+	*(void **)&hp_next.f = hp_dlsym_next(RTLD_NEXT, #f);                  \
+	if (hp_next.f == NULL)                                                \
+		hp_fatal("cannot resolve " #f " in the next library: "         \
+			 "hostpin must be preloaded into a dynamically "      \
+			 "linked program");
+	HP_ALLOC_FNS(HP_RESOLVE)
+#undef HP_RESOLVE
+}
+
+/* Publish the resolved functions to the fast paths (before hp_state's
+ * release store, which orders them for the boot_* readers). */
+void hp_publish_next(void)
+{
+#define HP_PUBLISH(f)                                                         \
+	atomic_store_explicit(&hp_real.f, hp_next.f, memory_order_relaxed);
+	HP_ALLOC_FNS(HP_PUBLISH)
+#undef HP_PUBLISH
+}
+
+#define HP_ABSENT ((void *)1) /* looked up, not found: not again */
+
+void *hp_next_sym(_Atomic(void *) *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	if (p == NULL) {
+		HP_GUARDED(p = hp_dlsym(RTLD_NEXT, name)); /* may allocate */
+		if (p == NULL) {
+			hp_log(HP_LOG_INFO, "%s: no library after hostpin "
+			       "defines it", name);
+			p = HP_ABSENT;
+		}
+		/* release: pairs with the acquire above. */
+		atomic_store_explicit(slot, p, memory_order_release);
+	}
+	return p == HP_ABSENT ? NULL : p;
+}
+
+int hp_hooks_active(void)
+{
+	return atomic_load_explicit(&hp_state, memory_order_acquire) ==
+		   HP_ST_READY &&
+	       !hp_in_hook && !hp_in_child;
+}

@@ -1,0 +1,168 @@
+/* hostpin's own heap: the page-aligned mappings that serve large
+ * malloc-family allocations, and the ring of recently freed ones that turns
+ * a double free into a clear message.  Called from wrap_malloc.c with
+ * hp_in_hook raised. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "record.h"
+
+/* Recently freed blocks, for a clear double-free message. */
+#define FREED_RING 256
+static _Atomic uintptr_t freed_ring[FREED_RING];
+static _Atomic unsigned freed_at;
+
+static void remember_freed(uintptr_t base)
+{
+	unsigned i = atomic_fetch_add_explicit(&freed_at, 1,
+					       memory_order_relaxed);
+	atomic_store_explicit(&freed_ring[i % FREED_RING], base,
+			      memory_order_relaxed);
+}
+
+static int recently_freed_and_unmapped(uintptr_t p)
+{
+	unsigned char v;
+	if (p & (HP_PAGE_SIZE - 1))
+		return 0;
+	for (int i = 0; i < FREED_RING; i++)
+		if (atomic_load_explicit(&freed_ring[i],
+					 memory_order_relaxed) == p)
+			/* ENOMEM from mincore: nothing is mapped there, so
+			 * this cannot be a live block of any allocator. */
+			return mincore((void *)p, HP_PAGE_SIZE, &v) != 0 &&
+			       errno == ENOMEM;
+	return 0;
+}
+
+void *hp_block_alloc(size_t n, size_t align, int zero)
+{
+	if (n > PTRDIFF_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t len = hp_page_up(n);
+	size_t got;
+	void *hit = hp_cache_take(len, align, &got);
+	if (hit) {
+		/* Reused memory: calloc zeroes all of the usable size, as
+		 * glibc does. */
+		if (zero)
+			memset(hit, 0, got);
+		return hit;
+	}
+	size_t huge = (size_t)2 << 20;
+	if (hp_opt[HP_OPT_HUGEPAGES] && len >= huge && align < huge)
+		align = huge; /* THP needs 2 MiB-aligned extents */
+	size_t extra = align > HP_PAGE_SIZE ? align - HP_PAGE_SIZE : 0;
+	if (len + extra < len)
+		return NULL;
+	char *m = hp_real.mmap(NULL, len + extra, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL; /* the caller falls back to the next allocator */
+	uintptr_t base = (uintptr_t)m;
+	if (extra) {
+		uintptr_t b = (base + align - 1) & ~(uintptr_t)(align - 1);
+		if (b > base)
+			hp_real.munmap(m, b - base);
+		if (base + extra > b)
+			hp_real.munmap((void *)(b + len), base + extra - b);
+		base = b;
+	}
+	if (hp_opt[HP_OPT_HUGEPAGES] && len >= huge)
+		hp_real.madvise((void *)base, len, MADV_HUGEPAGE);
+	if (hp_track(base, len, HOSTPIN_KIND_MALLOC)) {
+		hp_real.munmap((void *)base, len);
+		return NULL;
+	}
+	/* The device may have become ready since earlier blocks were left
+	 * pending: adopt them now too. */
+	hp_adopt_pending();
+	return (void *)base;
+}
+
+/* The record of the malloc block that p is the base of; aborts on interior
+ * pointers and double frees of hostpin blocks, as glibc does for its own. */
+static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
+{
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
+	/* Adoption, madvise or a foreign registration holds it briefly. */
+	while (r && hp_word_state(s->word) == HP_REC_BUSY) {
+		sched_yield();
+		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
+	}
+	if (r == NULL) {
+		if (recently_freed_and_unmapped((uintptr_t)p))
+			hp_fatal("%s(): double free of hostpin block %p", fn,
+				 p);
+		return NULL;
+	}
+	if (!(hp_rflags(r) & HOSTPIN_KIND_MALLOC))
+		return NULL; /* an application mapping: not a heap pointer */
+	if (s->base != (uintptr_t)p)
+		hp_fatal("%s(): invalid pointer %p: it lies inside hostpin "
+			 "block %p (%zu bytes) but is not its start",
+			 fn, p, (void *)s->base, s->len);
+	if (hp_word_state(s->word) != HP_REC_LIVE)
+		hp_fatal("%s(): double free of hostpin block %p", fn, p);
+	return r;
+}
+
+static void release_block(hp_rec_t *r, hp_snap_t *s, const char *fn)
+{
+	if (!hp_claim_release(r, s))
+		hp_fatal("%s(): double free of hostpin block %p (racing "
+			 "release)", fn, (void *)s->base);
+	if (hp_cache_keep(r, s))
+		return;
+	if (hp_untrack(r, s) == 0) {
+		hp_real.munmap((void *)s->base, s->len);
+		remember_freed(s->base);
+	}
+}
+
+int hp_block_free(void *p)
+{
+	hp_snap_t s;
+	hp_rec_t *r = own_block(p, &s, "free");
+	if (r == NULL)
+		return 0;
+	release_block(r, &s, "free");
+	return 1;
+}
+
+size_t hp_block_usable(const void *p, int *handled)
+{
+	hp_snap_t s;
+	hp_rec_t *r = own_block((void *)p, &s, "malloc_usable_size");
+	*handled = r != NULL;
+	return r ? s.len : 0;
+}
+
+void *hp_block_realloc(void *p, size_t n, int *handled)
+{
+	hp_snap_t s;
+	hp_rec_t *r = own_block(p, &s, "realloc");
+	*handled = r != NULL;
+	if (r == NULL)
+		return NULL;
+	if (n == 0) { /* glibc: free and return NULL */
+		release_block(r, &s, "realloc");
+		return NULL;
+	}
+	/* Stays a hostpin block and fits without wasting over half: keep. */
+	if (n >= hp_threshold && n <= s.len && n > s.len / 2)
+		return p;
+	void *q = n >= hp_threshold ? hp_block_alloc(n, 0, 0) : NULL;
+	if (q == NULL)
+		q = hp_real.malloc(n);
+	if (q == NULL) {
+		errno = ENOMEM;
+		return NULL; /* old block untouched, as realloc requires */
+	}
+	memcpy(q, p, n < s.len ? n : s.len);
+	release_block(r, &s, "realloc");
+	return q;
+}

@@ -1,0 +1,70 @@
+/* What every hook on a device runtime, driver or loader calls: the one
+ * guard that lets the outermost hook act and the ones it reaches inside
+ * (the runtime calling the driver) pass straight through; the one step-aside
+ * sequence for the program's own registrations and imports; and the one
+ * copy policy (copy.c). */
+#ifndef HP_HOOKS_H
+#define HP_HOOKS_H
+
+#include <dlfcn.h>
+
+#include "cuda_api.h"
+#include "hp.h"
+
+/* 1 if this hook is the outermost and hostpin is active: it then acts, and
+ * must call hp_hook_leave.  0: pass straight through. */
+HP_HIDDEN int hp_hook_enter(void);
+HP_HIDDEN void hp_hook_leave(void);
+
+/* The program registers or imports [p, p+n) itself: step aside first (a
+ * registration overlapping ours would fail), take the range back if its
+ * call failed, and after it released one: was it ours, and is its own
+ * registration over our blocks over?  Each runs guarded. */
+HP_HIDDEN void hp_step_aside(void *p, size_t n);
+HP_HIDDEN void hp_step_aside_failed(void *p);
+HP_HIDDEN void hp_step_aside_released(void *p);
+
+/* ---- copy.c: the copy policy, for every copy hook ----
+ * Between hp_hook_enter and the real call, each host-side pointer goes to
+ * hp_copy_host (which registers pending blocks before the copy runs); after
+ * it, hp_copy_end keeps pageable-memory semantics (HOSTPIN_COPY=sync: wait
+ * on the stream, not while it captures a graph) or tracks the copy with an
+ * event per block (async), and calls hp_hook_leave. */
+#define HP_COPY_RECS 8
+typedef struct hp_copy {
+	hp_rec_t *r[HP_COPY_RECS];
+	int n, overflow; /* overflow: more blocks than r holds */
+	size_t bytes;
+} hp_copy_t;
+HP_HIDDEN void hp_copy_init(hp_copy_t *c);
+HP_HIDDEN void hp_copy_host(hp_copy_t *c, const void *p, size_t n);
+/* ptsz: stream 0 means the per-thread default stream.  ok: the call
+ * succeeded. */
+HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
+			   int ok);
+
+/* backend_cuda.c */
+HP_HIDDEN void hp_cuda_learn_ctx(void);
+/* The loaded driver's own definition of name (NULL if none). */
+HP_HIDDEN void *hp_cuda_sym(const char *name);
+/* 1 if fn lies in the CUDA driver's object (libcuda.so*, or the library
+ * HOSTPIN_CUDA_LIB names). */
+HP_HIDDEN int hp_cuda_in_driver(const void *fn);
+
+/* hooks_cudrv.c: for a driver entry point the driver returned (lookup by
+ * cuGetProcAddress, cudaGetDriverEntryPoint or dlsym on its handle), the
+ * wrapper to hand out instead, or fn itself if hostpin wraps none for it.
+ * version/flags as cuGetProcAddress takes them; version 0 for a lookup of
+ * the exact exported name. */
+HP_HIDDEN void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
+			      unsigned long long flags);
+/* hooks_cudart.c: the same for a runtime entry point found on a handle. */
+HP_HIDDEN void *hp_cudart_wrap(const char *symbol, void *fn);
+/* 1 if hostpin wraps a driver / runtime entry point of this exported name. */
+HP_HIDDEN int hp_cudrv_wrapped_name(const char *name);
+HP_HIDDEN int hp_cudart_wrapped_name(const char *name);
+/* The host sides of a 3D batch (the driver's and the runtime's layout). */
+HP_HIDDEN void hp_copy_host_ops(hp_copy_t *c,
+				const hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t n);
+
+#endif

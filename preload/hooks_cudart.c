@@ -1,0 +1,291 @@
+/* Hooks on the CUDA runtime's async copy, registration and driver-lookup
+ * entry points, where the runtime is dynamically linked.  The runtime calls
+ * the driver underneath; the driver's hooks then pass straight through
+ * (hp_hook_enter), so each copy gets one policy decision, here. */
+#include <string.h>
+
+#include "hooks.h"
+
+#define NEXT(name) ((hp_##name##_t)hp_next_sym(&next_##name, #name))
+
+static void host_kind(hp_copy_t *c, int kind, const void *dst,
+		      const void *src, size_t n)
+{
+	switch (kind) {
+	case HP_cudaMemcpyHostToDevice: hp_copy_host(c, src, n); break;
+	case HP_cudaMemcpyDeviceToHost: hp_copy_host(c, dst, n); break;
+	case HP_cudaMemcpyDefault:
+	case HP_cudaMemcpyHostToHost:
+		hp_copy_host(c, src, n);
+		hp_copy_host(c, dst, n);
+		break;
+	default: break;
+	}
+}
+
+static void host_3dparms(hp_copy_t *c, const hp_cudaMemcpy3DParms *p)
+{
+	if (p == NULL)
+		return;
+	size_t n = p->extent.width * p->extent.height * p->extent.depth;
+	const char *s = p->srcArray ? NULL : p->srcPtr.ptr;
+	char *d = p->dstArray ? NULL : p->dstPtr.ptr;
+	if (s)
+		s += (p->srcPos.z * p->srcPtr.ysize + p->srcPos.y) *
+			 p->srcPtr.pitch + p->srcPos.x;
+	if (d)
+		d += (p->dstPos.z * p->dstPtr.ysize + p->dstPos.y) *
+			 p->dstPtr.pitch + p->dstPos.x;
+	host_kind(c, p->kind, d, s, n);
+}
+
+static void host_batch(hp_copy_t *c, void *const *dsts,
+		       const void *const *srcs, const size_t *sizes,
+		       size_t count)
+{
+	for (size_t i = 0; dsts && srcs && sizes && i < count; i++) {
+		hp_copy_host(c, srcs[i], sizes[i]);
+		hp_copy_host(c, dsts[i], sizes[i]);
+	}
+}
+
+#define RT_COPY(name, params, args, HOSTS, stream, ptsz)                      \
+	static _Atomic(void *) next_##name;                                   \
+	HP_EXPORT hp_cudaError_t name params                                  \
+	{                                                                     \
+		hp_##name##_t fn_ = NEXT(name);                               \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_ args;                                      \
+		hp_copy_t c_;                                                 \
+		hp_copy_init(&c_);                                            \
+		HOSTS;                                                        \
+		hp_cudaError_t e_ = fn_ args;                                 \
+		hp_copy_end(&c_, stream, ptsz, e_ == 0);                      \
+		return e_;                                                    \
+	}
+#define RT_COPY2(name, params, args, HOSTS, stream)                           \
+	RT_COPY(name, params, args, HOSTS, stream, 0)                         \
+	typedef hp_##name##_t hp_##name##_ptsz_t;                             \
+	RT_COPY(name##_ptsz, params, args, HOSTS, stream, 1)
+
+RT_COPY2(cudaMemcpyAsync,
+	 (void *dst, const void *src, size_t n, hp_cudaMemcpyKind kind,
+	  hp_cudaStream_t s),
+	 (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n), s)
+RT_COPY2(cudaMemcpy2DAsync,
+	 (void *dst, size_t dp, const void *src, size_t sp, size_t w,
+	  size_t h, hp_cudaMemcpyKind kind, hp_cudaStream_t s),
+	 (dst, dp, src, sp, w, h, kind, s),
+	 host_kind(&c_, kind, dst, src, w * h), s)
+RT_COPY2(cudaMemcpy3DAsync, (const hp_cudaMemcpy3DParms *p, hp_cudaStream_t s),
+	 (p, s), host_3dparms(&c_, p), s)
+RT_COPY2(cudaMemcpyToSymbolAsync,
+	 (const void *sym, const void *src, size_t n, size_t off,
+	  hp_cudaMemcpyKind kind, hp_cudaStream_t s),
+	 (sym, src, n, off, kind, s), host_kind(&c_, kind, NULL, src, n), s)
+RT_COPY2(cudaMemcpyFromSymbolAsync,
+	 (void *dst, const void *sym, size_t n, size_t off,
+	  hp_cudaMemcpyKind kind, hp_cudaStream_t s),
+	 (dst, sym, n, off, kind, s), host_kind(&c_, kind, dst, NULL, n), s)
+
+/* The batch copies changed shape in CUDA 13 under the same names: 12.8
+ * passes failIdx before the stream.  One wrapper takes the longer list and
+ * forwards all of it (an extra argument is harmless in this ABI); the
+ * runtime's version says where the stream is. */
+static int rt_version(void)
+{
+	static _Atomic int v;
+	static _Atomic(void *) next_cudaRuntimeGetVersion;
+	int r = atomic_load_explicit(&v, memory_order_relaxed);
+	if (r == 0) {
+		hp_cudaRuntimeGetVersion_t f = NEXT(cudaRuntimeGetVersion);
+		if (f == NULL || f(&r) != 0 || r <= 0)
+			r = 12080; /* batch copies exist since 12.8 */
+		atomic_store_explicit(&v, r, memory_order_relaxed);
+	}
+	return r;
+}
+
+typedef hp_cudaError_t (*batch_t)(void *const *, const void *const *,
+				  const size_t *, size_t,
+				  hp_cudaMemcpyAttributes *, size_t *, size_t,
+				  void *, hp_cudaStream_t);
+typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
+				    unsigned long long, hp_cudaStream_t);
+#define RT_BATCH(name, ptsz)                                                  \
+	static _Atomic(void *) next_##name;                                   \
+	HP_EXPORT hp_cudaError_t name(void *const *d, const void *const *sr,  \
+				      const size_t *sz, size_t n,             \
+				      hp_cudaMemcpyAttributes *at, size_t *ai, \
+				      size_t na, void *a8,                    \
+				      hp_cudaStream_t a9)                     \
+	{                                                                     \
+		batch_t fn_ = (batch_t)hp_next_sym(&next_##name, #name);      \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_(d, sr, sz, n, at, ai, na, a8, a9);         \
+		hp_copy_t c_;                                                 \
+		hp_copy_init(&c_);                                            \
+		host_batch(&c_, d, sr, sz, n);                                \
+		hp_cudaError_t e_ = fn_(d, sr, sz, n, at, ai, na, a8, a9);    \
+		hp_copy_end(&c_,                                              \
+			    rt_version() >= 13000 ? (hp_cudaStream_t)a8 : a9, \
+			    ptsz, e_ == 0);                                   \
+		return e_;                                                    \
+	}
+RT_BATCH(cudaMemcpyBatchAsync, 0)
+RT_BATCH(cudaMemcpyBatchAsync_ptsz, 1)
+#define RT_BATCH3D(name, ptsz)                                                \
+	static _Atomic(void *) next_##name;                                   \
+	HP_EXPORT hp_cudaError_t name(size_t n, hp_cudaMemcpy3DBatchOp *ops,  \
+				      void *a3, unsigned long long a4,        \
+				      hp_cudaStream_t a5)                     \
+	{                                                                     \
+		batch3d_t fn_ = (batch3d_t)hp_next_sym(&next_##name, #name);  \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_(n, ops, a3, a4, a5);                       \
+		hp_copy_t c_;                                                 \
+		hp_copy_init(&c_);                                            \
+		hp_copy_host_ops(&c_, ops, n);                                \
+		hp_cudaError_t e_ = fn_(n, ops, a3, a4, a5);                  \
+		hp_copy_end(&c_,                                              \
+			    rt_version() >= 13000 ? (hp_cudaStream_t)a4 : a5, \
+			    ptsz, e_ == 0);                                   \
+		return e_;                                                    \
+	}
+RT_BATCH3D(cudaMemcpy3DBatchAsync, 0)
+RT_BATCH3D(cudaMemcpy3DBatchAsync_ptsz, 1)
+
+/* ---- registrations made by the program itself ---- */
+static _Atomic(void *) next_cudaHostRegister, next_cudaHostUnregister;
+
+HP_EXPORT hp_cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
+{
+	hp_cudaHostRegister_t fn = NEXT(cudaHostRegister);
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(p, n, flags);
+	hp_step_aside(p, n);
+	hp_cudaError_t e = fn(p, n, flags);
+	if (e != 0)
+		hp_step_aside_failed(p);
+	hp_hook_leave();
+	return e;
+}
+
+HP_EXPORT hp_cudaError_t cudaHostUnregister(void *p)
+{
+	hp_cudaHostUnregister_t fn = NEXT(cudaHostUnregister);
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(p);
+	hp_cudaError_t e = fn(p);
+	if (e == 0)
+		hp_step_aside_released(p);
+	hp_hook_leave();
+	return e;
+}
+
+/* ---- driver entry points handed out by the runtime ---- */
+static void *entry_wrap(const char *sym, void *fn, unsigned version,
+			unsigned long long flags)
+{
+	if (fn == NULL || sym == NULL || hp_in_child ||
+	    atomic_load_explicit(&hp_state, memory_order_acquire) !=
+		HP_ST_READY)
+		return fn;
+	return hp_cudrv_wrap(sym, fn, (int)version, flags);
+}
+
+/* The version the runtime asks the driver at: its own. */
+#define ENTRY(name, ptsz)                                                     \
+	static _Atomic(void *) next_##name;                                   \
+	HP_EXPORT hp_cudaError_t name(const char *sym, void **fp,             \
+				      unsigned long long flags,               \
+				      hp_cudaDriverEntryPointQueryResult *st) \
+	{                                                                     \
+		hp_cudaGetDriverEntryPoint_t fn_ =                            \
+		    (hp_cudaGetDriverEntryPoint_t)hp_next_sym(&next_##name,   \
+							      #name);         \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		hp_cudaError_t e_ = fn_(sym, fp, flags, st);                  \
+		if (e_ == 0 && fp)                                            \
+			*fp = entry_wrap(sym, *fp, (unsigned)rt_version(),    \
+					 flags);                              \
+		return e_;                                                    \
+	}
+ENTRY(cudaGetDriverEntryPoint, 0)
+ENTRY(cudaGetDriverEntryPoint_ptsz, 1)
+#define ENTRY_V(name)                                                         \
+	static _Atomic(void *) next_##name;                                   \
+	HP_EXPORT hp_cudaError_t name(const char *sym, void **fp, unsigned v, \
+				      unsigned long long flags,               \
+				      hp_cudaDriverEntryPointQueryResult *st) \
+	{                                                                     \
+		hp_cudaGetDriverEntryPointByVersion_t fn_ =                   \
+		    (hp_cudaGetDriverEntryPointByVersion_t)hp_next_sym(       \
+			&next_##name, #name);                                 \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		hp_cudaError_t e_ = fn_(sym, fp, v, flags, st);               \
+		if (e_ == 0 && fp)                                            \
+			*fp = entry_wrap(sym, *fp, v, flags);                 \
+		return e_;                                                    \
+	}
+ENTRY_V(cudaGetDriverEntryPointByVersion)
+typedef hp_cudaGetDriverEntryPointByVersion_t
+    hp_cudaGetDriverEntryPointByVersion_ptsz_t;
+ENTRY_V(cudaGetDriverEntryPointByVersion_ptsz)
+
+/* Exported runtime names and their wrappers, for lookups on a runtime's
+ * handle (hooks_dlsym.c). */
+static const struct {
+	const char *name;
+	_Atomic(void *) *next;
+	void *wrapper;
+} rt_names[] = {
+#define N(f) {#f, &next_##f, (void *)f},
+	N(cudaMemcpyAsync) N(cudaMemcpyAsync_ptsz) N(cudaMemcpy2DAsync)
+	N(cudaMemcpy2DAsync_ptsz) N(cudaMemcpy3DAsync) N(cudaMemcpy3DAsync_ptsz)
+	N(cudaMemcpyToSymbolAsync) N(cudaMemcpyToSymbolAsync_ptsz)
+	N(cudaMemcpyFromSymbolAsync) N(cudaMemcpyFromSymbolAsync_ptsz)
+	N(cudaMemcpyBatchAsync) N(cudaMemcpyBatchAsync_ptsz)
+	N(cudaMemcpy3DBatchAsync) N(cudaMemcpy3DBatchAsync_ptsz)
+	N(cudaHostRegister) N(cudaHostUnregister)
+	N(cudaGetDriverEntryPoint) N(cudaGetDriverEntryPoint_ptsz)
+	N(cudaGetDriverEntryPointByVersion)
+	N(cudaGetDriverEntryPointByVersion_ptsz)
+#undef N
+};
+#define NRT (sizeof(rt_names) / sizeof(rt_names[0]))
+
+int hp_cudart_wrapped_name(const char *name)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (strcmp(rt_names[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+void *hp_cudart_wrap(const char *symbol, void *fn)
+{
+	for (size_t i = 0; i < NRT; i++) {
+		if (strcmp(rt_names[i].name, symbol) != 0)
+			continue;
+		/* Only the runtime hostpin's exported wrappers forward to: a
+		 * second runtime (another version, loaded RTLD_LOCAL) keeps
+		 * its own function, and its copies are guarded where it calls
+		 * the driver. */
+		void *next = hp_next_sym(rt_names[i].next, symbol);
+		return next == fn ? rt_names[i].wrapper : fn;
+	}
+	return fn;
+}

@@ -1,0 +1,387 @@
+/* Hooks on the CUDA driver's async copy, registration and lookup entry
+ * points.  Every way a program reaches the driver ends here: a call linked
+ * to the exported name; a pointer from cuGetProcAddress (how the CUDA
+ * runtime, static or dynamic, reaches the driver) or from
+ * cudaGetDriverEntryPoint; a pointer from dlsym on the driver's handle
+ * (hooks_dlsym.c).  Linked calls forward to the next definition; looked-up
+ * ones to exactly the function the driver returned. */
+#include <string.h>
+
+#include "hooks.h"
+
+/* Host side of a 2D or 3D descriptor: the first byte it touches. */
+#define HOST_AT(m, host, dev, x, y, z, pitch, height)                         \
+	((m) == HP_CU_MEMORYTYPE_HOST	   ? (const char *)(host)               \
+	 : (m) == HP_CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)(dev)     \
+					   : NULL) +                            \
+	    (((z) * (height) + (y)) * (pitch) + (x))
+static void host_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p)
+{
+	if (p == NULL)
+		return;
+	size_t n = p->WidthInBytes * p->Height;
+	if (p->srcMemoryType == HP_CU_MEMORYTYPE_HOST ||
+	    p->srcMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
+		hp_copy_host(c, HOST_AT(p->srcMemoryType, p->srcHost,
+					p->srcDevice, p->srcXInBytes, p->srcY,
+					0, p->srcPitch, 0),
+			     n);
+	if (p->dstMemoryType == HP_CU_MEMORYTYPE_HOST ||
+	    p->dstMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
+		hp_copy_host(c, HOST_AT(p->dstMemoryType, p->dstHost,
+					p->dstDevice, p->dstXInBytes, p->dstY,
+					0, p->dstPitch, 0),
+			     n);
+}
+static void host_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p)
+{
+	if (p == NULL)
+		return;
+	size_t n = p->WidthInBytes * p->Height * p->Depth;
+	if (p->srcMemoryType == HP_CU_MEMORYTYPE_HOST ||
+	    p->srcMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
+		hp_copy_host(c, HOST_AT(p->srcMemoryType, p->srcHost,
+					p->srcDevice, p->srcXInBytes, p->srcY,
+					p->srcZ, p->srcPitch, p->srcHeight),
+			     n);
+	if (p->dstMemoryType == HP_CU_MEMORYTYPE_HOST ||
+	    p->dstMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
+		hp_copy_host(c, HOST_AT(p->dstMemoryType, p->dstHost,
+					p->dstDevice, p->dstXInBytes, p->dstY,
+					p->dstZ, p->dstPitch, p->dstHeight),
+			     n);
+}
+static void host_batch(hp_copy_t *c, hp_CUdeviceptr *dsts,
+		       hp_CUdeviceptr *srcs, size_t *sizes, size_t count)
+{
+	/* Any pointer of a batch may be a host one (unified addressing). */
+	for (size_t i = 0; dsts && srcs && sizes && i < count; i++) {
+		hp_copy_host(c, (const void *)(uintptr_t)srcs[i], sizes[i]);
+		hp_copy_host(c, (const void *)(uintptr_t)dsts[i], sizes[i]);
+	}
+}
+void hp_copy_host_ops(hp_copy_t *c, const hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+		      size_t n)
+{
+	for (size_t i = 0; ops && i < n; i++) {
+		size_t b = ops[i].extent.width * ops[i].extent.height *
+			   ops[i].extent.depth;
+		if (ops[i].src.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER)
+			hp_copy_host(c, (const void *)(uintptr_t)
+					    ops[i].src.op.ptr.ptr, b);
+		if (ops[i].dst.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER)
+			hp_copy_host(c, (const void *)(uintptr_t)
+					    ops[i].dst.op.ptr.ptr, b);
+	}
+}
+
+/* The function a linked call forwards to: the next definition after
+ * hostpin, or the loaded driver's own (a driver loaded RTLD_LOCAL). */
+static void *sym_next(_Atomic(void *) *slot, const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	if (p == NULL) {
+		HP_GUARDED(p = hp_dlsym(RTLD_NEXT, name);
+			   if (p == NULL) p = hp_cuda_sym(name));
+		if (p == NULL) {
+			HP_LOG_ONCE(HP_LOG_WARN, "%s called but no CUDA driver "
+				    "defines it: the call fails", name);
+			return NULL;
+		}
+		/* release: pairs with the acquire above. */
+		atomic_store_explicit(slot, p, memory_order_release);
+	}
+	return p;
+}
+
+static void *lk_next(_Atomic(void *) *slot)
+{
+	/* acquire: pairs with the release in learn() */
+	return atomic_load_explicit(slot, memory_order_acquire);
+}
+
+/* One body for both forms of a copy wrapper. */
+#define COPY_BODY(fnexpr, type, args, HOSTS, stream, ptsz)                    \
+	type fn_ = (type)(fnexpr);                                            \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_ args;                                              \
+	hp_copy_t c_;                                                         \
+	hp_copy_init(&c_);                                                    \
+	HOSTS;                                                                \
+	hp_CUresult e_ = fn_ args;                                            \
+	hp_copy_end(&c_, stream, ptsz, e_ == HP_CUDA_SUCCESS);                \
+	return e_;
+
+/* DRV(name, type, params, args, HOSTS, stream, ptsz): the exported wrapper
+ * `name` and the looked-up one `lk_name`, each with its own next slot. */
+#define DRV(name, type, params, args, HOSTS, stream, ptsz)                    \
+	static _Atomic(void *) sym_##name, lkslot_##name;                     \
+	HP_EXPORT hp_CUresult name params                                     \
+	{                                                                     \
+		COPY_BODY(sym_next(&sym_##name, #name), type, args, HOSTS,    \
+			  stream, ptsz)                                       \
+	}                                                                     \
+	static hp_CUresult lk_##name params                                   \
+	{                                                                     \
+		COPY_BODY(lk_next(&lkslot_##name), type, args, HOSTS, stream, \
+			  ptsz)                                               \
+	}
+/* Both stream forms of one entry point. */
+#define DRV2(name, params, args, HOSTS, stream)                               \
+	DRV(name, hp_##name##_t, params, args, HOSTS, stream, 0)              \
+	DRV(name##_ptsz, hp_##name##_t, params, args, HOSTS, stream, 1)
+
+DRV2(cuMemcpyHtoDAsync_v2,
+     (hp_CUdeviceptr d, const void *h, size_t n, hp_cudaStream_t s),
+     (d, h, n, s), hp_copy_host(&c_, h, n), s)
+DRV2(cuMemcpyDtoHAsync_v2,
+     (void *h, hp_CUdeviceptr d, size_t n, hp_cudaStream_t s), (h, d, n, s),
+     hp_copy_host(&c_, h, n), s)
+DRV2(cuMemcpyAsync,
+     (hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s),
+     (d, sr, n, s),
+     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
+     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), s)
+DRV2(cuMemcpy2DAsync_v2, (const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s),
+     (p, s), host_2d(&c_, p), s)
+DRV2(cuMemcpy3DAsync_v2, (const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s),
+     (p, s), host_3d(&c_, p), s)
+DRV2(cuMemcpyHtoAAsync_v2,
+     (hp_CUarray a, size_t off, const void *h, size_t n, hp_cudaStream_t s),
+     (a, off, h, n, s), hp_copy_host(&c_, h, n), s)
+DRV2(cuMemcpyAtoHAsync_v2,
+     (void *h, hp_CUarray a, size_t off, size_t n, hp_cudaStream_t s),
+     (h, a, off, n, s), hp_copy_host(&c_, h, n), s)
+DRV2(cuMemcpyBatchAsync,
+     (hp_CUdeviceptr *d, hp_CUdeviceptr *sr, size_t *sz, size_t n,
+      hp_CUmemcpyAttributes *at, size_t *ai, size_t na, size_t *fail,
+      hp_cudaStream_t s),
+     (d, sr, sz, n, at, ai, na, fail, s), host_batch(&c_, d, sr, sz, n), s)
+DRV2(cuMemcpyBatchAsync_v2,
+     (hp_CUdeviceptr *d, hp_CUdeviceptr *sr, size_t *sz, size_t n,
+      hp_CUmemcpyAttributes *at, size_t *ai, size_t na, hp_cudaStream_t s),
+     (d, sr, sz, n, at, ai, na, s), host_batch(&c_, d, sr, sz, n), s)
+DRV2(cuMemcpy3DBatchAsync,
+     (size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
+      unsigned long long fl, hp_cudaStream_t s),
+     (n, ops, fail, fl, s), hp_copy_host_ops(&c_, ops, n), s)
+DRV2(cuMemcpy3DBatchAsync_v2,
+     (size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
+      hp_cudaStream_t s),
+     (n, ops, fl, s), hp_copy_host_ops(&c_, ops, n), s)
+
+/* ---- registrations made by the program itself ---- */
+#define REG_BODY(fnexpr)                                                      \
+	hp_cuMemHostRegister_v2_t fn_ = (hp_cuMemHostRegister_v2_t)(fnexpr);  \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_(p, n, flags);                                      \
+	hp_step_aside(p, n);                                                  \
+	hp_CUresult e_ = fn_(p, n, flags);                                    \
+	if (e_ != HP_CUDA_SUCCESS)                                            \
+		hp_step_aside_failed(p);                                      \
+	hp_hook_leave();                                                      \
+	return e_;
+#define UNREG_BODY(fnexpr)                                                    \
+	hp_cuMemHostUnregister_t fn_ = (hp_cuMemHostUnregister_t)(fnexpr);    \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_(p);                                                \
+	hp_CUresult e_ = fn_(p);                                              \
+	if (e_ == HP_CUDA_SUCCESS)                                            \
+		hp_step_aside_released(p);                                    \
+	hp_hook_leave();                                                      \
+	return e_;
+#define DRV_REG(name)                                                         \
+	static _Atomic(void *) sym_##name, lkslot_##name;                     \
+	HP_EXPORT hp_CUresult name(void *p, size_t n, unsigned flags)         \
+	{                                                                     \
+		REG_BODY(sym_next(&sym_##name, #name))                        \
+	}                                                                     \
+	static hp_CUresult lk_##name(void *p, size_t n, unsigned flags)       \
+	{                                                                     \
+		REG_BODY(lk_next(&lkslot_##name))                             \
+	}
+DRV_REG(cuMemHostRegister)
+DRV_REG(cuMemHostRegister_v2)
+static _Atomic(void *) sym_cuMemHostUnregister, lkslot_cuMemHostUnregister;
+HP_EXPORT hp_CUresult cuMemHostUnregister(void *p)
+{
+	UNREG_BODY(sym_next(&sym_cuMemHostUnregister, "cuMemHostUnregister"))
+}
+static hp_CUresult lk_cuMemHostUnregister(void *p)
+{
+	UNREG_BODY(lk_next(&lkslot_cuMemHostUnregister))
+}
+
+/* ---- lookups ---- */
+static void *wrap_found(const char *symbol, void *fn, int version,
+			unsigned long long flags)
+{
+	if (fn == NULL || symbol == NULL ||
+	    atomic_load_explicit(&hp_state, memory_order_acquire) !=
+		HP_ST_READY ||
+	    hp_in_child)
+		return fn;
+	return hp_cudrv_wrap(symbol, fn, version, flags);
+}
+
+#define GPA_BODY(fnexpr, type, args)                                          \
+	type fn_ = (type)(fnexpr);                                            \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	hp_CUresult e_ = fn_ args;                                            \
+	if (e_ == HP_CUDA_SUCCESS && pfn != NULL)                             \
+		*pfn = wrap_found(symbol, *pfn, ver, flags);                  \
+	return e_;
+static _Atomic(void *) sym_cuGetProcAddress, lkslot_cuGetProcAddress,
+    sym_cuGetProcAddress_v2, lkslot_cuGetProcAddress_v2;
+HP_EXPORT hp_CUresult cuGetProcAddress(const char *symbol, void **pfn,
+				       int ver, hp_cuuint64_t flags)
+{
+	GPA_BODY(sym_next(&sym_cuGetProcAddress, "cuGetProcAddress"),
+		 hp_cuGetProcAddress_t, (symbol, pfn, ver, flags))
+}
+static hp_CUresult lk_cuGetProcAddress(const char *symbol, void **pfn,
+				       int ver, hp_cuuint64_t flags)
+{
+	GPA_BODY(lk_next(&lkslot_cuGetProcAddress), hp_cuGetProcAddress_t,
+		 (symbol, pfn, ver, flags))
+}
+HP_EXPORT hp_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+					  int ver, hp_cuuint64_t flags,
+					  int *status)
+{
+	GPA_BODY(sym_next(&sym_cuGetProcAddress_v2, "cuGetProcAddress_v2"),
+		 hp_cuGetProcAddress_v2_t, (symbol, pfn, ver, flags, status))
+}
+static hp_CUresult lk_cuGetProcAddress_v2(const char *symbol, void **pfn,
+					  int ver, hp_cuuint64_t flags,
+					  int *status)
+{
+	GPA_BODY(lk_next(&lkslot_cuGetProcAddress_v2),
+		 hp_cuGetProcAddress_v2_t, (symbol, pfn, ver, flags, status))
+}
+
+/* Every driver entry point hostpin wraps: the name cuGetProcAddress takes,
+ * the CUDA version from which the driver hands out this form, whether it
+ * is the per-thread-stream form, its exported name, and the looked-up
+ * wrapper with its slot. */
+static const struct variant {
+	const char *base;
+	int since;
+	int ptsz;
+	const char *name;
+	_Atomic(void *) *slot;
+	void *wrapper;
+} variants[] = {
+#define V(base, since, name)                                                  \
+	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
+	    {#base, since, 1, #name "_ptsz", &lkslot_##name##_ptsz,           \
+	     (void *)lk_##name##_ptsz},
+#define V1(base, since, name)                                                 \
+	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
+	    {#base, since, 1, #name, &lkslot_##name, (void *)lk_##name},
+	V(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2)
+	V(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2)
+	V(cuMemcpyAsync, 4000, cuMemcpyAsync)
+	V(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2)
+	V(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2)
+	V(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2)
+	V(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2)
+	V(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync)
+	V(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2)
+	V(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync)
+	V(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2)
+	V1(cuMemHostRegister, 4000, cuMemHostRegister)
+	V1(cuMemHostRegister, 6050, cuMemHostRegister_v2)
+	V1(cuMemHostUnregister, 4000, cuMemHostUnregister)
+	V1(cuGetProcAddress, 11030, cuGetProcAddress)
+	V1(cuGetProcAddress, 12000, cuGetProcAddress_v2)
+#undef V
+#undef V1
+};
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+int hp_cudrv_wrapped_name(const char *name)
+{
+	for (size_t i = 0; i < NVARIANTS; i++)
+		if (strcmp(variants[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Which form of `symbol` the driver hands out for (version, flags): the
+ * newest one at or below version, in the stream form the flags ask. */
+static const struct variant *pick(const char *symbol, int version,
+				  unsigned long long flags)
+{
+	int ptsz = (flags & HP_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	const struct variant *best = NULL;
+	for (size_t i = 0; i < NVARIANTS; i++) {
+		const struct variant *v = &variants[i];
+		if (v->ptsz == ptsz && v->since <= version &&
+		    strcmp(v->base, symbol) == 0 &&
+		    (best == NULL || v->since > best->since))
+			best = v;
+	}
+	return best;
+}
+
+static int is_driver_base(const char *symbol)
+{
+	for (size_t i = 0; i < NVARIANTS; i++)
+		if (strcmp(variants[i].base, symbol) == 0)
+			return 1;
+	return 0;
+}
+
+/* Learn fn as the looked-up form's next; 0 if the slot holds another. */
+static int learn(_Atomic(void *) *slot, void *fn)
+{
+	void *cur = NULL;
+	/* release: pairs with the acquire in lk_next */
+	return atomic_compare_exchange_strong_explicit(
+		   slot, &cur, fn, memory_order_release,
+		   memory_order_acquire) ||
+	       cur == fn;
+}
+
+void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
+		    unsigned long long flags)
+{
+	const struct variant *v = NULL;
+	for (size_t i = 0; i < NVARIANTS; i++)
+		if (variants[i].wrapper == fn)
+			return fn; /* already ours */
+	if (version == 0) {
+		for (size_t i = 0; i < NVARIANTS && !v; i++)
+			if (strcmp(variants[i].name, symbol) == 0)
+				v = &variants[i];
+	} else {
+		v = pick(symbol, version, flags);
+		if (v == NULL && is_driver_base(symbol)) {
+			/* a form older than any hostpin knows (CUDA < 3.2
+			 * 32-bit copies): say so once, hand it out as is */
+			HP_LOG_ONCE(HP_LOG_WARN, "%s asked at CUDA version %d: "
+				    "a form hostpin does not guard", symbol,
+				    version);
+			hp_stat_fail("unguarded copy entry point looked up");
+			return fn;
+		}
+	}
+	if (v == NULL)
+		return fn;
+	if (!learn(v->slot, fn)) {
+		/* a second driver, or a layer that returns its own: leave
+		 * its function alone rather than call the wrong one */
+		HP_LOG_ONCE(HP_LOG_WARN, "%s: two different definitions seen; "
+			    "the second is not guarded", v->name);
+		return fn;
+	}
+	return v->wrapper;
+}

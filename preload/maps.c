@@ -1,0 +1,161 @@
+/* The application's own mappings: which mmaps are tracked and pinned, and
+ * what munmap, mremap, MAP_FIXED and madvise do to tracked or owned ranges:
+ * unpin the affected part first (invariant 1), pin what survives.  Called
+ * from wrap_mmap.c with hp_in_hook raised. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "record.h"
+
+/* Memory the device libraries map for themselves (cudaHostAlloc, driver
+ * buffers) is theirs: never touch it (invariant 8). */
+static int from_device_library(const void *caller)
+{
+	static const char *const libs[] = {"libcuda", "libnvidia", "libcudart",
+					   "libze_", "libze-", "libigdrcl",
+					   "libcupti", "libnccl"};
+	Dl_info di;
+	if (caller == NULL || !dladdr(caller, &di) || di.dli_fname == NULL)
+		return 0;
+	const char *base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+			return 1;
+	return 0;
+}
+
+void hp_mmap_track(void *p, size_t len, int prot, int flags,
+		   const void *caller)
+{
+	uint64_t pol = hp_opt[HP_OPT_MMAP];
+	int anon = (flags & MAP_ANONYMOUS) != 0;
+	int shared = (flags & MAP_TYPE) != MAP_PRIVATE;
+	if (pol == HP_MMAP_OFF || len < hp_threshold ||
+	    (pol == HP_MMAP_PRIVATE && (!anon || shared)) ||
+	    (pol == HP_MMAP_SHARED && !anon))
+		return;
+	/* Reservations are not buffers: locking them would commit them. */
+	if (!(prot & (PROT_READ | PROT_WRITE)) || (flags & MAP_NORESERVE) ||
+	    from_device_library(caller))
+		return;
+	hp_track((uintptr_t)p, hp_page_up(len), HOSTPIN_KIND_MMAP);
+}
+
+struct carve {
+	uintptr_t a, b; /* the range being released */
+	unsigned kind;  /* kind of the first affected record, or 0 */
+};
+
+static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
+{
+	struct carve *c = arg;
+	hp_snap_t sv = *s0, *s = &sv;
+	if (!hp_claim_release(r, s))
+		return 0; /* someone else is releasing it */
+	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
+	if (!c->kind)
+		c->kind = kind;
+	if (hp_untrack(r, s))
+		return 0; /* leaked: stays registered, never reused */
+	uintptr_t end = s->base + s->len;
+	/* Survivors lie outside [a, b): safe to pin again before the caller
+	 * releases [a, b), and outside what this walk still visits. */
+	if (s->base < c->a)
+		hp_track(s->base, c->a - s->base, HOSTPIN_KIND_MMAP);
+	if (end > c->b)
+		hp_track(c->b, end - c->b, HOSTPIN_KIND_MMAP);
+	return 0;
+}
+
+/* Unpin and untrack [a, a+len) before the caller unmaps or replaces it;
+ * the parts of affected ranges outside it stay tracked and pinned.  Returns
+ * the kind of the first range affected (0 if none). */
+static unsigned release_range(uintptr_t a, size_t len)
+{
+	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0};
+	if (len == 0 || !hp_registry_maybe(&hp_reg, c.a) ||
+	    c.b <= c.a)
+		goto out;
+	hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one, &c);
+out:
+	return c.kind;
+}
+
+void hp_range_release(uintptr_t a, size_t len) { release_range(a, len); }
+
+void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
+		   void *new_addr)
+{
+	unsigned kind = release_range((uintptr_t)old, oldlen);
+	if (flags & MREMAP_FIXED)
+		release_range((uintptr_t)new_addr, newlen);
+	void *r = hp_real.mremap(old, oldlen, newlen, flags, new_addr);
+	if (!kind)
+		return r;
+	int e = errno;
+	if (r != MAP_FAILED)
+		hp_track((uintptr_t)r, hp_page_up(newlen), HOSTPIN_KIND_MMAP);
+	else if (oldlen)
+		hp_track((uintptr_t)old & ~(HP_PAGE_SIZE - 1), hp_page_up(oldlen),
+			 HOSTPIN_KIND_MMAP);
+	errno = e;
+	return r;
+}
+
+struct advise {
+	uintptr_t cur, end;
+	int advice, ret, err;
+};
+
+static void advise_gap(struct advise *ad, uintptr_t to)
+{
+	if (to > ad->cur) {
+		if (hp_real.madvise((void *)ad->cur, to - ad->cur, ad->advice) &&
+		    !ad->ret)
+			ad->ret = -1, ad->err = errno;
+	}
+}
+
+static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct advise *ad = arg;
+	uint32_t st = hp_busy_begin(r, s);
+	if (!st)
+		return 0;
+	uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
+	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
+	advise_gap(ad, a);
+	ad->cur = a;
+	/* Locked pages refuse DONTNEED (EINVAL): unpin, discard, pin again.
+	 * The range survives, so it is pinned again (its pages now zero). */
+	if (hp_unpin(r, s->base, s->len) == 0) {
+		advise_gap(ad, b);
+		hp_pin(r, s->base, s->len);
+	} else if (!ad->ret) {
+		ad->ret = -1, ad->err = EBUSY;
+	}
+	ad->cur = b;
+	hp_busy_end(r, st);
+	return 0;
+}
+
+int hp_madvise_do(void *a, size_t len, int advice)
+{
+	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), advice,
+			    0, 0};
+	if (((uintptr_t)a & (HP_PAGE_SIZE - 1)) || ad.end < ad.cur) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (hp_registry_maybe(&hp_reg, ad.cur) ||
+	    hp_registry_maybe(&hp_reg, ad.end - 1))
+		hp_registry_each_overlap(&hp_reg, ad.cur, ad.end - ad.cur,
+					 advise_one, &ad);
+	advise_gap(&ad, ad.end);
+	if (ad.ret)
+		errno = ad.err;
+	return ad.ret;
+}

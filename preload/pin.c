@@ -1,0 +1,306 @@
+/* The pin policy: what happens to a range between the registry and the
+ * backend.  The HOSTPIN_MAX_PINNED cap, pin and unpin, tracking, adoption of
+ * pending blocks, stepping aside for the program's own registrations, and
+ * the forked child's forgetting.  Every function here runs with hp_in_hook
+ * raised by its caller, so whatever it calls that allocates or maps goes
+ * straight to the next allocator. */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "record.h"
+
+hp_registry_t hp_reg = HP_REGISTRY_INIT;
+
+/* ---- pin policy ---- */
+
+/* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap. */
+static int cap_reserve(size_t len)
+{
+	uint64_t max = hp_opt[HP_OPT_MAX_PINNED];
+	uint64_t cur = atomic_load_explicit(&hp_ctr.pinned_bytes_now,
+					    memory_order_relaxed);
+	do {
+		if (cur + len > max)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &hp_ctr.pinned_bytes_now, &cur, cur + len, memory_order_relaxed,
+	    memory_order_relaxed));
+	return 1;
+}
+
+void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
+{
+	/* A range the program registered itself is left alone until the
+	 * program unregisters it (hp_foreign_end pins it then): not pending,
+	 * so adoption never walks the registry for it. */
+	if (hp_backend == &hp_backend_none || hp_in_child ||
+	    (hp_rflags(r) & HP_F_FOREIGN))
+		return;
+	if (!cap_reserve(len)) {
+		atomic_fetch_add(&hp_ctr.over_cap, 1);
+		HP_LOG_ONCE(HP_LOG_WARN,
+			    "HOSTPIN_MAX_PINNED (%llu bytes) reached: further "
+			    "blocks are served unpinned",
+			    (unsigned long long)hp_opt[HP_OPT_MAX_PINNED]);
+		return;
+	}
+	const char *why = "unknown";
+	int e = EAGAIN;
+	if (hp_backend->ready() && hp_coverage_ok(hp_backend, &why) == 0) {
+		uint64_t t0 = hp_now_ns();
+		hp_prefault((void *)base, len);
+		e = hp_backend->pin((void *)base, len, &why);
+		atomic_fetch_add_explicit(&hp_ctr.pin_ns, hp_now_ns() - t0,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&hp_ctr.pin_calls, 1,
+					  memory_order_relaxed);
+	}
+	if (e == EAGAIN) { /* not now: the device runtime is not ready */
+		atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+		if (!(hp_rflags(r) & HOSTPIN_PENDING)) {
+			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
+			atomic_fetch_add(&hp_ctr.pending_blocks, 1);
+		}
+		return;
+	}
+	if (hp_rflags(r) & HOSTPIN_PENDING) {
+		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_PENDING);
+		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+	}
+	if (e) {
+		/* HOSTPIN_MLOCK: a block the device refused is at least kept
+		 * resident. */
+		int locked = hp_opt[HP_OPT_MLOCK] &&
+			     hp_backend->pin_flags != HOSTPIN_LOCKED &&
+			     mlock((void *)base, len) == 0;
+		if (locked) {
+			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_LOCKED);
+			atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+		} else {
+			atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+		}
+		int first = hp_stat_fail(why);
+		if (hp_opt[HP_OPT_STRICT])
+			hp_fatal("cannot pin %zu bytes at %p: %s (errno %d); "
+				 "HOSTPIN_STRICT=1: aborting",
+				 len, (void *)base, why, e);
+		if (first)
+			hp_log(HP_LOG_WARN,
+			       "cannot pin %zu bytes at %p: %s (errno %d); the "
+			       "memory stays usable, %s (reported once per "
+			       "reason; counted in the statistics)",
+			       len, (void *)base, why, e,
+			       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
+		return;
+	}
+	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
+	atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+	hp_site_account(hp_rsite(r), len, 1);
+	/* the reservation is now real: account the peak */
+	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
+}
+
+/* Undo hp_pin(); non-zero if the backend refused (the caller must then leak
+ * the range: invariant 1). */
+int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
+{
+	if (hp_backend->quiesce)
+		hp_backend->quiesce(r);
+	unsigned f = hp_rflags(r);
+	if (f & HOSTPIN_PENDING) {
+		hp_set_rflags(r, f & ~HOSTPIN_PENDING);
+		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+	}
+	if (!(f & HP_PIN_MASK))
+		return 0;
+	const char *why = "unknown";
+	atomic_fetch_add_explicit(&hp_ctr.unpin_calls, 1, memory_order_relaxed);
+	int e = 0;
+	if (f & hp_backend->pin_flags)
+		e = hp_in_child ? 0 : hp_backend->unpin((void *)base, len, &why);
+	else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
+		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
+	if (e) {
+		if (hp_stat_fail(why))
+			hp_log(HP_LOG_WARN,
+			       "cannot unpin %zu bytes at %p: %s (errno %d); "
+			       "leaking the mapping rather than reusing it "
+			       "(reported once per reason)",
+			       len, (void *)base, why, e);
+		return e;
+	}
+	hp_set_rflags(r, hp_rflags(r) & ~HP_PIN_MASK);
+	atomic_fetch_sub(&hp_ctr.pinned_blocks_now, 1);
+	atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+	hp_site_account(hp_rsite(r), len, 0);
+	return 0;
+}
+
+void hp_count_track(unsigned kind, size_t len, int add)
+{
+	if (kind & HOSTPIN_KIND_MALLOC) {
+		if (add) {
+			hp_stat_add_peak(&hp_ctr.blocks_now,
+					 &hp_ctr.blocks_peak, 1);
+			hp_stat_add_peak(&hp_ctr.bytes_now, &hp_ctr.bytes_peak,
+					 len);
+		} else {
+			atomic_fetch_sub(&hp_ctr.blocks_now, 1);
+			atomic_fetch_sub(&hp_ctr.bytes_now, len);
+		}
+	} else {
+		atomic_fetch_add(&hp_ctr.mmap_ranges_now, add ? 1 : -1ull);
+		atomic_fetch_add(&hp_ctr.mmap_bytes_now, add ? len : 0 - len);
+	}
+}
+
+int hp_track(uintptr_t base, size_t len, unsigned kind)
+{
+	hp_rec_t *r;
+	int e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r);
+	if (e) {
+		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p "
+			    "(errno %d): left to the system", len,
+			    (void *)base, e);
+		return e;
+	}
+	atomic_store_explicit(&r->user[HP_U_FLAGS], kind, memory_order_relaxed);
+	if (kind & HOSTPIN_KIND_MALLOC)
+		hp_set_rsite(r, hp_site_capture());
+	hp_count_track(kind, len, 1);
+	hp_pin(r, base, len);
+	return 0;
+}
+
+/* A leaked record stays in the registry as LEAKED: never reused. */
+int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
+{
+	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
+	if (hp_unpin(r, s->base, s->len)) {
+		uint64_t w = atomic_load(&r->word);
+		hp_registry_claim(r, w, HP_REC_LEAKED);
+		atomic_fetch_add(&hp_ctr.leaked_blocks, 1);
+		return EBUSY;
+	}
+	hp_count_track(kind, s->len, 0);
+	hp_registry_remove(&hp_reg, r);
+	return 0;
+}
+
+
+/* ---- adoption and foreign registrations ---- */
+
+static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & HOSTPIN_PENDING) || !(st = hp_busy_begin(r, s)))
+		return 0;
+	hp_pin(r, s->base, s->len);
+	if (!(hp_rflags(r) & HOSTPIN_PENDING) && (hp_rflags(r) & HP_PIN_MASK))
+		atomic_fetch_add(&hp_ctr.adopted_blocks, 1);
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_adopt_pending(void)
+{
+	if (atomic_load_explicit(&hp_ctr.pending_blocks,
+				 memory_order_relaxed) == 0 ||
+	    hp_in_child || !hp_backend->ready())
+		return;
+	hp_registry_each(&hp_reg, adopt_one, NULL);
+}
+
+static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	uint32_t st = hp_busy_begin(r, s);
+	if (!st)
+		return 0;
+	/* Step aside: the application's registration must not fail with
+	 * "already registered" because of ours. */
+	if (hp_unpin(r, s->base, s->len) == 0) {
+		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
+		atomic_store_explicit(&r->user[HP_U_FOREIGN], (uintptr_t)arg,
+				      memory_order_relaxed);
+		atomic_fetch_add(&hp_ctr.foreign_ranges, 1);
+	}
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_foreign_begin(void *p, size_t n)
+{
+	if (n && hp_registry_maybe(&hp_reg, (uintptr_t)p))
+		hp_registry_each_overlap(&hp_reg, (uintptr_t)p, n, foreign_one,
+					 p);
+}
+
+static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	uint32_t st;
+	if (!(hp_rflags(r) & HP_F_FOREIGN) ||
+	    atomic_load_explicit(&r->user[HP_U_FOREIGN],
+				 memory_order_relaxed) != (uintptr_t)arg ||
+	    !(st = hp_busy_begin(r, s)))
+		return 0;
+	hp_set_rflags(r, hp_rflags(r) & ~HP_F_FOREIGN);
+	hp_pin(r, s->base, s->len); /* ours again */
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_foreign_end(void *p)
+{
+	hp_registry_each(&hp_reg, unforeign_one, p);
+}
+
+void hp_import_dropped(void *p)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+	uint32_t st;
+	if (r == NULL || (hp_rflags(r) & HP_F_FOREIGN) ||
+	    !(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, &s)))
+		return;
+	/* The program released our import from (at least) one driver.  The
+	 * backend's unpin asks each driver whether our import is still there
+	 * and releases only what is; then the block is imported again. */
+	if (hp_unpin(r, s.base, s.len) == 0)
+		hp_pin(r, s.base, s.len);
+	hp_busy_end(r, st);
+}
+
+unsigned hp_block_flags(const void *p, hp_rec_t **rec)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+	*rec = r;
+	return r ? hp_rflags(r) : 0;
+}
+
+/* ---- fork ---- */
+
+static int child_forget(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)s, (void)arg;
+	/* Memory locks and device registrations are not inherited: the
+	 * child's blocks are plain memory, and it never unpins them. */
+	unsigned f = hp_rflags(r);
+	if (f & HP_PIN_MASK)
+		atomic_fetch_sub(&hp_ctr.pinned_blocks_now, 1);
+	if (f & HOSTPIN_PENDING)
+		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+	hp_set_rflags(r, f & ~(HP_PIN_MASK | HOSTPIN_PENDING));
+	return 0;
+}
+
+void hp_pin_fork_child(void)
+{
+	hp_in_hook++;
+	hp_backend->fork_child();
+	hp_registry_each(&hp_reg, child_forget, NULL);
+	atomic_store(&hp_ctr.pinned_bytes_now, 0);
+	hp_in_hook--;
+}
+

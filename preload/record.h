@@ -1,0 +1,112 @@
+/* Registry records as the policy uses them: states, the words a record
+ * carries, and the claim helpers that make a free and an munmap racing on
+ * one range release it exactly once. */
+#ifndef HP_RECORD_H
+#define HP_RECORD_H
+
+#include <sched.h>
+
+#include "hostpin.h"
+#include "hp.h"
+
+/* Registry record states.  BUSY: held briefly by adoption, madvise or a
+ * foreign registration; a release waits for it to end. */
+enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
+       HP_REC_BUSY = 4, HP_REC_CACHED = 5 };
+/* rec->user[] words: flags (the allocation site in the upper half); the
+ * base of a foreign registration overlapping it; the stream and event of
+ * the last async copy that used the block (HOSTPIN_COPY=async), a pair that
+ * copy.c reads and writes only under its lock for the record. */
+enum { HP_U_FLAGS = 0, HP_U_FOREIGN = 1, HP_U_STREAM = 2, HP_U_EVENT = 3 };
+/* Internal flag: an application registration overlaps; hostpin stepped
+ * aside (not in hostpin.h's public set). */
+#define HP_F_FOREIGN 0x100u
+#define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
+#define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
+#define HP_SITE_SHIFT 32
+
+static inline size_t hp_page_up(size_t n)
+{
+	return (n + HP_PAGE_SIZE - 1) & ~(HP_PAGE_SIZE - 1);
+}
+
+/* relaxed throughout: flags are written by the thread that owns the record
+ * (it won the claim or created it); other readers only report. */
+static inline unsigned hp_rsite(hp_rec_t *r)
+{
+	return (unsigned)(atomic_load_explicit(&r->user[HP_U_FLAGS],
+					       memory_order_relaxed) >>
+			  HP_SITE_SHIFT);
+}
+
+static inline unsigned hp_rflags(hp_rec_t *r)
+{
+	return (unsigned)atomic_load_explicit(&r->user[HP_U_FLAGS],
+					      memory_order_relaxed);
+}
+
+static inline void hp_set_rflags(hp_rec_t *r, unsigned f)
+{
+	atomic_store_explicit(&r->user[HP_U_FLAGS],
+			      ((uintptr_t)hp_rsite(r) << HP_SITE_SHIFT) | f,
+			      memory_order_relaxed);
+}
+
+static inline void hp_set_rsite(hp_rec_t *r, unsigned site)
+{
+	atomic_store_explicit(&r->user[HP_U_FLAGS],
+			      ((uintptr_t)site << HP_SITE_SHIFT) | hp_rflags(r),
+			      memory_order_relaxed);
+}
+
+/* Claim r (LIVE or CACHED) for release, waiting out a BUSY holder; 0 if it
+ * is in no state to be released (someone else releases it, or it leaked). */
+static inline int hp_claim_release(hp_rec_t *r, hp_snap_t *s)
+{
+	for (;;) {
+		uint32_t st = hp_word_state(s->word);
+		if ((st == HP_REC_LIVE || st == HP_REC_CACHED) &&
+		    hp_registry_claim(r, s->word, HP_REC_RELEASING))
+			return 1;
+		if (hp_registry_lookup(&hp_reg, s->base, s) != r ||
+		    hp_word_state(s->word) != HP_REC_BUSY)
+			return 0;
+		sched_yield();
+	}
+}
+
+/* Hold r briefly (adoption, madvise, a foreign registration): returns the
+ * state to restore with hp_busy_end, or 0 if r is neither LIVE nor CACHED. */
+static inline uint32_t hp_busy_begin(hp_rec_t *r, const hp_snap_t *s)
+{
+	uint32_t st = hp_word_state(s->word);
+	if ((st != HP_REC_LIVE && st != HP_REC_CACHED) ||
+	    !hp_registry_claim(r, s->word, HP_REC_BUSY))
+		return 0;
+	return st;
+}
+
+static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
+{
+	hp_registry_claim(r, atomic_load(&r->word), st);
+}
+
+/* ---- pin.c: the pin policy between records and the backend ---- */
+HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
+/* Undo hp_pin; non-zero if the backend refused (the caller must then leak
+ * the range: invariant 1). */
+HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);
+/* Insert and pin a range we own or track; 0 or an errno. */
+HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
+/* Unpin and forget a claimed record; 0, or EBUSY if it had to be leaked. */
+HP_HIDDEN int hp_untrack(hp_rec_t *r, const hp_snap_t *s);
+HP_HIDDEN void hp_count_track(unsigned kind, size_t len, int add);
+
+/* ---- cache.c ---- */
+/* Take a cached block of len bytes (a page multiple) aligned to align; its
+ * real length (up to len + len/8) in *got. */
+HP_HIDDEN void *hp_cache_take(size_t len, size_t align, size_t *got);
+/* Keep a claimed (RELEASING) block for reuse; 0 if it does not fit. */
+HP_HIDDEN int hp_cache_keep(hp_rec_t *r, hp_snap_t *s);
+
+#endif

@@ -1,0 +1,109 @@
+/* Dynamic symbol tables of loaded objects, read in place: no allocation,
+ * no loader call. */
+#include <elf.h>
+#include <string.h>
+
+#include "symtab.h"
+
+static uintptr_t dyn_ptr(ElfW(Addr) base, ElfW(Addr) v)
+{
+	/* ld.so relocates these entries in place on most targets, not on
+	 * all: an unrelocated one is an offset below the load address. */
+	return v < base ? base + v : v;
+}
+
+struct tabs {
+	const ElfW(Sym) *sym;
+	const char *str;
+	const uint32_t *gnu;
+	const uint32_t *sysv;
+};
+
+static int tables(ElfW(Addr) base, const ElfW(Dyn) *d, struct tabs *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (; d && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_SYMTAB)
+			t->sym = (const ElfW(Sym) *)dyn_ptr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_STRTAB)
+			t->str = (const char *)dyn_ptr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_GNU_HASH)
+			t->gnu = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_HASH)
+			t->sysv = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr);
+	}
+	return t->sym && t->str && (t->gnu || t->sysv);
+}
+
+static const uint32_t *gnu_chain(const uint32_t *gnu, uint32_t *nb,
+				 const uint32_t **buckets)
+{
+	*nb = gnu[0];
+	*buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
+	return *buckets + *nb;
+}
+
+void *hp_elf_lookup(const struct link_map *lm, const char *name)
+{
+	struct tabs t;
+	if (!tables(lm->l_addr, lm->l_ld, &t) || !t.gnu)
+		return NULL;
+	uint32_t h = 5381;
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	uint32_t nb, symoffset = t.gnu[1];
+	const uint32_t *buckets, *chain = gnu_chain(t.gnu, &nb, &buckets);
+	uint32_t i = buckets[h % nb];
+	if (i < symoffset)
+		return NULL;
+	for (;; i++) {
+		uint32_t ch = chain[i - symoffset];
+		const ElfW(Sym) *s = &t.sym[i];
+		if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF &&
+		    strcmp(t.str + s->st_name, name) == 0)
+			return (void *)(lm->l_addr + s->st_value);
+		if (ch & 1)
+			return NULL;
+	}
+}
+
+/* Number of dynamic symbols: DT_HASH says it; with only DT_GNU_HASH, one
+ * past the end of the longest chain. */
+static uint32_t nsyms(const struct tabs *t)
+{
+	if (t->sysv)
+		return t->sysv[1];
+	uint32_t nb, symoffset = t->gnu[1], max = 0;
+	const uint32_t *buckets, *chain = gnu_chain(t->gnu, &nb, &buckets);
+	for (uint32_t b = 0; b < nb; b++)
+		if (buckets[b] > max)
+			max = buckets[b];
+	if (max < symoffset)
+		return symoffset;
+	while (!(chain[max - symoffset] & 1))
+		max++;
+	return max + 1;
+}
+
+int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
+		     int (*fn)(const char *, void *), void *arg)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < phnum; i++)
+		if (phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
+	struct tabs t;
+	if (!tables(base, dyn, &t))
+		return 0;
+	uint32_t n = nsyms(&t);
+	for (uint32_t i = 1; i < n; i++) {
+		const ElfW(Sym) *s = &t.sym[i];
+		if (s->st_shndx == SHN_UNDEF ||
+		    ELF64_ST_TYPE(s->st_info) != STT_FUNC)
+			continue;
+		int r = fn(t.str + s->st_name, arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,79 @@
+/* The exported mapping names: mmap, munmap, mremap, madvise.  A bounds
+ * test against the registry, then one call into maps.c with hp_in_hook
+ * raised; everything else goes straight to the next definition. */
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+
+#include "hp.h"
+
+#define ready hp_ready
+
+static int may_overlap(const void *a, size_t len)
+{
+	uintptr_t lo = atomic_load_explicit(&hp_reg.lo, memory_order_relaxed);
+	uintptr_t hi = atomic_load_explicit(&hp_reg.hi, memory_order_relaxed);
+	return (uintptr_t)a < hi && (uintptr_t)a + len > lo;
+}
+
+HP_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd,
+		     off_t off)
+{
+	if (hp_in_hook || !ready())
+		return HP_REAL(mmap)(a, len, prot, flags, fd, off);
+	if ((flags & MAP_FIXED) && may_overlap(a, len)) {
+		/* MAP_FIXED replaces what is there: unpin it first. */
+		HP_GUARDED(hp_range_release((uintptr_t)a, len));
+	}
+	void *p = HP_REAL(mmap)(a, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && len >= HP_THRESHOLD()) {
+		int e = errno;
+		HP_GUARDED(hp_mmap_track(p, len, prot, flags,
+					 __builtin_return_address(0)));
+		errno = e;
+	}
+	return p;
+}
+
+HP_EXPORT void *mmap64(void *a, size_t len, int prot, int flags, int fd,
+		       off_t off) __attribute__((alias("mmap")));
+
+HP_EXPORT int munmap(void *a, size_t len)
+{
+	if (!hp_in_hook && ready() && may_overlap(a, len)) {
+		HP_GUARDED(hp_range_release((uintptr_t)a, len));
+	}
+	return HP_REAL(munmap)(a, len);
+}
+
+HP_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	void *new_addr = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (!hp_in_hook && ready() &&
+	    (may_overlap(old, oldlen) ||
+	     ((flags & MREMAP_FIXED) && may_overlap(new_addr, newlen)))) {
+		void *r;
+		HP_GUARDED(r = hp_mremap_do(old, oldlen, newlen, flags,
+					    new_addr));
+		return r;
+	}
+	return HP_REAL(mremap)(old, oldlen, newlen, flags, new_addr);
+}
+
+HP_EXPORT int madvise(void *a, size_t len, int advice)
+{
+	int discard = advice == MADV_DONTNEED || advice == MADV_FREE ||
+		      advice == MADV_REMOVE;
+	if (discard && !hp_in_hook && ready() && may_overlap(a, len)) {
+		int r;
+		HP_GUARDED(r = hp_madvise_do(a, len, advice));
+		return r;
+	}
+	return HP_REAL(madvise)(a, len, advice);
+}
