@@ -25,6 +25,8 @@ enum {
 #define FAKE_HELD "registered"
 #include "fake_common.h"
 
+static int inflight(const void *p, size_t n);
+
 #define MAXDEV 8
 static int ndev = 2;
 static struct CUctx_st prim[MAXDEV];
@@ -237,10 +239,7 @@ CUresult cuMemHostUnregister(void *p)
 	int i = find(p, 1, 1);
 	if (i < 0)
 		RETURN(NOT_REG);
-	int (*inflight)(const void *, size_t) =
-	    (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT,
-						 "fake_cudart_inflight");
-	if (inflight && inflight(p, held[i].len))
+	if (inflight(p, held[i].len))
 		logf_("VIOLATION unregister-with-copy-in-flight %p", p);
 	logf_("UNREG %p %zu", p, held[i].len);
 	held[i] = held[--nheld];
@@ -260,3 +259,6 @@ __attribute__((destructor)) static void fake_fini(void)
 	logf_("EXIT live=%d", nheld);
 	pthread_mutex_unlock(&mu);
 }
+
+/* Streams, events, device memory, copies and cuGetProcAddress. */
+#include "fake_copy.h"

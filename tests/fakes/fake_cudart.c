@@ -1,329 +1,419 @@
-/* A fake CUDA runtime (libcudart.so.12) over the fake driver.  Copies run
- * later on a worker thread per stream, after FAKE_CUDA_DELAY_US, with the
- * real runtime's host-side semantics: on pageable memory an async H2D
- * returns after staging the source and an async D2H returns after the copy
- * completed; on registered memory both return at once. */
+/* A fake CUDA runtime over the fake driver, built as libcudart.so.12 and
+ * also compiled into a test program as a static runtime.  Like the real
+ * runtime it never calls the driver through its symbols: at its first call
+ * it dlopens libcuda.so.1, looks up cuGetProcAddress_v2 on that handle, and
+ * asks it for every driver entry point it uses.  Its streams and events are
+ * the driver's.  FAKE_STATIC: hidden symbols, as in an executable that
+ * links cudart_static. */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#ifdef FAKE_STATIC
+#define API __attribute__((visibility("hidden")))
+#else
+#define API __attribute__((visibility("default")))
+#endif
 
 typedef int cudaError_t;
 typedef int CUresult;
-struct CUctx_st;
 typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *stream_t;
+typedef struct event *event_t;
+typedef unsigned long long dptr;
 enum { H2H = 0, H2D = 1, D2H = 2, D2D = 3, DEFAULT = 4 };
+#define VERSION 12080
 
-CUresult cuInit(unsigned);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, int);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuCtxGetCurrent(CUcontext *);
-CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
-CUresult cuMemHostUnregister(void *);
-int fake_cuda_is_registered(const void *, size_t);
-
-struct op {
-	struct op *next;
-	void *dst;
-	const void *src;
-	size_t n;
-	void *staging; /* freed after the copy */
-	struct event *ev;
-};
-
-struct event {
-	int done;
-};
-
-typedef struct CUstream_st {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct op *head, *tail;
-	int busy;
-	pthread_t th;
-	int started;
-	int capturing; /* between cudaStreamBeginCapture and EndCapture */
-} stream_t;
-
-/* Set when a stream was synchronised while capturing: the real runtime
- * then invalidates the capture. */
-static int capture_broken;
-int fake_cudart_capture_broken(void) { return capture_broken; }
-
-static stream_t default_stream = {PTHREAD_MUTEX_INITIALIZER,
-				  PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0};
-static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	CUresult (*gpa)(const char *, void **, int, unsigned long long, int *);
+	CUresult (*init)(unsigned);
+	CUresult (*retain)(CUcontext *, int);
+	CUresult (*set)(CUcontext);
+	CUresult (*get)(CUcontext *);
+	CUresult (*ctxsync)(void);
+	CUresult (*alloc)(dptr *, size_t);
+	CUresult (*reg)(void *, size_t, unsigned);
+	CUresult (*unreg)(void *);
+	CUresult (*screate)(stream_t *, unsigned);
+	CUresult (*ssync)(stream_t);
+	CUresult (*sbegin)(stream_t, int);
+	CUresult (*send)(stream_t, void **);
+	CUresult (*scap)(stream_t, int *);
+	CUresult (*ecreate)(event_t *, unsigned);
+	CUresult (*erecord)(event_t, stream_t);
+	CUresult (*esync)(event_t);
+	CUresult (*edestroy)(event_t);
+	/* copies: [0] legacy stream form, [1] per-thread form */
+	CUresult (*htod[2])(dptr, const void *, size_t, stream_t);
+	CUresult (*dtoh[2])(void *, dptr, size_t, stream_t);
+	CUresult (*any[2])(dptr, dptr, size_t, stream_t);
+	CUresult (*m2d[2])(const void *, stream_t);
+	CUresult (*m3d[2])(const void *, stream_t);
+	CUresult (*batch[2])(dptr *, dptr *, size_t *, size_t, void *, size_t *,
+			     size_t, size_t *, stream_t);
+	CUresult (*batch3d[2])(size_t, void *, size_t *, unsigned long long,
+			       stream_t);
+} d;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cur_dev = -1;
 static CUcontext dev_ctx;
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Memory the fake runtime uses for itself: straight from the kernel, so
- * hostpin never sees it. */
-static void *raw(size_t n)
+static void *get(const char *name, int ptsz)
 {
-	return (void *)syscall(SYS_mmap, NULL, n, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-}
-static void unraw(void *p, size_t n) { syscall(SYS_munmap, p, n); }
-
-static void *worker(void *arg)
-{
-	stream_t *s = arg;
-	long delay = getenv("FAKE_CUDA_DELAY_US")
-			 ? atol(getenv("FAKE_CUDA_DELAY_US"))
-			 : 20000;
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		while (!s->head)
-			pthread_cond_wait(&s->cv, &s->mu);
-		struct op *o = s->head;
-		s->busy = 1;
-		pthread_mutex_unlock(&s->mu);
-		usleep((useconds_t)delay);
-		if (o->n)
-			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
-		if (o->staging)
-			unraw(o->staging, o->n);
-		if (o->ev)
-			__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&s->mu);
-		s->head = o->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->busy = 0;
-		unraw(o, sizeof(*o));
-		pthread_cond_broadcast(&s->cv);
+	void *f = NULL;
+	if (d.gpa(name, &f, VERSION, ptsz ? 2 : 1, NULL) != 0 || f == NULL) {
+		fprintf(stderr, "fake cudart: no %s from the driver\n", name);
+		abort();
 	}
-	return NULL;
+	return f;
 }
 
-static stream_t *S(stream_t *s) { return s ? s : &default_stream; }
-
-static void enqueue(stream_t *s, struct op *o)
+static void load(void)
 {
-	s = S(s);
-	pthread_mutex_lock(&s->mu);
-	if (!s->started) {
-		s->started = 1;
-		pthread_create(&s->th, NULL, worker, s);
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		fprintf(stderr, "fake cudart: %s\n", dlerror());
+		abort();
 	}
-	o->next = NULL;
-	if (s->tail)
-		s->tail->next = o;
-	else
-		s->head = o;
-	s->tail = o;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void drain(stream_t *s)
-{
-	s = S(s);
-	pthread_mutex_lock(&s->mu);
-	while (s->head || s->busy)
-		pthread_cond_wait(&s->cv, &s->mu);
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* Does any queued copy touch [p, p+n)?  Read by the fake driver. */
-int fake_cudart_inflight(const void *p, size_t n)
-{
-	stream_t *s = &default_stream;
-	int hit = 0;
-	pthread_mutex_lock(&s->mu);
-	for (struct op *o = s->head; o; o = o->next) {
-		const char *a = o->dst, *b = o->src;
-		if ((a < (const char *)p + n && a + o->n > (const char *)p) ||
-		    (b && b < (const char *)p + n && b + o->n > (const char *)p))
-			hit = 1;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return hit;
+	*(void **)&d.gpa = dlsym(h, "cuGetProcAddress_v2");
+	if (d.gpa == NULL)
+		abort();
+#define G(f, n) *(void **)&d.f = get(n, 0)
+#define G2(f, n) *(void **)&d.f[0] = get(n, 0), *(void **)&d.f[1] = get(n, 1)
+	G(init, "cuInit"); G(retain, "cuDevicePrimaryCtxRetain");
+	G(set, "cuCtxSetCurrent"); G(get, "cuCtxGetCurrent");
+	G(ctxsync, "cuCtxSynchronize"); G(alloc, "cuMemAlloc");
+	G(reg, "cuMemHostRegister"); G(unreg, "cuMemHostUnregister");
+	G(screate, "cuStreamCreate"); G(ssync, "cuStreamSynchronize");
+	G(sbegin, "cuStreamBeginCapture"); G(send, "cuStreamEndCapture");
+	G(scap, "cuStreamIsCapturing"); G(ecreate, "cuEventCreate");
+	G(erecord, "cuEventRecord"); G(esync, "cuEventSynchronize");
+	G(edestroy, "cuEventDestroy");
+	G2(htod, "cuMemcpyHtoDAsync"); G2(dtoh, "cuMemcpyDtoHAsync");
+	G2(any, "cuMemcpyAsync"); G2(m2d, "cuMemcpy2DAsync");
+	G2(m3d, "cuMemcpy3DAsync"); G2(batch, "cuMemcpyBatchAsync");
+	G2(batch3d, "cuMemcpy3DBatchAsync");
+#undef G
+#undef G2
 }
 
 static void ctx(void)
 {
+	pthread_once(&once, load);
 	CUcontext c = NULL;
-	cuCtxGetCurrent(&c);
+	d.get(&c);
 	if (c == NULL && dev_ctx)
-		cuCtxSetCurrent(dev_ctx);
+		d.set(dev_ctx);
 }
 
-cudaError_t cudaSetDevice(int d)
+API cudaError_t cudaSetDevice(int dev)
 {
+	pthread_once(&once, load);
 	pthread_mutex_lock(&init_mu);
-	if (cur_dev != d) {
-		cuInit(0);
-		cuDevicePrimaryCtxRetain(&dev_ctx, d);
-		cur_dev = d;
+	if (cur_dev != dev) {
+		d.init(0);
+		d.retain(&dev_ctx, dev);
+		cur_dev = dev;
 	}
 	pthread_mutex_unlock(&init_mu);
-	return cuCtxSetCurrent(dev_ctx);
+	return d.set(dev_ctx);
 }
 
-cudaError_t cudaMalloc(void **p, size_t n)
+API cudaError_t cudaRuntimeGetVersion(int *v)
+{
+	*v = VERSION;
+	return 0;
+}
+
+API cudaError_t cudaMalloc(void **p, size_t n)
 {
 	ctx();
-	*p = raw(n);
-	return *p == MAP_FAILED ? 2 : 0;
+	dptr x;
+	cudaError_t e = d.alloc(&x, n);
+	*p = (void *)(uintptr_t)x;
+	return e;
 }
 
-cudaError_t cudaFree(void *p)
+API cudaError_t cudaFree(void *p)
 {
-	(void)p; /* device memory of the fake: leaked, tests are short */
+	(void)p;
 	return 0;
 }
 
-cudaError_t cudaStreamCreate(stream_t **s)
-{
-	*s = raw(sizeof(stream_t));
-	memset(*s, 0, sizeof(stream_t));
-	pthread_mutex_init(&(*s)->mu, NULL);
-	pthread_cond_init(&(*s)->cv, NULL);
-	return 0;
-}
-
-cudaError_t cudaStreamSynchronize(stream_t *s)
-{
-	if (S(s)->capturing) {
-		capture_broken = 1;
-		return 900; /* cudaErrorStreamCaptureUnsupported */
-	}
-	drain(s);
-	return 0;
-}
-
-cudaError_t cudaStreamBeginCapture(stream_t *s, int mode)
-{
-	(void)mode;
-	S(s)->capturing = 1;
-	return 0;
-}
-
-cudaError_t cudaStreamEndCapture(stream_t *s, void **graph)
-{
-	S(s)->capturing = 0;
-	*graph = NULL;
-	return capture_broken ? 901 /* cudaErrorStreamCaptureInvalidated */ : 0;
-}
-
-cudaError_t cudaStreamIsCapturing(stream_t *s, int *status)
-{
-	*status = S(s)->capturing; /* 1: cudaStreamCaptureStatusActive */
-	return 0;
-}
-
-cudaError_t cudaDeviceSynchronize(void)
-{
-	drain(NULL);
-	return 0;
-}
-
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind,
-			    stream_t *s)
+API cudaError_t cudaStreamCreate(stream_t *s)
 {
 	ctx();
-	struct op *o = raw(sizeof(*o));
-	memset(o, 0, sizeof(*o));
-	o->dst = dst, o->src = src, o->n = n;
-	const void *host = kind == H2D ? src : kind == D2H ? dst : NULL;
-	int pinned = host && fake_cuda_is_registered(host, n);
-	if (kind == H2D && !pinned) {
-		o->staging = raw(n); /* staged now: the source may change */
-		memcpy(o->staging, src, n);
-	}
-	enqueue(s, o);
-	if (kind == D2H && !pinned)
-		drain(s); /* pageable D2H returns after the copy */
-	return 0;
+	return d.screate(s, 0);
 }
 
-cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
-				 int kind, stream_t *s)
-{
-	return cudaMemcpyAsync(dst, src, n, kind, s);
-}
-
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src,
-			      size_t sp, size_t w, size_t h, int kind,
-			      stream_t *s)
-{
-	for (size_t r = 0; r < h; r++)
-		cudaMemcpyAsync((char *)dst + r * dp, (const char *)src + r * sp,
-				w, kind, s);
-	return 0;
-}
-
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
-{
-	cudaMemcpyAsync(dst, src, n, kind, NULL);
-	drain(NULL);
-	return 0;
-}
-
-cudaError_t cudaEventCreateWithFlags(struct event **e, unsigned flags)
-{
-	(void)flags;
-	*e = raw(sizeof(**e));
-	(*e)->done = 1;
-	return 0;
-}
-
-cudaError_t cudaEventRecord(struct event *e, stream_t *s)
-{
-	struct op *o = raw(sizeof(*o));
-	memset(o, 0, sizeof(*o));
-	__atomic_store_n(&e->done, 0, __ATOMIC_RELEASE);
-	o->ev = e;
-	enqueue(s, o);
-	return 0;
-}
-
-cudaError_t cudaEventQuery(struct event *e)
-{
-	return __atomic_load_n(&e->done, __ATOMIC_ACQUIRE) ? 0 : 600;
-}
-
-cudaError_t cudaEventSynchronize(struct event *e)
-{
-	while (!__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
-		usleep(200);
-	return 0;
-}
-
-cudaError_t cudaEventDestroy(struct event *e)
-{
-	(void)e; /* may still be queued: leaked, tests are short */
-	return 0;
-}
-
-cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
+API cudaError_t cudaStreamSynchronize(stream_t s)
 {
 	ctx();
-	return cuMemHostRegister_v2(p, n, flags);
+	return d.ssync(s);
 }
 
-cudaError_t cudaHostUnregister(void *p)
+API cudaError_t cudaStreamBeginCapture(stream_t s, int mode)
 {
 	ctx();
-	return cuMemHostUnregister(p);
+	return d.sbegin(s, mode);
 }
 
-cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags)
+API cudaError_t cudaStreamEndCapture(stream_t s, void **g)
+{
+	return d.send(s, g);
+}
+
+API cudaError_t cudaStreamIsCapturing(stream_t s, int *st)
 {
 	ctx();
-	/* Like the real driver: its own mapping (through libc's mmap, which
+	return d.scap(s, st);
+}
+
+API cudaError_t cudaDeviceSynchronize(void)
+{
+	ctx();
+	return d.ctxsync();
+}
+
+static cudaError_t copy(void *dst, const void *src, size_t n, int kind,
+			stream_t s, int pt)
+{
+	ctx();
+	if (kind == H2D)
+		return d.htod[pt]((dptr)(uintptr_t)dst, src, n, s);
+	if (kind == D2H)
+		return d.dtoh[pt](dst, (dptr)(uintptr_t)src, n, s);
+	return d.any[pt]((dptr)(uintptr_t)dst, (dptr)(uintptr_t)src, n, s);
+}
+
+API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int k,
+				stream_t s)
+{
+	return copy(dst, src, n, k, s, 0);
+}
+
+API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
+				     int k, stream_t s)
+{
+	return copy(dst, src, n, k, s, 1);
+}
+
+API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
+{
+	cudaError_t e = copy(dst, src, n, kind, NULL, 0);
+	d.ssync(NULL);
+	return e;
+}
+
+/* The driver's 2D/3D descriptors, as cuda.h lays them out. */
+typedef struct {
+	size_t sx, sy;
+	int st;
+	const void *sh;
+	dptr sd;
+	void *sa;
+	size_t sp;
+	size_t dx, dy;
+	int dt;
+	void *dh;
+	dptr dd;
+	void *da;
+	size_t dp;
+	size_t w, h;
+} M2D;
+static int mtype(int kind, int src)
+{
+	if (kind == DEFAULT)
+		return 4;
+	if (src)
+		return kind == H2D || kind == H2H ? 1 : 2;
+	return kind == D2H || kind == H2H ? 1 : 2;
+}
+
+static cudaError_t copy2d(void *dst, size_t dp, const void *src, size_t sp,
+			  size_t w, size_t h, int kind, stream_t s, int pt)
+{
+	ctx();
+	M2D m = {0};
+	m.st = mtype(kind, 1), m.dt = mtype(kind, 0);
+	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = sp;
+	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = dp;
+	m.w = w, m.h = h;
+	return d.m2d[pt](&m, s);
+}
+
+API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src,
+				  size_t sp, size_t w, size_t h, int kind,
+				  stream_t s)
+{
+	return copy2d(dst, dp, src, sp, w, h, kind, s, 0);
+}
+
+API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dp, const void *src,
+				       size_t sp, size_t w, size_t h, int kind,
+				       stream_t s)
+{
+	return copy2d(dst, dp, src, sp, w, h, kind, s, 1);
+}
+
+struct pitched {
+	void *ptr;
+	size_t pitch, xsize, ysize;
+};
+struct parms3d {
+	void *srcArray;
+	size_t spos[3];
+	struct pitched src;
+	void *dstArray;
+	size_t dpos[3];
+	struct pitched dst;
+	size_t ext[3];
+	int kind;
+};
+typedef struct {
+	size_t sx, sy, sz, slod;
+	int st;
+	const void *sh;
+	dptr sd;
+	void *sa, *r0;
+	size_t sp, sheight;
+	size_t dx, dy, dz, dlod;
+	int dt;
+	void *dh;
+	dptr dd;
+	void *da, *r1;
+	size_t dp, dheight;
+	size_t w, h, depth;
+} M3D;
+
+static cudaError_t copy3d(const struct parms3d *p, stream_t s, int pt)
+{
+	ctx();
+	M3D m = {0};
+	m.st = mtype(p->kind, 1), m.dt = mtype(p->kind, 0);
+	m.sh = p->src.ptr, m.sd = (dptr)(uintptr_t)p->src.ptr;
+	m.sp = p->src.pitch, m.sheight = p->src.ysize;
+	m.sx = p->spos[0], m.sy = p->spos[1], m.sz = p->spos[2];
+	m.dh = p->dst.ptr, m.dd = (dptr)(uintptr_t)p->dst.ptr;
+	m.dp = p->dst.pitch, m.dheight = p->dst.ysize;
+	m.dx = p->dpos[0], m.dy = p->dpos[1], m.dz = p->dpos[2];
+	m.w = p->ext[0], m.h = p->ext[1], m.depth = p->ext[2];
+	return d.m3d[pt](&m, s);
+}
+
+API cudaError_t cudaMemcpy3DAsync(const struct parms3d *p, stream_t s)
+{
+	return copy3d(p, s, 0);
+}
+
+API cudaError_t cudaMemcpy3DAsync_ptsz(const struct parms3d *p, stream_t s)
+{
+	return copy3d(p, s, 1);
+}
+
+/* Symbols are device pointers in this fake. */
+API cudaError_t cudaMemcpyToSymbolAsync(const void *sym, const void *src,
+					size_t n, size_t off, int kind,
+					stream_t s)
+{
+	return copy((char *)sym + off, src, n, kind, s, 0);
+}
+
+API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *sym, const void *src,
+					     size_t n, size_t off, int kind,
+					     stream_t s)
+{
+	return copy((char *)sym + off, src, n, kind, s, 1);
+}
+
+API cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *sym,
+					  size_t n, size_t off, int kind,
+					  stream_t s)
+{
+	return copy(dst, (const char *)sym + off, n, kind, s, 0);
+}
+
+API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *sym,
+					       size_t n, size_t off, int kind,
+					       stream_t s)
+{
+	return copy(dst, (const char *)sym + off, n, kind, s, 1);
+}
+
+/* CUDA 12.8's form: failIdx before the stream. */
+API cudaError_t cudaMemcpyBatchAsync(void **dsts, void **srcs, size_t *sizes,
+				     size_t n, void *at, size_t *ai,
+				     size_t na, size_t *fail, stream_t s)
+{
+	ctx();
+	return d.batch[0]((dptr *)dsts, (dptr *)srcs, sizes, n, at, ai, na,
+			  fail, s);
+}
+
+API cudaError_t cudaMemcpy3DBatchAsync(size_t n, void *ops, size_t *fail,
+				       unsigned long long fl, stream_t s)
+{
+	ctx();
+	return d.batch3d[0](n, ops, fail, fl, s);
+}
+
+API cudaError_t cudaEventCreateWithFlags(event_t *e, unsigned flags)
+{
+	ctx();
+	return d.ecreate(e, flags);
+}
+
+API cudaError_t cudaEventRecord(event_t e, stream_t s)
+{
+	return d.erecord(e, s);
+}
+
+API cudaError_t cudaEventSynchronize(event_t e) { return d.esync(e); }
+API cudaError_t cudaEventDestroy(event_t e) { return d.edestroy(e); }
+
+API cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
+{
+	ctx();
+	return d.reg(p, n, flags);
+}
+
+API cudaError_t cudaHostUnregister(void *p)
+{
+	ctx();
+	return d.unreg(p);
+}
+
+API cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags)
+{
+	ctx();
+	/* Like the real runtime: its own mapping (through libc's mmap, which
 	 * hostpin sees and must leave alone), then registered. */
 	*p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		  -1, 0);
 	if (*p == MAP_FAILED)
 		return 2;
-	return cuMemHostRegister_v2(*p, n, flags | 1);
+	return d.reg(*p, n, flags | 1);
 }
 
-cudaError_t cudaFreeHost(void *p)
+API cudaError_t cudaFreeHost(void *p) { return d.unreg(p); }
+
+API cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fn,
+					unsigned long long flags, int *st)
 {
-	return cuMemHostUnregister(p);
+	pthread_once(&once, load);
+	return d.gpa(sym, fn, VERSION, flags, st);
+}
+
+API cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn,
+						 unsigned v,
+						 unsigned long long flags,
+						 int *st)
+{
+	pthread_once(&once, load);
+	return d.gpa(sym, fn, (int)v, flags, st);
 }

@@ -1,5 +1,6 @@
 /* A CUDA program over the fake driver and runtime, run under hostpin.
- *   cuda_prog adopt|thread|sync|inflight|foreign|work|fork
+ *   cuda_prog adopt|thread|sync|inflight|foreign|work|fork|fault|coverage|...
+ * HP_PATH picks the copy entry point and the way it was found (path_init).
  * Exits non-zero when what it sees differs from what the program would
  * see without hostpin; the runner checks the fake driver's log. */
 #include <pthread.h>
@@ -11,38 +12,298 @@
 
 typedef int cudaError_t;
 typedef struct CUstream_st *cudaStream_t;
-cudaError_t cudaSetDevice(int);
-cudaError_t cudaMalloc(void **, size_t);
-cudaError_t cudaMemcpy(void *, const void *, size_t, int);
-cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, cudaStream_t);
-cudaError_t cudaDeviceSynchronize(void);
-cudaError_t cudaHostRegister(void *, size_t, unsigned);
-cudaError_t cudaHostUnregister(void *);
-cudaError_t cudaHostAlloc(void **, size_t, unsigned);
-int cuMemHostRegister_v2(void *, size_t, unsigned);
-int cuMemHostUnregister(void *);
-int fake_cuda_is_registered(const void *, size_t);
-cudaError_t cudaStreamCreate(cudaStream_t *);
-cudaError_t cudaStreamBeginCapture(cudaStream_t, int);
-cudaError_t cudaStreamEndCapture(cudaStream_t, void **);
-int fake_cudart_capture_broken(void);
+typedef unsigned long long dptr;
 enum { H2D = 1, D2H = 2 };
 
+/* The runtime: linked (the dynamic runtime, or the static one compiled in
+ * with -DFAKE_STATIC), or, with -DVIA_DLOPEN, found through
+ * dlsym(dlopen("libcudart.so.12", RTLD_LOCAL)) the way ctypes finds it. */
+#define RT_FNS(X)                                                             \
+	X(cudaSetDevice, (int)) X(cudaMalloc, (void **, size_t))              \
+	X(cudaMemcpy, (void *, const void *, size_t, int))                    \
+	X(cudaMemcpyAsync, (void *, const void *, size_t, int, cudaStream_t)) \
+	X(cudaMemcpyAsync_ptsz,                                               \
+	  (void *, const void *, size_t, int, cudaStream_t))                  \
+	X(cudaMemcpy2DAsync, (void *, size_t, const void *, size_t, size_t,   \
+			      size_t, int, cudaStream_t))                     \
+	X(cudaMemcpy3DAsync, (const void *, cudaStream_t))                    \
+	X(cudaMemcpyToSymbolAsync,                                            \
+	  (const void *, const void *, size_t, size_t, int, cudaStream_t))    \
+	X(cudaMemcpyFromSymbolAsync,                                          \
+	  (void *, const void *, size_t, size_t, int, cudaStream_t))          \
+	X(cudaMemcpyBatchAsync, (void **, void **, size_t *, size_t, void *,  \
+				 size_t *, size_t, size_t *, cudaStream_t))   \
+	X(cudaDeviceSynchronize, (void))                                      \
+	X(cudaHostRegister, (void *, size_t, unsigned))                       \
+	X(cudaHostUnregister, (void *))                                       \
+	X(cudaHostAlloc, (void **, size_t, unsigned))                         \
+	X(cudaStreamCreate, (cudaStream_t *))                                 \
+	X(cudaStreamBeginCapture, (cudaStream_t, int))                        \
+	X(cudaStreamEndCapture, (cudaStream_t, void **))                      \
+	X(cudaGetDriverEntryPoint, (const char *, void **, unsigned long long, \
+				    int *))                                   \
+	X(cudaGetDriverEntryPointByVersion,                                   \
+	  (const char *, void **, unsigned, unsigned long long, int *))
+#ifndef VIA_DLOPEN
+#define DECL(name, params) cudaError_t name params;
+RT_FNS(DECL)
+#undef DECL
+#endif
+static struct {
+#define FIELD(name, params) cudaError_t(*name) params;
+	RT_FNS(FIELD)
+#undef FIELD
+} R;
+
+static void *libcuda(void)
+{
+	/* the driver the runtime loaded; a lookup on its handle */
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	CHECK(h != NULL);
+	return h;
+}
+
+static void rt_init(void)
+{
+#ifdef VIA_DLOPEN
+	void *h = dlopen("libcudart.so.12", RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+#define GET(name, params) *(void **)&R.name = dlsym(h, #name); CHECK(R.name);
+#else
+#define GET(name, params) R.name = name;
+#endif
+	RT_FNS(GET)
+#undef GET
+}
+static int (*cu_is_registered)(const void *, size_t);
+static int (*cu_capture_broken)(void);
+static int (*cu_reg)(void *, size_t, unsigned);
+static int (*cu_unreg)(void *);
 #define MB ((size_t)1 << 20)
 static int hp; /* hostpin loaded */
 
 static int registered(const void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
 
+/* ---- the copy path under test (HP_PATH): every way to reach a copy ---- */
+typedef int (*h2d_t)(void *dev, const void *h, size_t n, cudaStream_t s);
+typedef int (*d2h_t)(void *h, const void *dev, size_t n, cudaStream_t s);
+static h2d_t h2d;
+static d2h_t d2h;
+static int path_ptsz; /* stream 0 means the per-thread stream */
+static void *drv_fn[4];  /* driver functions the path looked up */
+static const char *path = "rt";
+
+static int rt_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return R.cudaMemcpyAsync(dv, h, n, H2D, s); }
+static int rt_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return R.cudaMemcpyAsync(h, dv, n, D2H, s); }
+static int rtp_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return R.cudaMemcpyAsync_ptsz(dv, h, n, H2D, s); }
+static int rtp_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return R.cudaMemcpyAsync_ptsz(h, dv, n, D2H, s); }
+/* two rows of n/2 */
+static int rt2d_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return R.cudaMemcpy2DAsync(dv, n / 2, h, n / 2, n / 2, 2, H2D, s); }
+static int rt2d_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return R.cudaMemcpy2DAsync(h, n / 2, dv, n / 2, n / 2, 2, D2H, s); }
+struct pitched { void *ptr; size_t pitch, xsize, ysize; };
+struct parms3d { void *sa; size_t sp[3]; struct pitched src; void *da; size_t dp[3]; struct pitched dst; size_t ext[3]; int kind; };
+static int rt3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
+{
+	/* 2 x 2 rows of n/4 */
+	struct parms3d p = {0};
+	p.src = (struct pitched){(void *)src, n / 4, n / 4, 2};
+	p.dst = (struct pitched){dst, n / 4, n / 4, 2};
+	p.ext[0] = n / 4, p.ext[1] = 2, p.ext[2] = 2;
+	p.kind = kind;
+	return R.cudaMemcpy3DAsync(&p, s);
+}
+static int rt3d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return rt3d(dv, h, n, H2D, s); }
+static int rt3d_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return rt3d(h, dv, n, D2H, s); }
+static int rtsym_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return R.cudaMemcpyToSymbolAsync(dv, h, n, 0, H2D, s); }
+static int rtsym_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return R.cudaMemcpyFromSymbolAsync(h, dv, n, 0, D2H, s); }
+static int rtbatch(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	void *d[2] = {dst, (char *)dst + n / 2};
+	void *sr[2] = {(void *)src, (char *)src + n / 2};
+	size_t sz[2] = {n / 2, n / 2}, fail = 0;
+	return R.cudaMemcpyBatchAsync(d, sr, sz, 2, NULL, NULL, 0, &fail, s);
+}
+static int rtbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return rtbatch(dv, h, n, s); }
+static int rtbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return rtbatch(h, dv, n, s); }
+
+/* driver forms, through whatever pointers the path found */
+typedef int (*htod_t)(dptr, const void *, size_t, cudaStream_t);
+typedef int (*dtoh_t)(void *, dptr, size_t, cudaStream_t);
+static int drv_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return ((htod_t)drv_fn[0])((dptr)(uintptr_t)dv, h, n, s); }
+static int drv_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return ((dtoh_t)drv_fn[1])(h, (dptr)(uintptr_t)dv, n, s); }
+typedef int (*any_t)(dptr, dptr, size_t, cudaStream_t);
+static int any_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return ((any_t)drv_fn[0])((dptr)(uintptr_t)dv, (dptr)(uintptr_t)h, n, s); }
+static int any_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return ((any_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, s); }
+typedef struct { size_t sx, sy; int st; const void *sh; dptr sd; void *sa; size_t sp; size_t dx, dy; int dt; void *dh; dptr dd; void *da; size_t dp; size_t w, h; } M2D;
+static int drv2d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
+{
+	M2D m = {0};
+	m.st = kind == H2D ? 1 : 2, m.dt = kind == H2D ? 2 : 1;
+	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = n / 2;
+	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = n / 2;
+	m.w = n / 2, m.h = 2;
+	return ((int (*)(const M2D *, cudaStream_t))drv_fn[0])(&m, s);
+}
+static int drv2d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv2d(dv, h, n, H2D, s); }
+static int drv2d_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv2d(h, dv, n, D2H, s); }
+typedef struct { size_t sx, sy, sz, slod; int st; const void *sh; dptr sd; void *sa, *r0; size_t sp, sheight; size_t dx, dy, dz, dlod; int dt; void *dh; dptr dd; void *da, *r1; size_t dp, dheight; size_t w, h, depth; } M3D;
+static int drv3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
+{
+	M3D m = {0};
+	m.st = kind == H2D ? 1 : 2, m.dt = kind == H2D ? 2 : 1;
+	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = n / 4, m.sheight = 2;
+	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = n / 4, m.dheight = 2;
+	m.w = n / 4, m.h = 2, m.depth = 2;
+	return ((int (*)(const M3D *, cudaStream_t))drv_fn[0])(&m, s);
+}
+static int drv3d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3d(dv, h, n, H2D, s); }
+static int drv3d_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3d(h, dv, n, D2H, s); }
+/* arrays: the "device buffer" is a CUarray over device memory */
+struct fake_array { char *mem; size_t size; };
+static int arr_h2d(void *a, const void *h, size_t n, cudaStream_t s)
+{ return ((int (*)(void *, size_t, const void *, size_t, cudaStream_t))drv_fn[0])(a, 0, h, n, s); }
+static int arr_d2h(void *h, const void *a, size_t n, cudaStream_t s)
+{ return ((int (*)(void *, const void *, size_t, size_t, cudaStream_t))drv_fn[1])(h, a, 0, n, s); }
+static int drvbatch(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	dptr d[2] = {(dptr)(uintptr_t)dst, (dptr)(uintptr_t)dst + n / 2};
+	dptr sr[2] = {(dptr)(uintptr_t)src, (dptr)(uintptr_t)src + n / 2};
+	size_t sz[2] = {n / 2, n / 2};
+	return ((int (*)(dptr *, dptr *, size_t *, size_t, void *, size_t *, size_t, cudaStream_t))drv_fn[0])(d, sr, sz, 2, NULL, NULL, 0, s);
+}
+static int drvbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drvbatch(dv, h, n, s); }
+static int drvbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drvbatch(h, dv, n, s); }
+typedef struct { int type; union { struct { dptr ptr; size_t rl, lh; int loc[2]; } ptr; struct { void *a; size_t x, y, z; } arr; } op; } OPND;
+typedef struct { OPND src, dst; size_t w, h, d; int order; unsigned flags; } BOP;
+static int drv3dbatch(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	BOP op = {0};
+	op.src.type = op.dst.type = 1;
+	op.src.op.ptr.ptr = (dptr)(uintptr_t)src;
+	op.dst.op.ptr.ptr = (dptr)(uintptr_t)dst;
+	op.w = n, op.h = op.d = 1;
+	return ((int (*)(size_t, BOP *, unsigned long long, cudaStream_t))drv_fn[0])(1, &op, 0, s);
+}
+static int drv3dbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dbatch(dv, h, n, s); }
+static int drv3dbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3dbatch(h, dv, n, s); }
+
+#ifdef LINKED_DRIVER
+/* linked to the driver's exported names (only their addresses are used) */
+#define DRV_LINKED(X)                                                         \
+	X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyAsync)      \
+	X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2) X(cuMemcpyHtoAAsync_v2)   \
+	X(cuMemcpyAtoHAsync_v2) X(cuMemcpyBatchAsync_v2)                      \
+	X(cuMemcpy3DBatchAsync_v2) X(cuGetProcAddress_v2)                     \
+	X(cuMemHostRegister_v2) X(cuMemHostUnregister)
+#define DECL_D(n) int n(void);
+DRV_LINKED(DECL_D)
+#undef DECL_D
+#define LINKED 1
+static void *linked_sym(const char *n)
+{
+#define L(x) if (strcmp(n, #x) == 0) return (void *)x;
+	DRV_LINKED(L)
+#undef L
+	return NULL;
+}
+#else
+#define LINKED 0
+static void *linked_sym(const char *n) { (void)n; return NULL; }
+#endif
+
+typedef int (*gpa_t)(const char *, void **, int, unsigned long long, int *);
+static void *by_gpa(const char *base, int ptsz)
+{
+	void *f = NULL;
+	gpa_t g = LINKED ? (gpa_t)linked_sym("cuGetProcAddress_v2")
+			 : (gpa_t)dlsym(libcuda(), "cuGetProcAddress_v2");
+	CHECK(g && g(base, &f, 12000, ptsz ? 2 : 0, NULL) == 0 && f);
+	return f;
+}
+
+static void path_init(void)
+{
+	const char *p = getenv("HP_PATH");
+	path = p ? p : "rt";
+	h2d = rt_h2d, d2h = rt_d2h;
+#define IS(x) (strcmp(path, x) == 0)
+	if (IS("rt_ptsz")) h2d = rtp_h2d, d2h = rtp_d2h, path_ptsz = 1;
+	else if (IS("rt2d")) h2d = rt2d_h2d, d2h = rt2d_d2h;
+	else if (IS("rt3d")) h2d = rt3d_h2d, d2h = rt3d_d2h;
+	else if (IS("rtsym")) h2d = rtsym_h2d, d2h = rtsym_d2h;
+	else if (IS("rtbatch")) h2d = rtbatch_h2d, d2h = rtbatch_d2h;
+	else if (IS("rt")) ;
+	else {
+		/* the driver's forms: linked, dlsym on its handle, or from
+		 * cuGetProcAddress / cudaGetDriverEntryPoint */
+		h2d = drv_h2d, d2h = drv_d2h;
+		const char *a = "cuMemcpyHtoDAsync_v2", *b = "cuMemcpyDtoHAsync_v2";
+		if (IS("drvany")) a = b = "cuMemcpyAsync", h2d = any_h2d, d2h = any_d2h;
+		if (IS("drv2d")) a = b = "cuMemcpy2DAsync_v2", h2d = drv2d_h2d, d2h = drv2d_d2h;
+		if (IS("drv3d")) a = b = "cuMemcpy3DAsync_v2", h2d = drv3d_h2d, d2h = drv3d_d2h;
+		if (IS("drvarr")) a = "cuMemcpyHtoAAsync_v2", b = "cuMemcpyAtoHAsync_v2", h2d = arr_h2d, d2h = arr_d2h;
+		if (IS("drvbatch")) a = b = "cuMemcpyBatchAsync_v2", h2d = drvbatch_h2d, d2h = drvbatch_d2h;
+		if (IS("drv3dbatch")) a = b = "cuMemcpy3DBatchAsync_v2", h2d = drv3dbatch_h2d, d2h = drv3dbatch_d2h;
+		if (IS("gpa") || IS("gpa_ptsz")) {
+			int pt = IS("gpa_ptsz");
+			drv_fn[0] = by_gpa("cuMemcpyHtoDAsync", pt);
+			drv_fn[1] = by_gpa("cuMemcpyDtoHAsync", pt);
+			path_ptsz = pt;
+		} else if (IS("entry") || IS("entry_v")) {
+			const char *n[2] = {"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync"};
+			for (int i = 0; i < 2; i++)
+				CHECK((IS("entry") ? R.cudaGetDriverEntryPoint(n[i], &drv_fn[i], 0, NULL)
+						   : R.cudaGetDriverEntryPointByVersion(n[i], &drv_fn[i], 12000, 0, NULL)) == 0 && drv_fn[i]);
+		} else if (IS("dldrv") || !LINKED) {
+			CHECK((drv_fn[0] = dlsym(libcuda(), a)) && (drv_fn[1] = dlsym(libcuda(), b)));
+		} else {
+			drv_fn[0] = linked_sym(a), drv_fn[1] = linked_sym(b);
+			CHECK(drv_fn[0] && drv_fn[1]);
+		}
+	}
+#undef IS
+}
+
 static void *dev(size_t n, int pattern)
 {
 	void *d;
-	CHECK(cudaMalloc(&d, n) == 0);
+	if (strcmp(path, "drvarr") == 0) {
+		struct { size_t w, h; int f; unsigned c; } desc = {n, 1, 1, 1};
+		int (*mk)(void **, const void *) = (int (*)(void **, const void *))dlsym(libcuda(), "cuArrayCreate_v2");
+		CHECK(mk && mk(&d, &desc) == 0);
+	} else {
+		CHECK(R.cudaMalloc(&d, n) == 0);
+	}
 	char *h = (void *)syscall(SYS_mmap, NULL, n, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	memset(h, pattern, n);
-	CHECK(cudaMemcpy(d, h, n, H2D) == 0);
+	CHECK(h2d(d, h, n, NULL) == 0);
+	R.cudaDeviceSynchronize();
 	syscall(SYS_munmap, h, n);
 	return d;
+}
+
+/* Read the device buffer back through pageable memory. */
+static void dev_read(void *h, void *d, size_t n)
+{
+	char *t = (void *)syscall(SYS_mmap, NULL, n, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(d2h(t, d, n, NULL) == 0);
+	R.cudaDeviceSynchronize();
+	memcpy(h, t, n);
+	syscall(SYS_munmap, t, n);
 }
 
 static int all(const char *p, size_t n, int v)
@@ -62,20 +323,20 @@ static void adopt(void)
 		if (hp)
 			CHECK(tp_flags(b[i]) & HOSTPIN_PENDING);
 	}
-	CHECK(cudaSetDevice(1) == 0); /* the job uses device 1, not 0 */
+	CHECK(R.cudaSetDevice(1) == 0); /* the job uses device 1, not 0 */
 	char *late = malloc(4 * MB);
 	if (hp)
 		CHECK(registered(late)); /* ready: registered at once */
 	void *d = dev(4 * MB, 0);
 	/* The first copy from a block allocated before CUDA existed: it is
 	 * registered before the copy runs. */
-	CHECK(cudaMemcpyAsync(d, b[2], 4 * MB, H2D, NULL) == 0);
+	CHECK(h2d(d, b[2], 4 * MB, NULL) == 0);
 	if (hp) {
-		CHECK(fake_cuda_is_registered(b[2], 4 * MB));
+		CHECK(cu_is_registered(b[2], 4 * MB));
 		for (int i = 0; i < 4; i++)
 			CHECK(registered(b[i]));
 	}
-	cudaDeviceSynchronize();
+	R.cudaDeviceSynchronize();
 	for (int i = 0; i < 4; i++) {
 		CHECK(tp_verify(b[i], 4 * MB, (unsigned)i));
 		free(b[i]);
@@ -96,7 +357,7 @@ static void *thread_alloc(void *arg)
 
 static void thread(void)
 {
-	CHECK(cudaSetDevice(1) == 0);
+	CHECK(R.cudaSetDevice(1) == 0);
 	char *volatile m = malloc(2 * MB); /* a block on the main thread */
 	m[0] = 1;
 	free(m);
@@ -108,7 +369,7 @@ static void thread(void)
 /* Program semantics of async copies, as on pageable memory. */
 static int sync_semantics(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	size_t n = 8 * MB;
 	char *b = malloc(n);
 	memset(b, 0, n);
@@ -117,14 +378,14 @@ static int sync_semantics(void)
 	void *d = dev(n, 0x5a);
 	int ok = 1;
 	/* D2H: the buffer holds the data when the call returns */
-	CHECK(cudaMemcpyAsync(b, d, n, D2H, NULL) == 0);
+	CHECK(d2h(b, d, n, NULL) == 0);
 	ok &= all(b, n, 0x5a);
 	/* H2D: overwriting the source after the call changes nothing */
 	memset(b, 0x11, n);
-	CHECK(cudaMemcpyAsync(d, b, n, H2D, NULL) == 0);
+	CHECK(h2d(d, b, n, NULL) == 0);
 	memset(b, 0x22, n);
-	cudaDeviceSynchronize();
-	CHECK(cudaMemcpy(b, d, n, D2H) == 0);
+	R.cudaDeviceSynchronize();
+	dev_read(b, d, n);
 	ok &= all(b, n, 0x11);
 	free(b);
 	return ok;
@@ -132,13 +393,13 @@ static int sync_semantics(void)
 
 static void inflight(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	size_t n = 8 * MB;
 	void *d = dev(n, 0x33);
 	char *a = malloc(n);
 	if (hp)
 		CHECK(registered(a));
-	CHECK(cudaMemcpyAsync(a, d, n, D2H, NULL) == 0);
+	CHECK(d2h(a, d, n, NULL) == 0);
 	free(a); /* the copy may still be running */
 	char *b = malloc(n);
 	memset(b, 0x77, n);
@@ -149,35 +410,35 @@ static void inflight(void)
 
 static void foreign(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	char *p = malloc(16 * MB);
 	tp_fill(p, 16 * MB, 9);
 	if (hp)
 		CHECK(registered(p));
 	/* The program registers part of a hostpin block itself. */
-	CHECK(cudaHostRegister(p + 4 * MB, 4 * MB, 0) == 0);
+	CHECK(R.cudaHostRegister(p + 4 * MB, 4 * MB, 0) == 0);
 	if (hp)
 		CHECK(!registered(p));
-	CHECK(cudaHostUnregister(p + 4 * MB) == 0);
+	CHECK(R.cudaHostUnregister(p + 4 * MB) == 0);
 	if (hp)
 		CHECK(registered(p));
 	/* and the whole of it, through the driver API */
-	CHECK(cuMemHostRegister_v2(p, 16 * MB, 0) == 0);
-	CHECK(cuMemHostUnregister(p) == 0);
+	CHECK(cu_reg(p, 16 * MB, 0) == 0);
+	CHECK(cu_unreg(p) == 0);
 	if (hp)
 		CHECK(registered(p));
 	CHECK(tp_verify(p, 16 * MB, 9));
 	free(p);
 	/* cudaHostAlloc memory is the runtime's: hostpin leaves it alone */
 	void *h;
-	CHECK(cudaHostAlloc(&h, 8 * MB, 0) == 0);
+	CHECK(R.cudaHostAlloc(&h, 8 * MB, 0) == 0);
 	CHECK(tp_flags(h) == 0);
 	memset(h, 1, 8 * MB);
 }
 
 static void work(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	size_t n = 4 * MB;
 	void *d = dev(n, 0);
 	char *b[8];
@@ -186,10 +447,10 @@ static void work(void)
 		tp_fill(b[i], n, (unsigned)i);
 	}
 	for (int i = 0; i < 8; i++) {
-		CHECK(cudaMemcpyAsync(d, b[i], n, H2D, NULL) == 0);
+		CHECK(R.cudaMemcpyAsync(d, b[i], n, H2D, NULL) == 0);
 		memset(b[i], 0, n);
-		CHECK(cudaMemcpyAsync(b[i], d, n, D2H, NULL) == 0);
-		cudaDeviceSynchronize();
+		CHECK(R.cudaMemcpyAsync(b[i], d, n, D2H, NULL) == 0);
+		R.cudaDeviceSynchronize();
 		CHECK(tp_verify(b[i], n, (unsigned)i));
 		if (i & 1) {
 			b[i] = realloc(b[i], 3 * n);
@@ -204,7 +465,7 @@ static void work(void)
  * device, freed. */
 static void churn(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	size_t sz[3] = {8 * MB, 16 * MB, 32 * MB};
 	void *d = dev(32 * MB, 0);
 	for (int step = 0; step < 20; step++)
@@ -213,7 +474,7 @@ static void churn(void)
 			memset(b, step, sz[k]);
 			if (hp)
 				CHECK(registered(b));
-			CHECK(cudaMemcpyAsync(d, b, sz[k], H2D, NULL) == 0);
+			CHECK(R.cudaMemcpyAsync(d, b, sz[k], H2D, NULL) == 0);
 			free(b);
 		}
 }
@@ -222,7 +483,7 @@ static void churn(void)
  * locked instead, and unlocked when freed. */
 static void mlock_fallback(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	char *p = malloc(8 * MB);
 	memset(p, 1, 8 * MB);
 	CHECK(!registered(p));
@@ -235,12 +496,12 @@ static void mlock_fallback(void)
  * registers the block again, and does not fail at free. */
 static void drop(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	char *p = malloc(8 * MB);
 	memset(p, 1, 8 * MB);
-	CHECK(cudaHostUnregister(p) == 0);
+	CHECK(R.cudaHostUnregister(p) == 0);
 	if (hp)
-		CHECK(registered(p) && fake_cuda_is_registered(p, 8 * MB));
+		CHECK(registered(p) && cu_is_registered(p, 8 * MB));
 	free(p);
 }
 
@@ -249,27 +510,58 @@ static void drop(void)
  * capture). */
 static void capture(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	cudaStream_t s;
-	CHECK(cudaStreamCreate(&s) == 0);
+	CHECK(R.cudaStreamCreate(&s) == 0);
 	void *d = dev(8 * MB, 0);
 	char *p = malloc(8 * MB);
 	memset(p, 3, 8 * MB);
 	if (hp)
 		CHECK(registered(p));
-	CHECK(cudaStreamBeginCapture(s, 0) == 0);
-	CHECK(cudaMemcpyAsync(d, p, 8 * MB, H2D, s) == 0);
+	CHECK(R.cudaStreamBeginCapture(s, 0) == 0);
+	CHECK(R.cudaMemcpyAsync(d, p, 8 * MB, H2D, s) == 0);
 	void *g;
-	CHECK(cudaStreamEndCapture(s, &g) == 0);
-	CHECK(!fake_cudart_capture_broken());
-	cudaDeviceSynchronize();
+	CHECK(R.cudaStreamEndCapture(s, &g) == 0);
+	CHECK(!cu_capture_broken());
+	R.cudaDeviceSynchronize();
 	free(p);
 }
 
 static void forked(void)
 {
-	CHECK(cudaSetDevice(0) == 0);
+	CHECK(R.cudaSetDevice(0) == 0);
 	tp_fork_check(hp);
+}
+
+/* An injected failure in the driver function the path reaches: the program
+ * gets the driver's error, unchanged, and the next call works. */
+static void fault(void)
+{
+	CHECK(R.cudaSetDevice(0) == 0);
+	size_t n = 8 * MB;
+	void *d = dev(n, 0x3c);
+	char *b = malloc(n);
+	memset(b, 0, n);
+	if (hp)
+		CHECK(registered(b));
+	int e = d2h(b, d, n, NULL);
+	CHECK(e == 2); /* CUDA_ERROR_OUT_OF_MEMORY, as injected */
+	CHECK(d2h(b, d, n, NULL) == 0);
+	CHECK(all(b, n, 0x3c));
+	free(b);
+}
+
+/* Whether a block is registered once the device is active (the coverage
+ * check decides): HP_EXPECT_REG=0|1. */
+static void coverage(void)
+{
+	CHECK(R.cudaSetDevice(0) == 0);
+	char *p = malloc(8 * MB);
+	memset(p, 1, 8 * MB);
+	int want = atoi(getenv("HP_EXPECT_REG") ? getenv("HP_EXPECT_REG") : "1");
+	CHECK(registered(p) == want);
+	CHECK(sync_semantics());
+	free(p);
 }
 
 int main(int argc, char **argv)
@@ -277,6 +569,20 @@ int main(int argc, char **argv)
 	CHECK(argc == 2);
 	hp = tp_query() != NULL && getenv("HP_EXPECT_ACTIVE") != NULL;
 	const char *m = argv[1];
+	if (getenv("HP_LOAD_EXTRA"))
+		CHECK(dlopen(getenv("HP_LOAD_EXTRA"), RTLD_NOW | RTLD_LOCAL));
+	rt_init();
+	path_init();
+	/* the fake driver's own test entry points */
+	void *h = libcuda();
+	*(void **)&cu_is_registered = dlsym(h, "fake_cuda_is_registered");
+	*(void **)&cu_capture_broken = dlsym(h, "fake_cuda_capture_broken");
+	*(void **)&cu_reg = dlsym(h, "cuMemHostRegister_v2");
+	*(void **)&cu_unreg = dlsym(h, "cuMemHostUnregister");
+	if (LINKED)
+		*(void **)&cu_reg = linked_sym("cuMemHostRegister_v2"),
+		*(void **)&cu_unreg = linked_sym("cuMemHostUnregister");
+	CHECK(cu_is_registered && cu_capture_broken && cu_reg && cu_unreg);
 	if (!strcmp(m, "adopt")) adopt();
 	else if (!strcmp(m, "thread")) thread();
 	else if (!strcmp(m, "sync")) { if (!sync_semantics()) { puts("cuda_prog: async semantics seen"); return 1; } }
@@ -289,6 +595,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "capture")) capture();
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "mlock_fallback")) mlock_fallback();
+	else if (!strcmp(m, "fault")) fault();
+	else if (!strcmp(m, "coverage")) coverage();
 	else return 2;
 	printf("cuda_prog %s: ok\n", m);
 	return 0;

@@ -1,0 +1,554 @@
+/* The fake driver's copy engine, included at the end of fake_cuda.c.
+ * Copies run later on a worker thread per stream, after FAKE_CUDA_DELAY_US,
+ * with the real driver's host-side semantics: from or into pageable memory
+ * an async H2D returns after staging the source and an async D2H after the
+ * copy completed; on registered memory both return at once.  cuGetProcAddress
+ * answers from this file's own table, never by a symbol lookup, as the real
+ * driver does. */
+#include <sys/syscall.h>
+
+typedef unsigned long long CUdeviceptr;
+
+struct event {
+	int done;
+};
+struct op {
+	struct op *next;
+	void *dst;
+	const void *src;
+	size_t n;
+	void *staging;
+	struct event *ev;
+};
+typedef struct CUstream_st {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct op *head, *tail;
+	int busy, started, capturing;
+	pthread_t th;
+} stream_t;
+typedef struct CUarray_st {
+	char *mem;
+	size_t size;
+} *CUarray;
+
+#define NSTREAMS 64
+static stream_t legacy = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+			  0, 0, 0, 0, 0, 0};
+static stream_t perthread = {PTHREAD_MUTEX_INITIALIZER,
+			     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0};
+static stream_t *streams[NSTREAMS] = {&legacy, &perthread};
+static int nstreams = 2;
+static int capture_broken;
+int fake_cuda_capture_broken(void) { return capture_broken; }
+
+/* Memory the fake uses for itself: straight from the kernel, so hostpin
+ * never sees it. */
+static void *raw(size_t n)
+{
+	return (void *)syscall(SYS_mmap, NULL, n, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+static void unraw(void *p, size_t n) { syscall(SYS_munmap, p, n); }
+
+static struct {
+	char *base;
+	size_t len;
+} devmem[256];
+static int ndev_mem;
+static int is_dev(const void *p)
+{
+	for (int i = 0; i < ndev_mem; i++)
+		if ((const char *)p >= devmem[i].base &&
+		    (const char *)p < devmem[i].base + devmem[i].len)
+			return 1;
+	return 0;
+}
+
+static stream_t *S(stream_t *s)
+{
+	if (s == NULL || s == (stream_t *)0x1)
+		return &legacy;
+	if (s == (stream_t *)0x2)
+		return &perthread;
+	return s;
+}
+
+static void *worker(void *arg)
+{
+	stream_t *s = arg;
+	long delay = getenv("FAKE_CUDA_DELAY_US")
+			 ? atol(getenv("FAKE_CUDA_DELAY_US"))
+			 : 20000;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head)
+			pthread_cond_wait(&s->cv, &s->mu);
+		struct op *o = s->head;
+		s->busy = 1;
+		pthread_mutex_unlock(&s->mu);
+		usleep((useconds_t)delay);
+		if (o->n)
+			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
+		if (o->staging)
+			unraw(o->staging, o->n);
+		if (o->ev)
+			__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&s->mu);
+		s->head = o->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->busy = 0;
+		unraw(o, sizeof(*o));
+		pthread_cond_broadcast(&s->cv);
+	}
+	return NULL;
+}
+
+static void enqueue(stream_t *s, struct op *o)
+{
+	s = S(s);
+	pthread_mutex_lock(&s->mu);
+	if (!s->started) {
+		s->started = 1;
+		pthread_create(&s->th, NULL, worker, s);
+	}
+	o->next = NULL;
+	if (s->tail)
+		s->tail->next = o;
+	else
+		s->head = o;
+	s->tail = o;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void drain(stream_t *s)
+{
+	s = S(s);
+	pthread_mutex_lock(&s->mu);
+	while (s->head || s->busy)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Does any queued copy touch [p, p+n)?  (unregister checks it) */
+static int inflight(const void *p, size_t n)
+{
+	int hit = 0;
+	for (int k = 0; k < nstreams; k++) {
+		stream_t *s = streams[k];
+		pthread_mutex_lock(&s->mu);
+		for (struct op *o = s->head; o; o = o->next) {
+			const char *a = o->dst, *b = o->src;
+			if ((a < (const char *)p + n &&
+			     a + o->n > (const char *)p) ||
+			    (b && b < (const char *)p + n &&
+			     b + o->n > (const char *)p))
+				hit = 1;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	return hit;
+}
+
+/* A copy call: log it, apply injected failures; then its segments. */
+struct xfer {
+	stream_t *s;
+	int wait; /* a pageable destination: return after the copy */
+};
+
+static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
+{
+	pthread_mutex_lock(&mu);
+	logf_("CALL %s", fn);
+	CUresult r = inject(fn);
+	if (r == OK && !initialized)
+		r = NOT_INITIALIZED;
+	pthread_mutex_unlock(&mu);
+	x->s = s;
+	x->wait = 0;
+	return r;
+}
+
+static void seg(struct xfer *x, void *dst, const void *src, size_t n)
+{
+	if (n == 0)
+		return;
+	int hs = !is_dev(src), hd = !is_dev(dst);
+	int ps = hs && held_covers(src, n), pd = hd && held_covers(dst, n);
+	struct op *o = raw(sizeof(*o));
+	memset(o, 0, sizeof(*o));
+	o->dst = dst, o->src = src, o->n = n;
+	if (hs && !ps) {
+		o->staging = raw(n); /* staged now: the source may change */
+		memcpy(o->staging, src, n);
+	}
+	if (hd && !pd)
+		x->wait = 1;
+	enqueue(x->s, o);
+}
+
+static CUresult end(struct xfer *x)
+{
+	if (x->wait)
+		drain(x->s); /* pageable D2H returns after the copy */
+	return OK;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	ENTRY("cuMemAlloc_v2");
+	NEED_INIT;
+	char *m = raw(n);
+	if (m == MAP_FAILED || ndev_mem == 256)
+		RETURN(OUT_OF_MEMORY);
+	devmem[ndev_mem].base = m, devmem[ndev_mem++].len = n;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	RETURN(OK);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	(void)p; /* device memory of the fake: kept, tests are short */
+	return OK;
+}
+
+typedef struct {
+	size_t Width, Height;
+	int Format;
+	unsigned NumChannels;
+} FAKE_ARRAY_DESCRIPTOR;
+
+CUresult cuArrayCreate_v2(CUarray *a, const FAKE_ARRAY_DESCRIPTOR *d)
+{
+	size_t n = d->Width * (d->Height ? d->Height : 1);
+	CUdeviceptr m;
+	CUresult r = cuMemAlloc_v2(&m, n);
+	if (r)
+		return r;
+	*a = raw(sizeof(**a));
+	(*a)->mem = (char *)(uintptr_t)m, (*a)->size = n;
+	return OK;
+}
+
+CUresult cuStreamCreate(stream_t **ps, unsigned flags)
+{
+	(void)flags;
+	stream_t *s = raw(sizeof(stream_t));
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	pthread_mutex_lock(&mu);
+	if (nstreams < NSTREAMS)
+		streams[nstreams++] = s;
+	pthread_mutex_unlock(&mu);
+	*ps = s;
+	return OK;
+}
+
+CUresult cuStreamSynchronize(stream_t *s)
+{
+	ENTRY("cuStreamSynchronize");
+	pthread_mutex_unlock(&mu);
+	if (S(s)->capturing) {
+		capture_broken = 1;
+		return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+	}
+	drain(s);
+	return OK;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	for (int k = 0; k < nstreams; k++)
+		drain(streams[k]);
+	return OK;
+}
+
+CUresult cuStreamBeginCapture_v2(stream_t *s, int mode)
+{
+	(void)mode;
+	S(s)->capturing = 1;
+	return OK;
+}
+
+CUresult cuStreamEndCapture(stream_t *s, void **graph)
+{
+	S(s)->capturing = 0;
+	*graph = NULL;
+	return capture_broken ? 901 /* ..._CAPTURE_INVALIDATED */ : OK;
+}
+
+CUresult cuStreamIsCapturing(stream_t *s, int *status)
+{
+	*status = S(s)->capturing; /* 1: CU_STREAM_CAPTURE_STATUS_ACTIVE */
+	return OK;
+}
+
+CUresult cuEventCreate(struct event **e, unsigned flags)
+{
+	ENTRY("cuEventCreate");
+	(void)flags;
+	*e = raw(sizeof(**e));
+	(*e)->done = 1;
+	RETURN(OK);
+}
+
+CUresult cuEventRecord(struct event *e, stream_t *s)
+{
+	ENTRY("cuEventRecord");
+	pthread_mutex_unlock(&mu);
+	struct op *o = raw(sizeof(*o));
+	memset(o, 0, sizeof(*o));
+	__atomic_store_n(&e->done, 0, __ATOMIC_RELEASE);
+	o->ev = e;
+	enqueue(s, o);
+	return OK;
+}
+
+CUresult cuEventQuery(struct event *e)
+{
+	return __atomic_load_n(&e->done, __ATOMIC_ACQUIRE) ? OK : 600;
+}
+
+CUresult cuEventSynchronize(struct event *e)
+{
+	while (!__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
+		usleep(200);
+	return OK;
+}
+
+CUresult cuEventDestroy_v2(struct event *e)
+{
+	(void)e; /* may still be queued: leaked, tests are short */
+	return OK;
+}
+
+/* ---- copies ---- */
+#define COPY_FN(name, params, stream, BODY)                                   \
+	CUresult name params                                                  \
+	{                                                                     \
+		struct xfer x;                                                \
+		CUresult r = begin(#name, &x, stream);                        \
+		if (r)                                                        \
+			return r;                                             \
+		BODY;                                                         \
+		return end(&x);                                               \
+	}
+#define COPY_FN2(name, params, args, stream, BODY)                            \
+	COPY_FN(name, params, stream, BODY)                                   \
+	COPY_FN(name##_ptsz, params,                                          \
+		(stream) ? (stream) : (stream_t *)0x2, BODY)
+
+COPY_FN2(cuMemcpyHtoDAsync_v2,
+	 (CUdeviceptr d, const void *h, size_t n, stream_t *s), (d, h, n, s), s,
+	 seg(&x, (void *)(uintptr_t)d, h, n))
+COPY_FN2(cuMemcpyDtoHAsync_v2,
+	 (void *h, CUdeviceptr d, size_t n, stream_t *s), (h, d, n, s), s,
+	 seg(&x, h, (const void *)(uintptr_t)d, n))
+COPY_FN2(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr sr, size_t n, stream_t *s),
+	 (d, sr, n, s), s,
+	 seg(&x, (void *)(uintptr_t)d, (const void *)(uintptr_t)sr, n))
+COPY_FN2(cuMemcpyHtoAAsync_v2,
+	 (CUarray a, size_t off, const void *h, size_t n, stream_t *s),
+	 (a, off, h, n, s), s, seg(&x, a->mem + off, h, n))
+COPY_FN2(cuMemcpyAtoHAsync_v2,
+	 (void *h, CUarray a, size_t off, size_t n, stream_t *s),
+	 (h, a, off, n, s), s, seg(&x, h, a->mem + off, n))
+
+typedef struct {
+	size_t srcXInBytes, srcY;
+	int srcMemoryType;
+	const void *srcHost;
+	CUdeviceptr srcDevice;
+	CUarray srcArray;
+	size_t srcPitch;
+	size_t dstXInBytes, dstY;
+	int dstMemoryType;
+	void *dstHost;
+	CUdeviceptr dstDevice;
+	CUarray dstArray;
+	size_t dstPitch;
+	size_t WidthInBytes, Height;
+} M2D;
+typedef struct {
+	size_t srcXInBytes, srcY, srcZ, srcLOD;
+	int srcMemoryType;
+	const void *srcHost;
+	CUdeviceptr srcDevice;
+	CUarray srcArray;
+	void *reserved0;
+	size_t srcPitch, srcHeight;
+	size_t dstXInBytes, dstY, dstZ, dstLOD;
+	int dstMemoryType;
+	void *dstHost;
+	CUdeviceptr dstDevice;
+	CUarray dstArray;
+	void *reserved1;
+	size_t dstPitch, dstHeight;
+	size_t WidthInBytes, Height, Depth;
+} M3D;
+static char *base_of(int type, const void *host, CUdeviceptr dev, CUarray a)
+{
+	return type == 1 ? (char *)host
+	       : type == 3 ? a->mem
+			   : (char *)(uintptr_t)dev; /* device, unified */
+}
+static void rows(struct xfer *x, const M3D *p)
+{
+	char *s = base_of(p->srcMemoryType, p->srcHost, p->srcDevice,
+			  p->srcArray);
+	char *d = base_of(p->dstMemoryType, p->dstHost, p->dstDevice,
+			  p->dstArray);
+	for (size_t z = 0; z < (p->Depth ? p->Depth : 1); z++)
+		for (size_t y = 0; y < p->Height; y++)
+			seg(x,
+			    d + ((p->dstZ + z) * p->dstHeight + p->dstY + y) *
+				    p->dstPitch + p->dstXInBytes,
+			    s + ((p->srcZ + z) * p->srcHeight + p->srcY + y) *
+				    p->srcPitch + p->srcXInBytes,
+			    p->WidthInBytes);
+}
+static void rows2d(struct xfer *x, const M2D *p)
+{
+	M3D q = {p->srcXInBytes, p->srcY, 0, 0, p->srcMemoryType, p->srcHost,
+		 p->srcDevice, p->srcArray, NULL, p->srcPitch, 0,
+		 p->dstXInBytes, p->dstY, 0, 0, p->dstMemoryType, p->dstHost,
+		 p->dstDevice, p->dstArray, NULL, p->dstPitch, 0,
+		 p->WidthInBytes, p->Height, 1};
+	rows(x, &q);
+}
+COPY_FN2(cuMemcpy2DAsync_v2, (const M2D *p, stream_t *s), (p, s), s,
+	 rows2d(&x, p))
+COPY_FN2(cuMemcpy3DAsync_v2, (const M3D *p, stream_t *s), (p, s), s,
+	 rows(&x, p))
+static void batch(struct xfer *x, CUdeviceptr *d, CUdeviceptr *s, size_t *n,
+		  size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		seg(x, (void *)(uintptr_t)d[i], (const void *)(uintptr_t)s[i],
+		    n[i]);
+}
+COPY_FN2(cuMemcpyBatchAsync,
+	 (CUdeviceptr *d, CUdeviceptr *sr, size_t *n, size_t c, void *at,
+	  size_t *ai, size_t na, size_t *fail, stream_t *s),
+	 (d, sr, n, c, at, ai, na, fail, s), s, batch(&x, d, sr, n, c))
+COPY_FN2(cuMemcpyBatchAsync_v2,
+	 (CUdeviceptr *d, CUdeviceptr *sr, size_t *n, size_t c, void *at,
+	  size_t *ai, size_t na, stream_t *s),
+	 (d, sr, n, c, at, ai, na, s), s, batch(&x, d, sr, n, c))
+typedef struct {
+	int type;
+	union {
+		struct {
+			CUdeviceptr ptr;
+			size_t rowLength, layerHeight;
+			int loc[2];
+		} ptr;
+		struct {
+			CUarray array;
+			size_t x, y, z;
+		} array;
+	} op;
+} OPND;
+typedef struct {
+	OPND src, dst;
+	size_t w, h, d;
+	int order;
+	unsigned flags;
+} BOP;
+static char *opnd(const OPND *o)
+{
+	return o->type == 1 ? (char *)(uintptr_t)o->op.ptr.ptr
+			    : o->op.array.array->mem + o->op.array.x;
+}
+static void batch3d(struct xfer *x, BOP *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		seg(x, opnd(&ops[i].dst), opnd(&ops[i].src),
+		    ops[i].w * ops[i].h * ops[i].d);
+}
+COPY_FN2(cuMemcpy3DBatchAsync,
+	 (size_t n, BOP *ops, size_t *fail, unsigned long long fl, stream_t *s),
+	 (n, ops, fail, fl, s), s, batch3d(&x, ops, n))
+COPY_FN2(cuMemcpy3DBatchAsync_v2,
+	 (size_t n, BOP *ops, unsigned long long fl, stream_t *s),
+	 (n, ops, fl, s), s, batch3d(&x, ops, n))
+
+/* ---- cuGetProcAddress: the driver's own table ---- */
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
+			     unsigned long long flags, int *status);
+CUresult cuGetProcAddress(const char *sym, void **pfn, int ver,
+			  unsigned long long flags);
+static const struct proc {
+	const char *name;
+	int since, ptsz;
+	void *fn;
+} procs[] = {
+#define P(n, v, f) {#n, v, 0, (void *)f},
+#define P2(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptsz},
+	P(cuInit, 2000, cuInit) P(cuDeviceGet, 2000, cuDeviceGet)
+	P(cuDeviceGetCount, 2000, cuDeviceGetCount)
+	P(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain)
+	P(cuCtxSetCurrent, 4000, cuCtxSetCurrent)
+	P(cuCtxGetCurrent, 4000, cuCtxGetCurrent)
+	P(cuCtxSynchronize, 2000, cuCtxSynchronize)
+	P(cuMemAlloc, 3020, cuMemAlloc_v2) P(cuMemFree, 3020, cuMemFree_v2)
+	P(cuArrayCreate, 3020, cuArrayCreate_v2)
+	P(cuMemHostRegister, 4000, cuMemHostRegister)
+	P(cuMemHostRegister, 6050, cuMemHostRegister_v2)
+	P(cuMemHostUnregister, 4000, cuMemHostUnregister)
+	P(cuStreamCreate, 2000, cuStreamCreate)
+	P(cuStreamSynchronize, 2000, cuStreamSynchronize)
+	P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)
+	P(cuStreamEndCapture, 10000, cuStreamEndCapture)
+	P(cuStreamIsCapturing, 10000, cuStreamIsCapturing)
+	P(cuEventCreate, 2000, cuEventCreate)
+	P(cuEventRecord, 2000, cuEventRecord)
+	P(cuEventSynchronize, 2000, cuEventSynchronize)
+	P(cuEventQuery, 2000, cuEventQuery)
+	P(cuEventDestroy, 4000, cuEventDestroy_v2)
+	P2(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2)
+	P2(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2)
+	P2(cuMemcpyAsync, 4000, cuMemcpyAsync)
+	P2(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2)
+	P2(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2)
+	P2(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2)
+	P2(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2)
+	P2(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync)
+	P2(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2)
+	P2(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync)
+	P2(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2)
+	P(cuGetProcAddress, 11030, cuGetProcAddress)
+	P(cuGetProcAddress, 12000, cuGetProcAddress_v2)
+#undef P
+#undef P2
+};
+
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
+			     unsigned long long flags, int *status)
+{
+	ENTRY("cuGetProcAddress_v2");
+	int ptsz = (flags & 2) != 0;
+	const struct proc *best = NULL;
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		const struct proc *p = &procs[i];
+		if (strcmp(p->name, sym) || p->since > ver)
+			continue;
+		/* the per-thread form where asked and there is one */
+		if (best == NULL || p->since > best->since ||
+		    (p->since == best->since && p->ptsz == ptsz))
+			best = p;
+	}
+	if (status)
+		*status = best ? 0 : 1;
+	*pfn = best ? best->fn : NULL;
+	RETURN(best ? OK : 500);
+}
+
+CUresult cuGetProcAddress(const char *sym, void **pfn, int ver,
+			  unsigned long long flags)
+{
+	return cuGetProcAddress_v2(sym, pfn, ver, flags, NULL);
+}
