@@ -355,9 +355,10 @@ void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 		    unsigned long long flags)
 {
 	const struct variant *v = NULL;
-	for (size_t i = 0; i < NVARIANTS; i++)
-		if (variants[i].wrapper == fn)
-			return fn; /* already ours */
+	Dl_info mine, theirs;
+	if (dladdr((void *)hp_cudrv_wrap, &mine) && dladdr(fn, &theirs) &&
+	    mine.dli_fbase == theirs.dli_fbase)
+		return fn; /* already one of hostpin's */
 	if (version == 0) {
 		for (size_t i = 0; i < NVARIANTS && !v; i++)
 			if (strcmp(variants[i].name, symbol) == 0)

@@ -560,7 +560,8 @@ static void coverage(void)
 	memset(p, 1, 8 * MB);
 	int want = atoi(getenv("HP_EXPECT_REG") ? getenv("HP_EXPECT_REG") : "1");
 	CHECK(registered(p) == want);
-	CHECK(sync_semantics());
+	if (want)
+		CHECK(sync_semantics());
 	free(p);
 }
 
