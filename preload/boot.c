@@ -209,15 +209,34 @@ void *hp_dlsym(void *h, const char *name)
 }
 
 /* ---- is hostpin the process's allocator? ---- */
+static int is_malloc(const char *name, void *arg)
+{
+	(void)arg;
+	return strcmp(name, "malloc") == 0;
+}
+
+/* The first object in load order that defines malloc: the process's
+ * allocator (an executable's PLT slot for malloc is not a definition). */
+static int first_malloc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	if (!hp_elf_each_func(info->dlpi_addr, info->dlpi_phdr,
+			      info->dlpi_phnum, is_malloc, NULL))
+		return 0;
+	*(ElfW(Addr) *)arg = info->dlpi_addr;
+	return 1;
+}
+
 int hp_foreign_allocator(void)
 {
 	/* valgrind redirects malloc by address, wherever it is defined;
 	 * ASan defines it in the executable or in libasan, ahead of us. */
 	const char *pre = getenv("LD_PRELOAD");
-	void *m = hp_dlsym_next(RTLD_DEFAULT, "malloc");
-	Dl_info mine, theirs;
-	int other = m != NULL && dladdr((void *)hp_foreign_allocator, &mine) &&
-		    dladdr(m, &theirs) && mine.dli_fbase != theirs.dli_fbase;
+	ElfW(Addr) first = 0;
+	dl_iterate_phdr(first_malloc, &first);
+	Dl_info mine;
+	int other = first != 0 && dladdr((void *)hp_foreign_allocator, &mine) &&
+		    (ElfW(Addr))mine.dli_fbase != first;
 	int vg = pre && strstr(pre, "vgpreload_");
 	if (other || vg)
 		hp_log(HP_LOG_INFO, "the process's allocator is not hostpin's "

@@ -51,7 +51,7 @@ static void evict(struct centry *v, int n)
 		    hp_word_state(s.word) != HP_REC_CACHED ||
 		    !hp_registry_claim(v[i].rec, s.word, HP_REC_RELEASING))
 			continue; /* an munmap took it meanwhile */
-		atomic_fetch_add(&hp_ctr.cache_evictions, 1);
+		HP_CTR_ADD(cache_evictions, 1);
 		/* invariant 1: unpin, forget, and only then unmap */
 		if (hp_untrack(v[i].rec, &s) == 0)
 			hp_real.munmap((void *)s.base, s.len);
@@ -72,8 +72,8 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 			sizeof(cache[0]) * (size_t)(ncache - i - 1));
 		ncache--;
 		cache_bytes -= e.len;
-		atomic_fetch_sub(&hp_ctr.cached_blocks, 1);
-		atomic_fetch_sub(&hp_ctr.cached_bytes, e.len);
+		HP_CTR_SUB(cached_blocks, 1);
+		HP_CTR_SUB(cached_bytes, e.len);
 		hp_snap_t s;
 		if (hp_registry_lookup(&hp_reg, e.base, &s) != e.rec ||
 		    hp_word_state(s.word) != HP_REC_CACHED ||
@@ -82,7 +82,7 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 			continue;
 		}
 		pthread_mutex_unlock(&cache_mu);
-		atomic_fetch_add(&hp_ctr.cache_hits, 1);
+		HP_CTR_ADD(cache_hits, 1);
 		if (hp_opt[HP_OPT_BACKTRACE] && (hp_rflags(e.rec) & HP_PIN_MASK)) {
 			/* pinned memory now owned by the new caller's site */
 			hp_site_account(hp_rsite(e.rec), e.len, 0);
@@ -114,14 +114,14 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 		memmove(&cache[0], &cache[1],
 			sizeof(cache[0]) * (size_t)(ncache - 1));
 		ncache--;
-		atomic_fetch_sub(&hp_ctr.cached_blocks, 1);
-		atomic_fetch_sub(&hp_ctr.cached_bytes, victims[nv - 1].len);
+		HP_CTR_SUB(cached_blocks, 1);
+		HP_CTR_SUB(cached_bytes, victims[nv - 1].len);
 	}
 	hp_registry_claim(r, atomic_load(&r->word), HP_REC_CACHED);
 	cache[ncache++] = (struct centry){r, s->base, s->len};
 	cache_bytes += s->len;
-	atomic_fetch_add(&hp_ctr.cached_blocks, 1);
-	atomic_fetch_add(&hp_ctr.cached_bytes, s->len);
+	HP_CTR_ADD(cached_blocks, 1);
+	HP_CTR_ADD(cached_bytes, s->len);
 	pthread_mutex_unlock(&cache_mu);
 	hp_count_track(HOSTPIN_KIND_MALLOC, s->len, 0);
 	evict(victims, nv);

@@ -6,6 +6,7 @@
 #define HP_CUDA_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef int hp_CUresult;
 typedef int hp_CUdevice;
@@ -16,7 +17,7 @@ typedef int hp_cudaError_t;
 typedef int hp_cudaMemcpyKind;
 typedef unsigned long long hp_CUdeviceptr;
 typedef struct CUarray_st *hp_CUarray;
-typedef unsigned long long hp_cuuint64_t;
+typedef uint64_t hp_cuuint64_t; /* cuuint64_t */
 typedef int hp_CUmemorytype;
 typedef int hp_CUdriverProcAddressQueryResult;
 typedef int hp_cudaDriverEntryPointQueryResult;
@@ -144,9 +145,9 @@ typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
 #define HP_CU_POLICY_OPT_FNS(X, R, S)                                         \
 	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus))
 
-/* Driver copy entry points hostpin wraps, each with its per-thread-stream
- * form: X(name, params, args).  S is the stream type. */
-#define HP_CU_COPY_FNS(X, R)                                                  \
+/* Driver copy entry points hostpin wraps (each also in its _ptsz form):
+ * X(name, R, params); M2, M3, BOP: the descriptor types. */
+#define HP_CU_COPY_FNS(X, R, M2, M3, BOP)                                                  \
 	X(cuMemcpyHtoDAsync_v2, R,                                            \
 	  (hp_CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,   \
 	   hp_cudaStream_t hStream))                                          \
@@ -157,9 +158,9 @@ typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
 	  (hp_CUdeviceptr dst, hp_CUdeviceptr src, size_t ByteCount,          \
 	   hp_cudaStream_t hStream))                                          \
 	X(cuMemcpy2DAsync_v2, R,                                              \
-	  (const hp_CUDA_MEMCPY2D *pCopy, hp_cudaStream_t hStream))           \
+	  (const M2 *pCopy, hp_cudaStream_t hStream))           \
 	X(cuMemcpy3DAsync_v2, R,                                              \
-	  (const hp_CUDA_MEMCPY3D *pCopy, hp_cudaStream_t hStream))           \
+	  (const M3 *pCopy, hp_cudaStream_t hStream))           \
 	X(cuMemcpyHtoAAsync_v2, R,                                            \
 	  (hp_CUarray dstArray, size_t dstOffset, const void *srcHost,        \
 	   size_t ByteCount, hp_cudaStream_t hStream))                        \
@@ -171,8 +172,8 @@ typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
 	   size_t count, hp_CUmemcpyAttributes * attrs, size_t * attrsIdxs,   \
 	   size_t numAttrs, hp_cudaStream_t hStream))                         \
 	X(cuMemcpy3DBatchAsync_v2, R,                                         \
-	  (size_t numOps, hp_CUDA_MEMCPY3D_BATCH_OP * opList,                 \
-	   unsigned long long flags, hp_cudaStream_t hStream))
+	  (size_t numOps, BOP * opList, unsigned long long flags,              \
+	   hp_cudaStream_t hStream))
 
 /* The CUDA 12.8 batch forms (before their _v2), which cuda.h no longer
  * declares under these names. */
@@ -185,17 +186,17 @@ typedef hp_CUresult (*hp_cuMemcpy3DBatchAsync_t)(
     unsigned long long flags, hp_cudaStream_t hStream);
 
 /* Driver lookup entry points hostpin wraps. */
-#define HP_CU_LOOKUP_FNS(X, R)                                                \
+#define HP_CU_LOOKUP_FNS(X, R, Q)                                                \
 	X(cuGetProcAddress_v2, R,                                             \
 	  (const char *symbol, void **pfn, int cudaVersion,                   \
-	   hp_cuuint64_t flags, hp_CUdriverProcAddressQueryResult *symbolStatus))
+	   hp_cuuint64_t flags, Q *symbolStatus))
 typedef hp_CUresult (*hp_cuGetProcAddress_t)(const char *symbol, void **pfn,
 					      int cudaVersion,
 					      hp_cuuint64_t flags);
 
 /* Runtime entry points hostpin wraps or calls: X(name, R, params); K is the
  * copy-kind type (an enum in the toolkit, passed as an int). */
-#define HP_CUDART_FNS(X, R, K)                                                   \
+#define HP_CUDART_FNS(X, R, K, P3, B3, Q)                                                   \
 	X(cudaMemcpyAsync, R,                                                 \
 	  (void *dst, const void *src, size_t count, K kind,                  \
 	   hp_cudaStream_t stream))                                           \
@@ -212,7 +213,7 @@ typedef hp_CUresult (*hp_cuGetProcAddress_t)(const char *symbol, void **pfn,
 	X(cudaHostRegister, R, (void *ptr, size_t size, unsigned int flags))  \
 	X(cudaHostUnregister, R, (void *ptr))                                 \
 	X(cudaMemcpy3DAsync, R,                                               \
-	  (const hp_cudaMemcpy3DParms *p, hp_cudaStream_t stream))            \
+	  (const P3 *p, hp_cudaStream_t stream))            \
 	X(cudaMemcpyToSymbolAsync, R,                                         \
 	  (const void *symbol, const void *src, size_t count, size_t offset,  \
 	   K kind, hp_cudaStream_t stream))                                   \
@@ -220,7 +221,7 @@ typedef hp_CUresult (*hp_cuGetProcAddress_t)(const char *symbol, void **pfn,
 	  (void *dst, const void *symbol, size_t count, size_t offset,        \
 	   K kind, hp_cudaStream_t stream))                                   \
 	X(cudaMemcpy3DBatchAsync, R,                                          \
-	  (size_t numOps, hp_cudaMemcpy3DBatchOp *opList,                     \
+	  (size_t numOps, B3 *opList,                                         \
 	   unsigned long long flags, hp_cudaStream_t stream))                 \
 	X(cudaMemcpyBatchAsync, R,                                            \
 	  (void *const *dsts, const void *const *srcs, const size_t *sizes,   \
@@ -229,7 +230,7 @@ typedef hp_CUresult (*hp_cuGetProcAddress_t)(const char *symbol, void **pfn,
 	X(cudaGetDriverEntryPointByVersion, R,                                \
 	  (const char *symbol, void **funcPtr, unsigned int cudaVersion,      \
 	   unsigned long long flags,                                          \
-	   hp_cudaDriverEntryPointQueryResult *driverStatus))                 \
+	   Q *driverStatus))                                                  \
 	X(cudaRuntimeGetVersion, R, (int *runtimeVersion))
 /* cudaGetDriverEntryPoint: deprecated in CUDA 13 (still exported). */
 typedef hp_cudaError_t (*hp_cudaGetDriverEntryPoint_t)(
@@ -245,9 +246,12 @@ typedef hp_cudaError_t (*hp_cudaGetDriverEntryPoint_t)(
 HP_CU_DRIVER_FNS(HP_FN_TYPEDEF, hp_CUresult)
 HP_CU_POLICY_FNS(HP_FN_TYPEDEF, hp_CUresult)
 HP_CU_POLICY_OPT_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
-HP_CU_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult)
-HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult)
-HP_CUDART_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind)
+HP_CU_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D, hp_CUDA_MEMCPY3D,
+	       hp_CUDA_MEMCPY3D_BATCH_OP)
+HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUdriverProcAddressQueryResult)
+HP_CUDART_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind,
+	      hp_cudaMemcpy3DParms, hp_cudaMemcpy3DBatchOp,
+	      hp_cudaDriverEntryPointQueryResult)
 HP_CUDART_OPT_FNS(HP_FN_TYPEDEF, hp_cudaError_t, int)
 #undef HP_FN_TYPEDEF
 

@@ -108,6 +108,18 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 			return EINVAL;
 		*out = 0;
 		return 0;
+	case HP_K_COUNT: {
+		static char cbuf[HP_OPT_COUNT][64];
+		hp_snprintf(cbuf[i], sizeof(cbuf[i]), "a number from %llu to %llu",
+			    d->min, d->max);
+		*expect = cbuf[i];
+		const char *e;
+		uint64_t v;
+		if (parse_u64(s, &e, &v) || *e || v < d->min || v > d->max)
+			return EINVAL;
+		*out = v;
+		return 0;
+	}
 	case HP_K_CAP: {
 		size_t n = strlen(s);
 		if (n > 1 && s[n - 1] == '%') {
@@ -121,18 +133,6 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 			return 0;
 		}
 		__attribute__((fallthrough)); /* a plain size */
-	}
-	case HP_K_COUNT: {
-		static char cbuf[HP_OPT_COUNT][64];
-		hp_snprintf(cbuf[i], sizeof(cbuf[i]), "a number from %llu to %llu",
-			    d->min, d->max);
-		*expect = cbuf[i];
-		const char *e;
-		uint64_t v;
-		if (parse_u64(s, &e, &v) || *e || v < d->min || v > d->max)
-			return EINVAL;
-		*out = v;
-		return 0;
 	}
 	case HP_K_SIZE: {
 		static char buf[HP_OPT_COUNT][96];

@@ -37,7 +37,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	    (hp_rflags(r) & HP_F_FOREIGN))
 		return;
 	if (!cap_reserve(len)) {
-		atomic_fetch_add(&hp_ctr.over_cap, 1);
+		HP_CTR_ADD(over_cap, 1);
 		HP_LOG_ONCE(HP_LOG_WARN,
 			    "HOSTPIN_MAX_PINNED (%llu bytes) reached: further "
 			    "blocks are served unpinned",
@@ -46,26 +46,28 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	const char *why = "unknown";
 	int e = EAGAIN;
-	if (hp_backend->ready() && hp_coverage_ok(hp_backend, &why) == 0) {
+	if (!hp_backend->ready()) {
+		/* e stays EAGAIN */
+	} else if (hp_coverage_ok(hp_backend, &why)) {
+		e = EPERM; /* refused: a copy could bypass the hooks */
+	} else {
 		uint64_t t0 = hp_now_ns();
 		hp_prefault((void *)base, len);
 		e = hp_backend->pin((void *)base, len, &why);
-		atomic_fetch_add_explicit(&hp_ctr.pin_ns, hp_now_ns() - t0,
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&hp_ctr.pin_calls, 1,
-					  memory_order_relaxed);
+		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
+		HP_CTR_ADD(pin_calls, 1);
 	}
 	if (e == EAGAIN) { /* not now: the device runtime is not ready */
-		atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+		HP_CTR_SUB(pinned_bytes_now, len);
 		if (!(hp_rflags(r) & HOSTPIN_PENDING)) {
 			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
-			atomic_fetch_add(&hp_ctr.pending_blocks, 1);
+			HP_CTR_ADD(pending_blocks, 1);
 		}
 		return;
 	}
 	if (hp_rflags(r) & HOSTPIN_PENDING) {
 		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_PENDING);
-		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+		HP_CTR_SUB(pending_blocks, 1);
 	}
 	if (e) {
 		/* HOSTPIN_MLOCK: a block the device refused is at least kept
@@ -75,9 +77,9 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 			     mlock((void *)base, len) == 0;
 		if (locked) {
 			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_LOCKED);
-			atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+			HP_CTR_ADD(pinned_blocks_now, 1);
 		} else {
-			atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+			HP_CTR_SUB(pinned_bytes_now, len);
 		}
 		int first = hp_stat_fail(why);
 		if (hp_opt[HP_OPT_STRICT])
@@ -94,7 +96,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		return;
 	}
 	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
-	atomic_fetch_add(&hp_ctr.pinned_blocks_now, 1);
+	HP_CTR_ADD(pinned_blocks_now, 1);
 	hp_site_account(hp_rsite(r), len, 1);
 	/* the reservation is now real: account the peak */
 	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
@@ -109,12 +111,12 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	unsigned f = hp_rflags(r);
 	if (f & HOSTPIN_PENDING) {
 		hp_set_rflags(r, f & ~HOSTPIN_PENDING);
-		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+		HP_CTR_SUB(pending_blocks, 1);
 	}
 	if (!(f & HP_PIN_MASK))
 		return 0;
 	const char *why = "unknown";
-	atomic_fetch_add_explicit(&hp_ctr.unpin_calls, 1, memory_order_relaxed);
+	HP_CTR_ADD(unpin_calls, 1);
 	int e = 0;
 	if (f & hp_backend->pin_flags)
 		e = hp_in_child ? 0 : hp_backend->unpin((void *)base, len, &why);
@@ -130,8 +132,8 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 		return e;
 	}
 	hp_set_rflags(r, hp_rflags(r) & ~HP_PIN_MASK);
-	atomic_fetch_sub(&hp_ctr.pinned_blocks_now, 1);
-	atomic_fetch_sub(&hp_ctr.pinned_bytes_now, len);
+	HP_CTR_SUB(pinned_blocks_now, 1);
+	HP_CTR_SUB(pinned_bytes_now, len);
 	hp_site_account(hp_rsite(r), len, 0);
 	return 0;
 }
@@ -145,12 +147,12 @@ void hp_count_track(unsigned kind, size_t len, int add)
 			hp_stat_add_peak(&hp_ctr.bytes_now, &hp_ctr.bytes_peak,
 					 len);
 		} else {
-			atomic_fetch_sub(&hp_ctr.blocks_now, 1);
-			atomic_fetch_sub(&hp_ctr.bytes_now, len);
+			HP_CTR_SUB(blocks_now, 1);
+			HP_CTR_SUB(bytes_now, len);
 		}
 	} else {
-		atomic_fetch_add(&hp_ctr.mmap_ranges_now, add ? 1 : -1ull);
-		atomic_fetch_add(&hp_ctr.mmap_bytes_now, add ? len : 0 - len);
+		HP_CTR_ADD(mmap_ranges_now, add ? 1 : -1ull);
+		HP_CTR_ADD(mmap_bytes_now, add ? len : 0 - len);
 	}
 }
 
@@ -179,7 +181,7 @@ int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
 	if (hp_unpin(r, s->base, s->len)) {
 		uint64_t w = atomic_load(&r->word);
 		hp_registry_claim(r, w, HP_REC_LEAKED);
-		atomic_fetch_add(&hp_ctr.leaked_blocks, 1);
+		HP_CTR_ADD(leaked_blocks, 1);
 		return EBUSY;
 	}
 	hp_count_track(kind, s->len, 0);
@@ -198,7 +200,7 @@ static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 		return 0;
 	hp_pin(r, s->base, s->len);
 	if (!(hp_rflags(r) & HOSTPIN_PENDING) && (hp_rflags(r) & HP_PIN_MASK))
-		atomic_fetch_add(&hp_ctr.adopted_blocks, 1);
+		HP_CTR_ADD(adopted_blocks, 1);
 	hp_busy_end(r, st);
 	return 0;
 }
@@ -223,7 +225,7 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
 		atomic_store_explicit(&r->user[HP_U_FOREIGN], (uintptr_t)arg,
 				      memory_order_relaxed);
-		atomic_fetch_add(&hp_ctr.foreign_ranges, 1);
+		HP_CTR_ADD(foreign_ranges, 1);
 	}
 	hp_busy_end(r, st);
 	return 0;
@@ -288,9 +290,9 @@ static int child_forget(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	 * child's blocks are plain memory, and it never unpins them. */
 	unsigned f = hp_rflags(r);
 	if (f & HP_PIN_MASK)
-		atomic_fetch_sub(&hp_ctr.pinned_blocks_now, 1);
+		HP_CTR_SUB(pinned_blocks_now, 1);
 	if (f & HOSTPIN_PENDING)
-		atomic_fetch_sub(&hp_ctr.pending_blocks, 1);
+		HP_CTR_SUB(pending_blocks, 1);
 	hp_set_rflags(r, f & ~(HP_PIN_MASK | HOSTPIN_PENDING));
 	return 0;
 }

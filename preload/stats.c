@@ -1,5 +1,6 @@
 /* Statistics: lock-free counters, failures by reason, the at-exit report
  * (text to the log, JSON to HOSTPIN_STATS_FILE). */
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,7 +10,9 @@
 
 struct hp_counters hp_ctr;
 
+/* The last slot counts every reason beyond the others, under its own name. */
 #define MAX_REASONS 16
+static const char other_reasons[] = "other reasons";
 static struct {
 	_Atomic(const char *) name;
 	_Atomic uint64_t n;
@@ -36,7 +39,7 @@ void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 
 int hp_stat_fail(const char *reason)
 {
-	for (int i = 0; i < MAX_REASONS; i++) {
+	for (int i = 0; i < MAX_REASONS - 1; i++) {
 		const char *cur = atomic_load(&reasons[i].name);
 		if (cur == NULL) {
 			/* claim the empty slot; a racing claimer of the same
@@ -50,8 +53,11 @@ int hp_stat_fail(const char *reason)
 							 memory_order_relaxed) ==
 			       0;
 	}
-	atomic_fetch_add(&reasons[MAX_REASONS - 1].n, 1);
-	return 0;
+	const char *none = NULL;
+	atomic_compare_exchange_strong(&reasons[MAX_REASONS - 1].name, &none,
+				       other_reasons);
+	return atomic_fetch_add_explicit(&reasons[MAX_REASONS - 1].n, 1,
+					 memory_order_relaxed) == 0;
 }
 
 uint64_t hp_stat_fail_total(void)
@@ -84,7 +90,7 @@ HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 #undef L
 	s.pin_failures = hp_stat_fail_total();
 	if (out == NULL)
-		return 22;
+		return EINVAL;
 	memcpy(out, &s, size < sizeof(s) ? size : sizeof(s));
 	return 0;
 }
@@ -149,6 +155,9 @@ void hp_stats_report(void)
 		     (unsigned long long)s.cached_bytes,
 		     (unsigned long long)s.cache_hits,
 		     (unsigned long long)s.cache_evictions);
+		emit(fd, "hostpin[%d]:   imports of hostpin's released by the "
+		     "program %llu\n", pid,
+		     (unsigned long long)s.imports_dropped);
 		emit(fd, "hostpin[%d]:   pin failures %llu\n", pid,
 		     (unsigned long long)s.pin_failures);
 		for (int i = 0; i < MAX_REASONS; i++) {

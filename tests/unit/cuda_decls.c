@@ -3,6 +3,8 @@
  * cuda_runtime_api.h.  A mismatch is a compile error. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+#include <stddef.h>
 
 #include "../../preload/cuda_api.h"
 
@@ -39,7 +41,76 @@ _Static_assert(cudaErrorNotReady == HP_cudaErrorNotReady, "");
 						    R(*) params),             \
 		       #name " differs from the toolkit");
 HP_CU_DRIVER_FNS(CHECK_FN, CUresult)
-HP_CUDART_FNS(CHECK_FN, cudaError_t, enum cudaMemcpyKind)
+HP_CUDART_FNS(CHECK_FN, cudaError_t, enum cudaMemcpyKind,
+	      struct cudaMemcpy3DParms, struct cudaMemcpy3DBatchOp,
+	      enum cudaDriverEntryPointQueryResult)
+HP_CU_POLICY_FNS(CHECK_FN, CUresult)
+HP_CU_POLICY_OPT_FNS(CHECK_FN, CUresult, CUstreamCaptureStatus)
+HP_CU_COPY_FNS(CHECK_FN, CUresult, CUDA_MEMCPY2D, CUDA_MEMCPY3D,
+	       CUDA_MEMCPY3D_BATCH_OP)
+HP_CU_LOOKUP_FNS(CHECK_FN, CUresult, CUdriverProcAddressQueryResult)
+/* (The CUDA 12.8 batch forms and cuGetProcAddress of 11.3 differ from
+ * their checked successors by one trailing parameter only.) */
+
+/* The descriptors hostpin reads: same size, same offsets. */
+#define SAME(hp, tk, f)                                                       \
+	_Static_assert(offsetof(hp, f) == offsetof(tk, f), #tk "." #f)
+_Static_assert(sizeof(hp_CUDA_MEMCPY2D) == sizeof(CUDA_MEMCPY2D), "2D");
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, srcMemoryType);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, srcHost);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, srcDevice);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, srcPitch);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, dstMemoryType);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, dstHost);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, dstDevice);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, dstPitch);
+SAME(hp_CUDA_MEMCPY2D, CUDA_MEMCPY2D, Height);
+_Static_assert(sizeof(hp_CUDA_MEMCPY3D) == sizeof(CUDA_MEMCPY3D), "3D");
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcZ);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcMemoryType);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcHost);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcDevice);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcPitch);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcHeight);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstMemoryType);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstHost);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstDevice);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstPitch);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstHeight);
+SAME(hp_CUDA_MEMCPY3D, CUDA_MEMCPY3D, Depth);
+_Static_assert(sizeof(hp_CUDA_MEMCPY3D_BATCH_OP) ==
+		   sizeof(CUDA_MEMCPY3D_BATCH_OP), "batch op");
+SAME(hp_CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP, src.type);
+SAME(hp_CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP, src.op.ptr.ptr);
+SAME(hp_CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP, dst.type);
+SAME(hp_CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP, dst.op.ptr.ptr);
+SAME(hp_CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP, extent.depth);
+_Static_assert(sizeof(hp_cudaMemcpy3DBatchOp) ==
+		   sizeof(struct cudaMemcpy3DBatchOp), "runtime batch op");
+SAME(hp_cudaMemcpy3DBatchOp, struct cudaMemcpy3DBatchOp, dst.op.ptr.ptr);
+SAME(hp_cudaMemcpy3DBatchOp, struct cudaMemcpy3DBatchOp, extent);
+_Static_assert(sizeof(hp_cudaMemcpy3DParms) == sizeof(struct cudaMemcpy3DParms),
+	       "3D parms");
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, srcPos);
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, srcPtr);
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, dstArray);
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, dstPos);
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, dstPtr);
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, extent);
+SAME(hp_cudaMemcpy3DParms, struct cudaMemcpy3DParms, kind);
+_Static_assert(CU_MEMORYTYPE_HOST == HP_CU_MEMORYTYPE_HOST, "");
+_Static_assert(CU_MEMORYTYPE_UNIFIED == HP_CU_MEMORYTYPE_UNIFIED, "");
+_Static_assert(CU_MEMCPY_OPERAND_TYPE_POINTER ==
+		   HP_CU_MEMCPY_OPERAND_TYPE_POINTER, "");
+_Static_assert(cudaMemcpyOperandTypePointer ==
+		   HP_CU_MEMCPY_OPERAND_TYPE_POINTER, "");
+_Static_assert(CU_EVENT_DISABLE_TIMING == HP_CU_EVENT_DISABLE_TIMING, "");
+_Static_assert(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ==
+		   HP_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "");
+_Static_assert(CU_STREAM_CAPTURE_STATUS_NONE ==
+		   HP_CU_STREAM_CAPTURE_STATUS_NONE, "");
+_Static_assert(CUDA_ERROR_NOT_FOUND == HP_CUDA_ERROR_NOT_FOUND, "");
+_Static_assert(cudaErrorSymbolNotFound == HP_CUDA_ERROR_NOT_FOUND, "");
 HP_CUDART_OPT_FNS(CHECK_FN, cudaError_t, enum cudaStreamCaptureStatus)
 _Static_assert(cudaStreamCaptureStatusNone == HP_cudaStreamCaptureStatusNone, "");
 

@@ -1,0 +1,10 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- constructors, fork, quiet processes, threads ----
+run "early constructor allocations" $P HP_EXPECT_ACTIVE=1 -- "$B/early"
+run "early constructor allocations [mlock]" $P HOSTPIN_BACKEND=mlock -- "$B/early"
+run "fork [mlock]" $P HOSTPIN_BACKEND=mlock HOSTPIN_STATS=1 -- "$B/forked"
+run "fork [none]" $P -- "$B/forked"
+run "quiet process: no thread, no device library" $P HOSTPIN_BACKEND=mlock -- "$B/quiet"
+run "8 threads mixed sizes + a mapping/forking thread [mlock]" $P HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K -- "$B/threads" 2000
+run "8 threads mixed sizes + a mapping/forking thread [none]" $P -- "$B/threads" 2000
+

@@ -1,0 +1,78 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- CUDA backend against the fake driver ----
+cuda "adopt: pending before cuInit, registered before the first copy" 0 0 -- adopt
+if echo "$CUDA_LOG_KEEP" | grep -q "CTXCUR 0"; then bad "cuda: device 0 touched in a job on device 1"
+else ok "cuda: device 0 never touched in a job on device 1"; fi
+n=$(echo "$CUDA_LOG_KEEP" | grep -c " RETAIN ")
+if [ "$n" = 1 ]; then ok "cuda: hostpin retained no context (only the program's one retain)"
+else bad "cuda: $n primary-context retains"; fi
+if echo "$CUDA_LOG_KEEP" | awk '/CALL cuMemHostRegister_v2/ {r=1} /CALL cuInit/ {if (r) bad=1} END {exit bad}'; then
+	ok "cuda: no registration attempted before the program's cuInit"
+else bad "cuda: registration before cuInit"; fi
+cuda "thread without a context: context pushed" 0 0 -- thread
+log=$(mktemp)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 FAKE_CUDA_LOG="$log" "$B/cuda_prog" noinit 2>&1); rc=$?
+if [ $rc -eq 0 ] && ! grep -q "CALL cuInit\| REG \|RETAIN\|CTXCREATE\|CALL cuCtxPush" "$log"; then
+	ok "cuda: a process that never calls cuInit: hostpin neither (no init, context or registration)"
+else bad "cuda noinit (rc $rc): $(grep -v 'CALL cuDeviceGetCount' "$log" | head -3) $out"; fi
+rm -f "$log"
+cuda "HOSTPIN_COPY=sync keeps pageable copy semantics" 0 0 HOSTPIN_COPY=sync -- sync
+cuda "HOSTPIN_COPY=async: the semantics test does see the difference" 1 0 HOSTPIN_COPY=async -- sync
+cuda "HOSTPIN_COPY=sync does not wait inside CUDA graph capture" 0 0 HOSTPIN_COPY=sync -- capture
+cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 HOSTPIN_COPY=async -- inflight
+cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
+cuda "work with a 1 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work
+cuda "work with a chunk that is not a page multiple (rounded down)" 0 0 HOSTPIN_REGISTER_CHUNK=1000000 -- work
+cuda "program unregisters hostpin's registration: registered again, no failure" 0 0 -- drop
+cuda "HOSTPIN_REGISTER_DEVICE=0 registers nothing" 0 0 HOSTPIN_REGISTER_DEVICE=0 HP_EXPECT_ACTIVE= -- work
+cuda "HOSTPIN_MLOCK=1: a refused registration is locked instead" 0 0 HOSTPIN_MLOCK=1 \
+	FAKE_CUDA_FAIL=cuMemHostRegister_v2:1 -- mlock_fallback
+cuda "churn with the cache: registrations only in the first step" 0 3 HOSTPIN_CACHE=1G -- churn
+n=$(echo "$CUDA_LOG_KEEP" | grep -c " REG "); u=$(echo "$CUDA_LOG_KEEP" | grep -c " UNREG ")
+if [ "$n" = 3 ] && [ "$u" = 0 ]; then ok "cuda cache: 20 steps of 3 fresh buffers cost 3 registrations, 0 unregistrations"
+else bad "cuda cache: $n registrations, $u unregistrations"; fi
+log=$(mktemp)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=2000 "$B/cuda_prog" fork 2>&1); rc=$?
+child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
+if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child CALL" "$log" && fakelog "$log"; then
+	ok "cuda fork: the child ($child) made no driver call"
+else bad "cuda fork (rc $rc, child '$child'): $(grep "^$child CALL" "$log" | head -2)"; fi
+rm -f "$log"
+# Failures injected into every driver entry point hostpin uses: the program
+# completes with correct data, and the failures are counted.
+# fn:N:mode: fail the Nth call of fn while cuda_prog runs mode.
+for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetState:1:work \
+	cuCtxGetCurrent:3:work cuCtxPushCurrent_v2:1:thread cuCtxPopCurrent_v2:1:thread \
+	cuMemHostRegister_v2:3:work cuMemHostUnregister:3:work cuMemHostRegister_v2:2:thread; do
+	fn=${spec%%:*}; rest=${spec#*:}; nth=${rest%%:*}; mode=${rest#*:}
+	d=$(mktemp -d)
+	out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 FAKE_CUDA_FAIL="$fn:$nth" \
+		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" "$mode" 2>&1); rc=$?
+	inj=$(grep -c "INJECT $fn" "$d/log")
+	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks'])" 2>/dev/null)
+	# register/unregister failures must be counted; the others only delay
+	# registration (the block stays pending and is adopted later)
+	case $fn in cuMemHost*) need=1 ;; *) need=0 ;; esac
+	if [ $rc -eq 0 ] && [ "$inj" -ge 1 ] && [ "${counted:-0}" -ge $need ] && ! grep -q VIOLATION "$d/log"; then
+		ok "cuda: failure injected into $fn ($mode): job completes, data right, ${counted:-0} counted"
+	else bad "cuda: failure in $fn ($mode; rc $rc, injected $inj, counted ${counted:-?}): $(echo "$out" | tail -2)"; fi
+	rm -rf "$d"
+done
+d=$(mktemp -d)
+out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 HOSTPIN_STATS_FILE="$d/s.json" \
+	FAKE_CUDA_FAIL="cuMemHostRegister_v2:2:2,cuMemHostRegister_v2:4:1,cuMemHostRegister_v2:6:2" "$B/cuda_prog" work 2>&1); rc=$?
+lines=$(echo "$out" | grep -c "cannot pin")
+n=$(python3 -c "import json;print(json.load(open('$d/s.json'))['pin_failures'])" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$lines" = 2 ] && [ "$n" = 3 ] && echo "$out" | grep -q CUDA_ERROR_OUT_OF_MEMORY &&
+	echo "$out" | grep -q CUDA_ERROR_INVALID_VALUE; then
+	ok "cuda: each failure reason logged once with the driver's error name (3 failures, 2 reasons, 2 lines)"
+else bad "cuda: failure reasons (rc $rc, $lines lines, ${n:-?} counted): $out"; fi
+rm -rf "$d"
+if [ -f /usr/local/cuda/include/cuda.h ]; then
+	if $CC -std=c11 -Wall -Wextra -Werror -I/usr/local/cuda/include -fsyntax-only "$top/tests/unit/cuda_decls.c"; then
+		ok "preload/cuda_api.h agrees with /usr/local/cuda/include/cuda.h"
+	else bad "preload/cuda_api.h disagrees with cuda.h"; fi
+else
+	echo "SKIP: no CUDA toolkit: cuda_api.h not checked against cuda.h"
+fi
+

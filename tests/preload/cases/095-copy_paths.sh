@@ -1,0 +1,75 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- every copy path keeps pageable-memory semantics ----
+# cpath NAME WANT-RC PROG ENV... -- MODE: PROG under hostpin and the fakes;
+# the fake driver's log must be clean.
+cpath() {
+	local name=$1 want=$2 prog=$3; shift 3
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=3000 \
+		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
+	CPATH_LOG=$(cat "$log")
+	if [ $rc -eq "$want" ] && fakelog "$log"; then ok "$name"
+	else bad "$name (rc $rc, want $want)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+while read -r prog p; do
+	case $prog in ''|'#'*) continue ;; esac
+	# without hostpin the program sees pageable semantics (its own check)
+	out=$(HP_PATH=$p FAKE_CUDA_DELAY_US=3000 timeout 60 "$B/$prog" sync 2>&1) ||
+		bad "$prog $p: fails without hostpin: $out"
+	cpath "$prog $p: HOSTPIN_COPY=sync keeps pageable semantics" 0 "$prog" HP_PATH=$p HOSTPIN_COPY=sync -- sync
+	# the path does reach registered memory: without the wait the
+	# program sees the difference
+	cpath "$prog $p: HOSTPIN_COPY=async: the difference is visible" 1 "$prog" HP_PATH=$p HOSTPIN_COPY=async -- sync
+	cpath "$prog $p: HOSTPIN_COPY=async: no reuse under an in-flight copy" 0 "$prog" HP_PATH=$p HOSTPIN_COPY=async -- inflight
+done < "$top/tests/preload/matrix/copy-paths"
+
+# One wait per copy where the runtime calls the driver: 2 registered async
+# copies in the sync test, 2 waits (a second, driver-level one would make 4).
+for p in rt rt2d drv gpa; do
+	d=$(mktemp -d)
+	timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_PATH=$p FAKE_CUDA_DELAY_US=3000 \
+		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" sync >/dev/null 2>&1
+	w=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['copy_waits'], s['copies_registered'])" 2>/dev/null)
+	if [ "$w" = "2 2" ]; then ok "cuda $p: one wait per registered copy (waits, copies: $w)"
+	else bad "cuda $p: waits and registered copies: '${w:-no stats}', want '2 2'"; fi
+	rm -rf "$d"
+done
+
+# A failure injected into each driver copy entry point: the program gets
+# the driver's error unchanged, hostpin neither waits nor tracks, and the
+# next call works.  fn:path.
+for spec in cuMemcpyDtoHAsync_v2:rt cuMemcpyDtoHAsync_v2_ptsz:rt_ptsz cuMemcpyDtoHAsync_v2:drv \
+	cuMemcpyDtoHAsync_v2:gpa cuMemcpyDtoHAsync_v2_ptsz:gpa_ptsz cuMemcpyDtoHAsync_v2:dldrv \
+	cuMemcpyAsync:drvany cuMemcpy2DAsync_v2:rt2d cuMemcpy2DAsync_v2:drv2d cuMemcpy3DAsync_v2:rt3d \
+	cuMemcpy3DAsync_v2:drv3d cuMemcpyAtoHAsync_v2:drvarr cuMemcpyBatchAsync:rtbatch \
+	cuMemcpyBatchAsync_v2:drvbatch cuMemcpy3DBatchAsync_v2:drv3dbatch cuMemcpyDtoHAsync_v2:entry; do
+	fn=${spec%%:*} p=${spec#*:}
+	# the Nth call: after dev()'s fill (and, for arrays, its creation)
+	cpath "cuda: failure injected into $fn ($p): error passed through, next call works" 0 cuda_prog \
+		HP_PATH=$p FAKE_CUDA_FAIL="$fn:$(case $fn in *DtoH*|*AtoH*) echo 1 ;; *) echo 2 ;; esac)" -- fault
+done
+# the copy policy's own driver calls: no event, so the safe wait
+cpath "cuda: cuEventCreate fails under HOSTPIN_COPY=async: falls back to the wait" 0 cuda_prog \
+	HOSTPIN_COPY=async FAKE_CUDA_FAIL=cuEventCreate:1 -- inflight
+echo "$CPATH_LOG" | grep -q "INJECT cuEventCreate" && ok "cuda: the cuEventCreate failure was injected" ||
+	bad "cuda: cuEventCreate never called under HOSTPIN_COPY=async"
+
+# The coverage check: a loaded object exporting a copy entry point hostpin
+# does not know leaves blocks unregistered (one message, counted), unless
+# HOSTPIN_COVERAGE=ignore.
+d=$(mktemp -d)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_LOAD_EXTRA="$B/libextra.so" HP_EXPECT_REG=0 \
+	HOSTPIN_STATS_FILE="$d/s.json" FAKE_CUDA_DELAY_US=3000 "$B/cuda_prog" coverage 2>&1); rc=$?
+n=$(echo "$out" | grep -c "libextra.so exports cuMemcpyFancyAsync, a copy entry point hostpin does not guard")
+f=$(python3 -c "import json;print(json.load(open('$d/s.json'))['failures'].get('unguarded copy entry point loaded', 0))" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$n" = 1 ] && [ "${f:-0}" -ge 1 ]; then
+	ok "coverage: an unknown copy entry point keeps blocks unregistered (1 message, $f counted)"
+else bad "coverage check (rc $rc, $n messages, ${f:-?} counted): $out"; fi
+rm -rf "$d"
+cpath "coverage: HOSTPIN_COVERAGE=ignore registers anyway" 0 cuda_prog HP_LOAD_EXTRA="$B/libextra.so" \
+	HP_EXPECT_REG=1 HOSTPIN_COVERAGE=ignore -- coverage
+cpath "coverage: the fakes' own entry points are all known" 0 cuda_prog HP_EXPECT_REG=1 -- coverage

@@ -1,0 +1,128 @@
+# Shared by every preload case: paths, the build of the test programs and
+# fakes, and the helpers ok/bad/build/run.  Sourced by run.sh.
+top=$(cd "$(dirname "$0")/../.." && pwd)
+B=$top/build/test/preload
+LIB=$top/build/libhostpin.so
+CC=${CC:-cc}
+mkdir -p "$B"
+cd "$top/tests/preload" || exit 1
+F=$top/build/test/fakes
+mkdir -p "$F"
+chmod 755 "$top/build" "$top/build/test" "$B" 2>/dev/null
+# Misuse and impossible sizes are the point of some tests: silence the
+# warnings that say so.
+CFL="-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -Wno-free-nonheap-object -Wno-alloc-size-larger-than -Wno-use-after-free -fno-builtin"
+fails=0 passes=0
+ok() { passes=$((passes + 1)); echo "PASS: $*"; }
+bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
+
+build() { # name sources... [flags]
+	local out=$1; shift
+	$CC $CFL -o "$B/$out" "$@" -ldl -lpthread || { bad "build $out"; return 1; }
+}
+build semantics semantics.c
+build abuse abuse.c
+build maps maps.c
+build forked forked.c
+build quiet quiet.c
+build pinmany pinmany.c
+build threads ../stress/threads.c
+build cache cache.c
+build sites sites.c -rdynamic
+build maxpin maxpin.c
+# the fake CUDA driver and runtime, and a program linked against them
+# -Bsymbolic: the fake's cuGetProcAddress hands out its own functions, never
+# a same-named symbol elsewhere in the process (hostpin's), as the driver does
+$CC $CFL -Wno-unused-parameter -shared -fPIC -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 \
+	-o "$F/libcuda.so.1" ../fakes/fake_cuda.c -ldl -lpthread &&
+	$CC $CFL -shared -fPIC -Wl,-soname,libcudart.so.12 -o "$F/libcudart.so.12" ../fakes/fake_cudart.c \
+		-Wl,-rpath,"$F" -ldl -lpthread &&
+	build cuda_prog cuda_prog.c -DLINKED_DRIVER -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F" &&
+	build cuda_static cuda_prog.c ../fakes/fake_cudart.c -DFAKE_STATIC -Wl,-rpath,"$F" &&
+	build cuda_dl cuda_prog.c -DVIA_DLOPEN -Wl,-rpath,"$F" ||
+	bad "build the CUDA fakes"
+# the fake Level Zero driver (two copies, for the two-driver case) and a
+# program over the real loader
+$CC $CFL -shared -fPIC -o "$F/libfake_ze.so" ../fakes/fake_ze.c -ldl -lpthread &&
+	$CC $CFL -shared -fPIC -DFAKE_TAG=\"ze2\" -o "$F/libfake_ze2.so" ../fakes/fake_ze.c -ldl -lpthread &&
+	build ze_prog ze_prog.c -lze_loader || bad "build the Level Zero fake"
+$CC $CFL -shared -fPIC -o "$B/libnext.so" libnext.c -ldl && build dlcheck dlcheck.c -lm &&
+	$CC $CFL -shared -fPIC -o "$B/libextra.so" libextra.c || bad "build the dlsym programs"
+$CC $CFL -shared -fPIC -o "$B/libearly.so" early_lib.c &&
+	build early early.c -L"$B" -learly -Wl,-rpath,"$B"
+
+# run NAME ENV... -- CMD...: expect exit 0
+run() {
+	local name=$1; shift
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local out
+	if out=$(env "${envs[@]}" "$@" 2>&1); then ok "$name"; else
+		bad "$name"; echo "$out" | tail -15 | sed 's/^/    /'; fi
+}
+P="LD_PRELOAD=$LIB"
+
+# ---- the fake drivers' logs, and running programs over them ----
+# fakelog LOG [live]: the fake driver saw no violation, no overlapping
+# registration, no context created by anyone, and at exit `live`
+# registrations remained (default 0) in the main process.
+fakelog() {
+	local log=$1 live=${2:-0} why=""
+	grep -q VIOLATION "$log" && why="$why $(grep VIOLATION "$log" | head -3 | tr '\n' ' ')"
+	grep -q OVERLAP "$log" && why="$why overlapping-registration"
+	grep -q CTXCREATE "$log" && why="$why context-created"
+	local main
+	main=$(head -1 "$log" | cut -d' ' -f1)
+	grep -q "^$main EXIT live=$live\$" "$log" || why="$why live-at-exit:$(grep "^$main EXIT" "$log")"
+	local regs unregs
+	regs=$(grep -c " REG " "$log"); unregs=$(grep -c " UNREG " "$log")
+	[ -z "$why" ] && return 0
+	echo "    fake driver: $why (REG $regs, UNREG $unregs)"
+	return 1
+}
+cuda() { # name expect-rc fake-live env... -- mode
+	local name=$1 want=$2 live=$3; shift 3
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	# timeout outside env: only cuda_prog runs with hostpin preloaded
+	# HOSTPIN_CACHE=0 unless the case sets it: every free then unregisters,
+	# so the fake's live count at exit must be 0
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=5000 "${envs[@]}" \
+		"$B/cuda_prog" "$@" 2>&1); rc=$?
+	CUDA_LOG_KEEP=$(cat "$log")
+	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "cuda $name"
+	else bad "cuda $name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+# zelog LOG [live]: no violation or overlapping import; every release
+# attempted succeeded; `live` imports left at exit per fake.
+zelog() {
+	local log=$1 live=${2:-0} why=""
+	grep -q VIOLATION "$log" && why="$why $(grep VIOLATION "$log" | head -3 | tr '\n' ' ')"
+	grep -q OVERLAP "$log" && why="$why overlapping-import"
+	local main
+	main=$(head -1 "$log" | cut -d' ' -f1)
+	grep "^$main .* EXIT" "$log" | grep -qv "EXIT live=$live\$" && why="$why live-at-exit"
+	grep -q "^$main .* EXIT" "$log" || why="$why no-exit-line"
+	local calls rels
+	calls=$(grep -c "CALL zexDriverReleaseImportedPointer" "$log"); rels=$(grep -c " RELEASE " "$log")
+	[ "$calls" = "$rels" ] || why="$why failed-releases:$((calls - rels))"
+	[ -z "$why" ] && return 0
+	echo "    fake driver:$why"; return 1
+}
+ZE1=$F/libfake_ze.so ZE2=$F/libfake_ze2.so
+zerun() { # name want env... -- mode
+	local name=$1 want=$2; shift 2
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" \
+		FAKE_ZE_LOG="$log" "${envs[@]}" "$B/ze_prog" "$@" 2>&1); rc=$?
+	ZE_LOG_KEEP=$(cat "$log"); ZE_OUT_KEEP=$out
+	if [ $rc -eq "$want" ] && zelog "$log"; then ok "level zero $name"
+	else bad "level zero $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
