@@ -14,7 +14,7 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 
 CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config
-RUN_PKGS := python3-torch python3-numpy coreutils
+RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang
 DEPS_STAMP := $(B)/.deps
 
 REG_SRC := registry/registry.c
@@ -23,10 +23,15 @@ PRELOAD_HDR := $(wildcard preload/*.h preload/*.def) registry/registry.h
 LIB := $(B)/libhostpin.so
 
 UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c)) tests/unit/runner.c
-# Modules the unit tests link directly.
-UNIT_MODS := preload/options.c preload/log.c
+# The unit runner and the ThreadSanitizer stress programs compile hostpin in,
+# with its libc names renamed so that the tests call the policy directly and
+# the sanitizer keeps the process's allocator.
+UNIT_MODS := $(PRELOAD_SRC)
+EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray \
+	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
+	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench install clean deps unit sanitize preload-tests gpu-check
+.PHONY: all check demo bench install clean deps unit sanitize preload-tests stress gpu-check
 all: $(LIB) $(B)/hostpin
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map
@@ -49,7 +54,7 @@ CHECK_FLAGS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lche
 
 $(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR) man/hostpin.7
 	@mkdir -p $(B)/test
-	$(CC) $(WARN) $(CFLAGS) -DHP_SRCDIR='"$(CURDIR)"' -o $@ $(UNIT_SRC) $(REG_SRC) $(UNIT_MODS) $(CHECK_FLAGS) -ldl -lpthread
+	$(CC) $(WARN) $(CFLAGS) $(EMBED) -DHP_SRCDIR='"$(CURDIR)"' -o $@ $(UNIT_SRC) $(REG_SRC) $(UNIT_MODS) $(CHECK_FLAGS) -ldl -lpthread
 
 # The registry suite again under ThreadSanitizer and ASan+UBSan.
 REG_TEST := tests/unit/check_registry.c tests/unit/runner.c $(REG_SRC)
@@ -64,6 +69,18 @@ $(B)/test/registry-asan: $(DEPS_STAMP) $(REG_TEST) tests/unit/unit.h registry/re
 unit: $(B)/test/unit
 	$(B)/test/unit
 
+# Stress: the threads program (also run under LD_PRELOAD by the preload
+# tests) and the pre-fault pool, with hostpin compiled in, under TSan.
+STRESS := threads prefault
+$(B)/test/%-tsan: tests/stress/%.c $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) tests/preload/tp.h
+	@mkdir -p $(B)/test
+	clang $(WARN) -O1 -g -fsanitize=thread $(EMBED) -o $@ $< $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
+stress: $(DEPS_STAMP) $(foreach s,$(STRESS),$(B)/test/$(s)-tsan)
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66 HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K \
+		HOSTPIN_CACHE=32M $(B)/test/threads-tsan 300
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66 HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 \
+		HOSTPIN_PREFAULT_THREADS=4 $(B)/test/prefault-tsan
+
 sanitize: $(B)/test/registry-tsan $(B)/test/registry-asan
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66 CK_FORK=no $(B)/test/registry-tsan
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 CK_FORK=no $(B)/test/registry-asan
@@ -71,8 +88,10 @@ sanitize: $(B)/test/registry-tsan $(B)/test/registry-asan
 preload-tests: $(DEPS_STAMP) all
 	tests/preload/run.sh
 
+# Tiers, fastest first: unit (and the registry under sanitizers), preload,
+# stress.
 check: $(DEPS_STAMP) all
-	$(MAKE) --no-print-directory preload-tests sanitize unit
+	$(MAKE) --no-print-directory unit sanitize preload-tests stress
 
 demo: $(DEPS_STAMP) all
 	scripts/demo

@@ -4,6 +4,7 @@
  * (found in libc's symbol table, since hostpin exports both names). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <stdlib.h>
 #include <link.h>
 #include <sched.h>
@@ -181,9 +182,9 @@ static void find_libc_dl(void)
 {
 	Dl_info di;
 	struct link_map *lm = NULL;
-	/* dl_iterate_phdr is libc's and never hostpin's: its object is
-	 * libc. */
-	if (!dladdr1((void *)&dl_iterate_phdr, &di, (void **)&lm,
+	/* gnu_get_libc_version is libc's, and nobody interposes it (ASan
+	 * and TSan do dl_iterate_phdr): its object is libc. */
+	if (!dladdr1((void *)&gnu_get_libc_version, &di, (void **)&lm,
 		     RTLD_DL_LINKMAP) ||
 	    lm == NULL)
 		hp_fatal("cannot find the C library's link map");
@@ -229,6 +230,9 @@ static int first_malloc(struct dl_phdr_info *info, size_t size, void *arg)
 
 int hp_foreign_allocator(void)
 {
+#ifdef HP_EMBEDDED_TEST
+	return 0; /* compiled into a test program under a sanitizer */
+#endif
 	/* valgrind redirects malloc by address, wherever it is defined;
 	 * ASan defines it in the executable or in libasan, ahead of us. */
 	const char *pre = getenv("LD_PRELOAD");

@@ -17,7 +17,10 @@
 HP_HIDDEN void *hp_dlsym_hook(void *h, const char *name, const char *ver);
 
 /* On entry the return address at (%rsp) is the caller's; the stubs keep it
- * there for glibc, which reads it to find the caller's object. */
+ * there for glibc, which reads it to find the caller's object.  (Not in a
+ * test program that compiles hostpin in under ThreadSanitizer, whose
+ * runtime looks symbols up before it can run instrumented code.) */
+#ifndef HP_EMBEDDED_TEST
 __asm__(".text\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
@@ -68,6 +71,7 @@ __asm__(".text\n"
 	"1:	jmpq *hp_dlvsym_next(%rip)\n"
 	".cfi_endproc\n"
 	".size dlvsym, .-dlvsym\n");
+#endif
 
 static int is_runtime(const void *fn)
 {

@@ -21,6 +21,7 @@ static int nworkers;
 static uint64_t job_gen;
 static char *job_base;
 static size_t job_len, job_parts;
+static int active; /* workers inside a job; under mu */
 static _Atomic size_t job_next, job_done;
 
 static int populate(char *p, size_t n)
@@ -28,15 +29,22 @@ static int populate(char *p, size_t n)
 	return hp_real.madvise(p, n, MADV_POPULATE_WRITE);
 }
 
-/* Take parts until none is left; returns how many this caller did. */
-static void run_parts(void)
+/* A job as one worker saw it: copied under mu, so that the next job's
+ * writes never race with a worker still finishing this one. */
+struct job {
+	char *base;
+	size_t len, parts;
+};
+
+/* Take parts until none is left. */
+static void run_parts(const struct job *j)
 {
 	size_t i;
-	while ((i = atomic_fetch_add(&job_next, 1)) < job_parts) {
+	while ((i = atomic_fetch_add(&job_next, 1)) < j->parts) {
 		size_t off = i * PART;
-		size_t n = job_len - off < PART ? job_len - off : PART;
-		populate(job_base + off, n);
-		if (atomic_fetch_add(&job_done, 1) + 1 == job_parts) {
+		size_t n = j->len - off < PART ? j->len - off : PART;
+		populate(j->base + off, n);
+		if (atomic_fetch_add(&job_done, 1) + 1 == j->parts) {
 			pthread_mutex_lock(&mu);
 			pthread_cond_broadcast(&cv_done);
 			pthread_mutex_unlock(&mu);
@@ -54,9 +62,13 @@ static void *worker(void *arg)
 		while (job_gen == seen)
 			pthread_cond_wait(&cv_work, &mu);
 		seen = job_gen;
+		struct job j = {job_base, job_len, job_parts};
+		active++;
 		pthread_mutex_unlock(&mu);
-		run_parts();
+		run_parts(&j);
 		pthread_mutex_lock(&mu);
+		if (--active == 0)
+			pthread_cond_broadcast(&cv_done);
 	}
 	return NULL;
 }
@@ -80,6 +92,9 @@ void hp_prefault(void *base, size_t len)
 			break;
 		nworkers++;
 	}
+	/* No worker may still be reading the previous job. */
+	while (active)
+		pthread_cond_wait(&cv_done, &mu);
 	job_base = base;
 	job_len = len;
 	job_parts = (len + PART - 1) / PART;
@@ -88,9 +103,10 @@ void hp_prefault(void *base, size_t len)
 	job_gen++;
 	pthread_cond_broadcast(&cv_work);
 	pthread_mutex_unlock(&mu);
-	run_parts(); /* the caller works too */
+	struct job j = {base, len, (len + PART - 1) / PART};
+	run_parts(&j); /* the caller works too */
 	pthread_mutex_lock(&mu);
-	while (atomic_load(&job_done) < job_parts)
+	while (atomic_load(&job_done) < j.parts)
 		pthread_cond_wait(&cv_done, &mu);
 	pthread_mutex_unlock(&mu);
 	pthread_mutex_unlock(&job_mu);

@@ -36,7 +36,10 @@ HP_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd,
 }
 
 HP_EXPORT void *mmap64(void *a, size_t len, int prot, int flags, int fd,
-		       off_t off) __attribute__((alias("mmap")));
+		       off_t off)
+{
+	return mmap(a, len, prot, flags, fd, off);
+}
 
 HP_EXPORT int munmap(void *a, size_t len)
 {

@@ -30,6 +30,7 @@ build threads ../stress/threads.c
 build cache cache.c
 build sites sites.c -rdynamic
 build maxpin maxpin.c
+build suid suid.c
 # the fake CUDA driver and runtime, and a program linked against them
 # -Bsymbolic: the fake's cuGetProcAddress hands out its own functions, never
 # a same-named symbol elsewhere in the process (hostpin's), as the driver does

@@ -10,8 +10,7 @@ int main(void)
 #ifndef HP_REGISTRY_ONLY
 	srunner_add_suite(sr, options_suite());
 	srunner_add_suite(sr, log_suite());
-#endif
-#ifndef HP_REGISTRY_ONLY
+	srunner_add_suite(sr, policy_suite());
 #endif
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

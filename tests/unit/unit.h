@@ -6,7 +6,6 @@ Suite *registry_suite(void);
 #ifndef HP_REGISTRY_ONLY
 Suite *options_suite(void);
 Suite *log_suite(void);
-#endif
-#ifndef HP_REGISTRY_ONLY
+Suite *policy_suite(void);
 #endif
 #endif

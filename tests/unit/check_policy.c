@@ -1,0 +1,226 @@
+/* Check suite for the pin policy (pin.c, heap.c, cache.c, maps.c) against a
+ * fake backend that records its calls and checks the order the invariants
+ * ask for.  hostpin is compiled into this runner with its libc names
+ * renamed (Makefile), so the tests call the policy directly. */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../../preload/hostpin.h"
+#include "../../preload/record.h"
+#include "unit.h"
+
+static struct {
+	int ready, fail_unpin, pins, unpins, quiesces;
+	int unpin_while_unmapped; /* invariant 1 broken */
+	int quiesce_after_unpin;  /* a copy could still use an unpinned block */
+	int last_quiesce_pins;    /* unpins seen when quiesce last ran */
+} fk;
+
+static int mapped(void *p)
+{
+	unsigned char v;
+	return mincore(p, HP_PAGE_SIZE, &v) == 0;
+}
+
+static int fk_probe(void) { return 0; }
+static int fk_ready(void) { return fk.ready; }
+static int fk_pin(void *b, size_t l, const char **why)
+{
+	(void)b, (void)l, (void)why;
+	fk.pins++;
+	return 0;
+}
+static int fk_unpin(void *b, size_t l, const char **why)
+{
+	(void)l;
+	if (!mapped(b))
+		fk.unpin_while_unmapped++;
+	if (fk.last_quiesce_pins != fk.unpins)
+		fk.quiesce_after_unpin++;
+	if (fk.fail_unpin) {
+		*why = "fake refuses";
+		return EIO;
+	}
+	fk.unpins++;
+	return 0;
+}
+static void fk_fork(void) {}
+static void fk_quiesce(struct hp_rec *r)
+{
+	(void)r;
+	fk.quiesces++;
+	fk.last_quiesce_pins = fk.unpins;
+}
+static const hp_backend_t fake = {
+	.name = "fake", .probe = fk_probe, .ready = fk_ready, .pin = fk_pin,
+	.unpin = fk_unpin, .fork_child = fk_fork, .quiesce = fk_quiesce,
+	.pin_flags = HOSTPIN_REGISTERED,
+};
+
+#define MB ((size_t)1 << 20)
+
+static void setup(void)
+{
+	memset(&fk, 0, sizeof(fk));
+	fk.ready = 1;
+	ck_assert_int_eq(atomic_load(&hp_state), HP_ST_READY);
+	hp_backend = &fake;
+	/* Check forks each test: hostpin's fork handler marked this child;
+	 * for the fake backend it is a process of its own. */
+	hp_in_child = 0;
+	hp_opt[HP_OPT_CACHE] = 0;
+	hp_opt[HP_OPT_PREFAULT_THREADS] = 1;
+	hp_opt[HP_OPT_MAX_PINNED] = (uint64_t)1 << 40;
+}
+
+static void *alloc(size_t n)
+{
+	void *p;
+	HP_GUARDED(p = hp_block_alloc(n, 0, 0));
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+static void release(void *p)
+{
+	int mine;
+	HP_GUARDED(mine = hp_block_free(p));
+	ck_assert_int_eq(mine, 1);
+}
+
+static unsigned flags(void *p)
+{
+	struct hostpin_range r;
+	return hostpin_query(p, &r) ? r.flags : 0;
+}
+
+START_TEST(pinned_at_once_and_unpinned_before_unmap)
+{
+	char *p = alloc(8 * MB);
+	ck_assert(flags(p) & HOSTPIN_REGISTERED);
+	ck_assert_int_eq(fk.pins, 1);
+	release(p);
+	ck_assert_int_eq(fk.unpins, 1);
+	ck_assert_int_eq(fk.unpin_while_unmapped, 0);
+	ck_assert(!mapped(p)); /* and then unmapped */
+	ck_assert_int_eq(fk.quiesce_after_unpin, 0);
+}
+END_TEST
+
+START_TEST(pending_until_ready_then_adopted)
+{
+	fk.ready = 0;
+	char *p = alloc(8 * MB);
+	ck_assert(flags(p) & HOSTPIN_PENDING);
+	ck_assert_int_eq(fk.pins, 0);
+	ck_assert_uint_eq(atomic_load(&hp_ctr.pending_blocks), 1);
+	fk.ready = 1;
+	HP_GUARDED(hp_adopt_pending());
+	ck_assert(flags(p) & HOSTPIN_REGISTERED);
+	ck_assert(!(flags(p) & HOSTPIN_PENDING));
+	ck_assert_uint_eq(atomic_load(&hp_ctr.pending_blocks), 0);
+	ck_assert_uint_eq(atomic_load(&hp_ctr.adopted_blocks), 1);
+	release(p);
+}
+END_TEST
+
+/* Defect: a range the program registered itself went PENDING after a
+ * madvise, and every later allocation walked the registry to adopt it. */
+START_TEST(foreign_range_is_never_pending)
+{
+	char *p = alloc(8 * MB);
+	HP_GUARDED(hp_foreign_begin(p + MB, MB));
+	ck_assert(!(flags(p) & HOSTPIN_REGISTERED));
+	ck_assert_int_eq(fk.unpins, 1);
+	int r;
+	HP_GUARDED(r = hp_madvise_do(p, 4 * MB, MADV_DONTNEED));
+	ck_assert_int_eq(r, 0);
+	ck_assert(!(flags(p) & HOSTPIN_PENDING));
+	ck_assert_uint_eq(atomic_load(&hp_ctr.pending_blocks), 0);
+	ck_assert(!(flags(p) & HOSTPIN_REGISTERED));
+	HP_GUARDED(hp_foreign_end(p + MB));
+	ck_assert(flags(p) & HOSTPIN_REGISTERED); /* ours again */
+	release(p);
+}
+END_TEST
+
+START_TEST(refused_unpin_leaks_and_never_reuses)
+{
+	char *p = alloc(8 * MB);
+	fk.fail_unpin = 1;
+	release(p);
+	ck_assert(mapped(p)); /* still registered: never unmapped */
+	ck_assert_uint_eq(atomic_load(&hp_ctr.leaked_blocks), 1);
+	ck_assert_int_eq(hostpin_query(p, NULL), 0);
+	fk.fail_unpin = 0;
+	char *q = alloc(8 * MB);
+	ck_assert_ptr_ne(p, q);
+	release(q);
+}
+END_TEST
+
+START_TEST(cap_holds)
+{
+	hp_opt[HP_OPT_MAX_PINNED] = 16 * MB;
+	char *a = alloc(8 * MB), *b = alloc(8 * MB), *c = alloc(8 * MB);
+	ck_assert(flags(a) & HOSTPIN_REGISTERED);
+	ck_assert(flags(b) & HOSTPIN_REGISTERED);
+	ck_assert(!(flags(c) & HOSTPIN_REGISTERED));
+	ck_assert_uint_eq(atomic_load(&hp_ctr.over_cap), 1);
+	ck_assert_uint_le(atomic_load(&hp_ctr.pinned_bytes_now), 16 * MB);
+	release(a), release(b), release(c);
+	ck_assert_uint_eq(atomic_load(&hp_ctr.pinned_bytes_now), 0);
+}
+END_TEST
+
+START_TEST(cached_block_quiesced_then_reused_pinned)
+{
+	hp_opt[HP_OPT_CACHE] = 64 * MB;
+	char *p = alloc(8 * MB);
+	release(p);
+	ck_assert_int_eq(fk.quiesces, 1); /* before the block can be reused */
+	ck_assert_int_eq(fk.unpins, 0);   /* kept registered */
+	char *q = alloc(8 * MB);
+	ck_assert_ptr_eq(p, q);
+	ck_assert_int_eq(fk.pins, 1);
+	ck_assert(flags(q) & HOSTPIN_REGISTERED);
+	release(q);
+}
+END_TEST
+
+START_TEST(munmap_of_part_keeps_the_rest_pinned)
+{
+	char *m = HP_REAL(mmap)(NULL, 16 * MB, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	HP_GUARDED(hp_mmap_track(m, 16 * MB, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, NULL));
+	ck_assert(flags(m) & HOSTPIN_REGISTERED);
+	HP_GUARDED(hp_range_release((uintptr_t)m + 4 * MB, 4 * MB));
+	ck_assert_int_eq(fk.unpin_while_unmapped, 0);
+	ck_assert(flags(m) & HOSTPIN_REGISTERED);
+	ck_assert(flags(m + 12 * MB) & HOSTPIN_REGISTERED);
+	ck_assert_int_eq(hostpin_query(m + 5 * MB, NULL), 0);
+	HP_REAL(munmap)(m + 4 * MB, 4 * MB);
+	HP_GUARDED(hp_range_release((uintptr_t)m, 16 * MB));
+	ck_assert_int_eq(hostpin_query(m, NULL), 0);
+	ck_assert_int_eq(fk.unpin_while_unmapped, 0);
+}
+END_TEST
+
+Suite *policy_suite(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *t = tcase_create("fake backend");
+	tcase_add_checked_fixture(t, setup, NULL);
+	tcase_add_test(t, pinned_at_once_and_unpinned_before_unmap);
+	tcase_add_test(t, pending_until_ready_then_adopted);
+	tcase_add_test(t, foreign_range_is_never_pending);
+	tcase_add_test(t, refused_unpin_leaks_and_never_reuses);
+	tcase_add_test(t, cap_holds);
+	tcase_add_test(t, cached_block_quiesced_then_reused_pinned);
+	tcase_add_test(t, munmap_of_part_keeps_the_rest_pinned);
+	suite_add_tcase(s, t);
+	return s;
+}
