@@ -53,8 +53,10 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 		return hit;
 	}
 	size_t huge = (size_t)2 << 20;
-	if (hp_opt[HP_OPT_HUGEPAGES] && len >= huge && align < huge)
-		align = huge; /* THP needs 2 MiB-aligned extents */
+	/* 2 MiB-aligned: the registry then stores the block a slot per 2 MiB
+	 * (none at its head), and transparent huge pages can back it. */
+	if (len >= huge && align < huge)
+		align = huge;
 	size_t extra = align > HP_PAGE_SIZE ? align - HP_PAGE_SIZE : 0;
 	if (len + extra < len)
 		return NULL;

@@ -18,7 +18,6 @@ static const size_t level_slots[3] = {(size_t)1 << HP_L0_BITS,
 				      (size_t)1 << HP_L1_BITS,
 				      (size_t)1 << HP_L2_BITS};
 
-#define NODE_BYTES (HP_NODE_SLOTS * sizeof(uintptr_t))
 #define NODE_CHUNK ((size_t)1 << 21)
 #define REC_CHUNK ((size_t)1 << 16)
 
@@ -43,9 +42,13 @@ void hp_registry_lock(hp_registry_t *r) { pthread_mutex_lock(&r->wlock); }
 void hp_registry_unlock(hp_registry_t *r) { pthread_mutex_unlock(&r->wlock); }
 
 /* Writer only. */
-static _Atomic uintptr_t *node_alloc(hp_registry_t *r)
+static _Atomic uintptr_t *node_alloc(hp_registry_t *r, int level)
 {
-	if (r->node_cur == NULL || r->node_cur + NODE_BYTES > r->node_end) {
+	/* a multiple of the page size at every level, like NODE_CHUNK */
+	size_t bytes = level_slots[level] * sizeof(uintptr_t);
+	if (level == 2 && r->nspare)
+		return r->spare[--r->nspare]; /* empty, so all zero */
+	if (r->node_cur == NULL || r->node_cur + bytes > r->node_end) {
 		char *c = os_map(NODE_CHUNK);
 		if (c == NULL)
 			return NULL;
@@ -54,7 +57,7 @@ static _Atomic uintptr_t *node_alloc(hp_registry_t *r)
 		r->node_end = c + NODE_CHUNK;
 	}
 	void *n = r->node_cur;
-	r->node_cur += NODE_BYTES;
+	r->node_cur += bytes;
 	return n; /* fresh mmap memory is zero: every slot empty */
 }
 
@@ -115,10 +118,25 @@ static int set_range(hp_registry_t *r, _Atomic uintptr_t *node, int level,
 					      memory_order_release);
 			continue;
 		}
+		if (child && val != 0 && level == 1 && lo <= s0 && s1 <= hi) {
+			/* The new range covers this leaf whole and overlaps no
+			 * live range, so the leaf is empty: store the record
+			 * here instead of in its 512 slots, and keep the leaf
+			 * for reuse.  A reader still inside it finds zeros, or
+			 * after reuse records whose range it checks. */
+			r->slots_used++;
+			/* release: as below */
+			atomic_store_explicit(&node[i], val,
+					      memory_order_release);
+			if (r->nspare < (int)(sizeof(r->spare) / sizeof(r->spare[0])))
+				r->spare[r->nspare++] =
+				    (_Atomic uintptr_t *)(cur & ~TAG_CHILD);
+			continue;
+		}
 		if (!child) {
 			if (val == 0)
 				continue; /* nothing below to clear */
-			_Atomic uintptr_t *n = node_alloc(r);
+			_Atomic uintptr_t *n = node_alloc(r, level + 1);
 			if (n == NULL)
 				return ENOMEM;
 			uintptr_t expect = 0;

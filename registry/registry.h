@@ -1,10 +1,12 @@
 /* hostpin range registry: maps page-aligned address ranges to block records.
  *
- * A page-keyed radix tree of three levels over the 47-bit user address space.
+ * A page-keyed radix tree of three levels over the 47-bit user address space
+ * (2 MiB leaves).
  * A slot holds either a child node or a tagged record pointer; a record that
- * covers a slot's whole span is stored in that slot instead of below it, so a
- * terabyte of reserved address space costs a handful of slots, not a slot per
- * page.  Readers take no lock and never block; writers are serialised by one
+ * covers a slot's whole span is stored in that slot instead of below it (an
+ * empty leaf left there by earlier ranges is taken back), so a range costs a
+ * slot per 2 MiB of its body plus at most 511 per unaligned edge, not a slot
+ * per page.  Readers take no lock and never block; writers are serialised by one
  * mutex.  Nodes and records come from mmap and are never returned to the OS,
  * so a reader holding a stale pointer always reads mapped memory.  Nothing
  * here allocates with malloc or knows about devices.
@@ -24,11 +26,13 @@
 #define HP_VA_BITS 47
 #define HP_VA_END ((uintptr_t)1 << HP_VA_BITS)
 
-/* Level split of the 35-bit page number: 11 + 12 + 12 bits. */
+/* Level split of the 35-bit page number: 11 + 15 + 9 bits.  A leaf covers
+ * 2 MiB (512 pages), a level-1 slot 2 MiB, a level-1 node 64 GiB: a range
+ * pays a store per 2 MiB of its body and at most 511 per unaligned edge, and
+ * none at an edge on a 2 MiB boundary (hostpin aligns its large blocks so). */
 #define HP_L0_BITS 11
-#define HP_L1_BITS 12
-#define HP_L2_BITS 12
-#define HP_NODE_SLOTS ((size_t)1 << HP_L1_BITS)
+#define HP_L1_BITS 15
+#define HP_L2_BITS 9
 
 /* Record states.  The registry owns FREE; the others are the caller's to use,
  * as long as they are non-zero and below 2^32. */
@@ -68,6 +72,10 @@ typedef struct hp_registry {
 	size_t live;               /* live records */
 	size_t meta_bytes;         /* bytes of nodes and records mapped */
 	size_t slots_used;         /* non-empty slots (for metadata accounting) */
+	/* Empty leaves taken back from slots a range now covers whole, for
+	 * reuse (never unmapped: a reader may still hold one). */
+	_Atomic uintptr_t *spare[64];
+	int nspare;
 } hp_registry_t;
 
 #define HP_REGISTRY_INIT                                                      \
