@@ -94,6 +94,13 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver)
 	    atomic_load_explicit(&hp_state, memory_order_acquire) !=
 		HP_ST_READY)
 		return FORWARD;
+	/* Every wrapped name starts cuMem, cuGetProcAddress, cudaMemcpy,
+	 * cudaHost or cudaGetDriverEntryPoint: a cheap test before the
+	 * tables. */
+	if (strncmp(name, "cuMem", 5) && strncmp(name, "cuGetProcAddress", 16) &&
+	    strncmp(name, "cudaMemcpy", 10) && strncmp(name, "cudaHost", 8) &&
+	    strncmp(name, "cudaGetDriverEntryPoint", 23))
+		return FORWARD;
 	int drv = hp_cudrv_wrapped_name(name);
 	if (!drv && !hp_cudart_wrapped_name(name))
 		return FORWARD;

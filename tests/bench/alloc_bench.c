@@ -9,6 +9,8 @@
  *                                     first, peak RSS in MiB
  *   alloc_bench pin MB ROUNDS         allocate a fresh MB block (pinned by
  *                                     hostpin) and free it; prints s/GiB
+ *   alloc_bench pair MB PAIRS         malloc(MB) and free, untouched;
+ *                                     prints microseconds per pair
  * With BENCH_CUDART=path, the program first loads that CUDA runtime and
  * calls cudaSetDevice(0), as a GPU job would. */
 #include <dlfcn.h>
@@ -129,7 +131,18 @@ int main(int argc, char **argv)
 		printf("%.4f\n", t / rounds / ((double)len / (1 << 30)));
 		return 0;
 	}
+	if (argc >= 4 && strcmp(argv[1], "pair") == 0) {
+		size_t len = (size_t)atol(argv[2]) << 20;
+		long n = atol(argv[3]);
+		double t0 = now();
+		for (long i = 0; i < n; i++) {
+			char *volatile p = malloc(len);
+			free(p);
+		}
+		printf("%.2f\n", (now() - t0) * 1e6 / (double)n);
+		return 0;
+	}
 	fprintf(stderr, "usage: alloc_bench small THREADS PAIRS | churn ROUNDS "
-			"[MB] | pin MB ROUNDS\n");
+			"[MB] | pin MB ROUNDS | pair MB PAIRS\n");
 	return 2;
 }

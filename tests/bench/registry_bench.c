@@ -204,6 +204,30 @@ int main(int argc, char **argv)
 		printf("%ld found\n", found);
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "edit") == 0) {
+		/* insert + remove of a 40 MiB range: on a 2 MiB boundary (as
+		 * hostpin places its large blocks) and at an odd page offset,
+		 * over leaves earlier ranges left at the same addresses */
+		static hp_registry_t er = HP_REGISTRY_INIT;
+		uintptr_t base = (uintptr_t)1 << 40;
+		for (int aligned = 1; aligned >= 0; aligned--) {
+			int n = 20000;
+			double t0 = now();
+			for (int i = 0; i < n; i++) {
+				hp_rec_t *rec;
+				uintptr_t at = base + (uintptr_t)(i % 64) * (64u << 20) +
+					       (aligned ? (2u << 20)
+							: (uintptr_t)(1 + i % 500) * 7 * HP_PAGE_SIZE);
+				if (hp_registry_insert(&er, at, (size_t)40 << 20, 1, &rec))
+					return 1;
+				hp_registry_remove(&er, rec);
+			}
+			printf("edit 40MiB %s: %.2f us per insert+remove\n",
+			       aligned ? "2MiB-aligned" : "unaligned",
+			       (now() - t0) * 1e6 / n);
+		}
+		return 0;
+	}
 	if (argc > 1 && strcmp(argv[1], "meta") == 0) {
 		hp_registry_t *r1 = calloc(1, sizeof(*r1));
 		hp_registry_init(r1);

@@ -29,6 +29,21 @@ int main(int argc, char **argv)
 	 * the driver seem present */
 	CHECK(dlsym(RTLD_DEFAULT, "cuMemcpyBatchAsync_v2") == NULL);
 	CHECK(dlsym(RTLD_DEFAULT, "cudaMemcpyAsync") == NULL);
+	/* hostpin's own wrappers with nothing to forward to (no runtime, no
+	 * driver): the call fails with "not found", it does not abort */
+	void *q = dlsym(RTLD_DEFAULT, "hostpin_query");
+	Dl_info di;
+	if (q && dladdr(q, &di)) {
+		void *hp = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+		int (*rt)(void *, const void *, size_t, int, void *) =
+		    (int (*)(void *, const void *, size_t, int, void *))dlsym(hp, "cudaMemcpyAsync");
+		int (*dr)(unsigned long long, const void *, size_t, void *) =
+		    (int (*)(unsigned long long, const void *, size_t, void *))dlsym(hp, "cuMemcpyHtoDAsync_v2");
+		CHECK(rt && dr);
+		char b[16];
+		CHECK(rt(b, b, sizeof(b), 1, NULL) == 500); /* cudaErrorSymbolNotFound */
+		CHECK(dr(0, b, sizeof(b), NULL) == 500);    /* CUDA_ERROR_NOT_FOUND */
+	}
 	printf("dlcheck: ok (%s)\n", f());
 	return 0;
 }

@@ -26,3 +26,16 @@ if [ ! -e "$log/target" ] && echo "$out" | grep -q "cannot open HOSTPIN_LOG_FILE
 else bad "symlink log file"; fi
 rm -rf "$log"
 
+out=$(env $P HOSTPIN_PREFAULT_THREADS=100 /bin/true 2>&1); rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q 'invalid HOSTPIN_PREFAULT_THREADS="100": expected a number from 1 to 64'; then
+	ok "a count knob out of range names the knob, the value and the range"
+else bad "count knob message: $out"; fi
+# the launcher and both man pages list every backend options.def knows
+choices=$(grep '^HP_OPT(BACKEND' "$top/preload/options.def" | cut -d'"' -f4 | tr '|' ' ')
+help=$("$top/build/hostpin" --help)
+missing=""
+for c in $choices; do
+	echo "$help" | grep -q -- "--backend.*\b$c\b" || missing="$missing launcher:$c"
+	grep -q "^\.BR* $c\b" "$top/man/hostpin.1" || missing="$missing hostpin.1:$c"
+done
+[ -z "$missing" ] && ok "every backend ($choices) in the launcher's help and hostpin(1)" || bad "backends not listed:$missing"
