@@ -20,7 +20,8 @@ HP_EXPORT int hostpin_query(const void *p, struct hostpin_range *out)
 
 HP_EXPORT const char *hostpin_backend(void)
 {
-	if (atomic_load(&hp_state) != HP_ST_READY)
+	/* acquire: pairs with init's release; the backend is set */
+	if (atomic_load_explicit(&hp_state, memory_order_acquire) != HP_ST_READY)
 		return "disabled";
 	if (hp_backend == &hp_backend_auto && hp_backend_auto_chosen())
 		return hp_backend_auto_chosen()->name;

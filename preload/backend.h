@@ -34,6 +34,12 @@ extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda,
 const hp_backend_t *hp_backend_select(void);
 /* The device backend auto chose, or NULL while none is ready. */
 const hp_backend_t *hp_backend_auto_chosen(void);
+/* backend_cuda.c, for the CUDA hooks: note the context current on this
+ * thread; the loaded driver's own definition of name (NULL if none); whether
+ * fn lies in the driver's object (libcuda.so*, or HOSTPIN_CUDA_LIB's). */
+void hp_cuda_learn_ctx(void);
+void *hp_cuda_sym(const char *name);
+int hp_cuda_in_driver(const void *fn);
 /* copy.c: the CUDA copy policy's quiesce. */
 void hp_cuda_quiesce(struct hp_rec *r);
 /* coverage.c: 0 if every copy entry point the loaded objects carry is one

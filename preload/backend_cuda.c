@@ -9,7 +9,7 @@
 
 #include "cuda_api.h"
 #include "hostpin.h"
-#include "hooks.h"
+#include "hp.h"
 
 static struct {
 #define HP_FN_FIELD(name, R, params) hp_##name##_t name;
@@ -224,8 +224,9 @@ static int cuda_unpin(void *base, size_t len, const char **why)
 static void cuda_fork_child(void)
 {
 	/* The child makes no CUDA call (invariant 4): forget the driver. */
-	atomic_store(&cu_loaded, -1);
-	atomic_store(&cu_ready, 0);
+	/* relaxed: the child has one thread now */
+	atomic_store_explicit(&cu_loaded, -1, memory_order_relaxed);
+	atomic_store_explicit(&cu_ready, 0, memory_order_relaxed);
 }
 
 const hp_backend_t hp_backend_cuda = {

@@ -130,7 +130,7 @@ static int ze_ready(void)
 	if (!atomic_load_explicit(&ze_inited, memory_order_acquire))
 		return 0;
 	pthread_mutex_lock(&ze_mu);
-	st = atomic_load(&ze_state);
+	st = atomic_load_explicit(&ze_state, memory_order_relaxed); /* ze_mu */
 	if (st == 0) {
 		st = discover();
 		if (st)
@@ -216,7 +216,8 @@ void hp_ze_note_init(void)
 
 static void ze_fork_child(void)
 {
-	atomic_store(&ze_state, -1); /* no Level Zero call in the child */
+	/* relaxed: the child has one thread; no Level Zero call there */
+	atomic_store_explicit(&ze_state, -1, memory_order_relaxed);
 }
 
 const hp_backend_t hp_backend_level_zero = {

@@ -117,7 +117,8 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 		HP_CTR_SUB(cached_blocks, 1);
 		HP_CTR_SUB(cached_bytes, victims[nv - 1].len);
 	}
-	hp_registry_claim(r, atomic_load(&r->word), HP_REC_CACHED);
+	/* relaxed: we hold r (claimed); the claim's CAS orders */
+	hp_registry_claim(r, atomic_load_explicit(&r->word, memory_order_relaxed), HP_REC_CACHED);
 	cache[ncache++] = (struct centry){r, s->base, s->len};
 	cache_bytes += s->len;
 	HP_CTR_ADD(cached_blocks, 1);

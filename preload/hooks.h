@@ -43,14 +43,6 @@ HP_HIDDEN void hp_copy_host(hp_copy_t *c, const void *p, size_t n);
 HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
 			   int ok);
 
-/* backend_cuda.c */
-HP_HIDDEN void hp_cuda_learn_ctx(void);
-/* The loaded driver's own definition of name (NULL if none). */
-HP_HIDDEN void *hp_cuda_sym(const char *name);
-/* 1 if fn lies in the CUDA driver's object (libcuda.so*, or the library
- * HOSTPIN_CUDA_LIB names). */
-HP_HIDDEN int hp_cuda_in_driver(const void *fn);
-
 /* hooks_cudrv.c: for a driver entry point the driver returned (lookup by
  * cuGetProcAddress, cudaGetDriverEntryPoint or dlsym on its handle), the
  * wrapper to hand out instead, or fn itself if hostpin wraps none for it.

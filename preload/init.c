@@ -33,7 +33,11 @@ void hp_init_slow(void)
 	if (hp_in_hook)
 		return; /* recursion from inside init: caller uses the arena */
 	int expect = HP_ST_UNINIT;
-	if (!atomic_compare_exchange_strong(&hp_state, &expect, HP_ST_BUSY)) {
+	/* acquire: pairs with the release that ends init (on failure, the
+	 * waiter then reads what init wrote) */
+	if (!atomic_compare_exchange_strong_explicit(&hp_state, &expect, HP_ST_BUSY,
+						     memory_order_acquire,
+						     memory_order_acquire)) {
 		/* Another thread is initialising: wait for it. */
 		while (atomic_load_explicit(&hp_state, memory_order_acquire) ==
 		       HP_ST_BUSY)
@@ -91,12 +95,12 @@ void hp_init_slow(void)
 
 __attribute__((constructor)) static void hp_ctor(void)
 {
-	if (atomic_load(&hp_state) == HP_ST_UNINIT)
+	if (atomic_load_explicit(&hp_state, memory_order_acquire) == HP_ST_UNINIT)
 		hp_init_slow();
 }
 
 __attribute__((destructor)) static void hp_dtor(void)
 {
-	if (atomic_load(&hp_state) == HP_ST_READY)
+	if (atomic_load_explicit(&hp_state, memory_order_acquire) == HP_ST_READY)
 		hp_stats_report();
 }

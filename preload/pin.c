@@ -179,7 +179,8 @@ int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
 {
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
 	if (hp_unpin(r, s->base, s->len)) {
-		uint64_t w = atomic_load(&r->word);
+		/* relaxed: we hold r (claimed); the claim's CAS orders */
+		uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
 		hp_registry_claim(r, w, HP_REC_LEAKED);
 		HP_CTR_ADD(leaked_blocks, 1);
 		return EBUSY;
@@ -302,7 +303,7 @@ void hp_pin_fork_child(void)
 	hp_in_hook++;
 	hp_backend->fork_child();
 	hp_registry_each(&hp_reg, child_forget, NULL);
-	atomic_store(&hp_ctr.pinned_bytes_now, 0);
+	atomic_store_explicit(&hp_ctr.pinned_bytes_now, 0, memory_order_relaxed);
 	hp_in_hook--;
 }
 

@@ -40,11 +40,15 @@ struct job {
 static void run_parts(const struct job *j)
 {
 	size_t i;
-	while ((i = atomic_fetch_add(&job_next, 1)) < j->parts) {
+	/* relaxed: only hands out part numbers */
+	while ((i = atomic_fetch_add_explicit(&job_next, 1,
+					       memory_order_relaxed)) < j->parts) {
 		size_t off = i * PART;
 		size_t n = j->len - off < PART ? j->len - off : PART;
 		populate(j->base + off, n);
-		if (atomic_fetch_add(&job_done, 1) + 1 == j->parts) {
+		/* release: pairs with the caller's acquire of job_done */
+		if (atomic_fetch_add_explicit(&job_done, 1, memory_order_release) +
+			1 == j->parts) {
 			pthread_mutex_lock(&mu);
 			pthread_cond_broadcast(&cv_done);
 			pthread_mutex_unlock(&mu);
@@ -98,15 +102,16 @@ void hp_prefault(void *base, size_t len)
 	job_base = base;
 	job_len = len;
 	job_parts = (len + PART - 1) / PART;
-	atomic_store(&job_next, 0);
-	atomic_store(&job_done, 0);
+	/* relaxed: under mu, with no worker inside a job */
+	atomic_store_explicit(&job_next, 0, memory_order_relaxed);
+	atomic_store_explicit(&job_done, 0, memory_order_relaxed);
 	job_gen++;
 	pthread_cond_broadcast(&cv_work);
 	pthread_mutex_unlock(&mu);
 	struct job j = {base, len, (len + PART - 1) / PART};
 	run_parts(&j); /* the caller works too */
 	pthread_mutex_lock(&mu);
-	while (atomic_load(&job_done) < j.parts)
+	while (atomic_load_explicit(&job_done, memory_order_acquire) < j.parts)
 		pthread_cond_wait(&cv_done, &mu);
 	pthread_mutex_unlock(&mu);
 	pthread_mutex_unlock(&job_mu);

@@ -88,7 +88,8 @@ static inline uint32_t hp_busy_begin(hp_rec_t *r, const hp_snap_t *s)
 
 static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
 {
-	hp_registry_claim(r, atomic_load(&r->word), st);
+	/* relaxed: we hold r (claimed); the claim's CAS orders */
+	hp_registry_claim(r, atomic_load_explicit(&r->word, memory_order_relaxed), st);
 }
 
 /* ---- pin.c: the pin policy between records and the backend ---- */

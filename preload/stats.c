@@ -40,12 +40,15 @@ void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 int hp_stat_fail(const char *reason)
 {
 	for (int i = 0; i < MAX_REASONS - 1; i++) {
-		const char *cur = atomic_load(&reasons[i].name);
+		/* acquire: pairs with the claiming CAS below */
+		const char *cur = atomic_load_explicit(&reasons[i].name,
+						       memory_order_acquire);
 		if (cur == NULL) {
 			/* claim the empty slot; a racing claimer of the same
 			 * slot with another reason moves on to the next */
-			if (atomic_compare_exchange_strong(&reasons[i].name,
-							   &cur, reason))
+			if (atomic_compare_exchange_strong_explicit(
+				&reasons[i].name, &cur, reason,
+				memory_order_acq_rel, memory_order_acquire))
 				cur = reason;
 		}
 		if (cur == reason || (cur && strcmp(cur, reason) == 0))
@@ -54,8 +57,10 @@ int hp_stat_fail(const char *reason)
 			       0;
 	}
 	const char *none = NULL;
-	atomic_compare_exchange_strong(&reasons[MAX_REASONS - 1].name, &none,
-				       other_reasons);
+	atomic_compare_exchange_strong_explicit(&reasons[MAX_REASONS - 1].name,
+					       &none, other_reasons,
+					       memory_order_acq_rel,
+					       memory_order_acquire);
 	return atomic_fetch_add_explicit(&reasons[MAX_REASONS - 1].n, 1,
 					 memory_order_relaxed) == 0;
 }
@@ -161,11 +166,12 @@ void hp_stats_report(void)
 		emit(fd, "hostpin[%d]:   pin failures %llu\n", pid,
 		     (unsigned long long)s.pin_failures);
 		for (int i = 0; i < MAX_REASONS; i++) {
-			const char *r = atomic_load(&reasons[i].name);
+			const char *r = atomic_load_explicit(&reasons[i].name,
+						     memory_order_acquire);
 			if (r)
 				emit(fd, "hostpin[%d]:     %s: %llu\n", pid, r,
-				     (unsigned long long)atomic_load(
-					 &reasons[i].n));
+				     (unsigned long long)atomic_load_explicit(
+					 &reasons[i].n, memory_order_relaxed));
 		}
 		hp_sites_report(fd);
 	}
@@ -185,11 +191,12 @@ void hp_stats_report(void)
 		emit(fd, "\"failures\": {");
 		const char *sep = "";
 		for (int i = 0; i < MAX_REASONS; i++) {
-			const char *r = atomic_load(&reasons[i].name);
+			const char *r = atomic_load_explicit(&reasons[i].name,
+						     memory_order_acquire);
 			if (r) {
 				emit(fd, "%s\"%s\": %llu", sep, r,
-				     (unsigned long long)atomic_load(
-					 &reasons[i].n));
+				     (unsigned long long)atomic_load_explicit(
+					 &reasons[i].n, memory_order_relaxed));
 				sep = ", ";
 			}
 		}
