@@ -90,9 +90,16 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver)
 	/* Only names starting "cu" can be hostpin's; everything else is
 	 * answered by glibc as if hostpin were not there. */
 	if (name == NULL || name[0] != 'c' || name[1] != 'u' ||
-	    h == RTLD_NEXT || hp_in_hook || hp_in_child ||
-	    atomic_load_explicit(&hp_state, memory_order_acquire) !=
-		HP_ST_READY)
+	    h == RTLD_NEXT || hp_in_hook || hp_in_child)
+		return FORWARD;
+	/* A constructor may look up the driver before any allocation has
+	 * initialised hostpin: initialise now, or its lookups go unguarded. */
+	int st = atomic_load_explicit(&hp_state, memory_order_acquire);
+	if (st == HP_ST_UNINIT || st == HP_ST_BUSY) {
+		hp_init_slow();
+		st = atomic_load_explicit(&hp_state, memory_order_acquire);
+	}
+	if (st != HP_ST_READY)
 		return FORWARD;
 	/* Every wrapped name starts cuMem, cuGetProcAddress, cudaMemcpy,
 	 * cudaHost or cudaGetDriverEntryPoint: a cheap test before the
