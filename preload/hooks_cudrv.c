@@ -9,47 +9,37 @@
 
 #include "hooks.h"
 
-/* Host side of a 2D or 3D descriptor: the first byte it touches. */
-#define HOST_AT(m, host, dev, x, y, z, pitch, height)                         \
-	((m) == HP_CU_MEMORYTYPE_HOST	   ? (const char *)(host)               \
-	 : (m) == HP_CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)(dev)     \
-					   : NULL) +                            \
-	    (((z) * (height) + (y)) * (pitch) + (x))
+/* One side of a 2D or 3D descriptor, if it is host memory (or unified,
+ * which may be): its first byte. */
+static void host_side(hp_copy_t *c, hp_CUmemorytype m, const void *host,
+		      hp_CUdeviceptr dev, size_t x, size_t y, size_t z,
+		      size_t pitch, size_t height, size_t n)
+{
+	const char *p = m == HP_CU_MEMORYTYPE_HOST	  ? host
+			: m == HP_CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)dev
+							: NULL;
+	if (p)
+		hp_copy_host(c, p + (z * height + y) * pitch + x, n);
+}
 static void host_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p)
 {
 	if (p == NULL)
 		return;
 	size_t n = p->WidthInBytes * p->Height;
-	if (p->srcMemoryType == HP_CU_MEMORYTYPE_HOST ||
-	    p->srcMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
-		hp_copy_host(c, HOST_AT(p->srcMemoryType, p->srcHost,
-					p->srcDevice, p->srcXInBytes, p->srcY,
-					0, p->srcPitch, 0),
-			     n);
-	if (p->dstMemoryType == HP_CU_MEMORYTYPE_HOST ||
-	    p->dstMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
-		hp_copy_host(c, HOST_AT(p->dstMemoryType, p->dstHost,
-					p->dstDevice, p->dstXInBytes, p->dstY,
-					0, p->dstPitch, 0),
-			     n);
+	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
+		  p->srcY, 0, p->srcPitch, 0, n);
+	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
+		  p->dstY, 0, p->dstPitch, 0, n);
 }
 static void host_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p)
 {
 	if (p == NULL)
 		return;
 	size_t n = p->WidthInBytes * p->Height * p->Depth;
-	if (p->srcMemoryType == HP_CU_MEMORYTYPE_HOST ||
-	    p->srcMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
-		hp_copy_host(c, HOST_AT(p->srcMemoryType, p->srcHost,
-					p->srcDevice, p->srcXInBytes, p->srcY,
-					p->srcZ, p->srcPitch, p->srcHeight),
-			     n);
-	if (p->dstMemoryType == HP_CU_MEMORYTYPE_HOST ||
-	    p->dstMemoryType == HP_CU_MEMORYTYPE_UNIFIED)
-		hp_copy_host(c, HOST_AT(p->dstMemoryType, p->dstHost,
-					p->dstDevice, p->dstXInBytes, p->dstY,
-					p->dstZ, p->dstPitch, p->dstHeight),
-			     n);
+	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
+		  p->srcY, p->srcZ, p->srcPitch, p->srcHeight, n);
+	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
+		  p->dstY, p->dstZ, p->dstPitch, p->dstHeight, n);
 }
 static void host_batch(hp_copy_t *c, hp_CUdeviceptr *dsts,
 		       hp_CUdeviceptr *srcs, size_t *sizes, size_t count)
