@@ -178,23 +178,37 @@ struct hp_real hp_real = {
 void *(*hp_dlsym_next)(void *, const char *);
 void *(*hp_dlvsym_next)(void *, const char *, const char *);
 
+/* The object holding gnu_get_libc_version is libc: nobody interposes it
+ * (ASan and TSan do dl_iterate_phdr and dladdr's neighbours).  Found by
+ * address with dl_iterate_phdr, not dladdr, which takes the loader's lock. */
+static int libc_dl(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t a = (uintptr_t)&gnu_get_libc_version;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD ||
+		    a - (info->dlpi_addr + ph->p_vaddr) >= ph->p_memsz)
+			continue;
+		void **out = arg;
+		out[0] = hp_elf_lookup(info->dlpi_addr, info->dlpi_phdr,
+				       info->dlpi_phnum, "dlsym");
+		out[1] = hp_elf_lookup(info->dlpi_addr, info->dlpi_phdr,
+				       info->dlpi_phnum, "dlvsym");
+		return 1;
+	}
+	return 0;
+}
+
 static void find_libc_dl(void)
 {
-	Dl_info di;
-	struct link_map *lm = NULL;
-	/* gnu_get_libc_version is libc's, and nobody interposes it (ASan
-	 * and TSan do dl_iterate_phdr): its object is libc. */
-	if (!dladdr1((void *)&gnu_get_libc_version, &di, (void **)&lm,
-		     RTLD_DL_LINKMAP) ||
-	    lm == NULL)
-		hp_fatal("cannot find the C library's link map");
-	void *s = hp_elf_lookup(lm, "dlsym"), *v = hp_elf_lookup(lm, "dlvsym");
-	if (s == NULL || v == NULL)
-		hp_fatal("cannot find dlsym in the C library (%s)",
-			 di.dli_fname ? di.dli_fname : "?");
-	*(void **)&hp_dlvsym_next = v;
+	void *f[2] = {NULL, NULL};
+	dl_iterate_phdr(libc_dl, f);
+	if (f[0] == NULL || f[1] == NULL)
+		hp_fatal("cannot find dlsym and dlvsym in the C library");
+	*(void **)&hp_dlvsym_next = f[1];
 	/* release: pairs with the acquire in hp_dl_resolve. */
-	__atomic_store_n((void **)&hp_dlsym_next, s, __ATOMIC_RELEASE);
+	__atomic_store_n((void **)&hp_dlsym_next, f[0], __ATOMIC_RELEASE);
 }
 
 void hp_dl_resolve(void)
@@ -216,15 +230,25 @@ static int is_malloc(const char *name, void *arg)
 	return strcmp(name, "malloc") == 0;
 }
 
-/* The first object in load order that defines malloc: the process's
- * allocator (an executable's PLT slot for malloc is not a definition). */
+/* The first object in load order that defines malloc is the process's
+ * allocator (an executable's PLT slot for malloc is not a definition):
+ * 1 if it is hostpin (the object holding this function), 0 if another,
+ * -1 if none.  No dladdr: it takes the loader's lock. */
 static int first_malloc(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	if (!hp_elf_each_func(info->dlpi_addr, info->dlpi_phdr,
 			      info->dlpi_phnum, is_malloc, NULL))
 		return 0;
-	*(ElfW(Addr) *)arg = info->dlpi_addr;
+	uintptr_t self = (uintptr_t)hp_foreign_allocator;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD &&
+		    self - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			mine = 1;
+	}
+	*(int *)arg = mine;
 	return 1;
 }
 
@@ -236,11 +260,9 @@ int hp_foreign_allocator(void)
 	/* valgrind redirects malloc by address, wherever it is defined;
 	 * ASan defines it in the executable or in libasan, ahead of us. */
 	const char *pre = getenv("LD_PRELOAD");
-	ElfW(Addr) first = 0;
+	int first = -1;
 	dl_iterate_phdr(first_malloc, &first);
-	Dl_info mine;
-	int other = first != 0 && dladdr((void *)hp_foreign_allocator, &mine) &&
-		    (ElfW(Addr))mine.dli_fbase != first;
+	int other = first == 0;
 	int vg = pre && strstr(pre, "vgpreload_");
 	if (other || vg)
 		hp_log(HP_LOG_INFO, "the process's allocator is not hostpin's "

@@ -57,7 +57,7 @@ static int is_known(const char *s)
 }
 
 struct scan {
-	uintptr_t self;          /* hostpin's own object */
+	uintptr_t self;          /* an address in hostpin's own object */
 	const char *obj, *name;  /* the first unknown entry point found */
 	char objbuf[256], namebuf[96];
 };
@@ -78,13 +78,15 @@ static int each_obj(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (sc->name)
 		return 0;
-	Dl_info di;
-	/* hostpin's own exports are the guards themselves */
-	if (info->dlpi_phnum && dladdr((void *)(info->dlpi_addr +
-						info->dlpi_phdr[0].p_vaddr),
-				       &di) &&
-	    (uintptr_t)di.dli_fbase == sc->self)
-		return 0;
+	/* hostpin's own exports are the guards themselves.  (No dladdr here:
+	 * it takes the loader's lock, which a thread running constructors in
+	 * dlopen holds while it may allocate and wait for cov_mu.) */
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && sc->self - lo < ph->p_memsz)
+			return 0;
+	}
 	if (hp_elf_each_func(info->dlpi_addr, info->dlpi_phdr,
 			     info->dlpi_phnum, check_sym, sc)) {
 		hp_snprintf(sc->objbuf, sizeof(sc->objbuf), "%s",
@@ -111,10 +113,8 @@ int hp_coverage_ok(const hp_backend_t *b, const char **why)
 	pthread_mutex_lock(&cov_mu);
 	unsigned long long gen = hp_dl_generation();
 	if (gen != cov_gen) {
-		Dl_info di;
 		memset(&sc, 0, sizeof(sc));
-		dladdr((void *)hp_coverage_ok, &di);
-		sc.self = (uintptr_t)di.dli_fbase;
+		sc.self = (uintptr_t)hp_coverage_ok;
 		dl_iterate_phdr(each_obj, &sc);
 		cov_gen = gen;
 		if (sc.name && !cov_bad)

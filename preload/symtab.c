@@ -51,10 +51,20 @@ static const uint32_t *gnu_chain(const uint32_t *gnu, uint32_t *nb,
 	return *buckets + *nb;
 }
 
-void *hp_elf_lookup(const struct link_map *lm, const char *name)
+static const ElfW(Dyn) *dynamic(ElfW(Addr) base, const ElfW(Phdr) *phdr,
+			       int phnum)
+{
+	for (int i = 0; i < phnum; i++)
+		if (phdr[i].p_type == PT_DYNAMIC)
+			return (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
+	return NULL;
+}
+
+void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
+		    const char *name)
 {
 	struct tabs t;
-	if (!tables(lm->l_addr, lm->l_ld, &t) || !t.gnu)
+	if (!tables(base, dynamic(base, phdr, phnum), &t) || !t.gnu)
 		return NULL;
 	uint32_t h = 5381;
 	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
@@ -69,7 +79,7 @@ void *hp_elf_lookup(const struct link_map *lm, const char *name)
 		const ElfW(Sym) *s = &t.sym[i];
 		if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF &&
 		    same(t.str + s->st_name, name))
-			return (void *)(lm->l_addr + s->st_value);
+			return (void *)(base + s->st_value);
 		if (ch & 1)
 			return NULL;
 	}
@@ -96,12 +106,8 @@ static uint32_t nsyms(const struct tabs *t)
 int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 		     int (*fn)(const char *, void *), void *arg)
 {
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < phnum; i++)
-		if (phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
 	struct tabs t;
-	if (!tables(base, dyn, &t))
+	if (!tables(base, dynamic(base, phdr, phnum), &t))
 		return 0;
 	uint32_t n = nsyms(&t);
 	for (uint32_t i = 1; i < n; i++) {

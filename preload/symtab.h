@@ -7,8 +7,10 @@
 
 #include "hp.h"
 
-/* The address of the defined dynamic symbol name in lm, or NULL. */
-HP_HIDDEN void *hp_elf_lookup(const struct link_map *lm, const char *name);
+/* The address of the defined dynamic symbol name in the object at base
+ * (as dl_iterate_phdr reports it), or NULL. */
+HP_HIDDEN void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr,
+			      int phnum, const char *name);
 /* Call fn for each defined function symbol of the object at base (as
  * dl_iterate_phdr reports it), until fn returns non-zero. */
 HP_HIDDEN int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr,
