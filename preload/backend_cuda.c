@@ -10,6 +10,7 @@
 #include "cuda_api.h"
 #include "hostpin.h"
 #include "hp.h"
+#include "symtab.h"
 
 static struct {
 #define HP_FN_FIELD(name, R, params) hp_##name##_t name;
@@ -30,12 +31,19 @@ static const char *lib_name(void)
 					     : "libcuda.so.1";
 }
 
-static void *cu_handle;
+static hp_obj_t cu_obj; /* the loaded driver */
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
- * (dlopen RTLD_NOLOAD, tens of microseconds) is not repeated for every
+ * (tens of microseconds) is not repeated for every
  * large allocation. */
 static _Atomic unsigned long long miss_gen = ~0ull;
+
+static int find_driver(hp_obj_t *o)
+{
+	/* by default any libcuda.so*, as the loader's soname match would */
+	return hp_obj_find(lib_name(),
+			   hp_optstr[HP_OPT_CUDA_LIB][0] ? NULL : "libcuda.so", o);
+}
 
 /* Resolve the entry points if the program has loaded the driver. */
 static int load(void)
@@ -46,16 +54,18 @@ static int load(void)
 	unsigned long long gen = hp_dl_generation();
 	if (atomic_load_explicit(&miss_gen, memory_order_relaxed) == gen)
 		return 0;
-	/* RTLD_NOLOAD: only a driver the program loaded itself. */
-	void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
-	if (h == NULL) {
+	/* Only a driver the program loaded itself, found without the
+	 * loader's lock (dlopen would wait for a thread running constructors
+	 * in dlopen, which may be waiting for us). */
+	hp_obj_t o;
+	if (!find_driver(&o)) {
 		atomic_store_explicit(&miss_gen, gen, memory_order_relaxed);
 		return 0;
 	}
-	cu_handle = h;
+	cu_obj = o;
 	int ok = 1;
 #define HP_FN_SYM(name, R, params)                                            \
-	*(void **)&cu.name = hp_dlsym(h, #name);                              \
+	*(void **)&cu.name = hp_obj_sym(&o, #name);                              \
 	ok &= cu.name != NULL;
 	HP_CU_DRIVER_FNS(HP_FN_SYM, hp_CUresult)
 #undef HP_FN_SYM
@@ -71,10 +81,10 @@ void *hp_cuda_sym(const char *name)
 {
 	if (!load()) {
 		/* a driver loaded since, or one found through a copy */
-		void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
-		return h ? hp_dlsym(h, name) : NULL;
+		hp_obj_t o;
+		return find_driver(&o) ? hp_obj_sym(&o, name) : NULL;
 	}
-	return hp_dlsym(cu_handle, name);
+	return hp_obj_sym(&cu_obj, name);
 }
 
 int hp_cuda_in_driver(const void *fn)

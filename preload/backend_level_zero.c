@@ -13,6 +13,7 @@
 
 #include "hostpin.h"
 #include "hp.h"
+#include "symtab.h"
 #include "ze_api.h"
 
 #define MAX_DRIVERS 8
@@ -59,11 +60,13 @@ static const char *ze_err(hp_ze_result_t r)
  * initialised Level Zero.  Called with ze_mu held. */
 static int discover(void)
 {
-	void *h = dlopen(lib_name(), RTLD_NOW | RTLD_NOLOAD);
-	if (h == NULL)
+	/* without the loader's lock: see backend_cuda.c */
+	hp_obj_t o;
+	if (!hp_obj_find(lib_name(),
+			 hp_optstr[HP_OPT_ZE_LIB][0] ? NULL : "libze_loader.so", &o))
 		return 0;
 	int ok = 1;
-#define HP_FN_SYM(name, R, params) *(void **)&ze.name = hp_dlsym(h, #name);
+#define HP_FN_SYM(name, R, params) *(void **)&ze.name = hp_obj_sym(&o, #name);
 	HP_ZE_LOADER_FNS(HP_FN_SYM, , , )
 #undef HP_FN_SYM
 	ok = ze.zeDriverGet && ze.zeDriverGetExtensionFunctionAddress &&

@@ -64,8 +64,17 @@ void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 		    const char *name)
 {
 	struct tabs t;
-	if (!tables(base, dynamic(base, phdr, phnum), &t) || !t.gnu)
+	if (!tables(base, dynamic(base, phdr, phnum), &t))
 		return NULL;
+	if (!t.gnu) { /* DT_HASH only: every symbol in turn */
+		for (uint32_t i = 1; i < t.sysv[1]; i++) {
+			const ElfW(Sym) *s = &t.sym[i];
+			if (s->st_shndx != SHN_UNDEF &&
+			    same(t.str + s->st_name, name))
+				return (void *)(base + s->st_value);
+		}
+		return NULL;
+	}
 	uint32_t h = 5381;
 	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
 		h = h * 33 + *c;
@@ -120,4 +129,48 @@ int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 			return r;
 	}
 	return 0;
+}
+
+struct find {
+	const char *name, *prefix;
+	hp_obj_t *out;
+};
+
+static int find_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct find *f = arg;
+	const char *n = info->dlpi_name, *b = n;
+	if (n == NULL || !*n)
+		return 0;
+	for (const char *c = n; *c; c++)
+		if (*c == '/')
+			b = c + 1;
+	int hit = same(b, f->name) || same(n, f->name);
+	if (!hit && f->prefix) {
+		const char *p = f->prefix, *q = b;
+		while (*p && *p == *q)
+			p++, q++;
+		hit = *p == 0;
+	}
+	if (!hit)
+		return 0;
+	*f->out = (hp_obj_t){info->dlpi_addr, info->dlpi_phdr,
+			     info->dlpi_phnum};
+	return 1;
+}
+
+int hp_obj_find(const char *name, const char *prefix, hp_obj_t *out)
+{
+	const char *b = name;
+	for (const char *c = name; *c; c++)
+		if (*c == '/')
+			b = c + 1;
+	struct find f = {b, prefix, out};
+	return dl_iterate_phdr(find_one, &f);
+}
+
+void *hp_obj_sym(const hp_obj_t *o, const char *name)
+{
+	return hp_elf_lookup(o->base, o->phdr, o->phnum, name);
 }

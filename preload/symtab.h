@@ -17,4 +17,18 @@ HP_HIDDEN int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr,
 			       int phnum, int (*fn)(const char *, void *),
 			       void *arg);
 
+/* A loaded object, found without the loader's lock. */
+typedef struct hp_obj {
+	ElfW(Addr) base;
+	const ElfW(Phdr) *phdr;
+	int phnum;
+} hp_obj_t;
+/* Find the loaded object whose file name ends in "/name" (or is name),
+ * or, with prefix set, whose base name starts with prefix: 1 and *out
+ * filled, or 0.  Uses dl_iterate_phdr, which unlike dlopen and dladdr
+ * does not wait for a dlopen running constructors. */
+HP_HIDDEN int hp_obj_find(const char *name, const char *prefix,
+			  hp_obj_t *out);
+HP_HIDDEN void *hp_obj_sym(const hp_obj_t *o, const char *name);
+
 #endif
