@@ -1,16 +1,28 @@
 /* The fake driver's copy engine, included at the end of fake_cuda.c.
- * Copies run later on a worker thread per stream, after FAKE_CUDA_DELAY_US,
- * with the real driver's host-side semantics: from or into pageable memory
- * an async H2D returns after staging the source and an async D2H after the
- * copy completed; on registered memory both return at once.  cuGetProcAddress
- * answers from this file's own table, never by a symbol lookup, as the real
- * driver does. */
+ * Deterministic: no thread and no clock.  An async copy is queued on its
+ * stream and runs only when the program synchronises or asks: on
+ * cuStreamSynchronize (that stream), cuCtxSynchronize (every stream),
+ * cuEventSynchronize (the event's stream up to the event), and on a query
+ * (cuStreamQuery, cuEventQuery) with work pending, which answers
+ * CUDA_ERROR_NOT_READY and then runs that work, so the next query answers
+ * ready and a polling loop ends.  hostpin's async mode waits with
+ * cuEventSynchronize, so a copy it forgot to wait for is still queued when
+ * the program looks, every time.  The real driver's host-side semantics
+ * hold: from pageable memory an async H2D returns after staging the source,
+ * and into pageable memory an async D2H returns after the copy (its stream
+ * runs then); on registered memory both return at once.  cuGetProcAddress
+ * answers from this file's own table, never by a symbol lookup, as the
+ * real driver does. */
 #include <sys/syscall.h>
 
 typedef unsigned long long CUdeviceptr;
 
+#define NOT_READY 600
+
 struct event {
 	int done;
+	unsigned seq;		/* of the latest record: only it completes */
+	struct CUstream_st *s;	/* where it was last recorded */
 };
 struct op {
 	struct op *next;
@@ -19,13 +31,12 @@ struct op {
 	size_t n;
 	void *staging;
 	struct event *ev;
+	unsigned seq;
 };
 typedef struct CUstream_st {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	struct op *head, *tail;
-	int busy, started, capturing;
-	pthread_t th;
+	int capturing;
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;
@@ -33,10 +44,8 @@ typedef struct CUarray_st {
 } *CUarray;
 
 #define NSTREAMS 64
-static stream_t legacy = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-			  0, 0, 0, 0, 0, 0};
-static stream_t perthread = {PTHREAD_MUTEX_INITIALIZER,
-			     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0};
+static stream_t legacy = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+static stream_t perthread = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
 static stream_t *streams[NSTREAMS] = {&legacy, &perthread};
 static int nstreams = 2;
 static int capture_broken;
@@ -74,62 +83,58 @@ static stream_t *S(stream_t *s)
 	return s;
 }
 
-static void *worker(void *arg)
+/* Run s's queue up to and including `last` (all of it when NULL).  A
+ * host side unmapped before its copy ran is what a missed wait does on a
+ * real device (DMA into freed memory): flagged, not performed. */
+static void run_queue(stream_t *s, const struct op *last)
 {
-	stream_t *s = arg;
-	long delay = getenv("FAKE_CUDA_DELAY_US")
-			 ? atol(getenv("FAKE_CUDA_DELAY_US"))
-			 : 20000;
+	s = S(s);
 	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		while (!s->head)
-			pthread_cond_wait(&s->cv, &s->mu);
+	while (s->head) {
 		struct op *o = s->head;
-		s->busy = 1;
-		pthread_mutex_unlock(&s->mu);
-		usleep((useconds_t)delay);
-		if (o->n)
-			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
-		if (o->staging)
-			unraw(o->staging, o->n);
-		if (o->ev)
-			__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&s->mu);
 		s->head = o->next;
 		if (!s->head)
 			s->tail = NULL;
-		s->busy = 0;
+		if (o->n && (!mapped(o->dst, o->n) ||
+			     (!o->staging && !mapped(o->src, o->n))))
+			logf_("VIOLATION copy-on-unmapped-memory %p %p %zu",
+			      o->dst, o->src, o->n);
+		else if (o->n)
+			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
+		if (o->staging)
+			unraw(o->staging, o->n);
+		/* release: pairs with the acquire loads of done */
+		if (o->ev && o->seq == __atomic_load_n(&o->ev->seq,
+						       __ATOMIC_RELAXED))
+			__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
+		int stop = o == last;
 		unraw(o, sizeof(*o));
-		pthread_cond_broadcast(&s->cv);
+		if (stop)
+			break;
 	}
-	return NULL;
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void enqueue(stream_t *s, struct op *o)
 {
 	s = S(s);
 	pthread_mutex_lock(&s->mu);
-	if (!s->started) {
-		s->started = 1;
-		pthread_create(&s->th, NULL, worker, s);
-	}
 	o->next = NULL;
 	if (s->tail)
 		s->tail->next = o;
 	else
 		s->head = o;
 	s->tail = o;
-	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
 
-static void drain(stream_t *s)
+static int pending(stream_t *s)
 {
 	s = S(s);
 	pthread_mutex_lock(&s->mu);
-	while (s->head || s->busy)
-		pthread_cond_wait(&s->cv, &s->mu);
+	int p = s->head != NULL;
 	pthread_mutex_unlock(&s->mu);
+	return p;
 }
 
 /* Does any queued copy touch [p, p+n)?  (unregister checks it) */
@@ -192,7 +197,7 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 static CUresult end(struct xfer *x)
 {
 	if (x->wait)
-		drain(x->s); /* pageable D2H returns after the copy */
+		run_queue(x->s, NULL); /* pageable D2H returns after the copy */
 	return OK;
 }
 
@@ -238,7 +243,6 @@ CUresult cuStreamCreate(stream_t **ps, unsigned flags)
 	stream_t *s = raw(sizeof(stream_t));
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	pthread_mutex_lock(&mu);
 	if (nstreams < NSTREAMS)
 		streams[nstreams++] = s;
@@ -255,14 +259,25 @@ CUresult cuStreamSynchronize(stream_t *s)
 		capture_broken = 1;
 		return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
 	}
-	drain(s);
+	run_queue(s, NULL);
 	return OK;
+}
+
+/* Work pending: not ready, and the work runs now (see the top). */
+CUresult cuStreamQuery(stream_t *s)
+{
+	ENTRY("cuStreamQuery");
+	pthread_mutex_unlock(&mu);
+	if (!pending(s))
+		return OK;
+	run_queue(s, NULL);
+	return NOT_READY;
 }
 
 CUresult cuCtxSynchronize(void)
 {
 	for (int k = 0; k < nstreams; k++)
-		drain(streams[k]);
+		run_queue(streams[k], NULL);
 	return OK;
 }
 
@@ -301,21 +316,51 @@ CUresult cuEventRecord(struct event *e, stream_t *s)
 	pthread_mutex_unlock(&mu);
 	struct op *o = raw(sizeof(*o));
 	memset(o, 0, sizeof(*o));
-	__atomic_store_n(&e->done, 0, __ATOMIC_RELEASE);
 	o->ev = e;
+	s = S(s);
+	/* under the stream's lock: run_queue compares seq under it */
+	pthread_mutex_lock(&s->mu);
+	o->seq = __atomic_add_fetch(&e->seq, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->s, s, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->done, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&s->mu);
 	enqueue(s, o);
 	return OK;
 }
 
+/* Run e's stream until e completes (its latest record). */
+static void run_to(struct event *e)
+{
+	stream_t *s = __atomic_load_n(&e->s, __ATOMIC_RELAXED);
+	/* acquire: pairs with run_queue's release store of done */
+	while (s && !__atomic_load_n(&e->done, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&s->mu);
+		struct op *last = NULL;
+		for (struct op *o = s->head; o; o = o->next)
+			if (o->ev == e &&
+			    o->seq == __atomic_load_n(&e->seq, __ATOMIC_RELAXED))
+				last = o;
+		pthread_mutex_unlock(&s->mu);
+		if (!last)
+			break; /* another thread ran it meanwhile */
+		run_queue(s, last);
+	}
+}
+
 CUresult cuEventQuery(struct event *e)
 {
-	return __atomic_load_n(&e->done, __ATOMIC_ACQUIRE) ? OK : 600;
+	ENTRY("cuEventQuery");
+	pthread_mutex_unlock(&mu);
+	/* acquire: pairs with run_queue's release store of done */
+	if (__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
+		return OK;
+	run_to(e); /* not ready now; ready at the next query */
+	return NOT_READY;
 }
 
 CUresult cuEventSynchronize(struct event *e)
 {
-	while (!__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
-		usleep(200);
+	run_to(e);
 	return OK;
 }
 
@@ -501,6 +546,7 @@ static const struct proc {
 	P(cuMemHostUnregister, 4000, cuMemHostUnregister)
 	P(cuStreamCreate, 2000, cuStreamCreate)
 	P(cuStreamSynchronize, 2000, cuStreamSynchronize)
+	P(cuStreamQuery, 2000, cuStreamQuery)
 	P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)
 	P(cuStreamEndCapture, 10000, cuStreamEndCapture)
 	P(cuStreamIsCapturing, 10000, cuStreamIsCapturing)

@@ -400,10 +400,12 @@ static void inflight(void)
 	if (hp)
 		CHECK(registered(a));
 	CHECK(d2h(a, d, n, NULL) == 0);
-	free(a); /* the copy may still be running */
+	free(a); /* the copy may still be queued */
 	char *b = malloc(n);
 	memset(b, 0x77, n);
-	usleep(100000); /* a late copy into a reused block would show here */
+	/* the fake runs queued copies here: a late one into a reused block
+	 * would show */
+	R.cudaDeviceSynchronize();
 	CHECK(all(b, n, 0x77));
 	free(b);
 }

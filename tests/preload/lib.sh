@@ -90,7 +90,7 @@ cuda() { # name expect-rc fake-live env... -- mode
 	# timeout outside env: only cuda_prog runs with hostpin preloaded
 	# HOSTPIN_CACHE=0 unless the case sets it: every free then unregisters,
 	# so the fake's live count at exit must be 0
-	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=5000 "${envs[@]}" \
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" "${envs[@]}" \
 		"$B/cuda_prog" "$@" 2>&1); rc=$?
 	CUDA_LOG_KEEP=$(cat "$log")
 	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "cuda $name"

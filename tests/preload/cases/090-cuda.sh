@@ -32,7 +32,7 @@ n=$(echo "$CUDA_LOG_KEEP" | grep -c " REG "); u=$(echo "$CUDA_LOG_KEEP" | grep -
 if [ "$n" = 3 ] && [ "$u" = 0 ]; then ok "cuda cache: 20 steps of 3 fresh buffers cost 3 registrations, 0 unregistrations"
 else bad "cuda cache: $n registrations, $u unregistrations"; fi
 log=$(mktemp)
-out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=2000 "$B/cuda_prog" fork 2>&1); rc=$?
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" "$B/cuda_prog" fork 2>&1); rc=$?
 child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
 if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child CALL" "$log" && fakelog "$log"; then
 	ok "cuda fork: the child ($child) made no driver call"
@@ -46,7 +46,7 @@ for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetStat
 	cuMemHostRegister_v2:3:work cuMemHostUnregister:3:work cuMemHostRegister_v2:2:thread; do
 	fn=${spec%%:*}; rest=${spec#*:}; nth=${rest%%:*}; mode=${rest#*:}
 	d=$(mktemp -d)
-	out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 FAKE_CUDA_FAIL="$fn:$nth" \
+	out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_FAIL="$fn:$nth" \
 		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" "$mode" 2>&1); rc=$?
 	inj=$(grep -c "INJECT $fn" "$d/log")
 	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks'])" 2>/dev/null)
@@ -59,7 +59,7 @@ for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetStat
 	rm -rf "$d"
 done
 d=$(mktemp -d)
-out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_DELAY_US=1000 HOSTPIN_STATS_FILE="$d/s.json" \
+out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" HOSTPIN_STATS_FILE="$d/s.json" \
 	FAKE_CUDA_FAIL="cuMemHostRegister_v2:2:2,cuMemHostRegister_v2:4:1,cuMemHostRegister_v2:6:2" "$B/cuda_prog" work 2>&1); rc=$?
 lines=$(echo "$out" | grep -c "cannot pin")
 n=$(python3 -c "import json;print(json.load(open('$d/s.json'))['pin_failures'])" 2>/dev/null)

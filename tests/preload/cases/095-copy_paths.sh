@@ -8,7 +8,7 @@ cpath() {
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
 	local log out rc
 	log=$(mktemp)
-	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=3000 \
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" \
 		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
 	CPATH_LOG=$(cat "$log")
 	if [ $rc -eq "$want" ] && fakelog "$log"; then ok "$name"
@@ -18,7 +18,7 @@ cpath() {
 while read -r prog p; do
 	case $prog in ''|'#'*) continue ;; esac
 	# without hostpin the program sees pageable semantics (its own check)
-	out=$(HP_PATH=$p FAKE_CUDA_DELAY_US=3000 timeout 60 "$B/$prog" sync 2>&1) ||
+	out=$(HP_PATH=$p timeout 60 "$B/$prog" sync 2>&1) ||
 		bad "$prog $p: fails without hostpin: $out"
 	cpath "$prog $p: HOSTPIN_COPY=sync keeps pageable semantics" 0 "$prog" HP_PATH=$p HOSTPIN_COPY=sync -- sync
 	# the path does reach registered memory: without the wait the
@@ -31,7 +31,7 @@ done < "$top/tests/preload/matrix/copy-paths"
 # copies in the sync test, 2 waits (a second, driver-level one would make 4).
 for p in rt rt2d drv gpa; do
 	d=$(mktemp -d)
-	timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_PATH=$p FAKE_CUDA_DELAY_US=3000 \
+	timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_PATH=$p \
 		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" sync >/dev/null 2>&1
 	w=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['copy_waits'], s['copies_registered'])" 2>/dev/null)
 	if [ "$w" = "2 2" ]; then ok "cuda $p: one wait per registered copy (waits, copies: $w)"
@@ -63,7 +63,7 @@ echo "$CPATH_LOG" | grep -q "INJECT cuEventCreate" && ok "cuda: the cuEventCreat
 # HOSTPIN_COVERAGE=ignore.
 d=$(mktemp -d)
 out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_LOAD_EXTRA="$B/libextra.so" HP_EXPECT_REG=0 \
-	HOSTPIN_STATS_FILE="$d/s.json" FAKE_CUDA_DELAY_US=3000 "$B/cuda_prog" coverage 2>&1); rc=$?
+	HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" coverage 2>&1); rc=$?
 n=$(echo "$out" | grep -c "libextra.so exports cuMemcpyFancyAsync, a copy entry point hostpin does not guard")
 f=$(python3 -c "import json;print(json.load(open('$d/s.json'))['failures'].get('unguarded copy entry point loaded', 0))" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "$n" = 1 ] && [ "${f:-0}" -ge 1 ]; then
