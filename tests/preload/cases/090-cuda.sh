@@ -39,23 +39,42 @@ if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child CALL" "$log" && fakelo
 else bad "cuda fork (rc $rc, child '$child'): $(grep "^$child CALL" "$log" | head -2)"; fi
 rm -f "$log"
 # Failures injected into every driver entry point hostpin uses: the program
-# completes with correct data, and the failures are counted.
-# fn:N:mode: fail the Nth call of fn while cuda_prog runs mode.
-for spec in cuDeviceGetCount:1:work cuDeviceGet:1:work cuDevicePrimaryCtxGetState:1:work \
-	cuCtxGetCurrent:3:work cuCtxPushCurrent_v2:1:thread cuCtxPopCurrent_v2:1:thread \
-	cuMemHostRegister_v2:3:work cuMemHostUnregister:3:work cuMemHostRegister_v2:2:thread; do
-	fn=${spec%%:*}; rest=${spec#*:}; nth=${rest%%:*}; mode=${rest#*:}
+# completes with correct data, and each failure leaves its mark.
+# fn:N:mode:mark: fail the Nth call of fn (one of hostpin's own calls: the
+# fakes' order is deterministic) while cuda_prog runs mode; mark is what
+# must show: counted (a pin failure or leaked block in the statistics),
+# adopted (the block stayed pending and was adopted later), pushed (hostpin
+# fell back to pushing the context it knows), same (registrations as
+# without the failure: a failed pop changes nothing else).
+declare -A base_reg
+for mode in work thread; do
+	d=$(mktemp -d)
+	timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" "$B/cuda_prog" "$mode" >/dev/null 2>&1
+	base_reg[$mode]=$(grep -c " REG " "$d/log")
+	rm -rf "$d"
+done
+for spec in cuDeviceGetCount:1:work:adopted cuDeviceGet:1:work:adopted \
+	cuDevicePrimaryCtxGetState:1:work:adopted cuCtxGetCurrent:4:work:adopted \
+	cuCtxGetCurrent:5:work:pushed cuCtxPushCurrent_v2:1:thread:adopted \
+	cuCtxPopCurrent_v2:1:thread:same cuMemHostRegister_v2:3:work:counted \
+	cuMemHostUnregister:3:work:counted cuMemHostRegister_v2:2:thread:counted; do
+	IFS=: read -r fn nth mode mark <<<"$spec"
 	d=$(mktemp -d)
 	out=$(timeout 60 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" FAKE_CUDA_FAIL="$fn:$nth" \
 		HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" "$mode" 2>&1); rc=$?
 	inj=$(grep -c "INJECT $fn" "$d/log")
-	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks'])" 2>/dev/null)
-	# register/unregister failures must be counted; the others only delay
-	# registration (the block stays pending and is adopted later)
-	case $fn in cuMemHost*) need=1 ;; *) need=0 ;; esac
-	if [ $rc -eq 0 ] && [ "$inj" -ge 1 ] && [ "${counted:-0}" -ge $need ] && ! grep -q VIOLATION "$d/log"; then
-		ok "cuda: failure injected into $fn ($mode): job completes, data right, ${counted:-0} counted"
-	else bad "cuda: failure in $fn ($mode; rc $rc, injected $inj, counted ${counted:-?}): $(echo "$out" | tail -2)"; fi
+	read -r counted adopted < <(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks'], s['adopted_blocks'])" 2>/dev/null)
+	pushed=$(sed -n "/INJECT $fn/,\$p" "$d/log" | grep -c "CALL cuCtxPushCurrent_v2")
+	regs=$(grep -c " REG " "$d/log")
+	case $mark in
+	counted) seen=$((${counted:-0} >= 1)) ;;
+	adopted) seen=$((${adopted:-0} >= 1 && ${counted:-1} == 0)) ;;
+	pushed) seen=$((pushed >= 1 && ${adopted:-1} == 0 && ${counted:-1} == 0)) ;;
+	same) seen=$((regs == ${base_reg[$mode]} && ${adopted:-1} == 0 && ${counted:-1} == 0)) ;;
+	esac
+	if [ $rc -eq 0 ] && [ "$inj" -ge 1 ] && [ "$seen" = 1 ] && ! grep -q VIOLATION "$d/log"; then
+		ok "cuda: failure injected into $fn #$nth ($mode): job completes, data right, $mark"
+	else bad "cuda: failure in $fn #$nth ($mode; rc $rc, injected $inj, want $mark: counted ${counted:-?}, adopted ${adopted:-?}, pushed $pushed, REG $regs vs ${base_reg[$mode]}): $(echo "$out" | tail -2)"; fi
 	rm -rf "$d"
 done
 d=$(mktemp -d)
