@@ -185,7 +185,10 @@ int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
 		HP_CTR_ADD(leaked_blocks, 1);
 		return EBUSY;
 	}
-	hp_count_track(kind, s->len, 0);
+	/* s->word is the state before the release claim: a cached block
+	 * left the counts when hp_cache_keep took it */
+	if (hp_word_state(s->word) != HP_REC_CACHED)
+		hp_count_track(kind, s->len, 0);
 	hp_registry_remove(&hp_reg, r);
 	return 0;
 }

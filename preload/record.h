@@ -99,7 +99,9 @@ HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);
 /* Insert and pin a range we own or track; 0 or an errno. */
 HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
-/* Unpin and forget a claimed record; 0, or EBUSY if it had to be leaked. */
+/* Unpin and forget a claimed record (s: the snapshot its release claim was
+ * made from, so a CACHED block is not counted out twice); 0, or EBUSY if it
+ * had to be leaked. */
 HP_HIDDEN int hp_untrack(hp_rec_t *r, const hp_snap_t *s);
 HP_HIDDEN void hp_count_track(unsigned kind, size_t len, int add);
 
