@@ -1,6 +1,11 @@
 """The measurement half of scripts/gpu-check.  Each mode runs in its own
 process (with or without hostpin preloaded) and prints one JSON object;
-`report DIR OUT` combines them into a table and a JSON file."""
+`report DIR OUT` combines them into a table and a JSON file and exits 1
+when any correctness check failed or a measurement is missing (see
+verdict()).  `selftest` shows, without torch or a GPU, that the verdict
+fails on every check forced to fail; `synth MODE` prints a passing result
+for MODE, for scripts/gpu-check's own test.  GPU_CHECK_FORCE_FAIL=RUN.KEY
+(KEY may be paths.NAME.KEY) makes report treat that check as failed."""
 import ctypes
 import json
 import os
@@ -187,6 +192,126 @@ def regcost():
             "env": {k: v for k, v in os.environ.items() if k.startswith("HOSTPIN_")}}
 
 
+# The runs whose JSON the report reads, and in each the checks that must
+# hold.  Under HOSTPIN_COPY=async hostpin does not wait, so the program may
+# see async semantics on return: only the data after a sync must be right.
+RUNTIME_RUNS = {
+    "pageable": ("weights_copy_correct", "h2d_source_overwrite_unseen",
+                 "d2h_data_there_on_return", "d2h_data_there_after_sync"),
+    "hostpin": ("weights_copy_correct", "h2d_source_overwrite_unseen",
+                "d2h_data_there_on_return", "d2h_data_there_after_sync"),
+    "hostpin_async": ("weights_copy_correct", "d2h_data_there_after_sync"),
+}
+DRIVER_RUNS = ("drvapi_pageable", "drvapi")
+DRIVER_PATHS = ("dlsym", "cuGetProcAddress")
+DRIVER_CHECKS = ("h2d_source_overwrite_unseen", "d2h_data_there_on_return")
+REGCOST_RUNS = ("regcost_1", "regcost_2", "regcost_4", "regcost_8",
+                "regcost_huge")
+
+
+def force_fail(res, spec):
+    """Make the check named RUN.KEY (or RUN.paths.NAME.KEY) fail."""
+    if not spec:
+        return
+    keys = spec.split(".")
+    node = res
+    for k in keys[:-1]:
+        if not isinstance(node, dict) or not isinstance(node.get(k), dict):
+            return
+        node = node[k]
+    node[keys[-1]] = 1 if keys[-1] == "rc" else False
+
+
+def verdict(res):
+    """The correctness failures in a report's results, as strings; empty
+    when every check held.  A run that is missing or unreadable (it
+    crashed, timed out or printed no JSON) fails too."""
+    bad = []
+    for run, checks in RUNTIME_RUNS.items():
+        r = res.get(run)
+        if not isinstance(r, dict):
+            bad.append(f"{run}: no result")
+            continue
+        bad += [f"{run}: {c}" for c in checks if r.get(c) is not True]
+    for run in DRIVER_RUNS:
+        r = res.get(run)
+        paths = r.get("paths") if isinstance(r, dict) else None
+        if not isinstance(paths, dict):
+            bad.append(f"{run}: no result")
+            continue
+        for name in DRIVER_PATHS:
+            e = paths.get(name)
+            if not isinstance(e, dict):
+                bad.append(f"{run}: path {name} not exercised")
+                continue
+            if e.get("rc") != 0:
+                bad.append(f"{run} {name}: rc {e.get('rc')}")
+            bad += [f"{run} {name}: {c}" for c in DRIVER_CHECKS
+                    if e.get(c) is not True]
+    for run in REGCOST_RUNS:
+        if not isinstance(res.get(run), dict):
+            bad.append(f"{run}: no result")
+    return bad
+
+
+def synth(mode):
+    """A result for MODE with every correctness check passing (for tests:
+    no torch, no GPU)."""
+    if mode in RUNTIME_RUNS:
+        g = 3.0 if mode == "pageable" else 10.0
+        bw_ = {"h2d": g, "d2h": g, "is_pinned": mode != "pageable",
+               "pin_memory_h2d": 10.0, "pin_memory_d2h": 10.0}
+        r = {"mode": mode, "preloaded": mode != "pageable",
+             "weights_is_pinned_after_first_copy": mode != "pageable",
+             "bw": {"64": dict(bw_)}, "loop_ms": 1.0,
+             "loop_pin_memory_ms": 1.0, "stats": None,
+             "active_devices": [0]}
+        r.update({c: True for c in RUNTIME_RUNS["hostpin"]})
+        return r
+    if mode in DRIVER_RUNS:
+        e = {"is_pinned": mode == "drvapi", "rc": 0, "h2d_gbps": 10.0,
+             "d2h_gbps": 10.0}
+        e.update({c: True for c in DRIVER_CHECKS})
+        return {"preloaded": mode == "drvapi", "stats": None,
+                "paths": {n: dict(e) for n in DRIVER_PATHS}}
+    return {"alloc_s_per_gib": 0.1, "pin_s_per_gib": 0.1,
+            "registered": True, "env": {}}
+
+
+def selftest():
+    """The verdict passes on passing results and fails on each check
+    forced to fail, and on each run missing."""
+    runs = list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS)
+    good = {m: synth(m) for m in runs}
+    fails = []
+    if verdict(good):
+        fails.append(f"passing results judged failed: {verdict(good)}")
+    specs = [f"{r}.{c}" for r, cs in RUNTIME_RUNS.items() for c in cs]
+    specs += [f"{r}.paths.{p}.{c}" for r in DRIVER_RUNS for p in DRIVER_PATHS
+              for c in DRIVER_CHECKS + ("rc",)]
+    for spec in specs:
+        res = json.loads(json.dumps(good))
+        force_fail(res, spec)
+        if not verdict(res):
+            fails.append(f"{spec} forced to fail: verdict still passes")
+    for run in runs:
+        res = json.loads(json.dumps(good))
+        res[run] = None
+        if not verdict(res):
+            fails.append(f"{run} missing: verdict still passes")
+    for run in DRIVER_RUNS:
+        for p in DRIVER_PATHS:
+            res = json.loads(json.dumps(good))
+            del res[run]["paths"][p]
+            if not verdict(res):
+                fails.append(f"{run} path {p} missing: verdict still passes")
+    for f in fails:
+        print(f"gpu_check selftest: FAIL: {f}")
+    print(f"gpu_check selftest: {len(specs)} checks, {len(runs)} runs: "
+          f"{'ok' if not fails else 'FAILED'}")
+    return 1 if fails else 0
+
+
 def report(d, out):
     res = {}
     for f in sorted(os.listdir(d)):
@@ -195,16 +320,20 @@ def report(d, out):
                 res[f[:-5]] = json.load(open(os.path.join(d, f)))
             except ValueError:
                 res[f[:-5]] = None
-    import torch
-    res["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    res["torch"] = torch.__version__
+    force_fail(res, os.environ.get("GPU_CHECK_FORCE_FAIL"))
+    try:
+        import torch
+        res["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+        res["torch"] = torch.__version__
+    except ImportError:  # the self-test's synthetic results
+        res["device"], res["torch"] = None, None
     res["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
     with open(out, "w") as fh:
         json.dump(res, fh, indent=1)
     p, h, a = res.get("pageable"), res.get("hostpin"), res.get("hostpin_async")
     print(f"hostpin gpu-check on {res['device']} (torch {res['torch']})")
     ok = True
-    if p and h:
+    if isinstance(p, dict) and isinstance(h, dict):
         print(f"{'MiB':>6} {'dir':>4} {'pageable':>9} {'hostpin':>9} {'pin_memory':>10} "
               f"{'hp/pin':>7} {'hp/pageable':>11} is_pinned")
         for n in p["bw"]:
@@ -218,35 +347,46 @@ def report(d, out):
         print(f"loop (fresh 256 MiB tensor per step), ms/step: pageable {p['loop_ms']:.2f}, "
               f"hostpin {h['loop_ms']:.2f}, pin_memory() {p['loop_pin_memory_ms']:.2f}")
         for name, r in (("sync", h), ("async", a)):
-            if r:
+            if isinstance(r, dict):
                 print(f"HOSTPIN_COPY={name}: H2D source overwrite unseen {r['h2d_source_overwrite_unseen']}, "
                       f"D2H data there on return {r['d2h_data_there_on_return']}, "
                       f"after sync {r['d2h_data_there_after_sync']}")
         print(f"active devices at the end: without {p['active_devices']}, with hostpin {h['active_devices']}")
-    for k in ("drvapi_pageable", "drvapi"):
+    for k in DRIVER_RUNS:
         r = res.get(k)
-        for name, e in (r or {}).get("paths", {}).items():
-            good = e["h2d_source_overwrite_unseen"] and e["d2h_data_there_on_return"] and e["rc"] == 0
-            ok &= good
+        for name, e in (r if isinstance(r, dict) else {}).get("paths", {}).items():
             print(f"driver API via {name} ({'hostpin' if r['preloaded'] else 'pageable'}): "
                   f"is_pinned {e['is_pinned']}, H2D source overwrite unseen "
                   f"{e['h2d_source_overwrite_unseen']}, D2H data there on return "
                   f"{e['d2h_data_there_on_return']}, H2D {e['h2d_gbps']:.2f} GB/s, "
                   f"D2H {e['d2h_gbps']:.2f} GB/s")
     for k in sorted(res):
-        if k.startswith("regcost_") and res[k]:
+        if k.startswith("regcost_") and isinstance(res[k], dict):
             print(f"registration {k[8:]:>5}: {res[k]['pin_s_per_gib']:.3f} s/GiB pinning, "
                   f"{res[k]['alloc_s_per_gib']:.3f} s/GiB allocation")
-    print(f"goal (hostpin >= 95% of pin_memory and >= 3x pageable; every driver-API copy keeps "
-          f"pageable semantics): {'met' if ok else 'NOT met'}")
+    print(f"performance goal (hostpin >= 95% of pin_memory and >= 3x pageable): "
+          f"{'met' if ok else 'NOT met'}")
+    bad = verdict(res)
+    res["correctness_failures"] = bad
+    with open(out, "w") as fh:
+        json.dump(res, fh, indent=1)
+    for b in bad:
+        print(f"CORRECTNESS FAILURE: {b}")
+    print(f"correctness (every copy path keeps pageable semantics, every run completed): "
+          f"{'ok' if not bad else f'FAILED ({len(bad)})'}")
     print(f"written: {out}")
-    return 0
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
     m = sys.argv[1]
     if m == "report":
         sys.exit(report(sys.argv[2], sys.argv[3]))
+    if m == "selftest":
+        sys.exit(selftest())
+    if m == "synth":
+        print(json.dumps(synth(sys.argv[2])))
+        sys.exit(0)
     if m.startswith("regcost"):
         print(json.dumps(regcost()))
     elif m.startswith("drvapi"):
