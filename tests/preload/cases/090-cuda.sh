@@ -95,3 +95,37 @@ else
 	echo "SKIP: no CUDA toolkit: cuda_api.h not checked against cuda.h"
 fi
 
+# The fake's own audit (what the VIOLATION checks above rely on): a range
+# unmapped while registered is flagged at the next driver call, even when a
+# single page deep inside a large registration goes; a range unregistered
+# before its munmap is not.
+d=$(mktemp -d)
+cat > "$d/audit.py" <<'PY'
+import ctypes, sys
+cu = ctypes.CDLL(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+cu.cuMemHostRegister_v2.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+cu.cuMemHostUnregister.argtypes = [ctypes.c_void_p]
+c = ctypes.c_void_p()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(ctypes.byref(c), 0) == 0
+assert cu.cuCtxSetCurrent(c) == 0
+n = 40 << 20
+p = libc.mmap(None, n, 3, 0x22, -1, 0)
+assert cu.cuMemHostRegister_v2(p, n, 0) == 0
+if sys.argv[2] == "hole":    # one page at 33 MiB: past the first chunks
+    libc.munmap(p + (33 << 20), 4096)
+else:
+    assert cu.cuMemHostUnregister(p) == 0
+    libc.munmap(p, n)
+n_ = ctypes.c_int()
+cu.cuDeviceGetCount(ctypes.byref(n_))
+PY
+FAKE_CUDA_LOG="$d/hole" python3 "$d/audit.py" "$F/libcuda.so.1" hole
+FAKE_CUDA_LOG="$d/clean" python3 "$d/audit.py" "$F/libcuda.so.1" clean
+if grep -q "VIOLATION registered-range-unmapped" "$d/hole" && ! grep -q VIOLATION "$d/clean"; then
+	ok "fake CUDA audit: a page unmapped inside a 40 MiB registration is flagged, an unregistered one is not"
+else bad "fake CUDA audit: hole: $(grep -c VIOLATION "$d/hole") violations, clean: $(grep -c VIOLATION "$d/clean")"; fi
+rm -rf "$d"
