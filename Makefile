@@ -6,7 +6,11 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 CC ?= cc
 CFLAGS ?= -O2 -g
-WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror
+# The one version string: the library (HOSTPIN_LOG=info, the report), the
+# launcher (--version) and the packages all take it from VERSION.
+VERSION := $(shell cat VERSION)
+WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -DHP_VERSION='"$(VERSION)"'
+
 B := build
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
@@ -34,15 +38,15 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 .PHONY: all check demo bench install clean deps unit sanitize preload-tests stress gpu-check
 all: $(LIB) $(B)/hostpin
 
-$(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map
+$(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -shared \
 		-Wl,--version-script=preload/exports.map -Wl,-z,now \
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
-$(B)/hostpin: scripts/hostpin
+$(B)/hostpin: scripts/hostpin VERSION
 	@mkdir -p $(B)
-	sed 's|@LIBDIR_BUILD@|$(abspath $(B))|' $< > $@ && chmod +x $@
+	sed -e 's|@LIBDIR_BUILD@|$(abspath $(B))|' -e 's|@VERSION@|$(VERSION)|' $< > $@ && chmod +x $@
 
 $(DEPS_STAMP): scripts/ensure-deps
 	@mkdir -p $(B)

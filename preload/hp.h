@@ -15,6 +15,11 @@
 #define hp_unlikely(x) __builtin_expect(!!(x), 0)
 #define HP_TLS __thread __attribute__((tls_model("initial-exec")))
 
+/* One version string: the Makefile passes the VERSION file's. */
+#ifndef HP_VERSION
+#define HP_VERSION "unknown"
+#endif
+
 /* ---- options (options.c) ---- */
 enum {
 #define HP_OPT(name, kind, def, choices, min, max, doc) HP_OPT_##name,
@@ -43,9 +48,14 @@ HP_HIDDEN extern char hp_optstr[HP_OPT_COUNT][256]; /* STR values */
 /* Parse one value; 0, or EINVAL with *expect set to what was expected. */
 HP_HIDDEN int hp_opt_parse(int i, const char *s, uint64_t *out,
 			   const char **expect);
-/* Read every knob from the environment (secure_getenv).  Returns the number
- * of invalid ones, each already reported. */
+/* Read every knob from the environment (secure_getenv), set the log level
+ * and open HOSTPIN_LOG_FILE, then report each invalid value (that knob keeps
+ * its default) and each unknown HOSTPIN_* variable.  Returns how many. */
 HP_HIDDEN int hp_options_load(void);
+/* The known HOSTPIN_* name (without the prefix) closest to name[0..len) by
+ * edit distance; whether name[0..len) is known. */
+HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);
+HP_HIDDEN int hp_opt_known(const char *name, size_t len);
 HP_HIDDEN void hp_options_dump(void);
 HP_HIDDEN uint64_t hp_phys_ram(void);
 
@@ -57,11 +67,22 @@ HP_HIDDEN int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 HP_HIDDEN void hp_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-HP_HIDDEN void hp_write_all(int fd, const char *s, size_t n);
+/* 0, or the errno of the write that failed. */
+HP_HIDDEN int hp_write_all(int fd, const char *s, size_t n);
+/* Write a finished log line to the log; if the log file fails, say so on
+ * stderr (path, reason, what goes where now) and use stderr from then on. */
+HP_HIDDEN void hp_log_write(const char *s, size_t n);
+/* strerror(3)'s text without allocating; "Unknown error" for the rare. */
+HP_HIDDEN const char *hp_strerror(int err);
+/* The reason for a failed hp_open_out: hp_strerror, or what ELOOP and
+ * EPERM mean there. */
+HP_HIDDEN const char *hp_file_reason(int err);
 /* Expand %p to the pid into out; 0 or ENAMETOOLONG. */
 HP_HIDDEN int hp_expand_path(char *out, size_t cap, const char *tmpl);
-/* Open for append, close-on-exec, refusing symlinks; -1 on failure. */
-HP_HIDDEN int hp_open_out(const char *path, int append);
+/* Open tmpl (%p expanded into path[cap], which names it in messages) for
+ * writing, close-on-exec, refusing symlinks; -1 with errno on failure. */
+HP_HIDDEN int hp_open_out(const char *tmpl, int append, char *path,
+			  size_t cap);
 HP_HIDDEN void hp_log_open(void);
 HP_HIDDEN _Noreturn void hp_fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

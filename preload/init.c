@@ -51,9 +51,7 @@ void hp_init_slow(void)
 	hp_registry_reserve_bounds(&hp_reg, (uintptr_t)hp_arena,
 				   (uintptr_t)hp_arena + HP_ARENA_SIZE);
 	hp_resolve_next();
-	int bad = hp_options_load();
-	hp_log_level = (int)hp_opt[HP_OPT_LOG];
-	hp_log_open();
+	int bad = hp_options_load(); /* also sets the level, opens the log */
 	if (hp_opt[HP_OPT_STATS] && hp_log_fd == 2) {
 		/* Programs such as coreutils close stderr in an atexit
 		 * handler, before our report: keep a private duplicate, high
@@ -64,9 +62,10 @@ void hp_init_slow(void)
 	}
 	int st = HP_ST_READY;
 	if (bad && hp_opt[HP_OPT_STRICT])
-		hp_fatal("HOSTPIN_STRICT=1 and %d invalid knob(s): aborting",
-			 bad);
-	if (bad || hp_opt[HP_OPT_DISABLE] || hp_foreign_allocator())
+		hp_fatal("HOSTPIN_STRICT=1 and %d invalid or unknown "
+			 "HOSTPIN_* variable(s): aborting", bad);
+	/* otherwise each invalid knob kept its default: carry on */
+	if (hp_opt[HP_OPT_DISABLE] || hp_foreign_allocator())
 		st = HP_ST_PASSTHROUGH;
 	if (st == HP_ST_READY) {
 		hp_backend = hp_backend_select();
@@ -79,7 +78,8 @@ void hp_init_slow(void)
 		atomic_store_explicit(&hp_threshold,
 				      (size_t)hp_opt[HP_OPT_THRESHOLD],
 				      memory_order_relaxed);
-		hp_log(HP_LOG_INFO, "ready: backend %s", hp_backend->name);
+		hp_log(HP_LOG_INFO, "ready: backend %s (hostpin %s)",
+		       hp_backend->name, HP_VERSION);
 		hp_options_dump();
 	} else {
 		atomic_store_explicit(&hp_threshold, SIZE_MAX,

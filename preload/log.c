@@ -1,6 +1,7 @@
 /* Logging that never allocates: own formatter into a stack buffer, write(2).
  * Safe inside malloc, signal-free paths and early start-up. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,12 @@
 
 int hp_log_level = HP_LOG_WARN;
 int hp_log_fd = 2;
+/* The expanded HOSTPIN_LOG_FILE path while logging to it; set once by
+ * init before any other thread can log. */
+static char log_path[512];
+/* Set when a write to the log file failed: messages go to stderr from then
+ * on.  Relaxed: it only picks the descriptor, it publishes nothing. */
+static _Atomic int log_broken;
 
 static size_t put(char *buf, size_t cap, size_t at, const char *s, size_t n)
 {
@@ -115,16 +122,80 @@ int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
 	return n;
 }
 
-void hp_write_all(int fd, const char *s, size_t n)
+int hp_write_all(int fd, const char *s, size_t n)
 {
 	while (n) {
 		ssize_t w = write(fd, s, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return;
+		if (w < 0)
+			return errno;
+		if (w == 0)
+			return EIO;
 		s += w, n -= (size_t)w;
 	}
+	return 0;
+}
+
+const char *hp_strerror(int e)
+{
+	/* strerror(3) may allocate (its unknown-error buffer, locale data):
+	 * the usual file errors, in glibc's words. */
+	switch (e) {
+	case EPERM: return "Operation not permitted";
+	case ENOENT: return "No such file or directory";
+	case EIO: return "Input/output error";
+	case ENXIO: return "No such device or address";
+	case EBADF: return "Bad file descriptor";
+	case EACCES: return "Permission denied";
+	case EEXIST: return "File exists";
+	case ENOTDIR: return "Not a directory";
+	case EISDIR: return "Is a directory";
+	case EINVAL: return "Invalid argument";
+	case ENFILE: return "Too many open files in system";
+	case EMFILE: return "Too many open files";
+	case ETXTBSY: return "Text file busy";
+	case EFBIG: return "File too large";
+	case ENOSPC: return "No space left on device";
+	case EROFS: return "Read-only file system";
+	case EPIPE: return "Broken pipe";
+	case ENAMETOOLONG: return "File name too long";
+	case ELOOP: return "Too many levels of symbolic links";
+	case EDQUOT: return "Disk quota exceeded";
+	case ENOMEM: return "Cannot allocate memory";
+	case EAGAIN: return "Resource temporarily unavailable";
+	case EINTR: return "Interrupted system call";
+	case ESTALE: return "Stale file handle";
+	case ENODEV: return "No such device";
+	case EOPNOTSUPP: return "Operation not supported";
+	default: return "Unknown error";
+	}
+}
+
+/* Where a log line goes: the log file, or stderr once that has failed. */
+void hp_log_write(const char *s, size_t n)
+{
+	/* relaxed: see log_broken */
+	if (atomic_load_explicit(&log_broken, memory_order_relaxed)) {
+		hp_write_all(2, s, n);
+		return;
+	}
+	int err = hp_write_all(hp_log_fd, s, n);
+	if (err == 0 || !log_path[0])
+		return; /* stderr itself failed: nowhere left to say so */
+	if (atomic_exchange_explicit(&log_broken, 1, memory_order_relaxed)) {
+		hp_write_all(2, s, n); /* another thread said it */
+		return;
+	}
+	char buf[768];
+	int m = hp_snprintf(buf, sizeof(buf),
+			    "hostpin[%d]: cannot write HOSTPIN_LOG_FILE=%s: %s "
+			    "(errno %d); this message and every later one, the "
+			    "report at exit included, go to stderr instead\n",
+			    (int)getpid(), log_path, hp_strerror(err), err);
+	hp_write_all(2, buf, (size_t)m < sizeof(buf) ? (size_t)m
+						     : sizeof(buf) - 1);
+	hp_write_all(2, s, n);
 }
 
 static void vlog(const char *fmt, va_list ap)
@@ -137,7 +208,7 @@ static void vlog(const char *fmt, va_list ap)
 	if (n > sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
-	hp_write_all(hp_log_fd, buf, n);
+	hp_log_write(buf, n);
 	errno = e;
 }
 
@@ -181,31 +252,52 @@ int hp_expand_path(char *out, size_t cap, const char *t)
 	return 0;
 }
 
-int hp_open_out(const char *path, int append)
+int hp_open_out(const char *tmpl, int append, char *path, size_t cap)
 {
+	int err = hp_expand_path(path, cap, tmpl);
+	if (err) {
+		/* name what there is: the template */
+		hp_snprintf(path, cap, "%s", tmpl);
+		errno = err;
+		return -1;
+	}
 	/* Secure-execution processes (setuid...) never get files written. */
-	if (getauxval(AT_SECURE))
+	if (getauxval(AT_SECURE)) {
+		errno = EPERM;
 		return -1;
-	char p[512];
-	if (hp_expand_path(p, sizeof(p), path))
-		return -1;
-	return open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+	}
+	return open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
 			   (append ? O_APPEND : O_TRUNC),
 		    0644);
 }
 
+/* The reason in a file error: strerror's words, except where the errno
+ * alone would mislead. */
+const char *hp_file_reason(int err)
+{
+	if (err == ELOOP)
+		return "it is a symbolic link, which hostpin refuses (O_NOFOLLOW)";
+	if (err == EPERM && getauxval(AT_SECURE))
+		return "a secure-execution (set-user-ID) process, where hostpin "
+		       "writes no files";
+	return hp_strerror(err);
+}
+
 void hp_log_open(void)
 {
-	const char *path = hp_optstr[HP_OPT_LOG_FILE];
-	if (!path[0])
+	const char *tmpl = hp_optstr[HP_OPT_LOG_FILE];
+	char path[sizeof(log_path)];
+	if (!tmpl[0])
 		return;
-	int fd = hp_open_out(path, 1);
+	int fd = hp_open_out(tmpl, 1, path, sizeof(path));
 	if (fd < 0) {
+		int err = errno;
 		hp_log(HP_LOG_WARN,
-		       "cannot open HOSTPIN_LOG_FILE=%s (errno %d; symlinks "
-		       "are refused); logging to stderr",
-		       path, errno);
+		       "cannot open HOSTPIN_LOG_FILE=%s: %s (errno %d); "
+		       "logging to stderr instead",
+		       path, hp_file_reason(err), err);
 		return;
 	}
+	memcpy(log_path, path, sizeof(log_path));
 	hp_log_fd = fd;
 }

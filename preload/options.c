@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -38,6 +39,21 @@ static int parse_u64(const char *s, const char **end, uint64_t *out)
 	return 0;
 }
 
+static char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* ASCII, case-insensitive: locale-free and allocation-free. */
+static int ieq(const char *a, const char *b)
+{
+	for (; *a && lower(*a) == lower(*b); a++, b++)
+		;
+	return *a == '\0' && *b == '\0';
+}
+
+/* A number, then optionally k/m/g/t (any case, powers of 1024) followed by
+ * an optional b or ib, or a bare b: 4096, 4096B, 64K, 64kb, 64KiB, 4mb. */
 static int parse_size(const char *s, uint64_t *out)
 {
 	const char *e;
@@ -45,25 +61,39 @@ static int parse_size(const char *s, uint64_t *out)
 	if (parse_u64(s, &e, &v))
 		return EINVAL;
 	unsigned sh = 0;
-	switch (*e) {
-	case 'k': case 'K': sh = 10; break;
-	case 'm': case 'M': sh = 20; break;
-	case 'g': case 'G': sh = 30; break;
-	case 't': case 'T': sh = 40; break;
+	switch (lower(*e)) {
+	case 'k': sh = 10; break;
+	case 'm': sh = 20; break;
+	case 'g': sh = 30; break;
+	case 't': sh = 40; break;
+	case 'b': e++; break;
 	case '\0': break;
 	default: return EINVAL;
 	}
 	if (sh) {
 		e++;
-		if (*e == 'i' && e[1] == 'B')
+		if (lower(e[0]) == 'i' && lower(e[1]) == 'b')
 			e += 2;
-		else if (*e == 'B')
+		else if (lower(*e) == 'b')
 			e++;
 	}
 	if (*e || v > (UINT64_MAX >> sh))
 		return EINVAL;
 	*out = v << sh;
 	return 0;
+}
+
+static int parse_bool(const char *s, uint64_t *out)
+{
+	static const char *const yes[] = {"1", "yes", "true", "on"};
+	static const char *const no[] = {"0", "no", "false", "off"};
+	for (int k = 0; k < 4; k++) {
+		if (ieq(s, yes[k]) || ieq(s, no[k])) {
+			*out = ieq(s, yes[k]);
+			return 0;
+		}
+	}
+	return EINVAL;
 }
 
 /* Index of s in a '|'-separated list, or -1. */
@@ -88,12 +118,9 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 	const hp_optdesc_t *d = &hp_optdesc[i];
 	switch (d->kind) {
 	case HP_K_BOOL:
-		*expect = "0 or 1";
-		if (strcmp(s, "0") == 0 || strcmp(s, "1") == 0) {
-			*out = (uint64_t)(s[0] - '0');
-			return 0;
-		}
-		return EINVAL;
+		*expect = "a boolean: 1, yes, true, on or 0, no, false, off "
+			  "(any case)";
+		return parse_bool(s, out);
 	case HP_K_ENUM: {
 		*expect = d->choices;
 		int k = enum_index(d->choices, s);
@@ -123,7 +150,7 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 	case HP_K_CAP: {
 		size_t n = strlen(s);
 		if (n > 1 && s[n - 1] == '%') {
-			*expect = "a size (with K/M/G/T) or 1%..100% of RAM";
+			*expect = "a size (e.g. 512M, 4GiB) or 1%..100% of RAM";
 			const char *e;
 			uint64_t pct;
 			if (parse_u64(s, &e, &pct) || *e != '%' || e[1] ||
@@ -135,10 +162,10 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 		__attribute__((fallthrough)); /* a plain size */
 	}
 	case HP_K_SIZE: {
-		static char buf[HP_OPT_COUNT][96];
+		static char buf[HP_OPT_COUNT][160];
 		hp_snprintf(buf[i], sizeof(buf[i]),
-			    "a size from %llu to %llu bytes, with optional "
-			    "K/M/G/T suffix%s",
+			    "a size from %llu to %llu bytes (4096, 4096B, 64K, "
+			    "64kb, 2MiB, 1G: any case, powers of 1024)%s",
 			    d->min, d->max,
 			    d->kind == HP_K_CAP ? ", or N% of RAM" : "");
 		*expect = buf[i];
@@ -152,31 +179,110 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 	return EINVAL;
 }
 
+/* Every name hostpin knows under HOSTPIN_: the knobs, then HP_ENV names. */
+static const char *const known_names[] = {
+#define HP_OPT(name, kind, def, choices, min, max, doc) #name,
+#define HP_ENV(name, doc) #name,
+#include "options.def"
+#undef HP_OPT
+#undef HP_ENV
+};
+#define N_KNOWN (sizeof(known_names) / sizeof(known_names[0]))
+
+/* Edit distance (insert, delete, substitute; case-insensitive) between two
+ * names, capped at 63 characters each: no allocation. */
+static unsigned edit_distance(const char *a, size_t na, const char *b)
+{
+	unsigned row[64];
+	size_t nb = strlen(b);
+	if (na > 63)
+		na = 63;
+	if (nb > 63)
+		nb = 63;
+	for (size_t j = 0; j <= nb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= na; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= nb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (lower(a[i - 1]) != lower(b[j - 1]));
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+const char *hp_opt_closest(const char *name, size_t len)
+{
+	const char *best = known_names[0];
+	unsigned bd = ~0u;
+	for (size_t k = 0; k < N_KNOWN; k++) {
+		unsigned d = edit_distance(name, len, known_names[k]);
+		if (d < bd)
+			bd = d, best = known_names[k];
+	}
+	return best;
+}
+
+int hp_opt_known(const char *name, size_t len)
+{
+	for (size_t k = 0; k < N_KNOWN; k++)
+		if (strlen(known_names[k]) == len &&
+		    strncmp(known_names[k], name, len) == 0)
+			return 1;
+	return 0;
+}
+
+extern char **environ;
+
+/* One warning per HOSTPIN_* variable that names no knob; their number. */
+static int report_unknown(void)
+{
+	int n = 0;
+	if (getauxval(AT_SECURE) || environ == NULL)
+		return 0; /* secure_getenv ignores every knob there anyway */
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, "HOSTPIN_", 8) != 0)
+			continue;
+		const char *name = *e + 8, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		if (hp_opt_known(name, len))
+			continue;
+		char shown[64];
+		size_t m = len < sizeof(shown) - 1 ? len : sizeof(shown) - 1;
+		memcpy(shown, name, m);
+		shown[m] = '\0';
+		n++;
+		hp_log(HP_LOG_WARN,
+		       "unknown variable HOSTPIN_%s ignored; did you mean "
+		       "HOSTPIN_%s? (hostpin(7) lists every knob)%s",
+		       shown, hp_opt_closest(name, len),
+		       hp_opt[HP_OPT_STRICT] ? " (HOSTPIN_STRICT=1: fatal)"
+					     : "");
+	}
+	return n;
+}
+
 int hp_options_load(void)
 {
-	int bad = 0;
+	const char *badval[HP_OPT_COUNT], *badexp[HP_OPT_COUNT];
 	for (int i = 0; i < HP_OPT_COUNT; i++) {
 		const hp_optdesc_t *d = &hp_optdesc[i];
 		char name[64];
 		hp_snprintf(name, sizeof(name), "HOSTPIN_%s", d->name);
 		const char *v = secure_getenv(name);
 		const char *expect = "";
-		int from_env = v != NULL;
+		badval[i] = NULL;
 		if (!v)
 			v = d->def;
 		if (hp_opt_parse(i, v, &hp_opt[i], &expect)) {
-			if (from_env) {
-				/* Always shown, whatever HOSTPIN_LOG says:
-				 * the level itself may be the bad knob. */
-				int lvl = hp_log_level;
-				hp_log_level = HP_LOG_ERROR;
-				hp_log(HP_LOG_ERROR,
-				       "invalid %s=\"%s\": expected %s; "
-				       "hostpin stays out of the way",
-				       name, v, expect);
-				hp_log_level = lvl;
-				bad++;
-			}
+			badval[i] = v, badexp[i] = expect;
 			/* the built-in default always parses */
 			hp_opt_parse(i, d->def, &hp_opt[i], &expect);
 			v = d->def;
@@ -186,7 +292,29 @@ int hp_options_load(void)
 			hp_optstr[i][sizeof(hp_optstr[i]) - 1] = '\0';
 		}
 	}
-	return bad;
+	/* Messages go where HOSTPIN_LOG_FILE says, at HOSTPIN_LOG's level:
+	 * both are known now. */
+	hp_log_level = (int)hp_opt[HP_OPT_LOG];
+	hp_log_open();
+	int bad = 0;
+	for (int i = 0; i < HP_OPT_COUNT; i++) {
+		if (!badval[i])
+			continue;
+		bad++;
+		/* Always shown, whatever HOSTPIN_LOG says: the level itself
+		 * may be the bad knob. */
+		int lvl = hp_log_level;
+		hp_log_level = HP_LOG_ERROR;
+		hp_log(HP_LOG_ERROR,
+		       "invalid HOSTPIN_%s=\"%s\": expected %s; using the "
+		       "default %s%s",
+		       hp_optdesc[i].name, badval[i], badexp[i],
+		       hp_optdesc[i].kind == HP_K_STR ? "(empty)"
+						      : hp_optdesc[i].def,
+		       hp_opt[HP_OPT_STRICT] ? " (HOSTPIN_STRICT=1: fatal)" : "");
+		hp_log_level = lvl;
+	}
+	return bad + report_unknown();
 }
 
 void hp_options_dump(void)

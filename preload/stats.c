@@ -100,6 +100,9 @@ HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 	return 0;
 }
 
+/* One line of the report: to the log (fd < 0), or to the JSON file fd,
+ * keeping the first write error in *err. */
+static int json_err;
 static void emit(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(int fd, const char *fmt, ...)
 {
@@ -108,8 +111,11 @@ static void emit(int fd, const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = hp_fmt(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	hp_write_all(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n
-						      : sizeof(buf) - 1);
+	size_t len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+	if (fd < 0)
+		hp_log_write(buf, len);
+	else if (!json_err)
+		json_err = hp_write_all(fd, buf, len);
 }
 
 void hp_stats_report(void)
@@ -118,9 +124,9 @@ void hp_stats_report(void)
 	hostpin_stats(&s, sizeof(s));
 	int pid = (int)getpid();
 	if (hp_opt[HP_OPT_STATS]) {
-		int fd = hp_log_fd;
-		emit(fd, "hostpin[%d]: report (backend %s)\n", pid,
-		     hostpin_backend());
+		int fd = -1; /* the log */
+		emit(fd, "hostpin[%d]: report (backend %s, hostpin %s)\n", pid,
+		     hostpin_backend(), HP_VERSION);
 		emit(fd, "hostpin[%d]:   blocks now %llu (%llu bytes), peak "
 		     "%llu (%llu bytes)\n", pid,
 		     (unsigned long long)s.blocks_now,
@@ -173,17 +179,22 @@ void hp_stats_report(void)
 				     (unsigned long long)atomic_load_explicit(
 					 &reasons[i].n, memory_order_relaxed));
 		}
-		hp_sites_report(fd);
+		hp_sites_report(hp_log_fd);
 	}
 	if (hp_optstr[HP_OPT_STATS_FILE][0]) {
-		int fd = hp_open_out(hp_optstr[HP_OPT_STATS_FILE], 0);
+		char path[512];
+		int fd = hp_open_out(hp_optstr[HP_OPT_STATS_FILE], 0, path,
+				     sizeof(path));
 		if (fd < 0) {
-			hp_log(HP_LOG_WARN, "cannot write HOSTPIN_STATS_FILE=%s",
-			       hp_optstr[HP_OPT_STATS_FILE]);
+			int err = errno;
+			hp_log(HP_LOG_WARN, "cannot open HOSTPIN_STATS_FILE=%s: "
+			       "%s (errno %d); the JSON report is lost",
+			       path, hp_file_reason(err), err);
 			return;
 		}
-		emit(fd, "{\"pid\": %d, \"backend\": \"%s\", ", pid,
-		     hostpin_backend());
+		json_err = 0;
+		emit(fd, "{\"pid\": %d, \"version\": \"%s\", \"backend\": "
+		     "\"%s\", ", pid, HP_VERSION, hostpin_backend());
 #define J(f) emit(fd, "\"" #f "\": %llu, ", (unsigned long long)s.f);
 		HP_COUNTERS(J)
 		J(pin_failures)
@@ -201,6 +212,14 @@ void hp_stats_report(void)
 			}
 		}
 		emit(fd, "}}\n");
-		close(fd);
+		/* close reports what a network or quota-limited file system
+		 * refused only now */
+		int err = json_err;
+		if (close(fd) && !err && errno != EINTR)
+			err = errno;
+		if (err)
+			hp_log(HP_LOG_WARN, "cannot write HOSTPIN_STATS_FILE=%s: "
+			       "%s (errno %d); the JSON report there is "
+			       "incomplete", path, hp_strerror(err), err);
 	}
 }
