@@ -3,7 +3,8 @@
 #   make check      install missing Debian packages, build, run every test
 #   make demo       run a PyTorch CPU training loop under hostpin, print the report
 #   make bench      benchmarks; results in bench/RESULTS.md
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=  (make uninstall undoes it)
+#   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
 CC ?= cc
 CFLAGS ?= -O2 -g
 # The one version string: the library (HOSTPIN_LOG=info, the report), the
@@ -16,6 +17,11 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+# the Python module (python/hostpin.py); Debian's path in the package
+PYDIR ?= $(PREFIX)/lib/python3/dist-packages
 
 CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config
 RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang
@@ -35,7 +41,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench install clean deps unit sanitize preload-tests stress gpu-check
+.PHONY: all check demo bench install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check
 all: $(LIB) $(B)/hostpin
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -95,9 +101,16 @@ preload-tests: $(DEPS_STAMP) all
 # Tiers, fastest first: unit (and the registry under sanitizers), preload,
 # stress.
 check: $(DEPS_STAMP) all
-	$(MAKE) --no-print-directory unit sanitize preload-tests stress
+	$(MAKE) --no-print-directory unit sanitize preload-tests stress pkg-check
 
-demo: $(DEPS_STAMP) all
+# The Python module's tests (with and without hostpin), then the Debian
+# package: built, installed, smoke-tested and removed again.
+pkg-check: $(DEPS_STAMP) all
+	scripts/pkg-check
+
+# The demo needs only PyTorch and numpy, not the test packages.
+demo: all
+	scripts/ensure-deps python3-torch python3-numpy
 	scripts/demo
 
 bench: $(DEPS_STAMP) all
@@ -108,12 +121,47 @@ gpu-check:
 	scripts/gpu-check
 
 install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(PYDIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libhostpin.so
-	sed 's|@LIBDIR_BUILD@|$(LIBDIR)|' scripts/hostpin > $(DESTDIR)$(BINDIR)/hostpin
+	sed -e 's|@LIBDIR_BUILD@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' scripts/hostpin > $(DESTDIR)$(BINDIR)/hostpin
 	chmod 0755 $(DESTDIR)$(BINDIR)/hostpin
 	install -m 0644 man/hostpin.1 $(DESTDIR)$(MANDIR)/man1/hostpin.1
 	install -m 0644 man/hostpin.7 $(DESTDIR)$(MANDIR)/man7/hostpin.7
+	install -m 0644 preload/hostpin.h $(DESTDIR)$(INCLUDEDIR)/hostpin.h
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' \
+		'# the library to preload; programs find the query API with dlsym' \
+		'preload=$${libdir}/libhostpin.so' '' 'Name: hostpin' \
+		'Description: page-locks and registers large host buffers with the GPU driver (LD_PRELOAD)' \
+		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs:' \
+		> $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc
+	install -m 0644 scripts/hostpin.bash-completion $(DESTDIR)$(COMPLETIONDIR)/hostpin
+	install -m 0644 python/hostpin.py $(DESTDIR)$(PYDIR)/hostpin.py
 
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin \
+		$(DESTDIR)$(MANDIR)/man1/hostpin.1 $(DESTDIR)$(MANDIR)/man7/hostpin.7 \
+		$(DESTDIR)$(INCLUDEDIR)/hostpin.h $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc \
+		$(DESTDIR)$(COMPLETIONDIR)/hostpin $(DESTDIR)$(PYDIR)/hostpin.py
+
+# A Debian package from a staged install (dpkg-deb; no debhelper needed).
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_MULTIARCH = $(shell $(CC) -print-multiarch)
+DEB := $(B)/hostpin_$(VERSION)_$(DEB_ARCH).deb
+deb: all
+	rm -rf $(B)/deb && mkdir -p $(B)/deb/root/DEBIAN
+	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(B))/deb/root PREFIX=/usr \
+		LIBDIR=/usr/lib/$(DEB_MULTIARCH) PYDIR=/usr/lib/python3/dist-packages
+	gzip -9n $(B)/deb/root/usr/share/man/man1/hostpin.1 $(B)/deb/root/usr/share/man/man7/hostpin.7
+	printf '%s\n' 'Package: hostpin' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
+		'Maintainer: hostpin developers <hostpin@localhost>' 'Section: libs' 'Priority: optional' \
+		'Depends: libc6 (>= 2.28)' 'Suggests: python3' \
+		'Description: pin large host buffers for GPU copies (LD_PRELOAD)' \
+		' hostpin makes the large host buffers of an unmodified program page-locked' \
+		' and registered with the GPU driver (CUDA, Level Zero), so host-device' \
+		' copies run at DMA speed.  Launcher, library, header, pkg-config file,' \
+		' bash completion, Python module and manual pages.' > $(B)/deb/root/DEBIAN/control
+	dpkg-deb --root-owner-group -Zxz --build $(B)/deb/root $(DEB)
 clean:
 	rm -rf $(B)
