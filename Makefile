@@ -1,8 +1,8 @@
 # hostpin: thin top level.  Out-of-tree objects under build/.
 #   make            build build/libhostpin.so and the launcher
 #   make check      install missing Debian packages, build, run every test
-#   make demo       run a PyTorch CPU training loop under hostpin, print the report
-#   make bench      benchmarks; results in bench/RESULTS.md
+#   make demo       the same PyTorch job without and with hostpin, side by side
+#   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR=  (make uninstall undoes it)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
 CC ?= cc
@@ -113,9 +113,11 @@ demo: all
 	scripts/ensure-deps python3-torch python3-numpy
 	scripts/demo
 
+# The only target that writes bench/ (RESULTS.md and the plots); scripts/bench
+# alone writes build/bench/.
 bench: $(DEPS_STAMP) all
-	scripts/ensure-deps valgrind gnuplot-nox
-	scripts/bench
+	scripts/ensure-deps valgrind gnuplot-nox libjemalloc2 libtcmalloc-minimal4 python3-torch
+	BENCH_DIR=bench scripts/bench
 
 gpu-check:
 	scripts/gpu-check
