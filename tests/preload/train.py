@@ -11,15 +11,16 @@ ap.add_argument("--steps", type=int, default=200)
 ap.add_argument("--batch", type=int, default=256)
 ap.add_argument("--times", default=None)
 ap.add_argument("--device", default="cpu")
+ap.add_argument("--hidden", type=int, default=512)
 args = ap.parse_args()
 dev = torch.device(args.device)
 
 torch.manual_seed(0)
 torch.set_num_threads(2)
 model = torch.nn.Sequential(
-    torch.nn.Linear(256, 512), torch.nn.ReLU(),
-    torch.nn.Linear(512, 512), torch.nn.ReLU(),
-    torch.nn.Linear(512, 10)).to(dev)
+    torch.nn.Linear(256, args.hidden), torch.nn.ReLU(),
+    torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
+    torch.nn.Linear(args.hidden, 10)).to(dev)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 w_true = torch.randn(256, 10)
 times = []
