@@ -41,7 +41,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check
+.PHONY: all check demo bench bench-peers install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check
 all: $(LIB) $(B)/hostpin
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -118,6 +118,11 @@ demo: all
 bench: $(DEPS_STAMP) all
 	scripts/ensure-deps valgrind gnuplot-nox libjemalloc2 libtcmalloc-minimal4 python3-torch
 	BENCH_DIR=bench scripts/bench
+# Only the peer comparison (glibc, tuned glibc, jemalloc, tcmalloc, each with
+# and without hostpin), replacing that section of bench/RESULTS.md.
+bench-peers: $(DEPS_STAMP) all
+	scripts/ensure-deps gnuplot-nox libjemalloc2 libtcmalloc-minimal4 python3-torch
+	BENCH_DIR=bench scripts/bench peers
 
 gpu-check:
 	scripts/gpu-check
