@@ -40,8 +40,13 @@ const hp_backend_t *hp_backend_auto_chosen(void);
 void hp_cuda_learn_ctx(void);
 void *hp_cuda_sym(const char *name);
 int hp_cuda_in_driver(const void *fn);
-/* copy.c: the CUDA copy policy's quiesce. */
+/* copy.c: the CUDA copy policy's quiesce; forget the driver's entry points
+ * (it was unloaded). */
 void hp_cuda_quiesce(struct hp_rec *r);
+void hp_copy_forget_driver(void);
+/* pin.c: the device behind the backend was unloaded: every block registered
+ * with it goes back to pending, without a call into it. */
+void hp_device_lost(void);
 /* coverage.c: 0 if every copy entry point the loaded objects carry is one
  * hostpin guards (or the backend registers nothing with a device, or
  * HOSTPIN_COVERAGE=ignore); else non-zero with *why set. */

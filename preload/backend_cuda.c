@@ -10,7 +10,7 @@
 #include "cuda_api.h"
 #include "hostpin.h"
 #include "hp.h"
-#include "symtab.h"
+#include "resolve.h"
 
 static struct {
 #define HP_FN_FIELD(name, R, params) hp_##name##_t name;
@@ -45,10 +45,40 @@ static int find_driver(hp_obj_t *o)
 			   hp_optstr[HP_OPT_CUDA_LIB][0] ? NULL : "libcuda.so", o);
 }
 
+/* The driver hostpin resolved was unloaded (a plug-in that brought it was
+ * closed): never call it again.  Its registrations died with it; the blocks
+ * go back to pending, and are registered again once a driver is loaded and
+ * ready again.  Under no lock: racing threads forget the same. */
+static void forget_driver(void)
+{
+	hp_log(HP_LOG_INFO, "the CUDA driver was unloaded: its registrations "
+	       "are forgotten, blocks pending again");
+	/* release: pairs with the acquires in load and cuda_ready */
+	atomic_store_explicit(&cu_ready, 0, memory_order_release);
+	atomic_store_explicit(&known_ctx, NULL, memory_order_relaxed);
+	atomic_store_explicit(&miss_gen, ~0ull, memory_order_relaxed);
+	atomic_store_explicit(&cu_loaded, 0, memory_order_release);
+	hp_copy_forget_driver();
+	hp_device_lost();
+}
+
+/* 1 if the driver resolved earlier is gone (then forgotten). */
+static int driver_gone(void)
+{
+	/* acquire: pairs with the release in load */
+	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) <= 0 ||
+	    hp_obj_alive(&cu_obj))
+		return 0;
+	forget_driver();
+	return 1;
+}
+
 /* Resolve the entry points if the program has loaded the driver. */
 static int load(void)
 {
 	int st = atomic_load_explicit(&cu_loaded, memory_order_acquire);
+	if (st > 0 && driver_gone())
+		st = 0;
 	if (st)
 		return st > 0;
 	unsigned long long gen = hp_dl_generation();
@@ -89,14 +119,11 @@ void *hp_cuda_sym(const char *name)
 
 int hp_cuda_in_driver(const void *fn)
 {
-	Dl_info di;
-	if (!dladdr(fn, &di) || di.dli_fname == NULL)
-		return 0;
-	const char *b = strrchr(di.dli_fname, '/');
-	b = b ? b + 1 : di.dli_fname;
-	const char *want = strrchr(lib_name(), '/');
-	want = want ? want + 1 : lib_name();
-	return strncmp(b, "libcuda.so", 10) == 0 || strcmp(b, want) == 0;
+	/* the driver is what defines cuGetProcAddress (no dladdr: its loader
+	 * lock) */
+	hp_obj_t o;
+	return hp_obj_of(fn, &o) && !hp_is_self(fn) &&
+	       hp_obj_sym(&o, "cuGetProcAddress") != NULL;
 }
 
 static const char *err_name(hp_CUresult r)
@@ -111,7 +138,8 @@ static int cuda_probe(void) { return 0; }
 
 static int cuda_ready(void)
 {
-	if (atomic_load_explicit(&cu_ready, memory_order_acquire))
+	if (atomic_load_explicit(&cu_ready, memory_order_acquire) &&
+	    !driver_gone())
 		return 1;
 	if (!load())
 		return 0;
@@ -162,6 +190,7 @@ void hp_cuda_learn_ctx(void)
 {
 	hp_CUcontext cur = NULL;
 	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) > 0 &&
+	    !driver_gone() &&
 	    cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL)
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
 }
@@ -194,6 +223,8 @@ static int cuda_unpin_n(char *b, size_t len, const char **why)
 
 static int cuda_pin(void *base, size_t len, const char **why)
 {
+	if (driver_gone())
+		return EAGAIN; /* pending until a driver is ready again */
 	int pushed = enter_ctx();
 	if (pushed < 0)
 		return EAGAIN; /* no context on this thread yet: pending */
@@ -221,6 +252,9 @@ static int cuda_pin(void *base, size_t len, const char **why)
 
 static int cuda_unpin(void *base, size_t len, const char **why)
 {
+	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) <= 0 ||
+	    driver_gone())
+		return 0; /* the registration died with its driver */
 	int pushed = enter_ctx();
 	if (pushed < 0) {
 		*why = "no CUDA context to unregister through";

@@ -13,7 +13,7 @@
 
 #include "hostpin.h"
 #include "hp.h"
-#include "symtab.h"
+#include "resolve.h"
 #include "ze_api.h"
 
 #define MAX_DRIVERS 8
@@ -28,12 +28,14 @@ static struct {
 struct zdrv {
 	hp_ze_driver_handle_t native; /* the driver's own handle */
 	struct hp_zex_fns f;
+	hp_obj_t obj; /* the object its import functions live in */
 };
 static struct zdrv drivers[MAX_DRIVERS];
 static int ndrivers;
 static _Atomic int ze_inited;  /* the program's zeInit succeeded */
 static _Atomic int ze_state;   /* 0 unknown, 1 ready, -1 unusable */
 static pthread_mutex_t ze_mu = PTHREAD_MUTEX_INITIALIZER;
+static hp_obj_t loader; /* the loader discover() used */
 
 static const char *lib_name(void)
 {
@@ -65,6 +67,7 @@ static int discover(void)
 	if (!hp_obj_find(lib_name(),
 			 hp_optstr[HP_OPT_ZE_LIB][0] ? NULL : "libze_loader.so", &o))
 		return 0;
+	loader = o;
 	int ok = 1;
 #define HP_FN_SYM(name, R, params) *(void **)&ze.name = hp_obj_sym(&o, #name);
 	HP_ZE_LOADER_FNS(HP_FN_SYM, , , )
@@ -116,6 +119,9 @@ static int discover(void)
 						&native) != HP_ZE_RESULT_SUCCESS)
 			native = hs[i];
 		d.native = native;
+		if (!hp_obj_of((const void *)d.f.zexDriverImportExternalPointer,
+			       &d.obj))
+			continue;
 		drivers[ndrivers++] = d;
 	}
 	hp_log(HP_LOG_INFO, "Level Zero ready: %d driver(s) with host-pointer "
@@ -125,9 +131,42 @@ static int discover(void)
 
 static int ze_probe(void) { return 0; }
 
+/* 1 if the loader or a driver hostpin imported through was unloaded (a
+ * plug-in that brought them was closed): then never call them again.  The
+ * imports died with them; the blocks go back to pending, imported again
+ * after the program initialises Level Zero again. */
+static int ze_gone(void)
+{
+	/* acquire: pairs with the release in ze_ready */
+	if (atomic_load_explicit(&ze_state, memory_order_acquire) <= 0)
+		return 0;
+	int gone = !hp_obj_alive(&loader);
+	for (int i = 0; i < ndrivers && !gone; i++)
+		gone = !hp_obj_alive(&drivers[i].obj);
+	if (!gone)
+		return 0;
+	pthread_mutex_lock(&ze_mu);
+	int was = atomic_load_explicit(&ze_state, memory_order_relaxed) > 0;
+	if (was) {
+		hp_log(HP_LOG_INFO, "the Level Zero loader or a driver was "
+		       "unloaded: its imports are forgotten, blocks pending "
+		       "again");
+		ndrivers = 0;
+		/* release: pairs with the acquires in ze_ready */
+		atomic_store_explicit(&ze_inited, 0, memory_order_release);
+		atomic_store_explicit(&ze_state, 0, memory_order_release);
+	}
+	pthread_mutex_unlock(&ze_mu);
+	if (was)
+		hp_device_lost();
+	return 1;
+}
+
 static int ze_ready(void)
 {
 	int st = atomic_load_explicit(&ze_state, memory_order_acquire);
+	if (st > 0 && ze_gone())
+		st = 0;
 	if (st)
 		return st > 0;
 	if (!atomic_load_explicit(&ze_inited, memory_order_acquire))
@@ -158,6 +197,8 @@ static int release_n(int n, void *base)
 
 static int ze_pin(void *base, size_t len, const char **why)
 {
+	if (ze_gone())
+		return EAGAIN; /* pending until Level Zero is ready again */
 	if (ndrivers == 0) {
 		*why = "driver lacks host-pointer import";
 		return EIO;
@@ -179,6 +220,9 @@ static int ze_pin(void *base, size_t len, const char **why)
 static int ze_unpin(void *base, size_t len, const char **why)
 {
 	(void)len;
+	if (atomic_load_explicit(&ze_state, memory_order_acquire) <= 0 ||
+	    ze_gone())
+		return 0; /* the import died with its driver */
 	int e = 0;
 	for (int i = 0; i < ndrivers; i++) {
 		void *b = NULL;

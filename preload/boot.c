@@ -271,22 +271,6 @@ int hp_foreign_allocator(void)
 	return other || vg;
 }
 
-/* ---- the set of loaded objects ---- */
-static int gen_of(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	*(unsigned long long *)arg =
-	    info->dlpi_adds * 1000003ull + info->dlpi_subs;
-	return 1; /* the counters are the same in every entry */
-}
-
-unsigned long long hp_dl_generation(void)
-{
-	unsigned long long g = 0;
-	dl_iterate_phdr(gen_of, &g);
-	return g;
-}
-
 /* ---- symbols ---- */
 void hp_resolve_next(void)
 {
@@ -309,24 +293,6 @@ void hp_publish_next(void)
 	atomic_store_explicit(&hp_real.f, hp_next.f, memory_order_relaxed);
 	HP_ALLOC_FNS(HP_PUBLISH)
 #undef HP_PUBLISH
-}
-
-#define HP_ABSENT ((void *)1) /* looked up, not found: not again */
-
-void *hp_next_sym(_Atomic(void *) *slot, const char *name)
-{
-	void *p = atomic_load_explicit(slot, memory_order_acquire);
-	if (p == NULL) {
-		HP_GUARDED(p = hp_dlsym(RTLD_NEXT, name)); /* may allocate */
-		if (p == NULL) {
-			hp_log(HP_LOG_INFO, "%s: no library after hostpin "
-			       "defines it", name);
-			p = HP_ABSENT;
-		}
-		/* release: pairs with the acquire above. */
-		atomic_store_explicit(slot, p, memory_order_release);
-	}
-	return p == HP_ABSENT ? NULL : p;
 }
 
 int hp_hooks_active(void)

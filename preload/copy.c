@@ -45,6 +45,13 @@ static int policy_fns(void)
 	return st;
 }
 
+void hp_copy_forget_driver(void)
+{
+	/* release: pairs with the acquire in policy_fns, which resolves the
+	 * loaded driver's again */
+	atomic_store_explicit(&pf_state, 0, memory_order_release);
+}
+
 /* The (stream, event) pair of a block's last async copy changes under one
  * of these, so that a copy and a release racing on a block never see half
  * of a pair.  Held for a few loads and stores, never across a call. */

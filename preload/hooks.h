@@ -50,8 +50,13 @@ HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
  * the exact exported name. */
 HP_HIDDEN void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 			      unsigned long long flags);
-/* hooks_cudart.c: the same for a runtime entry point found on a handle. */
-HP_HIDDEN void *hp_cudart_wrap(const char *symbol, void *fn);
+/* hooks_cudart.c: the same for a runtime entry point found on a handle by
+ * the caller at ra. */
+HP_HIDDEN void *hp_cudart_wrap(const char *symbol, void *fn, const void *ra);
+/* hooks_ze.c: the same for a Level Zero loader entry point found on a
+ * handle (zeInit, zeInitDrivers, zeDriverGetExtensionFunctionAddress). */
+HP_HIDDEN void *hp_ze_wrap(const char *symbol, void *fn);
+HP_HIDDEN int hp_ze_wrapped_name(const char *name);
 /* 1 if hostpin wraps a driver / runtime entry point of this exported name. */
 HP_HIDDEN int hp_cudrv_wrapped_name(const char *name);
 HP_HIDDEN int hp_cudart_wrapped_name(const char *name);

@@ -5,8 +5,12 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "resolve.h"
 
-#define NEXT(name) ((hp_##name##_t)hp_next_sym(&next_##name, #name))
+/* The definition this hook's caller would have reached without hostpin
+ * (resolve.h); in an exported hook only. */
+#define NEXT(name) ((hp_##name##_t)HP_FWD(next_##name))
+#define NEXT_SLOT(name) static hp_fwd_t next_##name = HP_FWD_INIT(#name)
 
 static void host_kind(hp_copy_t *c, int kind, const void *dst,
 		      const void *src, size_t n)
@@ -50,7 +54,7 @@ static void host_batch(hp_copy_t *c, void *const *dsts,
 }
 
 #define RT_COPY(name, params, args, HOSTS, stream, ptsz)                      \
-	static _Atomic(void *) next_##name;                                   \
+	NEXT_SLOT(name);                                                      \
 	HP_EXPORT hp_cudaError_t name params                                  \
 	{                                                                     \
 		hp_##name##_t fn_ = NEXT(name);                               \
@@ -94,13 +98,15 @@ RT_COPY2(cudaMemcpyFromSymbolAsync,
  * passes failIdx before the stream.  One wrapper takes the longer list and
  * forwards all of it (an extra argument is harmless in this ABI); the
  * runtime's version says where the stream is. */
-static int rt_version(void)
+static int rt_version(const void *ra)
 {
 	static _Atomic int v;
-	static _Atomic(void *) next_cudaRuntimeGetVersion;
+	static hp_fwd_t next_cudaRuntimeGetVersion =
+	    HP_FWD_INIT("cudaRuntimeGetVersion");
 	int r = atomic_load_explicit(&v, memory_order_relaxed);
 	if (r == 0) {
-		hp_cudaRuntimeGetVersion_t f = NEXT(cudaRuntimeGetVersion);
+		hp_cudaRuntimeGetVersion_t f = (hp_cudaRuntimeGetVersion_t)hp_fwd(
+		    &next_cudaRuntimeGetVersion, ra);
 		if (f == NULL || f(&r) != 0 || r <= 0)
 			r = 12080; /* batch copies exist since 12.8 */
 		atomic_store_explicit(&v, r, memory_order_relaxed);
@@ -115,14 +121,14 @@ typedef hp_cudaError_t (*batch_t)(void *const *, const void *const *,
 typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
 				    unsigned long long, hp_cudaStream_t);
 #define RT_BATCH(name, ptsz)                                                  \
-	static _Atomic(void *) next_##name;                                   \
+	NEXT_SLOT(name);                                                      \
 	HP_EXPORT hp_cudaError_t name(void *const *d, const void *const *sr,  \
 				      const size_t *sz, size_t n,             \
 				      hp_cudaMemcpyAttributes *at, size_t *ai, \
 				      size_t na, void *a8,                    \
 				      hp_cudaStream_t a9)                     \
 	{                                                                     \
-		batch_t fn_ = (batch_t)hp_next_sym(&next_##name, #name);      \
+		batch_t fn_ = (batch_t)HP_FWD(next_##name);                   \
 		if (fn_ == NULL)                                              \
 			return HP_CUDA_ERROR_NOT_FOUND;                       \
 		if (!hp_hook_enter())                                         \
@@ -132,19 +138,21 @@ typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
 		host_batch(&c_, d, sr, sz, n);                                \
 		hp_cudaError_t e_ = fn_(d, sr, sz, n, at, ai, na, a8, a9);    \
 		hp_copy_end(&c_,                                              \
-			    rt_version() >= 13000 ? (hp_cudaStream_t)a8 : a9, \
+			    rt_version(__builtin_return_address(0)) >= 13000  \
+				? (hp_cudaStream_t)a8                         \
+				: a9,                                         \
 			    ptsz, e_ == 0);                                   \
 		return e_;                                                    \
 	}
 RT_BATCH(cudaMemcpyBatchAsync, 0)
 RT_BATCH(cudaMemcpyBatchAsync_ptsz, 1)
 #define RT_BATCH3D(name, ptsz)                                                \
-	static _Atomic(void *) next_##name;                                   \
+	NEXT_SLOT(name);                                                      \
 	HP_EXPORT hp_cudaError_t name(size_t n, hp_cudaMemcpy3DBatchOp *ops,  \
 				      void *a3, unsigned long long a4,        \
 				      hp_cudaStream_t a5)                     \
 	{                                                                     \
-		batch3d_t fn_ = (batch3d_t)hp_next_sym(&next_##name, #name);  \
+		batch3d_t fn_ = (batch3d_t)HP_FWD(next_##name);               \
 		if (fn_ == NULL)                                              \
 			return HP_CUDA_ERROR_NOT_FOUND;                       \
 		if (!hp_hook_enter())                                         \
@@ -154,7 +162,9 @@ RT_BATCH(cudaMemcpyBatchAsync_ptsz, 1)
 		hp_copy_host_ops(&c_, ops, n);                                \
 		hp_cudaError_t e_ = fn_(n, ops, a3, a4, a5);                  \
 		hp_copy_end(&c_,                                              \
-			    rt_version() >= 13000 ? (hp_cudaStream_t)a4 : a5, \
+			    rt_version(__builtin_return_address(0)) >= 13000  \
+				? (hp_cudaStream_t)a4                         \
+				: a5,                                         \
 			    ptsz, e_ == 0);                                   \
 		return e_;                                                    \
 	}
@@ -162,7 +172,8 @@ RT_BATCH3D(cudaMemcpy3DBatchAsync, 0)
 RT_BATCH3D(cudaMemcpy3DBatchAsync_ptsz, 1)
 
 /* ---- registrations made by the program itself ---- */
-static _Atomic(void *) next_cudaHostRegister, next_cudaHostUnregister;
+NEXT_SLOT(cudaHostRegister);
+NEXT_SLOT(cudaHostUnregister);
 
 HP_EXPORT hp_cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
 {
@@ -206,33 +217,34 @@ static void *entry_wrap(const char *sym, void *fn, unsigned version,
 
 /* The version the runtime asks the driver at: its own. */
 #define ENTRY(name, ptsz)                                                     \
-	static _Atomic(void *) next_##name;                                   \
+	NEXT_SLOT(name);                                                      \
 	HP_EXPORT hp_cudaError_t name(const char *sym, void **fp,             \
 				      unsigned long long flags,               \
 				      hp_cudaDriverEntryPointQueryResult *st) \
 	{                                                                     \
 		hp_cudaGetDriverEntryPoint_t fn_ =                            \
-		    (hp_cudaGetDriverEntryPoint_t)hp_next_sym(&next_##name,   \
-							      #name);         \
+		    (hp_cudaGetDriverEntryPoint_t)HP_FWD(next_##name);        \
 		if (fn_ == NULL)                                              \
 			return HP_CUDA_ERROR_NOT_FOUND;                       \
 		hp_cudaError_t e_ = fn_(sym, fp, flags, st);                  \
 		if (e_ == 0 && fp)                                            \
-			*fp = entry_wrap(sym, *fp, (unsigned)rt_version(),    \
-					 flags);                              \
+			*fp = entry_wrap(                                     \
+			    sym, *fp,                                         \
+			    (unsigned)rt_version(__builtin_return_address(0)), \
+			    flags);                                           \
 		return e_;                                                    \
 	}
 ENTRY(cudaGetDriverEntryPoint, 0)
 ENTRY(cudaGetDriverEntryPoint_ptsz, 1)
 #define ENTRY_V(name)                                                         \
-	static _Atomic(void *) next_##name;                                   \
+	NEXT_SLOT(name);                                                      \
 	HP_EXPORT hp_cudaError_t name(const char *sym, void **fp, unsigned v, \
 				      unsigned long long flags,               \
 				      hp_cudaDriverEntryPointQueryResult *st) \
 	{                                                                     \
 		hp_cudaGetDriverEntryPointByVersion_t fn_ =                   \
-		    (hp_cudaGetDriverEntryPointByVersion_t)hp_next_sym(       \
-			&next_##name, #name);                                 \
+		    (hp_cudaGetDriverEntryPointByVersion_t)HP_FWD(            \
+			next_##name);                                         \
 		if (fn_ == NULL)                                              \
 			return HP_CUDA_ERROR_NOT_FOUND;                       \
 		hp_cudaError_t e_ = fn_(sym, fp, v, flags, st);               \
@@ -249,7 +261,7 @@ ENTRY_V(cudaGetDriverEntryPointByVersion_ptsz)
  * handle (hooks_dlsym.c). */
 static const struct {
 	const char *name;
-	_Atomic(void *) *next;
+	hp_fwd_t *next;
 	void *wrapper;
 } rt_names[] = {
 #define N(f) {#f, &next_##f, (void *)f},
@@ -275,16 +287,16 @@ int hp_cudart_wrapped_name(const char *name)
 	return 0;
 }
 
-void *hp_cudart_wrap(const char *symbol, void *fn)
+void *hp_cudart_wrap(const char *symbol, void *fn, const void *ra)
 {
 	for (size_t i = 0; i < NRT; i++) {
 		if (strcmp(rt_names[i].name, symbol) != 0)
 			continue;
-		/* Only the runtime hostpin's exported wrappers forward to: a
-		 * second runtime (another version, loaded RTLD_LOCAL) keeps
-		 * its own function, and its copies are guarded where it calls
-		 * the driver. */
-		void *next = hp_next_sym(rt_names[i].next, symbol);
+		/* Only the runtime hostpin's exported wrapper forwards to
+		 * from the looking-up object: another runtime (another
+		 * version, in another scope) keeps its own function, and its
+		 * copies are guarded where it calls the driver. */
+		void *next = hp_fwd(rt_names[i].next, ra);
 		return next == fn ? rt_names[i].wrapper : fn;
 	}
 	return fn;

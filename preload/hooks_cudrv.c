@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "resolve.h"
 
 /* One side of a 2D or 3D descriptor, if it is host memory (or unified,
  * which may be): its first byte. */
@@ -65,24 +66,22 @@ void hp_copy_host_ops(hp_copy_t *c, const hp_CUDA_MEMCPY3D_BATCH_OP *ops,
 	}
 }
 
-/* The function a linked call forwards to: the next definition after
- * hostpin, or the loaded driver's own (a driver loaded RTLD_LOCAL). */
-static void *sym_next(_Atomic(void *) *slot, const char *name)
+/* The function a linked call forwards to: its caller's next definition
+ * (resolve.h), or the loaded driver's own (a driver another object loaded
+ * RTLD_LOCAL). */
+static void *sym_next_at(hp_fwd_t *f, const void *ra)
 {
-	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	void *p = hp_fwd(f, ra);
 	if (p == NULL) {
-		HP_GUARDED(p = hp_dlsym(RTLD_NEXT, name);
-			   if (p == NULL) p = hp_cuda_sym(name));
-		if (p == NULL) {
+		HP_GUARDED(p = hp_cuda_sym(f->name));
+		if (p == NULL)
 			HP_LOG_ONCE(HP_LOG_WARN, "%s called but no CUDA driver "
-				    "defines it: the call fails", name);
-			return NULL;
-		}
-		/* release: pairs with the acquire above. */
-		atomic_store_explicit(slot, p, memory_order_release);
+				    "defines it: the call fails", f->name);
 	}
 	return p;
 }
+/* In an exported hook: the caller is the hook's own caller. */
+#define sym_next(f, name) sym_next_at(f, __builtin_return_address(0))
 
 static void *lk_next(_Atomic(void *) *slot)
 {
@@ -107,7 +106,8 @@ static void *lk_next(_Atomic(void *) *slot)
 /* DRV(name, type, params, args, HOSTS, stream, ptsz): the exported wrapper
  * `name` and the looked-up one `lk_name`, each with its own next slot. */
 #define DRV(name, type, params, args, HOSTS, stream, ptsz)                    \
-	static _Atomic(void *) sym_##name, lkslot_##name;                     \
+	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
+	static _Atomic(void *) lkslot_##name;                                 \
 	HP_EXPORT hp_CUresult name params                                     \
 	{                                                                     \
 		COPY_BODY(sym_next(&sym_##name, #name), type, args, HOSTS,    \
@@ -187,7 +187,8 @@ DRV2(cuMemcpy3DBatchAsync_v2,
 	hp_hook_leave();                                                      \
 	return e_;
 #define DRV_REG(name)                                                         \
-	static _Atomic(void *) sym_##name, lkslot_##name;                     \
+	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
+	static _Atomic(void *) lkslot_##name;                                 \
 	HP_EXPORT hp_CUresult name(void *p, size_t n, unsigned flags)         \
 	{                                                                     \
 		REG_BODY(sym_next(&sym_##name, #name))                        \
@@ -198,7 +199,8 @@ DRV2(cuMemcpy3DBatchAsync_v2,
 	}
 DRV_REG(cuMemHostRegister)
 DRV_REG(cuMemHostRegister_v2)
-static _Atomic(void *) sym_cuMemHostUnregister, lkslot_cuMemHostUnregister;
+static hp_fwd_t sym_cuMemHostUnregister = HP_FWD_INIT("cuMemHostUnregister");
+static _Atomic(void *) lkslot_cuMemHostUnregister;
 HP_EXPORT hp_CUresult cuMemHostUnregister(void *p)
 {
 	UNREG_BODY(sym_next(&sym_cuMemHostUnregister, "cuMemHostUnregister"))
@@ -228,8 +230,9 @@ static void *wrap_found(const char *symbol, void *fn, int version,
 	if (e_ == HP_CUDA_SUCCESS && pfn != NULL)                             \
 		*pfn = wrap_found(symbol, *pfn, ver, flags);                  \
 	return e_;
-static _Atomic(void *) sym_cuGetProcAddress, lkslot_cuGetProcAddress,
-    sym_cuGetProcAddress_v2, lkslot_cuGetProcAddress_v2;
+static hp_fwd_t sym_cuGetProcAddress = HP_FWD_INIT("cuGetProcAddress"),
+		sym_cuGetProcAddress_v2 = HP_FWD_INIT("cuGetProcAddress_v2");
+static _Atomic(void *) lkslot_cuGetProcAddress, lkslot_cuGetProcAddress_v2;
 HP_EXPORT hp_CUresult cuGetProcAddress(const char *symbol, void **pfn,
 				       int ver, hp_cuuint64_t flags)
 {
@@ -330,24 +333,29 @@ static int is_driver_base(const char *symbol)
 	return 0;
 }
 
-/* Learn fn as the looked-up form's next; 0 if the slot holds another. */
+/* Learn fn as the looked-up form's next; 0 if the slot holds another
+ * that is still loaded (one whose driver was unloaded is replaced: the
+ * driver loaded again). */
 static int learn(_Atomic(void *) *slot, void *fn)
 {
 	void *cur = NULL;
+	hp_obj_t o;
 	/* release: pairs with the acquire in lk_next */
-	return atomic_compare_exchange_strong_explicit(
-		   slot, &cur, fn, memory_order_release,
-		   memory_order_acquire) ||
-	       cur == fn;
+	while (!atomic_compare_exchange_strong_explicit(
+	    slot, &cur, fn, memory_order_release, memory_order_acquire)) {
+		if (cur == fn)
+			return 1;
+		if (hp_obj_of(cur, &o))
+			return 0;
+	}
+	return 1;
 }
 
 void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 		    unsigned long long flags)
 {
 	const struct variant *v = NULL;
-	Dl_info mine, theirs;
-	if (dladdr((void *)hp_cudrv_wrap, &mine) && dladdr(fn, &theirs) &&
-	    mine.dli_fbase == theirs.dli_fbase)
+	if (hp_is_self(fn))
 		return fn; /* already one of hostpin's */
 	if (version == 0) {
 		for (size_t i = 0; i < NVARIANTS && !v; i++)

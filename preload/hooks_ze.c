@@ -6,24 +6,83 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "resolve.h"
 #include "ze_api.h"
 
 #define MAX_DRIVERS 8
 
-static _Atomic(void *) next_zeInit, next_zeGetExt;
+/* zeInitDrivers (Level Zero 1.10): current oneAPI runtimes call it instead
+ * of zeInit. */
+typedef hp_ze_result_t (*hp_zeInitDrivers_t)(uint32_t *,
+					     hp_ze_driver_handle_t *, void *);
 
-HP_EXPORT hp_ze_result_t zeInit(hp_ze_init_flags_t flags)
+static hp_fwd_t next_zeInit = HP_FWD_INIT("zeInit"),
+		next_zeInitDrivers = HP_FWD_INIT("zeInitDrivers"),
+		next_zeGetExt =
+		    HP_FWD_INIT("zeDriverGetExtensionFunctionAddress");
+/* The functions found on a loader's handle (dlsym), which the wrappers
+ * handed out for them call. */
+static _Atomic(void *) lk_zeInit_fn, lk_zeInitDrivers_fn, lk_zeGetExt_fn;
+
+/* The program initialised Level Zero: adopt the blocks from before. */
+static void inited(void)
 {
-	hp_zeInit_t fn = (hp_zeInit_t)hp_next_sym(&next_zeInit, "zeInit");
-	if (fn == NULL)
-		return 0x78000001; /* ZE_RESULT_ERROR_UNINITIALIZED */
-	hp_ze_result_t r = fn(flags);
-	if (r == HP_ZE_RESULT_SUCCESS && hp_hook_enter()) {
+	if (hp_hook_enter()) {
 		hp_ze_note_init();
 		HP_GUARDED(hp_adopt_pending()); /* blocks from before zeInit */
 		hp_hook_leave();
 	}
+}
+
+static hp_ze_result_t init_body(hp_zeInit_t fn, hp_ze_init_flags_t flags)
+{
+	if (fn == NULL)
+		return 0x78000001; /* ZE_RESULT_ERROR_UNINITIALIZED */
+	hp_ze_result_t r = fn(flags);
+	if (r == HP_ZE_RESULT_SUCCESS)
+		inited();
 	return r;
+}
+
+static hp_ze_result_t init_drivers_body(hp_zeInitDrivers_t fn, uint32_t *n,
+					hp_ze_driver_handle_t *h, void *desc)
+{
+	if (fn == NULL)
+		return 0x78000001; /* ZE_RESULT_ERROR_UNINITIALIZED */
+	hp_ze_result_t r = fn(n, h, desc);
+	if (r == HP_ZE_RESULT_SUCCESS)
+		inited();
+	return r;
+}
+
+HP_EXPORT hp_ze_result_t zeInit(hp_ze_init_flags_t flags)
+{
+	return init_body((hp_zeInit_t)HP_FWD(next_zeInit), flags);
+}
+
+static hp_ze_result_t lk_zeInit(hp_ze_init_flags_t flags)
+{
+	/* acquire: pairs with the release in hp_ze_wrap */
+	return init_body((hp_zeInit_t)atomic_load_explicit(
+			     &lk_zeInit_fn, memory_order_acquire),
+			 flags);
+}
+
+HP_EXPORT hp_ze_result_t zeInitDrivers(uint32_t *n, hp_ze_driver_handle_t *h,
+				       void *desc)
+{
+	return init_drivers_body((hp_zeInitDrivers_t)HP_FWD(next_zeInitDrivers),
+				 n, h, desc);
+}
+
+static hp_ze_result_t lk_zeInitDrivers(uint32_t *n, hp_ze_driver_handle_t *h,
+				       void *desc)
+{
+	/* acquire: pairs with the release in hp_ze_wrap */
+	return init_drivers_body(
+	    (hp_zeInitDrivers_t)atomic_load_explicit(&lk_zeInitDrivers_fn,
+						     memory_order_acquire),
+	    n, h, desc);
 }
 
 /* The real functions, per driver handle the program asked the loader with
@@ -78,12 +137,10 @@ static hp_ze_result_t app_base(hp_ze_driver_handle_t h, void *p, void **b)
 	return app_real(h)->zexDriverGetHostPointerBaseAddress(h, p, b);
 }
 
-HP_EXPORT hp_ze_result_t zeDriverGetExtensionFunctionAddress(
-    hp_ze_driver_handle_t h, const char *name, void **fn)
+static hp_ze_result_t get_ext_body(hp_zeDriverGetExtensionFunctionAddress_t next,
+				   hp_ze_driver_handle_t h, const char *name,
+				   void **fn)
 {
-	hp_zeDriverGetExtensionFunctionAddress_t next =
-	    (hp_zeDriverGetExtensionFunctionAddress_t)hp_next_sym(
-		&next_zeGetExt, "zeDriverGetExtensionFunctionAddress");
 	if (next == NULL)
 		return 0x78000001; /* ZE_RESULT_ERROR_UNINITIALIZED */
 	hp_ze_result_t r = next(h, name, fn);
@@ -97,9 +154,11 @@ HP_EXPORT hp_ze_result_t zeDriverGetExtensionFunctionAddress(
 		i++;
 	if (i == n && n < MAX_DRIVERS) {
 		void *native = h;
-		hp_zelLoaderTranslateHandle_t tr;
-		HP_GUARDED(tr = (hp_zelLoaderTranslateHandle_t)hp_dlsym(
-			       RTLD_DEFAULT, "zelLoaderTranslateHandle"));
+		/* the translation of the loader this call went to */
+		hp_zelLoaderTranslateHandle_t tr = NULL;
+		hp_obj_t o;
+		if (hp_obj_of((const void *)next, &o))
+			*(void **)&tr = hp_obj_sym(&o, "zelLoaderTranslateHandle");
 		if (!tr || tr(HP_ZEL_HANDLE_DRIVER, h, &native) !=
 			       HP_ZE_RESULT_SUCCESS)
 			native = h;
@@ -126,4 +185,66 @@ HP_EXPORT hp_ze_result_t zeDriverGetExtensionFunctionAddress(
 	if (wrap)
 		*fn = wrap;
 	return r;
+}
+
+HP_EXPORT hp_ze_result_t zeDriverGetExtensionFunctionAddress(
+    hp_ze_driver_handle_t h, const char *name, void **fn)
+{
+	return get_ext_body(
+	    (hp_zeDriverGetExtensionFunctionAddress_t)HP_FWD(next_zeGetExt), h,
+	    name, fn);
+}
+
+static hp_ze_result_t lk_zeGetExt(hp_ze_driver_handle_t h, const char *name,
+				  void **fn)
+{
+	/* acquire: pairs with the release in hp_ze_wrap */
+	return get_ext_body((hp_zeDriverGetExtensionFunctionAddress_t)
+				atomic_load_explicit(&lk_zeGetExt_fn,
+						     memory_order_acquire),
+			    h, name, fn);
+}
+
+/* Looked up on a loader's handle: the wrapper, calling what the loader
+ * returned.  One loader at a time: a second one's function (while the
+ * first is loaded) is handed out as is. */
+static const struct {
+	const char *name;
+	_Atomic(void *) *slot;
+	void *wrapper;
+} ze_names[] = {
+	{"zeInit", &lk_zeInit_fn, (void *)lk_zeInit},
+	{"zeInitDrivers", &lk_zeInitDrivers_fn, (void *)lk_zeInitDrivers},
+	{"zeDriverGetExtensionFunctionAddress", &lk_zeGetExt_fn,
+	 (void *)lk_zeGetExt},
+};
+#define NZE (sizeof(ze_names) / sizeof(ze_names[0]))
+
+int hp_ze_wrapped_name(const char *name)
+{
+	for (size_t i = 0; i < NZE; i++)
+		if (strcmp(ze_names[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+void *hp_ze_wrap(const char *symbol, void *fn)
+{
+	for (size_t i = 0; i < NZE; i++) {
+		if (strcmp(ze_names[i].name, symbol) != 0)
+			continue;
+		void *cur = NULL;
+		hp_obj_t o;
+		/* release: pairs with the acquires in the lk_ wrappers */
+		while (!atomic_compare_exchange_strong_explicit(
+		    ze_names[i].slot, &cur, fn, memory_order_release,
+		    memory_order_acquire)) {
+			if (cur == fn)
+				break;
+			if (hp_obj_of(cur, &o))
+				return fn; /* another loader's, still loaded */
+		}
+		return ze_names[i].wrapper;
+	}
+	return fn;
 }

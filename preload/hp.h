@@ -156,18 +156,15 @@ HP_HIDDEN extern void *(*hp_dlsym_next)(void *, const char *);
 HP_HIDDEN extern void *(*hp_dlvsym_next)(void *, const char *, const char *);
 HP_HIDDEN void hp_dl_resolve(void);
 /* Changes whenever an object is loaded or unloaded (dl_iterate_phdr's
- * counters). */
+ * counters; resolve.c). */
 HP_HIDDEN unsigned long long hp_dl_generation(void);
 /* 1 if the process's malloc is not hostpin's (ASan, valgrind): hostpin
  * then steps aside. */
 HP_HIDDEN int hp_foreign_allocator(void);
 /* A lookup of hostpin's own: glibc's dlsym, relative to hostpin. */
 HP_HIDDEN void *hp_dlsym(void *handle, const char *name);
-/* Driver and runtime hooks: the next definition of name, resolved once into
- * *slot (NULL, logged, if no library after hostpin has it); and whether a
- * hook should act (hostpin ready, not inside itself, not in a forked
- * child). */
-HP_HIDDEN void *hp_next_sym(_Atomic(void *) *slot, const char *name);
+/* Whether a driver or runtime hook should act (hostpin ready, not inside
+ * itself, not in a forked child).  Where it forwards to: resolve.h. */
 HP_HIDDEN int hp_hooks_active(void);
 /* The bootstrap arena that serves dlsym's own allocations. */
 #define HP_ARENA_SIZE ((size_t)256 << 10)

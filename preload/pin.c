@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "record.h"
+#include "resolve.h"
 
 hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
@@ -46,7 +47,11 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	const char *why = "unknown";
 	int e = EAGAIN;
-	if (!hp_backend->ready()) {
+	if (hp_alloc_from_device()) {
+		/* The driver, runtime or loader allocated this inside one of
+		 * its own calls: no call into it from there (invariant 11);
+		 * pending, adopted later. */
+	} else if (!hp_backend->ready()) {
 		/* e stays EAGAIN */
 	} else if (hp_coverage_ok(hp_backend, &why)) {
 		e = EPERM; /* refused: a copy could bypass the hooks */
@@ -283,6 +288,32 @@ unsigned hp_block_flags(const void *p, hp_rec_t **rec)
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
 	*rec = r;
 	return r ? hp_rflags(r) : 0;
+}
+
+/* ---- the device was unloaded ---- */
+
+static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & hp_backend->pin_flags) ||
+	    !(st = hp_busy_begin(r, s)))
+		return 0;
+	/* Its registration died with the driver: no unpin call. */
+	hp_set_rflags(r, (hp_rflags(r) & ~HP_PIN_MASK) | HOSTPIN_PENDING);
+	HP_CTR_SUB(pinned_blocks_now, 1);
+	HP_CTR_SUB(pinned_bytes_now, s->len);
+	HP_CTR_ADD(pending_blocks, 1);
+	hp_site_account(hp_rsite(r), s->len, 0);
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_device_lost(void)
+{
+	hp_in_hook++;
+	hp_registry_each(&hp_reg, lost_one, NULL);
+	hp_in_hook--;
 }
 
 /* ---- fork ---- */

@@ -25,6 +25,8 @@ struct tabs {
 	const char *str;
 	const uint32_t *gnu;
 	const uint32_t *sysv;
+	const ElfW(Half) *versym;  /* NULL: no symbol versions */
+	const ElfW(Verneed) *verneed;
 };
 
 static int tables(ElfW(Addr) base, const ElfW(Dyn) *d, struct tabs *t)
@@ -39,6 +41,11 @@ static int tables(ElfW(Addr) base, const ElfW(Dyn) *d, struct tabs *t)
 			t->gnu = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr);
 		else if (d->d_tag == DT_HASH)
 			t->sysv = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_VERSYM)
+			t->versym = (const ElfW(Half) *)dyn_ptr(base, d->d_un.d_ptr);
+		else if (d->d_tag == DT_VERNEED)
+			t->verneed =
+			    (const ElfW(Verneed) *)dyn_ptr(base, d->d_un.d_ptr);
 	}
 	return t->sym && t->str && (t->gnu || t->sysv);
 }
@@ -60,6 +67,14 @@ static const ElfW(Dyn) *dynamic(ElfW(Addr) base, const ElfW(Phdr) *phdr,
 	return NULL;
 }
 
+/* A definition an unversioned reference binds to: defined, and not an old
+ * (hidden) version of the name, such as libc's dlsym@GLIBC_2.2.5. */
+static int defines(const struct tabs *t, uint32_t i)
+{
+	return t->sym[i].st_shndx != SHN_UNDEF &&
+	       !(t->versym && (t->versym[i] & 0x8000));
+}
+
 void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 		    const char *name)
 {
@@ -69,8 +84,7 @@ void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 	if (!t.gnu) { /* DT_HASH only: every symbol in turn */
 		for (uint32_t i = 1; i < t.sysv[1]; i++) {
 			const ElfW(Sym) *s = &t.sym[i];
-			if (s->st_shndx != SHN_UNDEF &&
-			    same(t.str + s->st_name, name))
+			if (defines(&t, i) && same(t.str + s->st_name, name))
 				return (void *)(base + s->st_value);
 		}
 		return NULL;
@@ -86,7 +100,7 @@ void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 	for (;; i++) {
 		uint32_t ch = chain[i - symoffset];
 		const ElfW(Sym) *s = &t.sym[i];
-		if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF &&
+		if ((ch | 1) == (h | 1) && defines(&t, i) &&
 		    same(t.str + s->st_name, name))
 			return (void *)(base + s->st_value);
 		if (ch & 1)
@@ -131,6 +145,37 @@ int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 	return 0;
 }
 
+const char *hp_elf_ref_version(ElfW(Addr) base, const ElfW(Phdr) *phdr,
+			       int phnum, const char *name)
+{
+	struct tabs t;
+	if (!tables(base, dynamic(base, phdr, phnum), &t) || !t.versym ||
+	    !t.verneed)
+		return NULL;
+	/* References are not in the hash table: every symbol in turn (once
+	 * per caller object and hook, on the slow path). */
+	uint32_t n = nsyms(&t), idx = 0;
+	for (uint32_t i = 1; i < n && !idx; i++)
+		if (t.sym[i].st_shndx == SHN_UNDEF &&
+		    same(t.str + t.sym[i].st_name, name))
+			idx = t.versym[i] & 0x7fff;
+	if (idx < 2)
+		return NULL; /* unversioned reference */
+	const ElfW(Verneed) *vn = t.verneed;
+	for (;;) {
+		const ElfW(Vernaux) *a =
+		    (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
+		for (unsigned k = 0; k < vn->vn_cnt; k++) {
+			if (a->vna_other == idx)
+				return t.str + a->vna_name;
+			a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next);
+		}
+		if (!vn->vn_next)
+			return NULL;
+		vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
+	}
+}
+
 struct find {
 	const char *name, *prefix;
 	hp_obj_t *out;
@@ -155,8 +200,7 @@ static int find_one(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!hit)
 		return 0;
-	*f->out = (hp_obj_t){info->dlpi_addr, info->dlpi_phdr,
-			     info->dlpi_phnum};
+	hp_obj_fill(info, f->out);
 	return 1;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hp.h"
+#include "resolve.h"
 
 #define ready hp_ready
 
@@ -27,10 +28,17 @@ static int want_large(size_t n)
 	return n >= HP_THRESHOLD() && ready() && n >= HP_THRESHOLD();
 }
 
+/* The exported wrapper's caller, set on its way to a large block: the pin
+ * policy leaves a block the GPU stack allocates for itself pending. */
+static HP_TLS const void *caller;
+#define CALLER() (caller = __builtin_return_address(0))
+
 static void *large_alloc_z(size_t n, size_t align, int zero)
 {
 	void *p;
+	hp_alloc_ra = caller;
 	HP_GUARDED(p = hp_block_alloc(n, align, zero));
+	hp_alloc_ra = caller = NULL;
 	return p;
 }
 
@@ -59,6 +67,7 @@ HP_EXPORT void *malloc(size_t n)
 {
 	if (hp_likely(n < HP_THRESHOLD()))
 		return HP_REAL(malloc)(n);
+	CALLER();
 	return malloc_slow(n);
 }
 
@@ -96,6 +105,7 @@ HP_EXPORT void free(void *p)
 
 HP_EXPORT void *calloc(size_t n, size_t m)
 {
+	CALLER();
 	size_t t;
 	if (__builtin_mul_overflow(n, m, &t)) {
 		errno = ENOMEM;
@@ -119,6 +129,7 @@ HP_EXPORT void *calloc(size_t n, size_t m)
 
 HP_EXPORT void *realloc(void *p, size_t n)
 {
+	CALLER();
 	if (p == NULL)
 		return malloc(n);
 	if (hp_unlikely(hp_arena_owns(p))) {
@@ -166,6 +177,7 @@ HP_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 
 HP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
+	CALLER();
 	if (want_large(n) && pow2(align) &&
 	    align % sizeof(void *) == 0) {
 		void *p = large_alloc(n, align);
@@ -202,16 +214,19 @@ static void *aligned(size_t align, size_t n, int is_aligned_alloc)
 
 HP_EXPORT void *memalign(size_t align, size_t n)
 {
+	CALLER();
 	return aligned(align, n, 0);
 }
 
 HP_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
+	CALLER();
 	return aligned(align, n, 1);
 }
 
 HP_EXPORT void *valloc(size_t n)
 {
+	CALLER();
 	if (want_large(n)) {
 		void *p = large_alloc(n, 0); /* page aligned */
 		if (p)
@@ -222,6 +237,7 @@ HP_EXPORT void *valloc(size_t n)
 
 HP_EXPORT void *pvalloc(size_t n)
 {
+	CALLER();
 	size_t r = (n + HP_PAGE_SIZE - 1) & ~(HP_PAGE_SIZE - 1);
 	if (r >= n && want_large(n)) {
 		void *p = large_alloc(r, 0);

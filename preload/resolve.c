@@ -1,0 +1,286 @@
+/* Resolution: the one view of the loaded objects (dl_iterate_phdr, never
+ * dladdr, whose loader lock a dlopen running constructors holds), their
+ * generation and unload epoch, and where each hook forwards to.  See
+ * resolve.h. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+
+#include "resolve.h"
+
+_Atomic unsigned long hp_dl_epoch;
+HP_TLS const void *hp_alloc_ra;
+
+/* ---- the set of loaded objects ---- */
+static int gen_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg =
+	    info->dlpi_adds * 1000003ull + info->dlpi_subs;
+	return 1; /* the counters are the same in every entry */
+}
+
+unsigned long long hp_dl_generation(void)
+{
+	unsigned long long g = 0;
+	dl_iterate_phdr(gen_of, &g);
+	return g;
+}
+
+void hp_obj_fill(const struct dl_phdr_info *info, hp_obj_t *o)
+{
+	*o = (hp_obj_t){info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum,
+			UINTPTR_MAX, 0, NULL, hp_dl_epoch_now()};
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_DYNAMIC)
+			o->dyn = (const void *)a;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (a < o->lo)
+			o->lo = a;
+		if (a + ph->p_memsz > o->hi)
+			o->hi = a + ph->p_memsz;
+	}
+}
+
+static int holds(const struct dl_phdr_info *info, uintptr_t a)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD &&
+		    a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+struct of {
+	uintptr_t a;
+	hp_obj_t *o;
+	struct link_map *lm; /* its handle, for a lookup in its scope */
+};
+
+static int of_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct of *q = arg;
+	if (!holds(info, q->a))
+		return 0;
+	hp_obj_fill(info, q->o);
+	/* dl_iterate_phdr holds the loader's list lock: the list is stable,
+	 * and a link_map is the handle dlopen would return for it. */
+	for (struct link_map *l = _r_debug.r_map; l; l = l->l_next)
+		if ((const void *)l->l_ld == q->o->dyn)
+			q->lm = l;
+	return 1;
+}
+
+int hp_obj_of(const void *addr, hp_obj_t *o)
+{
+	struct of q = {(uintptr_t)addr, o, NULL};
+	return dl_iterate_phdr(of_one, &q);
+}
+
+static int same_obj(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const hp_obj_t *o = arg;
+	return info->dlpi_addr == o->base && info->dlpi_phdr == o->phdr;
+}
+
+int hp_obj_alive(hp_obj_t *o)
+{
+	unsigned long ep = hp_dl_epoch_now();
+	if (o->epoch == ep)
+		return 1;
+	if (!dl_iterate_phdr(same_obj, o))
+		return 0;
+	o->epoch = ep;
+	return 1;
+}
+
+int hp_is_self(const void *addr)
+{
+	static _Atomic uintptr_t lo, hi;
+	/* relaxed: both are written with the same values by any thread */
+	uintptr_t l = atomic_load_explicit(&lo, memory_order_relaxed),
+		  h = atomic_load_explicit(&hi, memory_order_relaxed);
+	if (h == 0) {
+		hp_obj_t o;
+		if (!hp_obj_of((const void *)hp_is_self, &o))
+			return 0;
+		l = o.lo, h = o.hi;
+		atomic_store_explicit(&lo, l, memory_order_relaxed);
+		atomic_store_explicit(&hi, h, memory_order_relaxed);
+	}
+	return (uintptr_t)addr - l < h - l;
+}
+
+/* ---- resolution ---- */
+static void *resolve(const void *ra, const char *name, hp_obj_t *o, int *have)
+{
+	hp_dl_resolve();
+	struct of q = {(uintptr_t)ra, o, NULL};
+	*have = ra && dl_iterate_phdr(of_one, &q);
+	int self = *have && hp_is_self(ra);
+	const char *ver = *have && !self ? hp_elf_ref_version(o->base, o->phdr,
+							     o->phnum, name)
+					 : NULL;
+	void *fn;
+	/* From here, RTLD_NEXT is the global scope after hostpin; then the
+	 * caller's own scope (its searchlist: itself and what it needs),
+	 * where a plug-in opened RTLD_LOCAL finds its runtime.  The version
+	 * its reference asks for picks between two runtimes. */
+	HP_GUARDED(fn = ver ? hp_dlvsym_next(RTLD_NEXT, name, ver)
+			    : hp_dlsym_next(RTLD_NEXT, name);
+		   if (fn == NULL && q.lm && !self) {
+			   fn = ver ? hp_dlvsym_next(q.lm, name, ver)
+				    : hp_dlsym_next(q.lm, name);
+			   if (fn && hp_is_self(fn))
+				   fn = NULL; /* the caller's scope is global */
+		   }
+		   /* no trace of hostpin's own misses in the program's
+		    * dlerror() */
+		   if (fn == NULL) dlerror());
+	return fn;
+}
+
+void *hp_resolve_for(const void *ra, const char *name)
+{
+	hp_obj_t o;
+	int have;
+	return resolve(ra, name, &o, &have);
+}
+
+/* Entries are never freed (a reader may hold one): a fixed pool, and past
+ * it the slow path every time. */
+#define POOL 4096
+static hp_fwd_ent_t pool[POOL];
+static _Atomic unsigned pool_used;
+
+void *hp_fwd_slow(hp_fwd_t *f, const void *ra)
+{
+	unsigned long ep = hp_dl_epoch_now();
+	unsigned long long gen = hp_dl_generation();
+	uintptr_t a = (uintptr_t)ra;
+	for (int i = 0; i < HP_FWD_WAYS; i++) {
+		/* acquire: pairs with the release below */
+		hp_fwd_ent_t *e =
+		    atomic_load_explicit(&f->e[i], memory_order_acquire);
+		if (e && a - e->lo < e->len && e->epoch == ep && e->gen == gen)
+			return e->fn; /* a miss, and nothing loaded since */
+	}
+	hp_obj_t o;
+	int have;
+	void *fn = resolve(ra, f->name, &o, &have);
+	if (!have)
+		o.lo = a, o.hi = a + 1; /* code outside any object: this site */
+	if (fn == NULL)
+		hp_log(HP_LOG_INFO, "%s: no definition after hostpin in its "
+		       "caller's scope (%p)", f->name, ra);
+	unsigned k = atomic_fetch_add_explicit(&pool_used, 1,
+					       memory_order_relaxed);
+	if (k >= POOL) {
+		HP_LOG_ONCE(HP_LOG_INFO, "forwarding cache full: hooks now "
+			    "resolve on every call");
+		return fn;
+	}
+	hp_fwd_ent_t *n = &pool[k];
+	*n = (hp_fwd_ent_t){o.lo, o.hi - o.lo, ep, gen, fn};
+	unsigned w = atomic_fetch_add_explicit(&f->rr, 1,
+					       memory_order_relaxed) %
+		     HP_FWD_WAYS;
+	for (int i = 0; i < HP_FWD_WAYS; i++) {
+		hp_fwd_ent_t *e =
+		    atomic_load_explicit(&f->e[i], memory_order_relaxed);
+		if (e && e->lo == o.lo)
+			w = (unsigned)i; /* replace this object's old answer */
+	}
+	/* release: pairs with the acquire in hp_fwd */
+	atomic_store_explicit(&f->e[w], n, memory_order_release);
+	return fn;
+}
+
+/* ---- device objects ---- */
+#define MAX_DEV 32
+struct devs {
+	unsigned long long gen;
+	int n;
+	uintptr_t lo[MAX_DEV], hi[MAX_DEV];
+};
+static struct devs devs = {~0ull, 0, {0}, {0}}; /* under dev_mu */
+static pthread_mutex_t dev_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int dev_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	static const char *const marks[] = {
+	    "cuGetProcAddress", "cudaGetDriverEntryPoint", "zeInit",
+	    "zeGetDriverProcAddrTable"};
+	struct devs *d = arg;
+	if (d->n == MAX_DEV || holds(info, (uintptr_t)hp_is_self))
+		return 0;
+	for (unsigned i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (hp_elf_lookup(info->dlpi_addr, info->dlpi_phdr,
+				  info->dlpi_phnum, marks[i])) {
+			hp_obj_t o;
+			hp_obj_fill(info, &o);
+			d->lo[d->n] = o.lo, d->hi[d->n] = o.hi, d->n++;
+			break;
+		}
+	return 0;
+}
+
+int hp_in_device_obj(const void *addr)
+{
+	unsigned long long gen = hp_dl_generation();
+	uintptr_t a = (uintptr_t)addr;
+	pthread_mutex_lock(&dev_mu);
+	int fresh = devs.gen == gen;
+	pthread_mutex_unlock(&dev_mu);
+	if (!fresh) {
+		/* scanned without dev_mu: dl_iterate_phdr holds the loader's
+		 * list lock */
+		struct devs d = {gen, 0, {0}, {0}};
+		dl_iterate_phdr(dev_one, &d);
+		pthread_mutex_lock(&dev_mu);
+		devs = d;
+		pthread_mutex_unlock(&dev_mu);
+	}
+	int in = 0;
+	pthread_mutex_lock(&dev_mu);
+	for (int i = 0; i < devs.n && !in; i++)
+		in = a - devs.lo[i] < devs.hi[i] - devs.lo[i];
+	pthread_mutex_unlock(&dev_mu);
+	return in;
+}
+
+int hp_alloc_from_device(void)
+{
+	const void *ra = hp_alloc_ra;
+	return ra && hp_in_device_obj(ra);
+}
+
+/* ---- unloading ---- */
+#ifndef HP_EMBEDDED_TEST
+HP_EXPORT int dlclose(void *h)
+{
+	static int (*_Atomic next)(void *);
+	/* acquire: pairs with the release below */
+	int (*fn)(void *) = atomic_load_explicit(&next, memory_order_acquire);
+	if (fn == NULL) {
+		hp_dl_resolve();
+		HP_GUARDED(*(void **)&fn = hp_dlsym_next(RTLD_NEXT, "dlclose"));
+		if (fn == NULL)
+			return -1;
+		atomic_store_explicit(&next, fn, memory_order_release);
+	}
+	int r = fn(h);
+	/* release: pairs with the acquire in hp_dl_epoch_now; whatever was
+	 * unloaded is gone before anyone sees the new epoch. */
+	atomic_fetch_add_explicit(&hp_dl_epoch, 1, memory_order_release);
+	return r;
+}
+#endif
