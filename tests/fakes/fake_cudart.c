@@ -73,9 +73,17 @@ static void *get(const char *name, int ptsz)
 	return f;
 }
 
+static void *drv_handle;
+/* A runtime that is unloaded lets its driver go, as the real one does. */
+__attribute__((destructor)) static void unload(void)
+{
+	if (drv_handle)
+		dlclose(drv_handle);
+}
+
 static void load(void)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *h = drv_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
 		fprintf(stderr, "fake cudart: %s\n", dlerror());
 		abort();
@@ -191,9 +199,12 @@ static cudaError_t copy(void *dst, const void *src, size_t n, int kind,
 	return d.any[pt]((dptr)(uintptr_t)dst, (dptr)(uintptr_t)src, n, s);
 }
 
+/* Copies this runtime served: which of two runtimes a call reached. */
+API int fake_cudart_copies;
 API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int k,
 				stream_t s)
 {
+	fake_cudart_copies++;
 	return copy(dst, src, n, k, s, 0);
 }
 

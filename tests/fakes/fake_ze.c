@@ -51,6 +51,16 @@ __attribute__((constructor)) static void fake_init(void)
 	pthread_atfork(NULL, NULL, fake_child);
 }
 
+/* FAKE_ZE_ALLOC_IN_CALL=1: zeDriverGetProperties allocates 4 MiB for
+ * itself, as a driver does inside its entry points; a call into the driver
+ * while it does (from an allocator that registers the block there) is a
+ * VIOLATION. */
+static __thread int in_call;
+#define ZENTRY(fn)                                                            \
+	if (in_call)                                                          \
+		logf_("VIOLATION reentrant-call %s", fn);                     \
+	ENTRY(fn)
+
 #define OWN_DRIVER(h)                                                         \
 	if ((h) != &drv) {                                                    \
 		logf_("VIOLATION foreign-driver-handle %p", (void *)(h));     \
@@ -59,7 +69,7 @@ __attribute__((constructor)) static void fake_init(void)
 
 static ze_result_t f_init(ze_init_flags_t flags)
 {
-	ENTRY("zeInit");
+	ZENTRY("zeInit");
 	(void)flags;
 	initialized = 1;
 	RETURN(ZE_RESULT_SUCCESS);
@@ -67,7 +77,7 @@ static ze_result_t f_init(ze_init_flags_t flags)
 
 static ze_result_t f_driver_get(uint32_t *count, ze_driver_handle_t *h)
 {
-	ENTRY("zeDriverGet");
+	ZENTRY("zeDriverGet");
 	NEED_INIT;
 	if (h && *count >= 1)
 		h[0] = &drv;
@@ -85,7 +95,15 @@ static ze_result_t f_driver_api(ze_driver_handle_t h, ze_api_version_t *v)
 static ze_result_t f_driver_props(ze_driver_handle_t h,
 				  ze_driver_properties_t *p)
 {
-	ENTRY("zeDriverGetProperties");
+	if (getenv("FAKE_ZE_ALLOC_IN_CALL")) {
+		in_call = 1;
+		char *volatile own = malloc((size_t)4 << 20);
+		if (own)
+			memset(own, 1, (size_t)4 << 20);
+		free(own);
+		in_call = 0;
+	}
+	ZENTRY("zeDriverGetProperties");
 	NEED_INIT;
 	OWN_DRIVER(h);
 	memset(p->uuid.id, 0x42, sizeof(p->uuid.id));
@@ -95,7 +113,7 @@ static ze_result_t f_driver_props(ze_driver_handle_t h,
 
 static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
 {
-	ENTRY("zexDriverImportExternalPointer");
+	ZENTRY("zexDriverImportExternalPointer");
 	NEED_INIT;
 	OWN_DRIVER(h);
 	if (!p || !n)
@@ -118,7 +136,7 @@ static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
 
 static ze_result_t x_release(ze_driver_handle_t h, void *p)
 {
-	ENTRY("zexDriverReleaseImportedPointer");
+	ZENTRY("zexDriverReleaseImportedPointer");
 	NEED_INIT;
 	OWN_DRIVER(h);
 	int i = find(p, 1, 1);
@@ -131,7 +149,7 @@ static ze_result_t x_release(ze_driver_handle_t h, void *p)
 
 static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
 {
-	ENTRY("zexDriverGetHostPointerBaseAddress");
+	ZENTRY("zexDriverGetHostPointerBaseAddress");
 	NEED_INIT;
 	OWN_DRIVER(h);
 	int i = find(p, 1, 0);
@@ -145,7 +163,7 @@ static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
 static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 			      void **fn)
 {
-	ENTRY("zeDriverGetExtensionFunctionAddress");
+	ZENTRY("zeDriverGetExtensionFunctionAddress");
 	NEED_INIT;
 	OWN_DRIVER(h);
 	void *f = NULL;
@@ -166,7 +184,7 @@ static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 static ze_result_t f_device_get(ze_driver_handle_t h, uint32_t *count,
 				ze_device_handle_t *d)
 {
-	ENTRY("zeDeviceGet");
+	ZENTRY("zeDeviceGet");
 	NEED_INIT;
 	OWN_DRIVER(h);
 	if (d && *count >= 1)
@@ -178,7 +196,7 @@ static ze_result_t f_device_get(ze_driver_handle_t h, uint32_t *count,
 static ze_result_t f_device_props(ze_device_handle_t d,
 				  ze_device_properties_t *p)
 {
-	ENTRY("zeDeviceGetProperties");
+	ZENTRY("zeDeviceGetProperties");
 	NEED_INIT;
 	if (d != &gpu)
 		RETURN(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);

@@ -567,6 +567,58 @@ static void coverage(void)
 	free(p);
 }
 
+/* ---- as a plug-in (-DAS_PLUGIN): plughost opens it and calls plug_main;
+ * the runtime and the driver are then in the plug-in's scope only ---- */
+#ifdef AS_PLUGIN
+#define main plug_main
+void *plug_kept[2]; /* blocks that outlive the plug-in (plughost) */
+static void keep(void)
+{
+	CHECK(R.cudaSetDevice(0) == 0);
+	for (int i = 0; i < 2; i++) {
+		plug_kept[i] = malloc(4 * MB);
+		tp_fill(plug_kept[i], 4 * MB, (unsigned)i);
+		if (hp)
+			CHECK(registered(plug_kept[i]));
+	}
+}
+/* Loaded again after an unload: the blocks kept are registered again. */
+static void readopt(void)
+{
+	CHECK(R.cudaSetDevice(0) == 0);
+	free(malloc(4 * MB)); /* a new block adopts the pending ones */
+	if (hp)
+		CHECK(registered(plug_kept[1]));
+	CHECK(tp_verify(plug_kept[1], 4 * MB, 1));
+}
+/* dlsym(RTLD_DEFAULT) from here finds the runtime in this scope, and the
+ * copy it returns reaches this plug-in's own runtime. */
+static void rtdefault(void)
+{
+	typedef cudaError_t (*cp_t)(void *, const void *, size_t, int,
+				    cudaStream_t);
+	cp_t cp = (cp_t)dlsym(RTLD_DEFAULT, "cudaMemcpyAsync");
+	CHECK(cp != NULL);
+	void *rt = dlopen(RT_SONAME, RTLD_NOW | RTLD_NOLOAD);
+	CHECK(rt != NULL);
+	int *copies = (int *)dlsym(rt, "fake_cudart_copies");
+	CHECK(copies != NULL);
+	CHECK(R.cudaSetDevice(0) == 0);
+	size_t n = 4 * MB;
+	void *d = dev(n, 0);
+	char *b = malloc(n);
+	tp_fill(b, n, 3);
+	int before = *copies;
+	CHECK(cp(d, b, n, H2D, NULL) == 0);
+	CHECK(R.cudaMemcpyAsync(b, d, n, D2H, NULL) == 0);
+	R.cudaDeviceSynchronize();
+	CHECK(*copies == before + 2); /* both reached this scope's runtime */
+	CHECK(tp_verify(b, n, 3));
+	free(b);
+	dlclose(rt);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -586,6 +638,12 @@ int main(int argc, char **argv)
 		*(void **)&cu_reg = linked_sym("cuMemHostRegister_v2"),
 		*(void **)&cu_unreg = linked_sym("cuMemHostUnregister");
 	CHECK(cu_is_registered && cu_capture_broken && cu_reg && cu_unreg);
+#ifdef AS_PLUGIN
+	dlclose(h); /* the plug-in's unload takes the driver with it */
+	if (!strcmp(m, "keep")) { keep(); printf("plug %s: ok\n", m); return 0; }
+	if (!strcmp(m, "readopt")) { readopt(); printf("plug %s: ok\n", m); return 0; }
+	if (!strcmp(m, "rtdefault")) { rtdefault(); printf("plug %s: ok\n", m); return 0; }
+#endif
 	if (!strcmp(m, "adopt")) adopt();
 	else if (!strcmp(m, "thread")) thread();
 	else if (!strcmp(m, "sync")) { if (!sync_semantics()) { puts("cuda_prog: async semantics seen"); return 1; } }

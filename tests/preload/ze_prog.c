@@ -16,7 +16,11 @@ static int registered(const void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED)
 
 static ze_driver_handle_t init(void)
 {
-	CHECK(zeInit(0) == ZE_RESULT_SUCCESS);
+	ze_result_t (*ini)(ze_init_flags_t) = zeInit;
+	if (getenv("HP_ZE_HANDLE")) /* found on the loader's handle (ctypes) */
+		*(void **)&ini = dlsym(dlopen("libze_loader.so.1", RTLD_NOW),
+				       "zeInit");
+	CHECK(ini && ini(0) == ZE_RESULT_SUCCESS);
 	uint32_t n = 1;
 	ze_driver_handle_t d;
 	CHECK(zeDriverGet(&n, &d) == ZE_RESULT_SUCCESS && n >= 1);
@@ -150,12 +154,76 @@ static void forked(void)
 	tp_fork_check(hp);
 }
 
+#ifdef WITH_INITDRIVERS
+/* zeInitDrivers (Level Zero 1.10) instead of zeInit: blocks from before
+ * are adopted the same.  (Debian's loader 1.8 lacks it: the test links
+ * libze_initdrivers.so, which provides it.) */
+ze_result_t zeInitDrivers(uint32_t *, ze_driver_handle_t *, void *);
+static void initdrivers(void)
+{
+	char *b = malloc(4 * MB);
+	tp_fill(b, 4 * MB, 5);
+	if (hp)
+		CHECK(tp_flags(b) & HOSTPIN_PENDING);
+	uint32_t n = 0;
+	CHECK(zeInitDrivers(&n, NULL, NULL) == ZE_RESULT_SUCCESS && n >= 1);
+	if (hp)
+		CHECK(registered(b));
+	CHECK(tp_verify(b, 4 * MB, 5));
+	free(b);
+}
+#endif
+
+/* The driver allocates 4 MiB inside zeDriverGetProperties
+ * (FAKE_ZE_ALLOC_IN_CALL): the fake records a call into it from there. */
+static void reenter(void)
+{
+	ze_driver_handle_t d = init();
+	char *b = malloc(4 * MB);
+	memset(b, 1, 4 * MB);
+	if (hp)
+		CHECK(registered(b));
+	ze_driver_properties_t p = {.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES};
+	CHECK(zeDriverGetProperties(d, &p) == ZE_RESULT_SUCCESS);
+	free(b);
+}
+
+#ifdef AS_PLUGIN
+#define main plug_main
+void *plug_kept[2];
+static void keep(void)
+{
+	init();
+	for (int i = 0; i < 2; i++) {
+		plug_kept[i] = malloc(4 * MB);
+		tp_fill(plug_kept[i], 4 * MB, (unsigned)i);
+		if (hp)
+			CHECK(registered(plug_kept[i]));
+	}
+}
+static void readopt(void)
+{
+	init();
+	if (hp)
+		CHECK(registered(plug_kept[1]));
+	CHECK(tp_verify(plug_kept[1], 4 * MB, 1));
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
 	hp = tp_query() != NULL && getenv("HP_EXPECT_ACTIVE") != NULL;
 	const char *m = argv[1];
 	if (!strcmp(m, "adopt")) adopt();
+#ifdef WITH_INITDRIVERS
+	else if (!strcmp(m, "initdrivers")) initdrivers();
+#endif
+	else if (!strcmp(m, "reenter")) reenter();
+#ifdef AS_PLUGIN
+	else if (!strcmp(m, "keep")) keep();
+	else if (!strcmp(m, "readopt")) readopt();
+#endif
 	else if (!strcmp(m, "work")) work();
 	else if (!strcmp(m, "foreign")) foreign();
 	else if (!strcmp(m, "drop")) drop();
