@@ -55,7 +55,7 @@ __attribute__((constructor)) static void fake_init(void)
  * itself, as a driver does inside its entry points; a call into the driver
  * while it does (from an allocator that registers the block there) is a
  * VIOLATION. */
-static __thread int in_call;
+static __thread volatile int in_call;
 #define ZENTRY(fn)                                                            \
 	if (in_call)                                                          \
 		logf_("VIOLATION reentrant-call %s", fn);                     \
