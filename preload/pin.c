@@ -47,7 +47,8 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	const char *why = "unknown";
 	int e = EAGAIN;
-	if (hp_alloc_from_device()) {
+	if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) &&
+	    hp_alloc_from_device()) {
 		/* The driver, runtime or loader allocated this inside one of
 		 * its own calls: no call into it from there (invariant 11);
 		 * pending, adopted later. */

@@ -257,10 +257,69 @@ int hp_in_device_obj(const void *addr)
 	return in;
 }
 
+/* ---- who allocates through operator new ----
+ * A C++ driver or runtime allocates with operator new, whose call into
+ * malloc comes from the C++ library: then the frame above operator new
+ * says who asked.  Walked with the C++ runtime's own unwinder (libgcc_s,
+ * loaded in any process with C++ in it), read from its symbol table. */
+struct _Unwind_Context;
+typedef int (*trace_fn)(struct _Unwind_Context *, void *);
+static int (*unwind_backtrace)(trace_fn, void *);
+static uintptr_t (*unwind_ip)(struct _Unwind_Context *);
+
+struct walk {
+	uintptr_t lo, hi; /* the C++ library's span */
+	int seen, n;
+	uintptr_t caller;
+};
+
+static int walk_one(struct _Unwind_Context *c, void *arg)
+{
+	struct walk *w = arg;
+	uintptr_t ip = unwind_ip(c);
+	if (++w->n > 64)
+		return 5; /* _URC_END_OF_STACK: stop */
+	if (ip - w->lo < w->hi - w->lo) {
+		w->seen = 1;
+	} else if (w->seen) {
+		w->caller = ip - 1; /* inside the call instruction */
+		return 5;
+	}
+	return 0; /* _URC_NO_REASON: go on */
+}
+
+static const void *new_caller(const void *ra)
+{
+	hp_obj_t o, g;
+	if (!hp_obj_of(ra, &o) || (!hp_obj_sym(&o, "_Znwm") &&
+				   !hp_obj_sym(&o, "_ZnwmSt11align_val_t")))
+		return NULL; /* not operator new's library */
+	/* acquire: pairs with the release below; unwind_backtrace is set */
+	if (!__atomic_load_n((void **)&unwind_ip, __ATOMIC_ACQUIRE)) {
+		if (!hp_obj_find("libgcc_s.so.1", NULL, &g))
+			return NULL;
+		void *bt = hp_obj_sym(&g, "_Unwind_Backtrace"),
+		     *ip = hp_obj_sym(&g, "_Unwind_GetIP");
+		if (!bt || !ip)
+			return NULL;
+		/* racing threads store the same values */
+		*(void **)&unwind_backtrace = bt;
+		__atomic_store_n((void **)&unwind_ip, ip, __ATOMIC_RELEASE);
+	}
+	struct walk w = {o.lo, o.hi, 0, 0, 0};
+	unwind_backtrace(walk_one, &w);
+	return (const void *)w.caller;
+}
+
 int hp_alloc_from_device(void)
 {
 	const void *ra = hp_alloc_ra;
-	return ra && hp_in_device_obj(ra);
+	if (ra == NULL)
+		return 0;
+	if (hp_in_device_obj(ra))
+		return 1;
+	const void *up = new_caller(ra);
+	return up && hp_in_device_obj(up);
 }
 
 /* ---- unloading ---- */

@@ -51,10 +51,13 @@ __attribute__((constructor)) static void fake_init(void)
 	pthread_atfork(NULL, NULL, fake_child);
 }
 
-/* FAKE_ZE_ALLOC_IN_CALL=1: zeDriverGetProperties allocates 4 MiB for
- * itself, as a driver does inside its entry points; a call into the driver
+/* FAKE_ZE_ALLOC_IN_CALL=malloc|new: zeDriverGetProperties allocates 4 MiB
+ * for itself (with malloc, or with C++'s operator new as a C++ driver
+ * does), as a driver does inside its entry points; a call into the driver
  * while it does (from an allocator that registers the block there) is a
  * VIOLATION. */
+void *_Znwm(size_t);      /* operator new (the loader brings libstdc++) */
+void _ZdlPv(void *);      /* operator delete */
 static __thread volatile int in_call;
 #define ZENTRY(fn)                                                            \
 	if (in_call)                                                          \
@@ -95,12 +98,17 @@ static ze_result_t f_driver_api(ze_driver_handle_t h, ze_api_version_t *v)
 static ze_result_t f_driver_props(ze_driver_handle_t h,
 				  ze_driver_properties_t *p)
 {
-	if (getenv("FAKE_ZE_ALLOC_IN_CALL")) {
+	const char *how = getenv("FAKE_ZE_ALLOC_IN_CALL");
+	if (how) {
+		int cxx = strcmp(how, "new") == 0;
 		in_call = 1;
-		char *volatile own = malloc((size_t)4 << 20);
-		if (own)
-			memset(own, 1, (size_t)4 << 20);
-		free(own);
+		char *volatile own = cxx ? _Znwm((size_t)4 << 20)
+					 : malloc((size_t)4 << 20);
+		memset(own, 1, (size_t)4 << 20);
+		if (cxx)
+			_ZdlPv(own);
+		else
+			free(own);
 		in_call = 0;
 	}
 	ZENTRY("zeDriverGetProperties");

@@ -69,9 +69,12 @@ plugrun "two runtimes: a plug-in's calls reach its own runtime, by version" FAKE
 # 1.8 lacks it)
 plugrun "zeInitDrivers: blocks from before adopted" FAKE_ZE_LOG zeok ZE_ENABLE_ALT_DRIVERS="$ZE1" \
 	-- "$L/ze_initdrivers_prog" initdrivers
-# The driver's own 4 MiB allocation inside zeDriverGetProperties
-plugrun "the driver's allocation inside its own entry point: no call back into it" FAKE_ZE_LOG zeok \
-	ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_ALLOC_IN_CALL=1 -- "$B/ze_prog" reenter
+# The driver's own 4 MiB allocation inside zeDriverGetProperties, by
+# malloc and by operator new
+for how in malloc new; do
+	plugrun "the driver's allocation ($how) inside its own entry point: no call back into it" FAKE_ZE_LOG zeok \
+		ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_ALLOC_IN_CALL=$how -- "$B/ze_prog" reenter
+done
 # zeInit through dlsym on the loader's handle (ctypes)
 plugrun "zeInit and the extension lookup found on the loader's handle are seen" FAKE_ZE_LOG zeok \
 	ZE_ENABLE_ALT_DRIVERS="$ZE1" HP_ZE_HANDLE=1 -- "$B/ze_prog" adopt
