@@ -203,7 +203,7 @@ HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
-/* pin.c: adoption, foreign registrations, fork. */
+/* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);

@@ -36,6 +36,11 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	if (hp_backend == &hp_backend_none || hp_in_child ||
 	    (hp_rflags(r) & HP_F_FOREIGN))
 		return;
+	if (hp_foreign_overlaps(base, len)) {
+		/* a survivor of a partial munmap under a program range */
+		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
+		return;
+	}
 	if (!cap_reserve(len)) {
 		HP_CTR_ADD(over_cap, 1);
 		HP_LOG_ONCE(HP_LOG_WARN,
@@ -194,7 +199,7 @@ int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
 }
 
 
-/* ---- adoption and foreign registrations ---- */
+/* ---- adoption (foreign registrations: foreign.c) ---- */
 
 static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
@@ -216,65 +221,6 @@ void hp_adopt_pending(void)
 	    hp_in_child || !hp_backend->ready())
 		return;
 	hp_registry_each(&hp_reg, adopt_one, NULL);
-}
-
-static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
-{
-	uint32_t st = hp_busy_begin(r, s);
-	if (!st)
-		return 0;
-	/* Step aside: the application's registration must not fail with
-	 * "already registered" because of ours. */
-	if (hp_unpin(r, s->base, s->len) == 0) {
-		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
-		atomic_store_explicit(&r->user[HP_U_FOREIGN], (uintptr_t)arg,
-				      memory_order_relaxed);
-		HP_CTR_ADD(foreign_ranges, 1);
-	}
-	hp_busy_end(r, st);
-	return 0;
-}
-
-void hp_foreign_begin(void *p, size_t n)
-{
-	if (n && hp_registry_maybe(&hp_reg, (uintptr_t)p))
-		hp_registry_each_overlap(&hp_reg, (uintptr_t)p, n, foreign_one,
-					 p);
-}
-
-static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
-{
-	uint32_t st;
-	if (!(hp_rflags(r) & HP_F_FOREIGN) ||
-	    atomic_load_explicit(&r->user[HP_U_FOREIGN],
-				 memory_order_relaxed) != (uintptr_t)arg ||
-	    !(st = hp_busy_begin(r, s)))
-		return 0;
-	hp_set_rflags(r, hp_rflags(r) & ~HP_F_FOREIGN);
-	hp_pin(r, s->base, s->len); /* ours again */
-	hp_busy_end(r, st);
-	return 0;
-}
-
-void hp_foreign_end(void *p)
-{
-	hp_registry_each(&hp_reg, unforeign_one, p);
-}
-
-void hp_import_dropped(void *p)
-{
-	hp_snap_t s;
-	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
-	uint32_t st;
-	if (r == NULL || (hp_rflags(r) & HP_F_FOREIGN) ||
-	    !(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, &s)))
-		return;
-	/* The program released our import from (at least) one driver.  The
-	 * backend's unpin asks each driver whether our import is still there
-	 * and releases only what is; then the block is imported again. */
-	if (hp_unpin(r, s.base, s.len) == 0)
-		hp_pin(r, s.base, s.len);
-	hp_busy_end(r, st);
 }
 
 unsigned hp_block_flags(const void *p, hp_rec_t **rec)
