@@ -203,6 +203,10 @@ HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
+/* leak.c: does [a, a+len) hold a leaked range (its device registration
+ * could not be released)?  munmap that leaves such ranges mapped. */
+HP_HIDDEN int hp_leaked_in(uintptr_t a, size_t len);
+HP_HIDDEN int hp_munmap_do(void *a, size_t len);
 /* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
 /* Register every pending block now, if the backend is ready. */
