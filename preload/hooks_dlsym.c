@@ -102,11 +102,15 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver)
 	if (st != HP_ST_READY)
 		return FORWARD;
 	/* Every wrapped name starts cuMem, cuGetProcAddress, cudaMemcpy,
-	 * cudaHost or cudaGetDriverEntryPoint: a cheap test before the
-	 * tables. */
+	 * cudaHost or cudaGetDriverEntryPoint, or ends a context
+	 * (cuDevicePrimaryCtx*, cuCtxDestroy*, cudaDeviceReset,
+	 * cudaThreadExit): a cheap test before the tables. */
 	if (strncmp(name, "cuMem", 5) && strncmp(name, "cuGetProcAddress", 16) &&
 	    strncmp(name, "cudaMemcpy", 10) && strncmp(name, "cudaHost", 8) &&
-	    strncmp(name, "cudaGetDriverEntryPoint", 23))
+	    strncmp(name, "cudaGetDriverEntryPoint", 23) &&
+	    strncmp(name, "cuDevicePrimaryCtx", 18) &&
+	    strncmp(name, "cuCtxDestroy", 12) &&
+	    strcmp(name, "cudaDeviceReset") && strcmp(name, "cudaThreadExit"))
 		return FORWARD;
 	int drv = hp_cudrv_wrapped_name(name);
 	if (!drv && !hp_cudart_wrapped_name(name))

@@ -211,6 +211,12 @@ HP_HIDDEN int hp_munmap_do(void *a, size_t len);
 HP_HIDDEN void hp_pin_fork_child(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
+/* The registrations of owner (backend->owner, not 0) are gone:
+ * their blocks go back to pending.  The number of blocks. */
+HP_HIDDEN int hp_pin_owner_lost(uintptr_t owner);
+/* Unregister every registered block once its copies completed (the
+ * coverage check newly failed); they stay unregistered. */
+HP_HIDDEN void hp_pin_unregister_all(void);
 /* The application registers / unregisters [p, p+n) itself. */
 HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
 HP_HIDDEN void hp_foreign_end(void *p);

@@ -100,7 +100,15 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 			       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
 		return;
 	}
+	if (hp_coverage_bad() && hp_backend->unpin((void *)base, len, &why) == 0) {
+		/* the check failed while this registration was made */
+		HP_CTR_SUB(pinned_bytes_now, len);
+		return;
+	}
 	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
+	atomic_store_explicit(&r->user[HP_U_OWNER],
+			      hp_backend->owner ? hp_backend->owner() : 0,
+			      memory_order_relaxed); /* as the flags */
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	hp_site_account(hp_rsite(r), len, 1);
 	/* the reservation is now real: account the peak */
@@ -221,6 +229,60 @@ void hp_adopt_pending(void)
 	    hp_in_child || !hp_backend->ready())
 		return;
 	hp_registry_each(&hp_reg, adopt_one, NULL);
+}
+
+struct lost {
+	uintptr_t owner;
+	int n;
+};
+
+static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct lost *l = arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & hp_backend->pin_flags & HOSTPIN_REGISTERED) ||
+	    atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=
+		l->owner ||
+	    !(st = hp_busy_begin(r, s)))
+		return 0;
+	/* The driver dropped the registration with its context: nothing to
+	 * unregister, no copy of that context left to wait for. */
+	if (hp_backend->quiesce)
+		hp_cuda_forget(r);
+	hp_set_rflags(r, (hp_rflags(r) & ~HOSTPIN_REGISTERED) | HOSTPIN_PENDING);
+	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
+	HP_CTR_SUB(pinned_blocks_now, 1);
+	HP_CTR_SUB(pinned_bytes_now, s->len);
+	hp_site_account(hp_rsite(r), s->len, 0);
+	HP_CTR_ADD(pending_blocks, 1);
+	hp_busy_end(r, st);
+	l->n++;
+	return 0;
+}
+
+int hp_pin_owner_lost(uintptr_t owner)
+{
+	struct lost l = {owner, 0};
+	if (owner && !hp_in_child)
+		hp_registry_each(&hp_reg, lost_one, &l);
+	return l.n;
+}
+
+static int unregister_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, s)))
+		return 0;
+	hp_unpin(r, s->base, s->len); /* waits for its copies first */
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_pin_unregister_all(void)
+{
+	if (!hp_in_child)
+		hp_registry_each(&hp_reg, unregister_one, NULL);
 }
 
 unsigned hp_block_flags(const void *p, hp_rec_t **rec)
