@@ -37,3 +37,14 @@ done
 for how in linked gpa; do
 	cuda "context: the last cuDevicePrimaryCtxRelease ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- release_drv
 done
+# ---- the same shapes against the fake Level Zero driver ----
+zerun "an import starting below hostpin's lowest block and ending inside it" 0 -- straddle
+zerun "two imports of the program in one block: imported again only when both are gone" 0 -- two_foreign
+d=$(mktemp -d)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$d/log" \
+	FAKE_ZE_FAIL=zexDriverReleaseImportedPointer:1 "$B/ze_prog" munmap_leak 2>&1); rc=$?
+main=$(head -1 "$d/log" | cut -d' ' -f1)
+if [ $rc -eq 0 ] && ! grep -q VIOLATION "$d/log" && grep -q "^$main ze EXIT live=1\$" "$d/log"; then
+	ok "level zero: refused release: munmap leaves the imported range mapped (leaked, still imported)"
+else bad "level zero refused release (rc $rc): $(grep -m2 'VIOLATION\|EXIT' "$d/log") $(echo "$out" | tail -2)"; fi
+rm -rf "$d"
