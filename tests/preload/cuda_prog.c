@@ -223,7 +223,7 @@ static int drv3dbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { r
 	X(cuMemHostRegister_v2) X(cuMemHostUnregister)                        \
 	X(cuMemcpy3DPeerAsync) X(cuDevicePrimaryCtxReset_v2)                  \
 	X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxRetain)           \
-	X(cuCtxSetCurrent)
+	X(cuCtxSetCurrent) X(cuCtxDestroy_v2)
 #define DECL_D(n) int n(void);
 DRV_LINKED(DECL_D)
 #undef DECL_D

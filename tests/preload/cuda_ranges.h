@@ -9,9 +9,10 @@
  *                 second row lies inside it
  *   coverage_late an object with an unknown copy entry point is loaded
  *                 while blocks (one cached) are registered
- *   reset_rt      cudaDeviceReset; reset_drv / release_drv: the driver's
- *                 cuDevicePrimaryCtxReset_v2 / Release_v2, found as
- *                 HP_CTX_PATH says (linked, gpa, entry, dlsym) */
+ *   reset_rt      cudaDeviceReset; reset_drv / release_drv / destroy_drv:
+ *                 the driver's cuDevicePrimaryCtxReset_v2 / Release_v2 /
+ *                 cuCtxDestroy_v2, found as HP_CTX_PATH says (linked, gpa,
+ *                 entry, dlsym) */
 
 /* [base, base+16M): the top 12 MiB an mmap hostpin tracks and registers
  * (the lowest block: nothing else is large), the bottom 4 MiB plain memory
@@ -282,6 +283,27 @@ static void release_drv(void)
 	again(p);
 }
 
+/* cuCtxDestroy of the context hostpin registered through (the fake lets a
+ * program destroy the primary context's handle, and creates it again at
+ * the next retain). */
+static void destroy_drv(void)
+{
+	int (*destroy)(void *) = (int (*)(void *))ctx_fn("cuCtxDestroy_v2",
+							  "cuCtxDestroy");
+	int (*get)(void **) = (int (*)(void **))dlsym(libcuda(), "cuCtxGetCurrent");
+	CHECK(R.cudaSetDevice(0) == 0);
+	char *p = malloc(8 * MB);
+	tp_fill(p, 8 * MB, 7);
+	if (hp)
+		CHECK(registered(p));
+	void *c = NULL;
+	CHECK(get && get(&c) == 0 && c);
+	CHECK(destroy(c) == 0);
+	after_end(p);
+	reretain();
+	again(p);
+}
+
 static int ranges_mode(const char *m)
 {
 	if (!strcmp(m, "straddle")) straddle();
@@ -292,6 +314,7 @@ static int ranges_mode(const char *m)
 	else if (!strcmp(m, "reset_rt")) reset_rt();
 	else if (!strcmp(m, "reset_drv")) reset_drv();
 	else if (!strcmp(m, "release_drv")) release_drv();
+	else if (!strcmp(m, "destroy_drv")) destroy_drv();
 	else return 0;
 	return 1;
 }

@@ -37,6 +37,9 @@ done
 for how in linked gpa; do
 	cuda "context: the last cuDevicePrimaryCtxRelease ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- release_drv
 done
+for how in linked dlsym; do
+	cuda "context: cuCtxDestroy ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- destroy_drv
+done
 # ---- the same shapes against the fake Level Zero driver ----
 zerun "an import starting below hostpin's lowest block and ending inside it" 0 -- straddle
 zerun "two imports of the program in one block: imported again only when both are gone" 0 -- two_foreign
