@@ -139,16 +139,20 @@ static int cuda_ready(void)
 
 /* Make a context current for a driver call; returns 1 if one was pushed
  * (pop it afterwards), 0 if the thread had one, -1 if none is known. */
+static HP_TLS hp_CUcontext entered_ctx; /* what enter_ctx made current */
+
 static int enter_ctx(void)
 {
 	hp_CUcontext cur = NULL;
 	if (cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+		entered_ctx = cur;
 		return 0;
 	}
 	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
 	if (k == NULL || cu.cuCtxPushCurrent_v2(k) != HP_CUDA_SUCCESS)
 		return -1;
+	entered_ctx = k;
 	return 1;
 }
 
@@ -313,10 +317,8 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
 	if (!e) {
-		hp_CUcontext c = NULL;
-		if (cu.cuCtxGetCurrent(&c) == HP_CUDA_SUCCESS && c != NULL)
-			learn_owner(c);
-		pin_ctx = c;
+		learn_owner(entered_ctx);
+		pin_ctx = entered_ctx;
 	}
 	leave_ctx(pushed);
 	return e;
