@@ -66,6 +66,12 @@ static int auto_unpin(void *b, size_t l, const char **why)
 	return c ? c->unpin(b, l, why) : 0;
 }
 
+static uintptr_t auto_owner(void)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c && c->owner ? c->owner() : 0;
+}
+
 static void auto_fork_child(void)
 {
 	hp_backend_cuda.fork_child();
@@ -75,5 +81,6 @@ static void auto_fork_child(void)
 const hp_backend_t hp_backend_auto = {
 	.name = "auto", .probe = auto_probe, .ready = auto_ready,
 	.pin = auto_pin, .unpin = auto_unpin, .fork_child = auto_fork_child,
-	.quiesce = hp_cuda_quiesce, .pin_flags = HOSTPIN_REGISTERED,
+	.quiesce = hp_cuda_quiesce, .owner = auto_owner,
+	.pin_flags = HOSTPIN_REGISTERED,
 };

@@ -5,8 +5,10 @@
 #define HP_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct hp_rec;
+struct CUctx_st;
 
 typedef struct hp_backend {
 	const char *name;
@@ -24,6 +26,10 @@ typedef struct hp_backend {
 	/* Before a block is unpinned or reused: wait for the device copies
 	 * that may still use it (HOSTPIN_COPY=async).  NULL: nothing to do. */
 	void (*quiesce)(struct hp_rec *r);
+	/* Who owns the registration this thread's last successful pin made
+	 * (the CUDA context), stored with the block so that the end of that
+	 * owner sends it back to pending.  NULL: nothing outlives its owner. */
+	uintptr_t (*owner)(void);
 	/* HOSTPIN_* flags a pinned range gets (HOSTPIN_LOCKED...). */
 	unsigned pin_flags;
 } hp_backend_t;
@@ -47,9 +53,23 @@ void hp_copy_forget_driver(void);
 /* pin.c: the device behind the backend was unloaded: every block registered
  * with it goes back to pending, without a call into it. */
 void hp_device_lost(void);
+/* backend_cuda.c, for the hooks on entry points that end a context: the
+ * primary context of dev was reset; the program released it (ended if it
+ * is no longer active); ctx was destroyed.  Each sends the blocks
+ * registered through the context that ended back to pending. */
+void hp_cuda_device_reset(int dev);
+void hp_cuda_device_released(int dev);
+void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
+/* copy.c: the CUDA copy policy's quiesce; and its forgetting of the copies
+ * of a context that ended (their events died with it: nothing to wait). */
+void hp_cuda_forget(struct hp_rec *r);
 /* coverage.c: 0 if every copy entry point the loaded objects carry is one
  * hostpin guards (or the backend registers nothing with a device, or
  * HOSTPIN_COVERAGE=ignore); else non-zero with *why set. */
 int hp_coverage_ok(const hp_backend_t *b, const char **why);
+/* Look at the loaded objects again if blocks are registered (the check
+ * unregisters them if it newly fails); and whether the last look failed. */
+void hp_coverage_poll(void);
+int hp_coverage_bad(void);
 
 #endif

@@ -5,6 +5,7 @@
  * active primary context (invariant 3). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "cuda_api.h"
@@ -166,16 +167,20 @@ static int cuda_ready(void)
 
 /* Make a context current for a driver call; returns 1 if one was pushed
  * (pop it afterwards), 0 if the thread had one, -1 if none is known. */
+static HP_TLS hp_CUcontext entered_ctx; /* what enter_ctx made current */
+
 static int enter_ctx(void)
 {
 	hp_CUcontext cur = NULL;
 	if (cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+		entered_ctx = cur;
 		return 0;
 	}
 	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
 	if (k == NULL || cu.cuCtxPushCurrent_v2(k) != HP_CUDA_SUCCESS)
 		return -1;
+	entered_ctx = k;
 	return 1;
 }
 
@@ -184,6 +189,93 @@ static void leave_ctx(int pushed)
 	hp_CUcontext c;
 	if (pushed == 1)
 		cu.cuCtxPopCurrent_v2(&c);
+}
+
+/* ---- context lifetime ----
+ * A registration belongs to the context current when it was made and dies
+ * with it.  Each block remembers that context (backend->owner); the device
+ * of every context hostpin registered through is learnt while it is
+ * current, so that a primary context reset (which names a device) finds
+ * its blocks. */
+#define MAX_OWNERS 64
+static struct {
+	hp_CUcontext ctx;
+	int dev;
+} owners[MAX_OWNERS];
+static int nowners;
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
+
+/* Called with ctx current on this thread; no lock across the driver call. */
+static void learn_owner(hp_CUcontext ctx)
+{
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < nowners; i++)
+		if (owners[i].ctx == ctx) {
+			pthread_mutex_unlock(&own_mu);
+			return;
+		}
+	pthread_mutex_unlock(&own_mu);
+	hp_CUdevice d = -1;
+	if (cu.cuCtxGetDevice(&d) != HP_CUDA_SUCCESS)
+		d = -1;
+	pthread_mutex_lock(&own_mu);
+	int i = 0;
+	while (i < nowners && owners[i].ctx != ctx)
+		i++;
+	if (i == nowners && nowners < MAX_OWNERS)
+		nowners++;
+	if (i < MAX_OWNERS)
+		owners[i].ctx = ctx, owners[i].dev = d;
+	pthread_mutex_unlock(&own_mu);
+}
+
+static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
+
+/* A context ended: never push it again; readiness is asked again (a
+ * primary context must be active); its blocks go back to pending. */
+static void ctx_ended(hp_CUcontext ctx)
+{
+	/* relaxed: a stale known_ctx is only a context to push, and the
+	 * next enter_ctx learns a live one */
+	atomic_store_explicit(&known_ctx, NULL, memory_order_relaxed);
+	atomic_store_explicit(&cu_ready, 0, memory_order_release);
+	int n = hp_pin_owner_lost((uintptr_t)ctx);
+	if (n)
+		hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
+		       "block(s) go back to pending", n);
+}
+
+void hp_cuda_device_reset(int dev)
+{
+	hp_CUcontext lost[MAX_OWNERS];
+	int n = 0;
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < nowners; i++)
+		if (owners[i].dev == dev)
+			lost[n++] = owners[i].ctx;
+	pthread_mutex_unlock(&own_mu);
+	if (n == 0)
+		ctx_ended(NULL); /* forget known_ctx and readiness all the same */
+	for (int i = 0; i < n; i++)
+		ctx_ended(lost[i]);
+}
+
+void hp_cuda_device_released(int dev)
+{
+	unsigned flags = 0;
+	int active = 1;
+	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) > 0 &&
+	    cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) ==
+		HP_CUDA_SUCCESS &&
+	    !active)
+		hp_cuda_device_reset(dev); /* the last reference: it ended */
+}
+
+void hp_cuda_ctx_destroyed(hp_CUcontext ctx)
+{
+	if (ctx != NULL)
+		ctx_ended(ctx);
 }
 
 void hp_cuda_learn_ctx(void)
@@ -235,6 +327,15 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		size_t n = len - done < chunk() ? len - done : chunk();
 		hp_CUresult r = cu.cuMemHostRegister_v2(
 		    b + done, n, HP_CU_MEMHOSTREGISTER_PORTABLE);
+		if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		    r == HP_CUDA_ERROR_INVALID_CONTEXT) {
+			/* a context that ended under us: not now (pending),
+			 * and never pushed again */
+			atomic_store_explicit(&known_ctx, NULL,
+					      memory_order_relaxed);
+			e = EAGAIN;
+			break;
+		}
 		if (r != HP_CUDA_SUCCESS) {
 			*why = err_name(r);
 			e = EIO;
@@ -245,6 +346,10 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	if (e && done) {
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
+	}
+	if (!e) {
+		learn_owner(entered_ctx);
+		pin_ctx = entered_ctx;
 	}
 	leave_ctx(pushed);
 	return e;
@@ -276,5 +381,6 @@ static void cuda_fork_child(void)
 const hp_backend_t hp_backend_cuda = {
 	.name = "cuda", .probe = cuda_probe, .ready = cuda_ready,
 	.pin = cuda_pin, .unpin = cuda_unpin, .fork_child = cuda_fork_child,
-	.quiesce = hp_cuda_quiesce, .pin_flags = HOSTPIN_REGISTERED,
+	.quiesce = hp_cuda_quiesce, .owner = cuda_owner,
+	.pin_flags = HOSTPIN_REGISTERED,
 };

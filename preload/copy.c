@@ -77,23 +77,8 @@ void hp_copy_init(hp_copy_t *c)
 	c->bytes = 0;
 }
 
-void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
+static void copy_add(hp_copy_t *c, hp_rec_t *r)
 {
-	if (p == NULL || !hp_registry_maybe(&hp_reg, (uintptr_t)p))
-		return;
-	hp_rec_t *r;
-	unsigned f;
-	HP_GUARDED(
-	    f = hp_block_flags(p, &r);
-	    if (f & HOSTPIN_PENDING) {
-		    /* The program is copying: it has a device context now, so
-		     * pending blocks are registered before this copy runs. */
-		    hp_cuda_learn_ctx();
-		    hp_adopt_pending();
-	    });
-	if (r == NULL)
-		return;
-	c->bytes += n;
 	for (int i = 0; i < c->n; i++)
 		if (c->r[i] == r)
 			return;
@@ -101,6 +86,42 @@ void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
 		c->overflow = 1;
 	else
 		c->r[c->n++] = r;
+}
+
+struct copy_walk {
+	hp_copy_t *c;
+	int hit, pending;
+};
+
+static int copy_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)s;
+	struct copy_walk *w = arg;
+	w->hit = 1;
+	w->pending |= (hp_rflags(r) & HOSTPIN_PENDING) != 0;
+	copy_add(w->c, r);
+	return 0;
+}
+
+void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (p == NULL)
+		return;
+	if (n > UINTPTR_MAX - a)
+		n = UINTPTR_MAX - a;
+	/* Every block the host interval [p, p+n) overlaps, not only the one
+	 * holding its first byte: a copy that starts outside a block and
+	 * runs into one reaches registered memory too. */
+	struct copy_walk w = {c, 0, 0};
+	hp_registry_each_overlap(&hp_reg, a, n ? n : 1, copy_one, &w);
+	if (w.pending) {
+		/* The program is copying: it has a device context now, so
+		 * pending blocks are registered before this copy runs. */
+		HP_GUARDED(hp_cuda_learn_ctx(); hp_adopt_pending());
+	}
+	if (w.hit)
+		c->bytes += n;
 }
 
 static int capturing(hp_cudaStream_t s)
@@ -180,6 +201,9 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			}
 	}
 	hp_in_hook--;
+	/* After the wait: an object with unguarded copies loaded since the
+	 * last look makes hostpin unregister its blocks. */
+	hp_coverage_poll();
 }
 
 void hp_cuda_quiesce(hp_rec_t *r)
@@ -197,4 +221,12 @@ void hp_cuda_quiesce(hp_rec_t *r)
 	pf.cuEventSynchronize(ev);
 	pf.cuEventDestroy_v2(ev);
 	HP_CTR_ADD(copy_waits, 1);
+}
+
+void hp_cuda_forget(hp_rec_t *r)
+{
+	atomic_flag *l = lock_of(r);
+	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
+	unlock(l);
 }

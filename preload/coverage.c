@@ -5,7 +5,11 @@
  * could copy through a registered block unguarded, so before registering
  * with a device hostpin reads every loaded object's dynamic symbols, again
  * whenever objects were loaded or unloaded, and registers nothing while any
- * unknown one is there. */
+ * unknown one is there.  When the check newly fails (such an object was
+ * loaded while blocks were registered), every registered block, cached
+ * ones included, is unregistered once its copies completed, and stays so;
+ * hostpin looks at the loaded objects again at each large allocation and
+ * after each guarded copy through a registered block. */
 #include <link.h>
 #include <string.h>
 
@@ -22,8 +26,10 @@ static const char *const known[] = {
 	"cuMemcpy2DAsync_v2", "cuMemcpy3DAsync_v2", "cuMemcpyHtoAAsync_v2",
 	"cuMemcpyAtoHAsync_v2", "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2",
 	"cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_v2",
+	"cuMemcpy3DPeerAsync",
 	/* guarded: runtime */
 	"cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3DAsync",
+	"cudaMemcpy3DPeerAsync",
 	"cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
 	"cudaMemcpyBatchAsync", "cudaMemcpy3DBatchAsync",
 	/* runtime copies that reach the driver's guarded ones */
@@ -31,7 +37,7 @@ static const char *const known[] = {
 	"cudaMemcpyToArrayAsync", "cudaMemcpyFromArrayAsync",
 	/* device to device only */
 	"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2", "cuMemcpyPeerAsync",
-	"cuMemcpy3DPeerAsync", "cudaMemcpyPeerAsync", "cudaMemcpy3DPeerAsync",
+	"cudaMemcpyPeerAsync",
 	/* CUDA < 3.2 forms (32-bit sizes), kept by the driver for old
 	 * binaries; cuGetProcAddress hands them out only below version 3020,
 	 * which hostpin reports */
@@ -101,6 +107,7 @@ static int each_obj(struct dl_phdr_info *info, size_t size, void *arg)
 static pthread_mutex_t cov_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long cov_gen = ~0ull; /* objects last scanned */
 static int cov_bad;                          /* what that scan found */
+static _Atomic int cov_bad_pub;              /* cov_bad, read without cov_mu */
 
 int hp_coverage_ok(const hp_backend_t *b, const char **why)
 {
@@ -110,6 +117,7 @@ int hp_coverage_ok(const hp_backend_t *b, const char **why)
 	if (b != &hp_backend_cuda || hp_opt[HP_OPT_COVERAGE] == 1)
 		return 0;
 	static struct scan sc; /* under cov_mu: too big for some stacks */
+	int newly = 0;
 	pthread_mutex_lock(&cov_mu);
 	unsigned long long gen = hp_dl_generation();
 	if (gen != cov_gen) {
@@ -117,19 +125,43 @@ int hp_coverage_ok(const hp_backend_t *b, const char **why)
 		sc.self = (uintptr_t)hp_coverage_ok;
 		dl_iterate_phdr(each_obj, &sc);
 		cov_gen = gen;
-		if (sc.name && !cov_bad)
+		if (sc.name && !cov_bad) {
 			hp_log(HP_LOG_WARN,
 			       "%s exports %s, a copy entry point hostpin does "
-			       "not guard: blocks stay unregistered "
-			       "(HOSTPIN_COVERAGE=ignore registers them anyway; "
-			       "see \"Which copies are guarded\" in "
-			       "hostpin(7))",
+			       "not guard: blocks are not registered, and "
+			       "registered ones are unregistered once their "
+			       "copies complete (HOSTPIN_COVERAGE=ignore "
+			       "registers them anyway; see \"Which copies are "
+			       "guarded\" in hostpin(7))",
 			       sc.obj, sc.name);
+			newly = 1;
+		}
 		cov_bad = sc.name != NULL;
+		/* release: pairs with the acquire in hp_coverage_bad */
+		atomic_store_explicit(&cov_bad_pub, cov_bad,
+				      memory_order_release);
 	}
 	int bad = cov_bad;
 	pthread_mutex_unlock(&cov_mu);
 	if (bad)
 		*why = "unguarded copy entry point loaded";
+	/* Not under cov_mu: unregistering calls the driver. */
+	if (newly)
+		hp_pin_unregister_all();
 	return bad;
+}
+
+void hp_coverage_poll(void)
+{
+	const char *why;
+	if (atomic_load_explicit(&hp_ctr.pinned_blocks_now,
+				 memory_order_relaxed) == 0 ||
+	    hp_opt[HP_OPT_COVERAGE] == 1 || hp_in_child)
+		return;
+	HP_GUARDED(hp_coverage_ok(hp_backend, &why));
+}
+
+int hp_coverage_bad(void)
+{
+	return atomic_load_explicit(&cov_bad_pub, memory_order_acquire);
 }

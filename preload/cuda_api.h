@@ -97,7 +97,48 @@ typedef struct hp_cudaMemcpy3DParms {
 } hp_cudaMemcpy3DParms;
 typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
 
+/* 3D peer copies (CUDA_MEMCPY3D_PEER, cudaMemcpy3DPeerParms): the 3D
+ * layout with a context per side; either side may be host memory. */
+typedef struct hp_CUDA_MEMCPY3D_PEER {
+	size_t srcXInBytes, srcY, srcZ, srcLOD;
+	hp_CUmemorytype srcMemoryType;
+	const void *srcHost;
+	hp_CUdeviceptr srcDevice;
+	hp_CUarray srcArray;
+	hp_CUcontext srcContext;
+	size_t srcPitch, srcHeight;
+	size_t dstXInBytes, dstY, dstZ, dstLOD;
+	hp_CUmemorytype dstMemoryType;
+	void *dstHost;
+	hp_CUdeviceptr dstDevice;
+	hp_CUarray dstArray;
+	hp_CUcontext dstContext;
+	size_t dstPitch, dstHeight;
+	size_t WidthInBytes, Height, Depth;
+} hp_CUDA_MEMCPY3D_PEER;
+typedef struct hp_cudaMemcpy3DPeerParms {
+	hp_cudaArray_t srcArray;
+	struct { size_t x, y, z; } srcPos;
+	struct hp_cudaPitchedPtr srcPtr;
+	int srcDevice;
+	hp_cudaArray_t dstArray;
+	struct { size_t x, y, z; } dstPos;
+	struct hp_cudaPitchedPtr dstPtr;
+	int dstDevice;
+	struct { size_t width, height, depth; } extent;
+} hp_cudaMemcpy3DPeerParms;
+typedef hp_CUresult (*hp_cuMemcpy3DPeerAsync_t)(const hp_CUDA_MEMCPY3D_PEER *p,
+						 hp_cudaStream_t hStream);
+typedef hp_cudaError_t (*hp_cudaMemcpy3DPeerAsync_t)(
+    const hp_cudaMemcpy3DPeerParms *p, hp_cudaStream_t stream);
+/* Entry points that end a context (its registrations die with it). */
+typedef hp_CUresult (*hp_cuDevicePrimaryCtxReset_t)(hp_CUdevice dev);
+typedef hp_CUresult (*hp_cuDevicePrimaryCtxRelease_t)(hp_CUdevice dev);
+typedef hp_CUresult (*hp_cuCtxDestroy_t)(hp_CUcontext ctx);
+typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
+
 #define HP_CUDA_SUCCESS 0
+#define HP_CUDA_ERROR_CONTEXT_IS_DESTROYED 709
 #define HP_CUDA_ERROR_NOT_INITIALIZED 3
 #define HP_CUDA_ERROR_INVALID_CONTEXT 201
 #define HP_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
@@ -128,6 +169,7 @@ typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
 	X(cuDevicePrimaryCtxGetState, R,                                      \
 	  (hp_CUdevice dev, unsigned int *flags, int *active))                \
 	X(cuCtxGetCurrent, R, (hp_CUcontext * pctx))                          \
+	X(cuCtxGetDevice, R, (hp_CUdevice * device))                          \
 	X(cuCtxPushCurrent_v2, R, (hp_CUcontext ctx))                         \
 	X(cuCtxPopCurrent_v2, R, (hp_CUcontext * pctx))                       \
 	X(cuMemHostRegister_v2, R,                                            \

@@ -44,6 +44,7 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 	}
 	size_t len = hp_page_up(n);
 	size_t got;
+	hp_coverage_poll(); /* a cached block may be registered */
 	void *hit = hp_cache_take(len, align, &got);
 	if (hit) {
 		/* Reused memory: calloc zeroes all of the usable size, as

@@ -27,20 +27,72 @@ static void host_kind(hp_copy_t *c, int kind, const void *dst,
 	}
 }
 
+/* A pitched host side: every byte from its first row to its last. */
+static void host_pitched(hp_copy_t *c, const void *p, size_t pitch,
+			 size_t ysize, size_t w, size_t h, size_t d)
+{
+	if (p && w && h && d)
+		hp_copy_host(c, p, ((d - 1) * ysize + (h - 1)) * pitch + w);
+}
+
+static int kind_src_host(int k)
+{
+	return k == HP_cudaMemcpyHostToDevice || k == HP_cudaMemcpyHostToHost ||
+	       k == HP_cudaMemcpyDefault;
+}
+
+static int kind_dst_host(int k)
+{
+	return k == HP_cudaMemcpyDeviceToHost || k == HP_cudaMemcpyHostToHost ||
+	       k == HP_cudaMemcpyDefault;
+}
+
+static void host_kind_2d(hp_copy_t *c, int kind, const void *dst, size_t dp,
+			 const void *src, size_t sp, size_t w, size_t h)
+{
+	if (kind_src_host(kind))
+		host_pitched(c, src, sp, 0, w, h, 1);
+	if (kind_dst_host(kind))
+		host_pitched(c, dst, dp, 0, w, h, 1);
+}
+
+static const char *pos3d(const struct hp_cudaPitchedPtr *p, size_t x,
+			 size_t y, size_t z)
+{
+	return p->ptr ? (const char *)p->ptr + (z * p->ysize + y) * p->pitch + x
+		      : NULL;
+}
+
 static void host_3dparms(hp_copy_t *c, const hp_cudaMemcpy3DParms *p)
 {
 	if (p == NULL)
 		return;
-	size_t n = p->extent.width * p->extent.height * p->extent.depth;
-	const char *s = p->srcArray ? NULL : p->srcPtr.ptr;
-	char *d = p->dstArray ? NULL : p->dstPtr.ptr;
-	if (s)
-		s += (p->srcPos.z * p->srcPtr.ysize + p->srcPos.y) *
-			 p->srcPtr.pitch + p->srcPos.x;
-	if (d)
-		d += (p->dstPos.z * p->dstPtr.ysize + p->dstPos.y) *
-			 p->dstPtr.pitch + p->dstPos.x;
-	host_kind(c, p->kind, d, s, n);
+	size_t w = p->extent.width, h = p->extent.height, d = p->extent.depth;
+	if (!p->srcArray && kind_src_host(p->kind))
+		host_pitched(c, pos3d(&p->srcPtr, p->srcPos.x, p->srcPos.y,
+				      p->srcPos.z),
+			     p->srcPtr.pitch, p->srcPtr.ysize, w, h, d);
+	if (!p->dstArray && kind_dst_host(p->kind))
+		host_pitched(c, pos3d(&p->dstPtr, p->dstPos.x, p->dstPos.y,
+				      p->dstPos.z),
+			     p->dstPtr.pitch, p->dstPtr.ysize, w, h, d);
+}
+
+/* A 3D peer copy has no kind: either side may be host memory (unified
+ * addressing), so both are looked up. */
+static void host_3dpeer(hp_copy_t *c, const hp_cudaMemcpy3DPeerParms *p)
+{
+	if (p == NULL)
+		return;
+	size_t w = p->extent.width, h = p->extent.height, d = p->extent.depth;
+	if (!p->srcArray)
+		host_pitched(c, pos3d(&p->srcPtr, p->srcPos.x, p->srcPos.y,
+				      p->srcPos.z),
+			     p->srcPtr.pitch, p->srcPtr.ysize, w, h, d);
+	if (!p->dstArray)
+		host_pitched(c, pos3d(&p->dstPtr, p->dstPos.x, p->dstPos.y,
+				      p->dstPos.z),
+			     p->dstPtr.pitch, p->dstPtr.ysize, w, h, d);
 }
 
 static void host_batch(hp_copy_t *c, void *const *dsts,
@@ -82,9 +134,12 @@ RT_COPY2(cudaMemcpy2DAsync,
 	 (void *dst, size_t dp, const void *src, size_t sp, size_t w,
 	  size_t h, hp_cudaMemcpyKind kind, hp_cudaStream_t s),
 	 (dst, dp, src, sp, w, h, kind, s),
-	 host_kind(&c_, kind, dst, src, w * h), s)
+	 host_kind_2d(&c_, kind, dst, dp, src, sp, w, h), s)
 RT_COPY2(cudaMemcpy3DAsync, (const hp_cudaMemcpy3DParms *p, hp_cudaStream_t s),
 	 (p, s), host_3dparms(&c_, p), s)
+RT_COPY2(cudaMemcpy3DPeerAsync,
+	 (const hp_cudaMemcpy3DPeerParms *p, hp_cudaStream_t s), (p, s),
+	 host_3dpeer(&c_, p), s)
 RT_COPY2(cudaMemcpyToSymbolAsync,
 	 (const void *sym, const void *src, size_t n, size_t off,
 	  hp_cudaMemcpyKind kind, hp_cudaStream_t s),
@@ -204,6 +259,34 @@ HP_EXPORT hp_cudaError_t cudaHostUnregister(void *p)
 	return e;
 }
 
+/* ---- the end of the current device's primary context ----
+ * cudaDeviceReset (and its deprecated name cudaThreadExit) destroys it with
+ * every registration made through it; the device is asked before. */
+typedef hp_cudaError_t (*hp_cudaGetDevice_t)(int *);
+#define RT_RESET(name)                                                        \
+	NEXT_SLOT(name);                                                      \
+	HP_EXPORT hp_cudaError_t name(void)                                   \
+	{                                                                     \
+		hp_cudaDeviceReset_t fn_ =                                    \
+		    (hp_cudaDeviceReset_t)HP_FWD(next_##name);                \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_();                                         \
+		int dev_ = -1;                                                \
+		hp_cudaGetDevice_t gd_ = NEXT(cudaGetDevice);                 \
+		if (gd_ == NULL || gd_(&dev_) != 0)                           \
+			dev_ = -1;                                            \
+		hp_cudaError_t e_ = fn_();                                    \
+		if (e_ == 0 && dev_ >= 0)                                     \
+			HP_GUARDED(hp_cuda_device_reset(dev_));               \
+		hp_hook_leave();                                              \
+		return e_;                                                    \
+	}
+NEXT_SLOT(cudaGetDevice);
+RT_RESET(cudaDeviceReset)
+RT_RESET(cudaThreadExit)
+
 /* ---- driver entry points handed out by the runtime ---- */
 static void *entry_wrap(const char *sym, void *fn, unsigned version,
 			unsigned long long flags)
@@ -267,6 +350,8 @@ static const struct {
 #define N(f) {#f, &next_##f, (void *)f},
 	N(cudaMemcpyAsync) N(cudaMemcpyAsync_ptsz) N(cudaMemcpy2DAsync)
 	N(cudaMemcpy2DAsync_ptsz) N(cudaMemcpy3DAsync) N(cudaMemcpy3DAsync_ptsz)
+	N(cudaMemcpy3DPeerAsync) N(cudaMemcpy3DPeerAsync_ptsz)
+	N(cudaDeviceReset) N(cudaThreadExit)
 	N(cudaMemcpyToSymbolAsync) N(cudaMemcpyToSymbolAsync_ptsz)
 	N(cudaMemcpyFromSymbolAsync) N(cudaMemcpyFromSymbolAsync_ptsz)
 	N(cudaMemcpyBatchAsync) N(cudaMemcpyBatchAsync_ptsz)

@@ -11,36 +11,50 @@
 #include "resolve.h"
 
 /* One side of a 2D or 3D descriptor, if it is host memory (or unified,
- * which may be): its first byte. */
+ * which may be): every byte from its first to its last row. */
 static void host_side(hp_copy_t *c, hp_CUmemorytype m, const void *host,
 		      hp_CUdeviceptr dev, size_t x, size_t y, size_t z,
-		      size_t pitch, size_t height, size_t n)
+		      size_t pitch, size_t height, size_t w, size_t h, size_t d)
 {
 	const char *p = m == HP_CU_MEMORYTYPE_HOST	  ? host
 			: m == HP_CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)dev
 							: NULL;
-	if (p)
-		hp_copy_host(c, p + (z * height + y) * pitch + x, n);
+	if (p == NULL || w == 0 || h == 0 || d == 0)
+		return;
+	size_t rows = (d - 1) * height + (h - 1);
+	hp_copy_host(c, p + (z * height + y) * pitch + x, rows * pitch + w);
 }
 static void host_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p)
 {
 	if (p == NULL)
 		return;
-	size_t n = p->WidthInBytes * p->Height;
 	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
-		  p->srcY, 0, p->srcPitch, 0, n);
+		  p->srcY, 0, p->srcPitch, 0, p->WidthInBytes, p->Height, 1);
 	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
-		  p->dstY, 0, p->dstPitch, 0, n);
+		  p->dstY, 0, p->dstPitch, 0, p->WidthInBytes, p->Height, 1);
 }
 static void host_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p)
 {
 	if (p == NULL)
 		return;
-	size_t n = p->WidthInBytes * p->Height * p->Depth;
 	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
-		  p->srcY, p->srcZ, p->srcPitch, p->srcHeight, n);
+		  p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->WidthInBytes,
+		  p->Height, p->Depth);
 	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
-		  p->dstY, p->dstZ, p->dstPitch, p->dstHeight, n);
+		  p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->WidthInBytes,
+		  p->Height, p->Depth);
+}
+/* A 3D peer copy takes host memory on either side too. */
+static void host_3dpeer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	if (p == NULL)
+		return;
+	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
+		  p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->WidthInBytes,
+		  p->Height, p->Depth);
+	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
+		  p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->WidthInBytes,
+		  p->Height, p->Depth);
 }
 static void host_batch(hp_copy_t *c, hp_CUdeviceptr *dsts,
 		       hp_CUdeviceptr *srcs, size_t *sizes, size_t count)
@@ -138,6 +152,9 @@ DRV2(cuMemcpy2DAsync_v2, (const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s),
      (p, s), host_2d(&c_, p), s)
 DRV2(cuMemcpy3DAsync_v2, (const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s),
      (p, s), host_3d(&c_, p), s)
+DRV2(cuMemcpy3DPeerAsync,
+     (const hp_CUDA_MEMCPY3D_PEER *p, hp_cudaStream_t s), (p, s),
+     host_3dpeer(&c_, p), s)
 DRV2(cuMemcpyHtoAAsync_v2,
      (hp_CUarray a, size_t off, const void *h, size_t n, hp_cudaStream_t s),
      (a, off, h, n, s), hp_copy_host(&c_, h, n), s)
@@ -209,6 +226,48 @@ static hp_CUresult lk_cuMemHostUnregister(void *p)
 {
 	UNREG_BODY(lk_next(&lkslot_cuMemHostUnregister))
 }
+
+/* ---- entry points that end a context ----
+ * The registrations a context made die with it; the blocks it held go back
+ * to pending (backend_cuda.c), to be registered again once a context is
+ * active.  After the call: only a successful one ended anything. */
+#define CTX_BODY(fnexpr, type, arg, BEFORE, AFTER)                            \
+	type fn_ = (type)(fnexpr);                                            \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_(arg);                                              \
+	BEFORE;                                                               \
+	hp_CUresult e_ = fn_(arg);                                            \
+	if (e_ == HP_CUDA_SUCCESS)                                            \
+		HP_GUARDED(AFTER);                                            \
+	hp_hook_leave();                                                      \
+	return e_;
+#define DRV_CTX(name, type, ptype, BEFORE, AFTER)                             \
+	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
+	static _Atomic(void *) lkslot_##name;                                 \
+	HP_EXPORT hp_CUresult name(ptype a_)                                  \
+	{                                                                     \
+		CTX_BODY(sym_next(&sym_##name, #name), type, a_, BEFORE,      \
+			 AFTER)                                               \
+	}                                                                     \
+	static hp_CUresult lk_##name(ptype a_)                                \
+	{                                                                     \
+		CTX_BODY(lk_next(&lkslot_##name), type, a_, BEFORE, AFTER)    \
+	}
+DRV_CTX(cuDevicePrimaryCtxReset, hp_cuDevicePrimaryCtxReset_t, hp_CUdevice, ,
+	hp_cuda_device_reset(a_))
+DRV_CTX(cuDevicePrimaryCtxReset_v2, hp_cuDevicePrimaryCtxReset_t, hp_CUdevice,
+	, hp_cuda_device_reset(a_))
+/* A release ends the context only when it dropped the last reference. */
+DRV_CTX(cuDevicePrimaryCtxRelease, hp_cuDevicePrimaryCtxRelease_t, hp_CUdevice,
+	, hp_cuda_device_released(a_))
+DRV_CTX(cuDevicePrimaryCtxRelease_v2, hp_cuDevicePrimaryCtxRelease_t,
+	hp_CUdevice, , hp_cuda_device_released(a_))
+DRV_CTX(cuCtxDestroy, hp_cuCtxDestroy_t, hp_CUcontext, ,
+	hp_cuda_ctx_destroyed(a_))
+DRV_CTX(cuCtxDestroy_v2, hp_cuCtxDestroy_t, hp_CUcontext, ,
+	hp_cuda_ctx_destroyed(a_))
 
 /* ---- lookups ---- */
 static void *wrap_found(const char *symbol, void *fn, int version,
@@ -284,6 +343,7 @@ static const struct variant {
 	V(cuMemcpyAsync, 4000, cuMemcpyAsync)
 	V(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2)
 	V(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2)
+	V(cuMemcpy3DPeerAsync, 4000, cuMemcpy3DPeerAsync)
 	V(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2)
 	V(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2)
 	V(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync)
@@ -293,6 +353,12 @@ static const struct variant {
 	V1(cuMemHostRegister, 4000, cuMemHostRegister)
 	V1(cuMemHostRegister, 6050, cuMemHostRegister_v2)
 	V1(cuMemHostUnregister, 4000, cuMemHostUnregister)
+	V1(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset)
+	V1(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2)
+	V1(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease)
+	V1(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2)
+	V1(cuCtxDestroy, 2000, cuCtxDestroy)
+	V1(cuCtxDestroy, 4000, cuCtxDestroy_v2)
 	V1(cuGetProcAddress, 11030, cuGetProcAddress)
 	V1(cuGetProcAddress, 12000, cuGetProcAddress_v2)
 #undef V

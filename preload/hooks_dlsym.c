@@ -148,9 +148,14 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver,
 		   !strncmp(name, "cuGetProcAddress", 16) ||
 		   !strncmp(name, "cudaMemcpy", 10) ||
 		   !strncmp(name, "cudaHost", 8) ||
-		   !strncmp(name, "cudaGetDriverEntryPoint", 23)) {
-		/* Every wrapped CUDA name starts so: a cheap test before the
-		 * tables. */
+		   !strncmp(name, "cudaGetDriverEntryPoint", 23) ||
+		   !strncmp(name, "cuDevicePrimaryCtx", 18) ||
+		   !strncmp(name, "cuCtxDestroy", 12) ||
+		   !strcmp(name, "cudaDeviceReset") ||
+		   !strcmp(name, "cudaThreadExit")) {
+		/* Every wrapped CUDA name starts so (copies, registrations,
+		 * lookups, the entry points that end a context): a cheap test
+		 * before the tables. */
 		drv = hp_cudrv_wrapped_name(name);
 		rt = !drv && hp_cudart_wrapped_name(name);
 	}

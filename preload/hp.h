@@ -221,10 +221,20 @@ HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
-/* pin.c: adoption, foreign registrations, fork. */
+/* leak.c: does [a, a+len) hold a leaked range (its device registration
+ * could not be released)?  munmap that leaves such ranges mapped. */
+HP_HIDDEN int hp_leaked_in(uintptr_t a, size_t len);
+HP_HIDDEN int hp_munmap_do(void *a, size_t len);
+/* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
+/* The registrations of owner (backend->owner, not 0) are gone:
+ * their blocks go back to pending.  The number of blocks. */
+HP_HIDDEN int hp_pin_owner_lost(uintptr_t owner);
+/* Unregister every registered block once its copies completed (the
+ * coverage check newly failed); they stay unregistered. */
+HP_HIDDEN void hp_pin_unregister_all(void);
 /* The application registers / unregisters [p, p+n) itself. */
 HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
 HP_HIDDEN void hp_foreign_end(void *p);

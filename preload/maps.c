@@ -92,6 +92,11 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 	unsigned kind = release_range((uintptr_t)old, oldlen);
 	if (flags & MREMAP_FIXED)
 		release_range((uintptr_t)new_addr, newlen);
+	if (hp_leaked_in((uintptr_t)old, oldlen) ||
+	    ((flags & MREMAP_FIXED) && hp_leaked_in((uintptr_t)new_addr, newlen))) {
+		errno = ENOMEM; /* a refused release: never moved (invariant 1) */
+		return MAP_FAILED;
+	}
 	void *r = hp_real.mremap(old, oldlen, newlen, flags, new_addr);
 	if (!kind)
 		return r;
@@ -122,11 +127,19 @@ static void advise_gap(struct advise *ad, uintptr_t to)
 static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct advise *ad = arg;
+	uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
+	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
+	if (hp_word_state(s->word) == HP_REC_LEAKED) {
+		/* still registered (a refused release): never discarded */
+		advise_gap(ad, a);
+		ad->cur = b;
+		if (!ad->ret)
+			ad->ret = -1, ad->err = EBUSY;
+		return 0;
+	}
 	uint32_t st = hp_busy_begin(r, s);
 	if (!st)
 		return 0;
-	uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
-	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
 	advise_gap(ad, a);
 	ad->cur = a;
 	/* Locked pages refuse DONTNEED (EINVAL): unpin, discard, pin again.

@@ -37,6 +37,11 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	if (hp_backend == &hp_backend_none || hp_in_child ||
 	    (hp_rflags(r) & HP_F_FOREIGN))
 		return;
+	if (hp_foreign_overlaps(base, len)) {
+		/* a survivor of a partial munmap under a program range */
+		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
+		return;
+	}
 	if (!cap_reserve(len)) {
 		HP_CTR_ADD(over_cap, 1);
 		HP_LOG_ONCE(HP_LOG_WARN,
@@ -101,7 +106,15 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 			       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
 		return;
 	}
+	if (hp_coverage_bad() && hp_backend->unpin((void *)base, len, &why) == 0) {
+		/* the check failed while this registration was made */
+		HP_CTR_SUB(pinned_bytes_now, len);
+		return;
+	}
 	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
+	atomic_store_explicit(&r->user[HP_U_OWNER],
+			      hp_backend->owner ? hp_backend->owner() : 0,
+			      memory_order_relaxed); /* as the flags */
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	hp_site_account(hp_rsite(r), len, 1);
 	/* the reservation is now real: account the peak */
@@ -200,7 +213,7 @@ int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
 }
 
 
-/* ---- adoption and foreign registrations ---- */
+/* ---- adoption (foreign registrations: foreign.c) ---- */
 
 static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
@@ -224,63 +237,58 @@ void hp_adopt_pending(void)
 	hp_registry_each(&hp_reg, adopt_one, NULL);
 }
 
-static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
-{
-	uint32_t st = hp_busy_begin(r, s);
-	if (!st)
-		return 0;
-	/* Step aside: the application's registration must not fail with
-	 * "already registered" because of ours. */
-	if (hp_unpin(r, s->base, s->len) == 0) {
-		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
-		atomic_store_explicit(&r->user[HP_U_FOREIGN], (uintptr_t)arg,
-				      memory_order_relaxed);
-		HP_CTR_ADD(foreign_ranges, 1);
-	}
-	hp_busy_end(r, st);
-	return 0;
-}
+struct lost {
+	uintptr_t owner;
+	int n;
+};
 
-void hp_foreign_begin(void *p, size_t n)
+static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
-	if (n && hp_registry_maybe(&hp_reg, (uintptr_t)p))
-		hp_registry_each_overlap(&hp_reg, (uintptr_t)p, n, foreign_one,
-					 p);
-}
-
-static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
-{
+	struct lost *l = arg;
 	uint32_t st;
-	if (!(hp_rflags(r) & HP_F_FOREIGN) ||
-	    atomic_load_explicit(&r->user[HP_U_FOREIGN],
-				 memory_order_relaxed) != (uintptr_t)arg ||
+	if (!(hp_rflags(r) & hp_backend->pin_flags & HOSTPIN_REGISTERED) ||
+	    atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=
+		l->owner ||
 	    !(st = hp_busy_begin(r, s)))
 		return 0;
-	hp_set_rflags(r, hp_rflags(r) & ~HP_F_FOREIGN);
-	hp_pin(r, s->base, s->len); /* ours again */
+	/* The driver dropped the registration with its context: nothing to
+	 * unregister, no copy of that context left to wait for. */
+	if (hp_backend->quiesce)
+		hp_cuda_forget(r);
+	hp_set_rflags(r, (hp_rflags(r) & ~HOSTPIN_REGISTERED) | HOSTPIN_PENDING);
+	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
+	HP_CTR_SUB(pinned_blocks_now, 1);
+	HP_CTR_SUB(pinned_bytes_now, s->len);
+	hp_site_account(hp_rsite(r), s->len, 0);
+	HP_CTR_ADD(pending_blocks, 1);
+	hp_busy_end(r, st);
+	l->n++;
+	return 0;
+}
+
+int hp_pin_owner_lost(uintptr_t owner)
+{
+	struct lost l = {owner, 0};
+	if (owner && !hp_in_child)
+		hp_registry_each(&hp_reg, lost_one, &l);
+	return l.n;
+}
+
+static int unregister_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, s)))
+		return 0;
+	hp_unpin(r, s->base, s->len); /* waits for its copies first */
 	hp_busy_end(r, st);
 	return 0;
 }
 
-void hp_foreign_end(void *p)
+void hp_pin_unregister_all(void)
 {
-	hp_registry_each(&hp_reg, unforeign_one, p);
-}
-
-void hp_import_dropped(void *p)
-{
-	hp_snap_t s;
-	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
-	uint32_t st;
-	if (r == NULL || (hp_rflags(r) & HP_F_FOREIGN) ||
-	    !(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, &s)))
-		return;
-	/* The program released our import from (at least) one driver.  The
-	 * backend's unpin asks each driver whether our import is still there
-	 * and releases only what is; then the block is imported again. */
-	if (hp_unpin(r, s.base, s.len) == 0)
-		hp_pin(r, s.base, s.len);
-	hp_busy_end(r, st);
+	if (!hp_in_child)
+		hp_registry_each(&hp_reg, unregister_one, NULL);
 }
 
 unsigned hp_block_flags(const void *p, hp_rec_t **rec)
@@ -293,15 +301,19 @@ unsigned hp_block_flags(const void *p, hp_rec_t **rec)
 
 /* ---- the device was unloaded ---- */
 
-static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+static int unloaded_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	(void)arg;
 	uint32_t st;
 	if (!(hp_rflags(r) & hp_backend->pin_flags) ||
 	    !(st = hp_busy_begin(r, s)))
 		return 0;
-	/* Its registration died with the driver: no unpin call. */
+	/* Its registration died with the driver, and its copies' events
+	 * with it: no unpin call, nothing to wait for. */
+	if (hp_backend->quiesce)
+		hp_cuda_forget(r);
 	hp_set_rflags(r, (hp_rflags(r) & ~HP_PIN_MASK) | HOSTPIN_PENDING);
+	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
 	HP_CTR_SUB(pinned_blocks_now, 1);
 	HP_CTR_SUB(pinned_bytes_now, s->len);
 	HP_CTR_ADD(pending_blocks, 1);
@@ -313,7 +325,7 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 void hp_device_lost(void)
 {
 	hp_in_hook++;
-	hp_registry_each(&hp_reg, lost_one, NULL);
+	hp_registry_each(&hp_reg, unloaded_one, NULL);
 	hp_in_hook--;
 }
 

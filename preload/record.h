@@ -14,13 +14,17 @@
 enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
        HP_REC_BUSY = 4, HP_REC_CACHED = 5 };
 /* rec->user[] words: flags (the allocation site in the upper half); the
- * base of a foreign registration overlapping it; the stream and event of
- * the last async copy that used the block (HOSTPIN_COPY=async), a pair that
- * copy.c reads and writes only under its lock for the record. */
-enum { HP_U_FLAGS = 0, HP_U_FOREIGN = 1, HP_U_STREAM = 2, HP_U_EVENT = 3 };
-/* Internal flag: an application registration overlaps; hostpin stepped
- * aside (not in hostpin.h's public set). */
+ * owner of its registration (backend->owner: the CUDA context it was
+ * registered through), written by the record's holder; the stream and
+ * event of the last async copy that used the block (HOSTPIN_COPY=async), a
+ * pair that copy.c reads and writes only under its lock for the record. */
+enum { HP_U_FLAGS = 0, HP_U_OWNER = 1, HP_U_STREAM = 2, HP_U_EVENT = 3 };
+/* Internal flag: one or more application registrations overlap; hostpin
+ * stepped aside (not in hostpin.h's public set).  foreign.c keeps the
+ * ranges. */
 #define HP_F_FOREIGN 0x100u
+/* Does a registration or import of the program overlap [base, base+len)? */
+HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32

@@ -22,8 +22,18 @@ HP_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd,
 	if (hp_in_hook || !ready())
 		return HP_REAL(mmap)(a, len, prot, flags, fd, off);
 	if ((flags & MAP_FIXED) && may_overlap(a, len)) {
-		/* MAP_FIXED replaces what is there: unpin it first. */
-		HP_GUARDED(hp_range_release((uintptr_t)a, len));
+		/* MAP_FIXED replaces what is there: unpin it first; a range
+		 * whose release the driver refused is never replaced. */
+		int leaked;
+		HP_GUARDED(hp_range_release((uintptr_t)a, len);
+			   leaked = hp_leaked_in((uintptr_t)a, len));
+		if (leaked) {
+			HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a range "
+				    "whose device registration could not be "
+				    "released: refused (ENOMEM)");
+			errno = ENOMEM;
+			return MAP_FAILED;
+		}
 	}
 	void *p = HP_REAL(mmap)(a, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && len >= HP_THRESHOLD()) {
@@ -44,7 +54,11 @@ HP_EXPORT void *mmap64(void *a, size_t len, int prot, int flags, int fd,
 HP_EXPORT int munmap(void *a, size_t len)
 {
 	if (!hp_in_hook && ready() && may_overlap(a, len)) {
-		HP_GUARDED(hp_range_release((uintptr_t)a, len));
+		/* what stays registered (the driver refused) stays mapped */
+		int r;
+		HP_GUARDED(hp_range_release((uintptr_t)a, len);
+			   r = hp_munmap_do(a, len));
+		return r;
 	}
 	return HP_REAL(munmap)(a, len);
 }
@@ -62,6 +76,15 @@ HP_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	    (may_overlap(old, oldlen) ||
 	     ((flags & MREMAP_FIXED) && may_overlap(new_addr, newlen)))) {
 		void *r;
+		int leaked;
+		HP_GUARDED(leaked = hp_leaked_in((uintptr_t)old, oldlen) ||
+				    ((flags & MREMAP_FIXED) &&
+				     hp_leaked_in((uintptr_t)new_addr, newlen)));
+		if (leaked) {
+			/* never moved, shrunk or replaced (invariant 1) */
+			errno = ENOMEM;
+			return MAP_FAILED;
+		}
 		HP_GUARDED(r = hp_mremap_do(old, oldlen, newlen, flags,
 					    new_addr));
 		return r;

@@ -25,6 +25,7 @@ static int initialized;
 static struct {
 	char *base;
 	size_t len;
+	void *owner; /* the context that registered it (CUDA) */
 } held[MAXHELD];
 static int nheld;
 static int logfd = -1;

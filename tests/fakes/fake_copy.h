@@ -468,6 +468,10 @@ COPY_FN2(cuMemcpy2DAsync_v2, (const M2D *p, stream_t *s), (p, s), s,
 	 rows2d(&x, p))
 COPY_FN2(cuMemcpy3DAsync_v2, (const M3D *p, stream_t *s), (p, s), s,
 	 rows(&x, p))
+/* CUDA_MEMCPY3D_PEER: the 3D layout, a context where M3D has reserved
+ * pointers; either side may be host memory. */
+COPY_FN2(cuMemcpy3DPeerAsync, (const M3D *p, stream_t *s), (p, s), s,
+	 rows(&x, p))
 static void batch(struct xfer *x, CUdeviceptr *d, CUdeviceptr *s, size_t *n,
 		  size_t count)
 {
@@ -560,6 +564,12 @@ static const struct proc {
 	P2(cuMemcpyAsync, 4000, cuMemcpyAsync)
 	P2(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2)
 	P2(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2)
+	P2(cuMemcpy3DPeerAsync, 4000, cuMemcpy3DPeerAsync)
+	P(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2)
+	P(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2)
+	P(cuDevicePrimaryCtxGetState, 7000, cuDevicePrimaryCtxGetState)
+	P(cuCtxDestroy, 4000, cuCtxDestroy_v2)
+	P(cuCtxGetDevice, 2000, cuCtxGetDevice)
 	P2(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2)
 	P2(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2)
 	P2(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync)

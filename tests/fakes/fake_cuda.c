@@ -15,7 +15,7 @@ typedef struct CUctx_st *CUcontext;
 enum {
 	OK = 0, NOT_INITIALIZED = 3, INVALID_VALUE = 1, OUT_OF_MEMORY = 2,
 	INVALID_DEVICE = 101, INVALID_CONTEXT = 201, ALREADY_REG = 712,
-	NOT_REG = 713
+	NOT_REG = 713, CTX_DESTROYED = 709
 };
 
 #define FAKE_RESULT CUresult
@@ -31,6 +31,23 @@ static int inflight(const void *p, size_t n);
 static int ndev = 2;
 static struct CUctx_st prim[MAXDEV];
 static int prim_ref[MAXDEV];
+/* A primary context reset, or released to no reference, is destroyed
+ * (with every registration made through it) until retained again. */
+static int prim_dead[MAXDEV];
+static int ctx_dead(CUcontext c)
+{
+	return c >= prim && c < prim + MAXDEV && prim_dead[c - prim];
+}
+/* Registrations die with the context that made them. */
+static void drop_owned(CUcontext c)
+{
+	for (int i = 0; i < nheld; i++)
+		if (held[i].owner == c) {
+			logf_("CTXDROP %p %zu", (void *)held[i].base, held[i].len);
+			held[i] = held[--nheld];
+			i--;
+		}
+}
 static __thread CUcontext stack[16];
 static __thread int depth;
 
@@ -109,7 +126,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
 	if (d < 0 || d >= ndev)
 		RETURN(INVALID_DEVICE);
 	*flags = 0;
-	*active = prim_ref[d] > 0;
+	*active = prim_ref[d] > 0 && !prim_dead[d];
 	RETURN(OK);
 }
 
@@ -120,6 +137,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 	if (d < 0 || d >= ndev)
 		RETURN(INVALID_DEVICE);
 	prim_ref[d]++;
+	prim_dead[d] = 0;
 	logf_("RETAIN %d", d);
 	*c = &prim[d];
 	RETURN(OK);
@@ -129,8 +147,62 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
 	ENTRY("cuDevicePrimaryCtxRelease_v2");
 	NEED_INIT;
-	if (prim_ref[d] > 0)
-		prim_ref[d]--;
+	if (d < 0 || d >= ndev)
+		RETURN(INVALID_DEVICE);
+	if (prim_ref[d] > 0 && --prim_ref[d] == 0) {
+		logf_("CTXEND %d", d);
+		drop_owned(&prim[d]);
+		prim_dead[d] = 1;
+	}
+	RETURN(OK);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice d)
+{
+	return cuDevicePrimaryCtxRelease_v2(d);
+}
+
+/* Destroys the context's state; it stays retained, and is created again
+ * when next retained. */
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
+{
+	ENTRY("cuDevicePrimaryCtxReset_v2");
+	NEED_INIT;
+	if (d < 0 || d >= ndev)
+		RETURN(INVALID_DEVICE);
+	logf_("CTXEND %d", d);
+	drop_owned(&prim[d]);
+	prim_dead[d] = 1;
+	RETURN(OK);
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice d)
+{
+	return cuDevicePrimaryCtxReset_v2(d);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext c)
+{
+	ENTRY("cuCtxDestroy_v2");
+	NEED_INIT;
+	if (c == NULL)
+		RETURN(INVALID_CONTEXT);
+	logf_("CTXEND %d", c->dev);
+	drop_owned(c);
+	if (c >= prim && c < prim + MAXDEV)
+		prim_dead[c - prim] = 1;
+	RETURN(OK);
+}
+
+CUresult cuCtxGetDevice(CUdevice *d)
+{
+	ENTRY("cuCtxGetDevice");
+	NEED_INIT;
+	if (!depth)
+		RETURN(INVALID_CONTEXT);
+	if (ctx_dead(stack[depth - 1]))
+		RETURN(CTX_DESTROYED);
+	*d = stack[depth - 1]->dev;
 	RETURN(OK);
 }
 
@@ -175,6 +247,10 @@ CUresult cuCtxPushCurrent_v2(CUcontext c)
 	NEED_INIT;
 	if (c == NULL || depth == 16)
 		RETURN(INVALID_VALUE);
+	if (ctx_dead(c)) {
+		logf_("VIOLATION push-destroyed-context %d", c->dev);
+		RETURN(CTX_DESTROYED);
+	}
 	logf_("CTXCUR %d", c->dev);
 	stack[depth++] = c;
 	RETURN(OK);
@@ -199,6 +275,8 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 	}
 	if (!depth)
 		RETURN(INVALID_CONTEXT);
+	if (ctx_dead(stack[depth - 1]))
+		RETURN(CTX_DESTROYED);
 	if (n == 0)
 		RETURN(INVALID_VALUE);
 	if (!mapped(p, n)) {
@@ -220,6 +298,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 	if (nheld == MAXHELD)
 		RETURN(OUT_OF_MEMORY);
 	held[nheld].base = p, held[nheld].len = n;
+	held[nheld].owner = stack[depth - 1];
 	nheld++;
 	logf_("REG %p %zu %u ctxdev=%d", p, n, flags, stack[depth - 1]->dev);
 	RETURN(OK);
@@ -236,6 +315,8 @@ CUresult cuMemHostUnregister(void *p)
 	NEED_INIT;
 	if (!depth)
 		RETURN(INVALID_CONTEXT);
+	if (ctx_dead(stack[depth - 1]))
+		RETURN(CTX_DESTROYED);
 	int i = find(p, 1, 1);
 	if (i < 0)
 		RETURN(NOT_REG);

@@ -57,6 +57,9 @@ static struct {
 			     size_t, size_t *, stream_t);
 	CUresult (*batch3d[2])(size_t, void *, size_t *, unsigned long long,
 			       stream_t);
+	CUresult (*m3dpeer[2])(const void *, stream_t);
+	CUresult (*preset)(int);
+	CUresult (*prelease)(int);
 } d;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cur_dev = -1;
@@ -106,6 +109,8 @@ static void load(void)
 	G2(any, "cuMemcpyAsync"); G2(m2d, "cuMemcpy2DAsync");
 	G2(m3d, "cuMemcpy3DAsync"); G2(batch, "cuMemcpyBatchAsync");
 	G2(batch3d, "cuMemcpy3DBatchAsync");
+	G2(m3dpeer, "cuMemcpy3DPeerAsync");
+	G(preset, "cuDevicePrimaryCtxReset"); G(prelease, "cuDevicePrimaryCtxRelease");
 #undef G
 #undef G2
 }
@@ -427,4 +432,68 @@ API cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn,
 {
 	pthread_once(&once, load);
 	return d.gpa(sym, fn, (int)v, flags, st);
+}
+
+/* cudaMemcpy3DPeerParms: no kind; the driver's peer descriptor says which
+ * side is host memory (unified addressing: the fake's device memory is
+ * known to the driver, anything else is host). */
+struct peer3d {
+	void *srcArray;
+	size_t spos[3];
+	struct pitched src;
+	int srcDevice;
+	void *dstArray;
+	size_t dpos[3];
+	struct pitched dst;
+	int dstDevice;
+	size_t ext[3];
+};
+
+static cudaError_t copy3dpeer(const struct peer3d *p, stream_t s, int pt)
+{
+	ctx();
+	M3D m = {0};
+	m.st = m.dt = 4; /* unified */
+	m.sh = p->src.ptr, m.sd = (dptr)(uintptr_t)p->src.ptr;
+	m.sp = p->src.pitch, m.sheight = p->src.ysize;
+	m.sx = p->spos[0], m.sy = p->spos[1], m.sz = p->spos[2];
+	m.dh = p->dst.ptr, m.dd = (dptr)(uintptr_t)p->dst.ptr;
+	m.dp = p->dst.pitch, m.dheight = p->dst.ysize;
+	m.dx = p->dpos[0], m.dy = p->dpos[1], m.dz = p->dpos[2];
+	m.w = p->ext[0], m.h = p->ext[1], m.depth = p->ext[2];
+	return d.m3dpeer[pt](&m, s);
+}
+
+API cudaError_t cudaMemcpy3DPeerAsync(const struct peer3d *p, stream_t s)
+{
+	return copy3dpeer(p, s, 0);
+}
+
+API cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct peer3d *p, stream_t s)
+{
+	return copy3dpeer(p, s, 1);
+}
+
+API cudaError_t cudaGetDevice(int *dev)
+{
+	*dev = cur_dev < 0 ? 0 : cur_dev;
+	return 0;
+}
+
+/* Destroys the current device's primary context (its registrations die
+ * with it) and drops the runtime's reference: the next cudaSetDevice
+ * creates it again. */
+API cudaError_t cudaDeviceReset(void)
+{
+	pthread_once(&once, load);
+	pthread_mutex_lock(&init_mu);
+	int dev = cur_dev < 0 ? 0 : cur_dev;
+	CUresult r = d.preset(dev);
+	if (r == 0 && cur_dev >= 0)
+		r = d.prelease(dev);
+	cur_dev = -1;
+	dev_ctx = NULL;
+	pthread_mutex_unlock(&init_mu);
+	d.set(NULL);
+	return r;
 }

@@ -43,7 +43,9 @@ enum { H2D = 1, D2H = 2 };
 	X(cudaGetDriverEntryPoint, (const char *, void **, unsigned long long, \
 				    int *))                                   \
 	X(cudaGetDriverEntryPointByVersion,                                   \
-	  (const char *, void **, unsigned, unsigned long long, int *))
+	  (const char *, void **, unsigned, unsigned long long, int *))       \
+	X(cudaMemcpy3DPeerAsync, (const void *, cudaStream_t))                \
+	X(cudaDeviceReset, (void))
 #ifndef VIA_DLOPEN
 #define DECL(name, params) cudaError_t name params;
 RT_FNS(DECL)
@@ -169,6 +171,18 @@ static int drv3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 	return ((int (*)(const M3D *, cudaStream_t))drv_fn[0])(&m, s);
 }
 static int drv3d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3d(dv, h, n, H2D, s); }
+/* cudaMemcpy3DPeerParms: no kind, either side may be host memory */
+struct peer3d { void *sa; size_t sp[3]; struct pitched src; int sdev; void *da; size_t dp[3]; struct pitched dst; int ddev; size_t ext[3]; };
+static int rtpeer(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	struct peer3d p = {0};
+	p.src = (struct pitched){(void *)src, n / 4, n / 4, 2};
+	p.dst = (struct pitched){dst, n / 4, n / 4, 2};
+	p.ext[0] = n / 4, p.ext[1] = 2, p.ext[2] = 2;
+	return R.cudaMemcpy3DPeerAsync(&p, s);
+}
+static int rtpeer_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return rtpeer(dv, h, n, s); }
+static int rtpeer_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return rtpeer(h, dv, n, s); }
 static int drv3d_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3d(h, dv, n, D2H, s); }
 /* arrays: the "device buffer" is a CUarray over device memory */
 struct fake_array { char *mem; size_t size; };
@@ -206,7 +220,10 @@ static int drv3dbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { r
 	X(cuMemcpy2DAsync_v2) X(cuMemcpy3DAsync_v2) X(cuMemcpyHtoAAsync_v2)   \
 	X(cuMemcpyAtoHAsync_v2) X(cuMemcpyBatchAsync_v2)                      \
 	X(cuMemcpy3DBatchAsync_v2) X(cuGetProcAddress_v2)                     \
-	X(cuMemHostRegister_v2) X(cuMemHostUnregister)
+	X(cuMemHostRegister_v2) X(cuMemHostUnregister)                        \
+	X(cuMemcpy3DPeerAsync) X(cuDevicePrimaryCtxReset_v2)                  \
+	X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxRetain)           \
+	X(cuCtxSetCurrent) X(cuCtxDestroy_v2)
 #define DECL_D(n) int n(void);
 DRV_LINKED(DECL_D)
 #undef DECL_D
@@ -244,6 +261,14 @@ static void path_init(void)
 	else if (IS("rt3d")) h2d = rt3d_h2d, d2h = rt3d_d2h;
 	else if (IS("rtsym")) h2d = rtsym_h2d, d2h = rtsym_d2h;
 	else if (IS("rtbatch")) h2d = rtbatch_h2d, d2h = rtbatch_d2h;
+	else if (IS("rt3dpeer")) h2d = rtpeer_h2d, d2h = rtpeer_d2h;
+	else if (IS("gpa3dpeer") || IS("entry3dpeer")) {
+		h2d = drv3d_h2d, d2h = drv3d_d2h;
+		if (IS("gpa3dpeer"))
+			drv_fn[0] = by_gpa("cuMemcpy3DPeerAsync", 0);
+		else
+			CHECK(R.cudaGetDriverEntryPoint("cuMemcpy3DPeerAsync", &drv_fn[0], 0, NULL) == 0 && drv_fn[0]);
+	}
 	else if (IS("rt")) ;
 	else {
 		/* the driver's forms: linked, dlsym on its handle, or from
@@ -253,6 +278,8 @@ static void path_init(void)
 		if (IS("drvany")) a = b = "cuMemcpyAsync", h2d = any_h2d, d2h = any_d2h;
 		if (IS("drv2d")) a = b = "cuMemcpy2DAsync_v2", h2d = drv2d_h2d, d2h = drv2d_d2h;
 		if (IS("drv3d")) a = b = "cuMemcpy3DAsync_v2", h2d = drv3d_h2d, d2h = drv3d_d2h;
+		/* CUDA_MEMCPY3D_PEER has the 3D layout (contexts NULL) */
+		if (IS("drv3dpeer")) a = b = "cuMemcpy3DPeerAsync", h2d = drv3d_h2d, d2h = drv3d_d2h;
 		if (IS("drvarr")) a = "cuMemcpyHtoAAsync_v2", b = "cuMemcpyAtoHAsync_v2", h2d = arr_h2d, d2h = arr_d2h;
 		if (IS("drvbatch")) a = b = "cuMemcpyBatchAsync_v2", h2d = drvbatch_h2d, d2h = drvbatch_d2h;
 		if (IS("drv3dbatch")) a = b = "cuMemcpy3DBatchAsync_v2", h2d = drv3dbatch_h2d, d2h = drv3dbatch_d2h;
@@ -619,6 +646,9 @@ static void rtdefault(void)
 }
 #endif
 
+/* Range shapes, refused releases, coverage and context lifetime. */
+#include "cuda_ranges.h"
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -658,6 +688,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "mlock_fallback")) mlock_fallback();
 	else if (!strcmp(m, "fault")) fault();
 	else if (!strcmp(m, "coverage")) coverage();
+	else if (ranges_mode(m)) ;
 	else return 2;
 	printf("cuda_prog %s: ok\n", m);
 	return 0;

@@ -210,6 +210,9 @@ static void readopt(void)
 }
 #endif
 
+/* Range shapes and refused releases. */
+#include "ze_ranges.h"
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -230,6 +233,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "drop_hooked")) drop_hooked();
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "fork")) forked();
+	else if (ranges_mode(m)) ;
 	else return 2;
 	printf("ze_prog %s: ok\n", m);
 	return 0;

@@ -115,3 +115,38 @@ HP_CUDART_OPT_FNS(CHECK_FN, cudaError_t, enum cudaStreamCaptureStatus)
 _Static_assert(cudaStreamCaptureStatusNone == HP_cudaStreamCaptureStatusNone, "");
 
 int main(void) { return 0; }
+
+/* 3D peer copies and the entry points that end a context. */
+_Static_assert(CUDA_ERROR_CONTEXT_IS_DESTROYED ==
+		   HP_CUDA_ERROR_CONTEXT_IS_DESTROYED, "");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuMemcpy3DPeerAsync),
+					    CUresult (*)(const CUDA_MEMCPY3D_PEER *,
+							 CUstream)),
+	       "cuMemcpy3DPeerAsync");
+_Static_assert(sizeof(hp_CUDA_MEMCPY3D_PEER) == sizeof(CUDA_MEMCPY3D_PEER),
+	       "3D peer");
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, srcMemoryType);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, srcHost);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, srcPitch);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, srcHeight);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, dstMemoryType);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, dstHost);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, dstDevice);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, dstPitch);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, WidthInBytes);
+SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, Depth);
+_Static_assert(sizeof(hp_cudaMemcpy3DPeerParms) ==
+		   sizeof(struct cudaMemcpy3DPeerParms), "3D peer parms");
+SAME(hp_cudaMemcpy3DPeerParms, struct cudaMemcpy3DPeerParms, srcPtr);
+SAME(hp_cudaMemcpy3DPeerParms, struct cudaMemcpy3DPeerParms, dstArray);
+SAME(hp_cudaMemcpy3DPeerParms, struct cudaMemcpy3DPeerParms, dstPtr);
+SAME(hp_cudaMemcpy3DPeerParms, struct cudaMemcpy3DPeerParms, extent);
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuDevicePrimaryCtxReset_v2),
+					    CUresult (*)(hp_CUdevice)),
+	       "cuDevicePrimaryCtxReset_v2");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuDevicePrimaryCtxRelease_v2),
+					    CUresult (*)(hp_CUdevice)),
+	       "cuDevicePrimaryCtxRelease_v2");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxDestroy_v2),
+					    CUresult (*)(hp_CUcontext)),
+	       "cuCtxDestroy_v2");

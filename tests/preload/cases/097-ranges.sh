@@ -1,0 +1,53 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- range shapes, refused releases, the coverage check and context
+# lifetime, against the fake CUDA driver (cuda_prog's cuda_ranges.h modes) ----
+# cprog PROG NAME WANT-RC LIVE ENV... -- MODE: lib.sh's cuda() for any of
+# the three builds of cuda_prog.
+cprog() {
+	local prog=$1 name=$2 want=$3 live=$4; shift 4
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=3000 \
+		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
+	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "$name"
+	else bad "$name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+cuda "a program registration starting below hostpin's lowest block and ending inside it" 0 0 -- straddle
+cuda "two program registrations in one block: registered again only when both are gone" 0 0 -- two_foreign
+cuda "refused unregistration: munmap, MAP_FIXED and free leave the range mapped (leaked)" 0 2 \
+	FAKE_CUDA_FAIL=cuMemHostUnregister:1,cuMemHostUnregister:2 -- munmap_leak
+cuda "a 2D copy whose host side runs into a block from outside is waited for" 0 0 -- runs_into
+d=$(mktemp -d)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=1G HP_LATE_EXTRA="$B/libextra.so" FAKE_CUDA_LOG="$d/log" \
+	FAKE_CUDA_DELAY_US=3000 "$B/cuda_prog" coverage_late 2>&1); rc=$?
+n=$(echo "$out" | grep -c "libextra.so exports cuMemcpyFancyAsync")
+if [ $rc -eq 0 ] && [ "$n" = 1 ] && fakelog "$d/log"; then
+	ok "coverage: an unknown copy entry point loaded late unregisters registered and cached blocks (1 message)"
+else bad "coverage loaded late (rc $rc, $n messages): $(echo "$out" | tail -3)"; fi
+rm -rf "$d"
+for prog in cuda_prog cuda_static cuda_dl; do
+	cprog $prog "context: cudaDeviceReset sends blocks back to pending, registered again later ($prog)" 0 0 -- reset_rt
+done
+for how in linked gpa entry dlsym; do
+	cuda "context: cuDevicePrimaryCtxReset ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- reset_drv
+done
+for how in linked gpa; do
+	cuda "context: the last cuDevicePrimaryCtxRelease ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- release_drv
+done
+for how in linked dlsym; do
+	cuda "context: cuCtxDestroy ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- destroy_drv
+done
+# ---- the same shapes against the fake Level Zero driver ----
+zerun "an import starting below hostpin's lowest block and ending inside it" 0 -- straddle
+zerun "two imports of the program in one block: imported again only when both are gone" 0 -- two_foreign
+d=$(mktemp -d)
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$d/log" \
+	FAKE_ZE_FAIL=zexDriverReleaseImportedPointer:1 "$B/ze_prog" munmap_leak 2>&1); rc=$?
+main=$(head -1 "$d/log" | cut -d' ' -f1)
+if [ $rc -eq 0 ] && ! grep -q VIOLATION "$d/log" && grep -q "^$main ze EXIT live=1\$" "$d/log"; then
+	ok "level zero: refused release: munmap leaves the imported range mapped (leaked, still imported)"
+else bad "level zero refused release (rc $rc): $(grep -m2 'VIOLATION\|EXIT' "$d/log") $(echo "$out" | tail -2)"; fi
+rm -rf "$d"

@@ -1,0 +1,88 @@
+/* ze_prog modes on range shapes and refused releases (included by
+ * ze_prog.c: its helpers).
+ *   straddle     the program imports a range that starts below hostpin's
+ *                lowest block and ends inside it
+ *   two_foreign  two imports of the program in one block
+ *   munmap_leak  release refused (FAKE_ZE_FAIL): munmap leaves it mapped */
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+static void straddle(void)
+{
+	ze_driver_handle_t d = init();
+	imp_t imp;
+	rel_t rel;
+	fns(d, &imp, &rel);
+	ze_driver_handle_t nd = native(d);
+	/* the top 12 MiB an mmap hostpin tracks (its lowest block), the
+	 * bottom 4 MiB mapped behind its back */
+	char *r = (void *)syscall(SYS_mmap, NULL, 16 * MB, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(r != MAP_FAILED);
+	char *m = mmap(r + 4 * MB, 12 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(m == r + 4 * MB);
+	memset(r, 1, 16 * MB);
+	if (hp)
+		CHECK(registered(m));
+	CHECK(imp(nd, r + 2 * MB, 4 * MB) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(!registered(m));
+	CHECK(rel(nd, r + 2 * MB) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(registered(m));
+	CHECK(munmap(m, 12 * MB) == 0);
+	syscall(SYS_munmap, r, 4 * MB);
+}
+
+static void two_foreign(void)
+{
+	ze_driver_handle_t d = init();
+	imp_t imp;
+	rel_t rel;
+	fns(d, &imp, &rel);
+	ze_driver_handle_t nd = native(d);
+	char *p = malloc(16 * MB);
+	tp_fill(p, 16 * MB, 4);
+	if (hp)
+		CHECK(registered(p));
+	CHECK(imp(nd, p, 2 * MB) == ZE_RESULT_SUCCESS);
+	CHECK(imp(nd, p + 8 * MB, 2 * MB) == ZE_RESULT_SUCCESS);
+	CHECK(rel(nd, p + 8 * MB) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(!registered(p)); /* the first import still covers part */
+	CHECK(rel(nd, p) == ZE_RESULT_SUCCESS);
+	if (hp)
+		CHECK(registered(p));
+	CHECK(tp_verify(p, 16 * MB, 4));
+	free(p);
+}
+
+static void munmap_leak(void)
+{
+	init();
+	char *m = mmap(NULL, 16 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, 5, 16 * MB);
+	if (hp)
+		CHECK(registered(m));
+	CHECK(munmap(m, 16 * MB) == 0);
+	if (hp) {
+		unsigned char v[1];
+		for (size_t off = 0; off < 16 * MB; off += 4096)
+			CHECK(mincore(m + off, 4096, v) == 0);
+		CHECK(m[0] == 5);
+		struct hostpin_stats st;
+		CHECK(tp_stats(&st) == 0 && st.leaked_blocks == 1);
+	}
+}
+
+static int ranges_mode(const char *m)
+{
+	if (!strcmp(m, "straddle")) straddle();
+	else if (!strcmp(m, "two_foreign")) two_foreign();
+	else if (!strcmp(m, "munmap_leak")) munmap_leak();
+	else return 0;
+	return 1;
+}
