@@ -1,6 +1,7 @@
 # hostpin: thin top level.  Out-of-tree objects under build/.
 #   make            build build/libhostpin.so and the launcher
 #   make check      install missing Debian packages, build, run every test
+#   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       run a PyTorch CPU training loop under hostpin, print the report
 #   make bench      benchmarks; results in bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -31,7 +32,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench install clean deps unit sanitize preload-tests stress gpu-check
+.PHONY: all check demo bench install clean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map
@@ -88,10 +89,15 @@ sanitize: $(B)/test/registry-tsan $(B)/test/registry-asan
 preload-tests: $(DEPS_STAMP) all
 	tests/preload/run.sh
 
+# glibc 2.31: build and run the preload tests in a Debian 11 root, made
+# once under build/bullseye (scripts/compat-tier).
+compat:
+	scripts/compat-tier
+
 # Tiers, fastest first: unit (and the registry under sanitizers), preload,
-# stress.
+# stress, compat.
 check: $(DEPS_STAMP) all
-	$(MAKE) --no-print-directory unit sanitize preload-tests stress
+	$(MAKE) --no-print-directory unit sanitize preload-tests stress compat
 
 demo: $(DEPS_STAMP) all
 	scripts/demo
