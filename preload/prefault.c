@@ -10,7 +10,8 @@
 
 #include "hp.h"
 
-/* glibc before 2.35 does not name it; the kernel has it since 5.14. */
+/* Older glibc headers (Debian 11's 2.31) do not name it; Linux has it since
+ * 5.14. */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -37,10 +38,12 @@ static int populate(char *p, size_t n)
 
 /* Does the kernel know the advice?  An empty range at a page boundary is
  * refused with EINVAL only for advice the kernel lacks (before 5.14), and
- * touches nothing.  Without it, nothing is pre-faulted and no worker is
- * started: the backend's pin faults the pages in itself.  Writing to the
- * pages by hand instead could fault on a range that is no longer writable
- * (a tracked mapping made read-only) or race with the program's writes. */
+ * touches nothing; one system call per block of 8 MiB or more, beside a
+ * pin that takes milliseconds.  Without it, nothing is pre-faulted and no
+ * worker is started: the backend's pin faults the pages in itself.  Writing
+ * to the pages by hand instead could fault on a range that is no longer
+ * writable (a tracked mapping made read-only) or race with the program's
+ * writes. */
 static int populate_known(void *base)
 {
 	char *page = (char *)((uintptr_t)base & ~(uintptr_t)(HP_PAGE_SIZE - 1));
