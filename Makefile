@@ -1,6 +1,7 @@
 # hostpin: thin top level.  Out-of-tree objects under build/.
 #   make            build build/libhostpin.so and the launcher
 #   make check      install missing Debian packages, build, run every test
+#   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR=  (make uninstall undoes it)
@@ -41,7 +42,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench bench-peers install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check
+.PHONY: all check demo bench bench-peers install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -98,10 +99,15 @@ sanitize: $(B)/test/registry-tsan $(B)/test/registry-asan
 preload-tests: $(DEPS_STAMP) all
 	tests/preload/run.sh
 
+# glibc 2.31: build and run the preload tests in a Debian 11 root, made
+# once under build/bullseye (scripts/compat-tier).
+compat:
+	scripts/compat-tier
+
 # Tiers, fastest first: unit (and the registry under sanitizers), preload,
-# stress.
+# stress, compat.
 check: $(DEPS_STAMP) all
-	$(MAKE) --no-print-directory unit sanitize preload-tests stress pkg-check
+	$(MAKE) --no-print-directory unit sanitize preload-tests stress pkg-check compat
 
 # The Python module's tests (with and without hostpin), then the Debian
 # package: built, installed, smoke-tested and removed again.

@@ -174,7 +174,8 @@ struct hp_real hp_real = {
 /* ---- glibc's dlsym and dlvsym ----
  * hostpin exports both names (hooks_dlsym.c), so every call to them from
  * anywhere, hostpin included, reaches hostpin; the real ones are looked up
- * in libc's own dynamic symbol table with its GNU hash. */
+ * in libc's own dynamic symbol table (libdl's before glibc 2.34) with its
+ * GNU hash. */
 void *(*hp_dlsym_next)(void *, const char *);
 void *(*hp_dlvsym_next)(void *, const char *, const char *);
 
@@ -204,6 +205,14 @@ static void find_libc_dl(void)
 {
 	void *f[2] = {NULL, NULL};
 	dl_iterate_phdr(libc_dl, f);
+	/* Before glibc 2.34 they are libdl.so.2's, loaded with hostpin (it
+	 * links -ldl); hp_obj_find walks dl_iterate_phdr too. */
+	hp_obj_t dl;
+	if ((f[0] == NULL || f[1] == NULL) &&
+	    hp_obj_find("libdl.so.2", NULL, &dl)) {
+		f[0] = hp_obj_sym(&dl, "dlsym");
+		f[1] = hp_obj_sym(&dl, "dlvsym");
+	}
 	if (f[0] == NULL || f[1] == NULL)
 		hp_fatal("cannot find dlsym and dlvsym in the C library");
 	*(void **)&hp_dlvsym_next = f[1];

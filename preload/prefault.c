@@ -3,11 +3,18 @@
  * they are), which is several times faster than letting mlock or the driver
  * fault them one by one.  The worker pool is created on first use, so only
  * processes that actually pin get threads (invariant 9). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
 #include "hp.h"
+
+/* Older glibc headers (Debian 11's 2.31) do not name it; Linux has it since
+ * 5.14. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 #define MAX_WORKERS 63
 #define PREFAULT_MIN ((size_t)8 << 20) /* below this, one thread is enough */
@@ -27,6 +34,26 @@ static _Atomic size_t job_next, job_done;
 static int populate(char *p, size_t n)
 {
 	return hp_real.madvise(p, n, MADV_POPULATE_WRITE);
+}
+
+/* Does the kernel know the advice?  An empty range at a page boundary is
+ * refused with EINVAL only for advice the kernel lacks (before 5.14), and
+ * touches nothing; one system call per block of 8 MiB or more, beside a
+ * pin that takes milliseconds.  Without it, nothing is pre-faulted and no
+ * worker is started: the backend's pin faults the pages in itself.  Writing
+ * to the pages by hand instead could fault on a range that is no longer
+ * writable (a tracked mapping made read-only) or race with the program's
+ * writes. */
+static int populate_known(void *base)
+{
+	char *page = (char *)((uintptr_t)base & ~(uintptr_t)(HP_PAGE_SIZE - 1));
+	if (hp_real.madvise(page, 0, MADV_POPULATE_WRITE) == 0)
+		return 1;
+	if (errno == EINVAL)
+		HP_LOG_ONCE(HP_LOG_INFO, "the kernel lacks MADV_POPULATE_WRITE "
+			    "(Linux 5.14): large blocks are pinned without "
+			    "pre-faulting");
+	return 0;
 }
 
 /* A job as one worker saw it: copied under mu, so that the next job's
@@ -80,7 +107,8 @@ static void *worker(void *arg)
 void hp_prefault(void *base, size_t len)
 {
 	size_t want = (size_t)hp_opt[HP_OPT_PREFAULT_THREADS];
-	if (want <= 1 || len < PREFAULT_MIN || hp_in_child)
+	if (want <= 1 || len < PREFAULT_MIN || hp_in_child ||
+	    !populate_known(base))
 		return;
 	pthread_mutex_lock(&job_mu);
 	pthread_mutex_lock(&mu);

@@ -43,10 +43,13 @@ $CC $CFL -Wno-unused-parameter -shared -fPIC -Wl,-Bsymbolic -Wl,-soname,libcuda.
 	build cuda_dl cuda_prog.c -DVIA_DLOPEN -Wl,-rpath,"$F" ||
 	bad "build the CUDA fakes"
 # the fake Level Zero driver (two copies, for the two-driver case) and a
-# program over the real loader
+# program over the real loader; HP_NO_LEVEL_ZERO=1 (the glibc compatibility
+# tier: Debian 11 has no Level Zero loader) builds none of it
+if [ -z "${HP_NO_LEVEL_ZERO:-}" ]; then
 $CC $CFL -shared -fPIC -o "$F/libfake_ze.so" ../fakes/fake_ze.c -ldl -lpthread &&
 	$CC $CFL -shared -fPIC -DFAKE_TAG=\"ze2\" -o "$F/libfake_ze2.so" ../fakes/fake_ze.c -ldl -lpthread &&
 	build ze_prog ze_prog.c -lze_loader || bad "build the Level Zero fake"
+fi
 $CC $CFL -shared -fPIC -o "$B/libnext.so" libnext.c -ldl && build dlcheck dlcheck.c -lm &&
 	$CC $CFL -shared -fPIC -o "$B/libextra.so" libextra.c || bad "build the dlsym programs"
 $CC $CFL -shared -fPIC -o "$B/libearly.so" early_lib.c &&

@@ -7,5 +7,6 @@ Suite *registry_suite(void);
 Suite *options_suite(void);
 Suite *log_suite(void);
 Suite *policy_suite(void);
+Suite *prefault_suite(void);
 #endif
 #endif
