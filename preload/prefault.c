@@ -4,6 +4,7 @@
  * fault them one by one.  The worker pool is created on first use, so only
  * processes that actually pin get threads (invariant 9). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -90,7 +91,15 @@ void hp_prefault(void *base, size_t len)
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&a, 64 << 10);
+		/* Created with every signal blocked, for its whole life: a
+		 * signal the program blocks and collects with signalfd or
+		 * sigwait must never be delivered to a helper instead
+		 * (invariant 11).  The caller's mask is restored after. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		int e = pthread_create(&t, &a, worker, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&a);
 		if (e)
 			break;
