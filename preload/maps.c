@@ -70,17 +70,28 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	return 0;
 }
 
+/* Might [a, b) overlap a tracked range?  An interval test against the
+ * registry's bounds: a range that starts below the lowest tracked range
+ * (a reservation released whole after a commit inside it) still reaches
+ * the walk. */
+static int may_hold(uintptr_t a, uintptr_t b)
+{
+	/* relaxed: as hp_registry_maybe (the bounds are written before the
+	 * slots that make a range visible are published) */
+	return a < b &&
+	       a < atomic_load_explicit(&hp_reg.hi, memory_order_relaxed) &&
+	       b > atomic_load_explicit(&hp_reg.lo, memory_order_relaxed);
+}
+
 /* Unpin and untrack [a, a+len) before the caller unmaps or replaces it;
  * the parts of affected ranges outside it stay tracked and pinned.  Returns
  * the kind of the first range affected (0 if none). */
 static unsigned release_range(uintptr_t a, size_t len)
 {
 	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0};
-	if (len == 0 || !hp_registry_maybe(&hp_reg, c.a) ||
-	    c.b <= c.a)
-		goto out;
-	hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one, &c);
-out:
+	if (len && may_hold(c.a, c.b))
+		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
+					 &c);
 	return c.kind;
 }
 
@@ -150,8 +161,7 @@ int hp_madvise_do(void *a, size_t len, int advice)
 		errno = EINVAL;
 		return -1;
 	}
-	if (hp_registry_maybe(&hp_reg, ad.cur) ||
-	    hp_registry_maybe(&hp_reg, ad.end - 1))
+	if (may_hold(ad.cur, ad.end))
 		hp_registry_each_overlap(&hp_reg, ad.cur, ad.end - ad.cur,
 					 advise_one, &ad);
 	advise_gap(&ad, ad.end);

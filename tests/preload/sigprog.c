@@ -12,30 +12,12 @@
 #include <sys/signalfd.h>
 #include <time.h>
 
-#include "tp.h"
-
-static void cuda_up(const char *path)
-{
-	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-	CHECK(h != NULL);
-	int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
-	int (*get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
-	int (*retain)(void **, int) =
-	    (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
-	int (*set)(void *) = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
-	CHECK(init && get && retain && set);
-	int dev;
-	void *ctx;
-	CHECK(init(0) == 0 && get(&dev, 0) == 0 && retain(&ctx, dev) == 0 &&
-	      set(ctx) == 0);
-}
+#include "cuda_up.h"
 
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "signalfd";
-	const char *fake = getenv("HP_FAKE_CUDA");
-	if (fake && *fake)
-		cuda_up(fake);
+	tp_cuda_maybe();
 	size_t n = (size_t)16 << 20;
 	char *p = malloc(n);
 	CHECK(p);
