@@ -56,6 +56,11 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		/* e stays EAGAIN */
 	} else if (hp_coverage_ok(hp_backend, &why)) {
 		e = EPERM; /* refused: a copy could bypass the hooks */
+	} else if (hp_backend == &hp_backend_mlock &&
+		   !hp_memlock_fits(len, atomic_load_explicit(
+				    &hp_ctr.pinned_bytes_now,
+				    memory_order_relaxed) - len, &why)) {
+		e = ENOMEM; /* the kernel would refuse: no pre-fault work */
 	} else {
 		uint64_t t0 = hp_now_ns();
 		hp_prefault((void *)base, len);

@@ -83,6 +83,7 @@ void hp_prefault(void *base, size_t len)
 	size_t want = (size_t)hp_opt[HP_OPT_PREFAULT_THREADS];
 	if (want <= 1 || len < PREFAULT_MIN || hp_in_child)
 		return;
+	hp_log(HP_LOG_DEBUG, "pre-faulting %zu bytes at %p", len, base);
 	pthread_mutex_lock(&job_mu);
 	pthread_mutex_lock(&mu);
 	while ((size_t)nworkers + 1 < want && nworkers < MAX_WORKERS) {
