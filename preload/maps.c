@@ -58,6 +58,10 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
 	if (!c->kind)
 		c->kind = kind;
+	/* Part of a pinned range: unpin only the cells the release touches;
+	 * the rest keeps its pins. */
+	if (hp_pin_split(r, s, c->a, c->b) == 0)
+		return 0;
 	if (hp_untrack(r, s))
 		return 0; /* leaked: stays registered, never reused */
 	uintptr_t end = s->base + s->len;
@@ -117,7 +121,7 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 }
 
 struct advise {
-	uintptr_t cur, end;
+	uintptr_t cur, end, to;
 	int advice, ret, err;
 };
 
@@ -130,6 +134,12 @@ static void advise_gap(struct advise *ad, uintptr_t to)
 	}
 }
 
+static void discard_cb(void *arg)
+{
+	struct advise *ad = arg;
+	advise_gap(ad, ad->to);
+}
+
 static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct advise *ad = arg;
@@ -140,14 +150,12 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
 	advise_gap(ad, a);
 	ad->cur = a;
-	/* Locked pages refuse DONTNEED (EINVAL): unpin, discard, pin again.
-	 * The range survives, so it is pinned again (its pages now zero). */
-	if (hp_unpin(r, s->base, s->len) == 0) {
-		advise_gap(ad, b);
-		hp_pin(r, s->base, s->len);
-	} else if (!ad->ret) {
+	ad->to = b;
+	/* Locked pages refuse DONTNEED (EINVAL), and a registered page must
+	 * not be discarded (invariant 1): unpin the cells [a, b) touches,
+	 * discard, pin them again (their pages now zero). */
+	if (hp_pin_discard(r, s, a, b, discard_cb, ad) && !ad->ret)
 		ad->ret = -1, ad->err = EBUSY;
-	}
 	ad->cur = b;
 	hp_busy_end(r, st);
 	return 0;
@@ -155,8 +163,8 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 int hp_madvise_do(void *a, size_t len, int advice)
 {
-	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), advice,
-			    0, 0};
+	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), 0,
+			    advice, 0, 0};
 	if (((uintptr_t)a & (HP_PAGE_SIZE - 1)) || ad.end < ad.cur) {
 		errno = EINVAL;
 		return -1;
