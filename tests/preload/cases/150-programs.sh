@@ -94,9 +94,9 @@ fi
 # small purges and partial unmaps of a 256 MiB pinned mapping: contents,
 # locks (smaps), pinned bytes, and the fake driver's registrations right
 runq "purges and partial unmaps [mlock]: only the touched pages are unlocked and locked again" \
-	$P HOSTPIN_BACKEND=mlock HP_EXPECT_PINNED=1 HP_EXPECT_LOCKED=1 -- "$B/ranges" purge
+	$P HOSTPIN_BACKEND=mlock HP_EXPECT_PINNED=1 HP_EXPECT_LOCKED=1 -- timeout 300 "$B/ranges" purge
 runq "purges and partial unmaps [cuda, fake driver, 2 MiB cells]" $P HOSTPIN_BACKEND=cuda \
-	HOSTPIN_REGISTER_CHUNK=2M HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 -- "$B/ranges" purge
+	HOSTPIN_REGISTER_CHUNK=2M HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 -- timeout 300 "$B/ranges" purge
 # registered bytes in all: the first registration plus two cells a purge
 # (re-registering the whole mapping each time would be 25 GiB)
 regd=$(echo "$RUNQ_LOG" | awk '$2 == "REG" {s += $4} END {print s + 0}')
@@ -104,10 +104,10 @@ if [ "$regd" -gt 0 ] && [ "$regd" -le $((1536 << 20)) ]; then
 	ok "purges and partial unmaps [cuda, 2 MiB cells]: $regd bytes registered in all (proportional to the parts)"
 else bad "purges and partial unmaps [cuda, 2 MiB cells]: $regd bytes registered in all"; fi
 runq "purges and partial unmaps [cuda, fake driver, 3 MiB + 1 page cells]" $P HOSTPIN_BACKEND=cuda \
-	HOSTPIN_REGISTER_CHUNK=3149824 HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 -- "$B/ranges" purge
+	HOSTPIN_REGISTER_CHUNK=3149824 HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 -- timeout 300 "$B/ranges" purge
 runq "purges and partial unmaps [cuda, fake driver, whole registrations]" $P HOSTPIN_BACKEND=cuda \
-	HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 -- "$B/ranges" purge
+	HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 -- timeout 300 "$B/ranges" purge
 runq "purges and partial unmaps [mlock fallback of a refused registration]" $P HOSTPIN_BACKEND=cuda HOSTPIN_MLOCK=1 \
 	FAKE_CUDA_FAIL=cuMemHostRegister_v2:1 HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 HP_EXPECT_LOCKED=1 \
-	HOSTPIN_LOG=error -- "$B/ranges" purge
-runq "purges and partial unmaps [none]" $P HOSTPIN_BACKEND=none -- "$B/ranges" purge
+	HOSTPIN_LOG=error -- timeout 300 "$B/ranges" purge
+runq "purges and partial unmaps [none]" $P HOSTPIN_BACKEND=none -- timeout 300 "$B/ranges" purge
