@@ -205,7 +205,10 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	unsigned f = hp_rflags(r);
 	uintptr_t base = s->base, end = base + s->len;
 	uintptr_t ca = a > base ? a : base, cb = b < end ? b : end;
-	if (!(f & HP_PIN_MASK) || (f & HP_F_FOREIGN) || (ca == base && cb == end))
+	/* Only the program's own mappings: part of a heap block unmapped by
+	 * the program (a misuse) goes the plain way. */
+	if (!(f & HP_PIN_MASK) || (f & HP_F_FOREIGN) ||
+	    !(f & HOSTPIN_KIND_MMAP) || (ca == base && cb == end))
 		return EINVAL; /* the caller untracks it whole */
 	if (hp_backend->quiesce)
 		hp_backend->quiesce(r);
@@ -222,10 +225,9 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	HP_CTR_SUB(pinned_bytes_now, s->len);
 	hp_site_account(hp_rsite(r), s->len, 0);
 	hp_registry_remove(&hp_reg, r);
-	/* What survives a partial munmap is a mapping, not a heap block. */
 	if (ca > base)
-		survivor(HOSTPIN_KIND_MMAP, f & HP_PIN_MASK, dev, base, ca, lo, ca);
+		survivor(kind, f & HP_PIN_MASK, dev, base, ca, lo, ca);
 	if (cb < end)
-		survivor(HOSTPIN_KIND_MMAP, f & HP_PIN_MASK, dev, cb, end, cb, hi);
+		survivor(kind, f & HP_PIN_MASK, dev, cb, end, cb, hi);
 	return 0;
 }
