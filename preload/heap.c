@@ -144,6 +144,38 @@ size_t hp_block_usable(const void *p, int *handled)
 	return r ? s.len : 0;
 }
 
+/* Grow a claimed block by moving its pages rather than copying them
+ * (mremap, as glibc grows its mmapped chunks), with half again as much
+ * headroom, so that a buffer grown in small steps costs amortised O(1) per
+ * byte even when each move re-pins it.  The block is unpinned and forgotten
+ * before its pages move and tracked and pinned again at the new place
+ * (invariant 1).  NULL, with the block still tracked at its old place
+ * (unless it had to be leaked: *leaked), if it cannot grow this way. */
+static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
+{
+	size_t len = hp_page_up(n), more = s->len + s->len / 2;
+	if (more > len && more > s->len)
+		len = hp_page_up(more);
+	if (hp_untrack(r, s)) {
+		*leaked = 1; /* still registered: never moved or reused */
+		return NULL;
+	}
+	void *q = hp_real.mremap((void *)s->base, s->len, len, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED) {
+		hp_track(s->base, s->len, HOSTPIN_KIND_MALLOC);
+		return NULL;
+	}
+	if (hp_track((uintptr_t)q, len, HOSTPIN_KIND_MALLOC) == 0)
+		return q;
+	/* Cannot be tracked (no memory for the registry): hand the caller
+	 * memory of the next allocator's, which its free understands. */
+	void *m = hp_real.malloc(n);
+	if (m)
+		memcpy(m, q, s->len < n ? s->len : n);
+	hp_real.munmap(q, len);
+	return m;
+}
+
 void *hp_block_realloc(void *p, size_t n, int *handled)
 {
 	hp_snap_t s;
@@ -158,6 +190,31 @@ void *hp_block_realloc(void *p, size_t n, int *handled)
 	/* Stays a hostpin block and fits without wasting over half: keep. */
 	if (n >= hp_threshold && n <= s.len && n > s.len / 2)
 		return p;
+	/* Growing: move the pages (a block the program registered itself
+	 * stays where it is: the program holds its address). */
+	if (n > s.len && n <= PTRDIFF_MAX && !(hp_rflags(r) & HP_F_FOREIGN)) {
+		if (!hp_claim_release(r, &s))
+			hp_fatal("realloc(): double free of hostpin block %p "
+				 "(racing release)", p);
+		int leaked = 0;
+		void *q = grow_block(r, &s, n, &leaked);
+		if (q)
+			return q;
+		if (leaked) { /* copy out; the old block is never reused */
+			q = hp_block_alloc(n, 0, 0);
+			if (q == NULL)
+				q = hp_real.malloc(n);
+			if (q)
+				memcpy(q, p, s.len);
+			else
+				errno = ENOMEM;
+			return q;
+		}
+		/* tracked again at its old place: copy as before */
+		r = own_block(p, &s, "realloc");
+		if (r == NULL)
+			return NULL; /* cannot happen: it is ours again */
+	}
 	void *q = n >= hp_threshold ? hp_block_alloc(n, 0, 0) : NULL;
 	if (q == NULL)
 		q = hp_real.malloc(n);

@@ -253,6 +253,10 @@ HP_HIDDEN void hp_sites_report(int fd);
 
 /* ---- pre-faulting (prefault.c) ---- */
 HP_HIDDEN void hp_prefault(void *base, size_t len);
+/* memlock.c: 1 if locking len more bytes, with `locked` already locked by
+ * hostpin, fits RLIMIT_MEMLOCK (or the limit does not apply); else 0 with
+ * *why set. */
+HP_HIDDEN int hp_memlock_fits(size_t len, size_t locked, const char **why);
 
 /* ---- backends (backend.h) ---- */
 #include "backend.h"

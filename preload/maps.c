@@ -58,6 +58,10 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
 	if (!c->kind)
 		c->kind = kind;
+	/* Part of a pinned range: unpin only the cells the release touches;
+	 * the rest keeps its pins. */
+	if (hp_pin_split(r, s, c->a, c->b) == 0)
+		return 0;
 	if (hp_untrack(r, s))
 		return 0; /* leaked: stays registered, never reused */
 	uintptr_t end = s->base + s->len;
@@ -70,17 +74,28 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	return 0;
 }
 
+/* Might [a, b) overlap a tracked range?  An interval test against the
+ * registry's bounds: a range that starts below the lowest tracked range
+ * (a reservation released whole after a commit inside it) still reaches
+ * the walk. */
+static int may_hold(uintptr_t a, uintptr_t b)
+{
+	/* relaxed: as hp_registry_maybe (the bounds are written before the
+	 * slots that make a range visible are published) */
+	return a < b &&
+	       a < atomic_load_explicit(&hp_reg.hi, memory_order_relaxed) &&
+	       b > atomic_load_explicit(&hp_reg.lo, memory_order_relaxed);
+}
+
 /* Unpin and untrack [a, a+len) before the caller unmaps or replaces it;
  * the parts of affected ranges outside it stay tracked and pinned.  Returns
  * the kind of the first range affected (0 if none). */
 static unsigned release_range(uintptr_t a, size_t len)
 {
 	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0};
-	if (len == 0 || !hp_registry_maybe(&hp_reg, c.a) ||
-	    c.b <= c.a)
-		goto out;
-	hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one, &c);
-out:
+	if (len && may_hold(c.a, c.b))
+		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
+					 &c);
 	return c.kind;
 }
 
@@ -111,7 +126,7 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 }
 
 struct advise {
-	uintptr_t cur, end;
+	uintptr_t cur, end, to;
 	int advice, ret, err;
 };
 
@@ -122,6 +137,12 @@ static void advise_gap(struct advise *ad, uintptr_t to)
 		    !ad->ret)
 			ad->ret = -1, ad->err = errno;
 	}
+}
+
+static void discard_cb(void *arg)
+{
+	struct advise *ad = arg;
+	advise_gap(ad, ad->to);
 }
 
 static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
@@ -142,14 +163,12 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 		return 0;
 	advise_gap(ad, a);
 	ad->cur = a;
-	/* Locked pages refuse DONTNEED (EINVAL): unpin, discard, pin again.
-	 * The range survives, so it is pinned again (its pages now zero). */
-	if (hp_unpin(r, s->base, s->len) == 0) {
-		advise_gap(ad, b);
-		hp_pin(r, s->base, s->len);
-	} else if (!ad->ret) {
+	ad->to = b;
+	/* Locked pages refuse DONTNEED (EINVAL), and a registered page must
+	 * not be discarded (invariant 1): unpin the cells [a, b) touches,
+	 * discard, pin them again (their pages now zero). */
+	if (hp_pin_discard(r, s, a, b, discard_cb, ad) && !ad->ret)
 		ad->ret = -1, ad->err = EBUSY;
-	}
 	ad->cur = b;
 	hp_busy_end(r, st);
 	return 0;
@@ -157,14 +176,13 @@ static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 int hp_madvise_do(void *a, size_t len, int advice)
 {
-	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), advice,
-			    0, 0};
+	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), 0,
+			    advice, 0, 0};
 	if (((uintptr_t)a & (HP_PAGE_SIZE - 1)) || ad.end < ad.cur) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (hp_registry_maybe(&hp_reg, ad.cur) ||
-	    hp_registry_maybe(&hp_reg, ad.end - 1))
+	if (may_hold(ad.cur, ad.end))
 		hp_registry_each_overlap(&hp_reg, ad.cur, ad.end - ad.cur,
 					 advise_one, &ad);
 	advise_gap(&ad, ad.end);

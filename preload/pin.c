@@ -61,10 +61,15 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		/* e stays EAGAIN */
 	} else if (hp_coverage_ok(hp_backend, &why)) {
 		e = EPERM; /* refused: a copy could bypass the hooks */
+	} else if (hp_backend == &hp_backend_mlock &&
+		   !hp_memlock_fits(len, atomic_load_explicit(
+				    &hp_ctr.pinned_bytes_now,
+				    memory_order_relaxed) - len, &why)) {
+		e = ENOMEM; /* the kernel would refuse: no pre-fault work */
 	} else {
 		uint64_t t0 = hp_now_ns();
 		hp_prefault((void *)base, len);
-		e = hp_backend->pin((void *)base, len, &why);
+		e = hp_cells_pin(base, len, &why);
 		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 		HP_CTR_ADD(pin_calls, 1);
 	}
@@ -138,7 +143,7 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	HP_CTR_ADD(unpin_calls, 1);
 	int e = 0;
 	if (f & hp_backend->pin_flags)
-		e = hp_in_child ? 0 : hp_backend->unpin((void *)base, len, &why);
+		e = hp_in_child ? 0 : hp_cells_unpin(base, len, &why);
 	else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
 		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
 	if (e) {

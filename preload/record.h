@@ -109,6 +109,23 @@ HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
 HP_HIDDEN int hp_untrack(hp_rec_t *r, const hp_snap_t *s);
 HP_HIDDEN void hp_count_track(unsigned kind, size_t len, int add);
 
+/* ---- pinpart.c: pins in cells, and operations on part of a range ---- */
+/* The backend's pin / unpin of [base, base+len), one call per cell of the
+ * HOSTPIN_REGISTER_CHUNK grid for a device backend. */
+HP_HIDDEN int hp_cells_pin(uintptr_t base, size_t len, const char **why);
+HP_HIDDEN int hp_cells_unpin(uintptr_t base, size_t len, const char **why);
+/* r held (BUSY): unpin the cells of r that [a, b) touches, call
+ * discard(arg), pin them again.  0, or EBUSY if the unpin was refused
+ * (discard not called). */
+HP_HIDDEN int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a,
+			     uintptr_t b, void (*discard)(void *), void *arg);
+/* r claimed (RELEASING): unpin and forget the part of r in [a, b); what
+ * lies outside becomes new records that keep their pins.  0, or non-zero
+ * when the caller must untrack r whole (nothing pinned, foreign, all of it
+ * released, or an unpin refused). */
+HP_HIDDEN int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a,
+			   uintptr_t b);
+
 /* ---- cache.c ---- */
 /* Take a cached block of len bytes (a page multiple) aligned to align; its
  * real length (up to len + len/8) in *got. */
