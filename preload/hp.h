@@ -57,7 +57,12 @@ HP_HIDDEN int hp_options_load(void);
 HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);
 HP_HIDDEN int hp_opt_known(const char *name, size_t len);
 HP_HIDDEN void hp_options_dump(void);
+/* limits.c: the memory the process may use (the smallest of RAM and its
+ * cgroup's memory limit; the base of every percent knob), the CPUs it may
+ * use, and the info line that says which and why. */
 HP_HIDDEN uint64_t hp_phys_ram(void);
+HP_HIDDEN unsigned hp_cpu_limit(void);
+HP_HIDDEN void hp_limits_log(void);
 
 /* ---- logging (log.c): never allocates, never recurses ---- */
 HP_HIDDEN extern int hp_log_level;

@@ -80,6 +80,7 @@ void hp_init_slow(void)
 				      memory_order_relaxed);
 		hp_log(HP_LOG_INFO, "ready: backend %s (hostpin %s)",
 		       hp_backend->name, HP_VERSION);
+		hp_limits_log();
 		hp_options_dump();
 	} else {
 		atomic_store_explicit(&hp_threshold, SIZE_MAX,
