@@ -196,8 +196,14 @@ struct hp_counters {
 	_Atomic uint64_t copy_waits;
 	_Atomic uint64_t cached_blocks, cached_bytes, cache_hits, cache_evictions;
 	_Atomic uint64_t imports_dropped;
+	_Atomic uint64_t fail_count; /* pin failures, every reason (ledger) */
 };
-HP_HIDDEN extern struct hp_counters hp_ctr;
+/* The counters live in this process's slot of the node-wide ledger
+ * (ledger.h) once it is attached, else in a private struct.  The pointer
+ * changes only while the process is single-threaded in hostpin: during
+ * initialisation (before hp_state says READY) and in a forked child. */
+HP_HIDDEN extern struct hp_counters *hp_ctrp;
+#define hp_ctr (*hp_ctrp)
 /* Every counter update: relaxed, since nothing is ordered by statistics. */
 #define HP_CTR_ADD(c, n)                                                      \
 	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "hp.h"
+#include "ledger.h"
 
 const hp_backend_t *hp_backend = &hp_backend_none;
 
@@ -25,6 +25,7 @@ static void fork_child(void)
 	hp_registry_unlock(&hp_reg);
 	hp_cache_unlock();
 	hp_in_child = 1;
+	hp_ledger_fork_child();
 	HP_GUARDED(hp_backend->fork_child(); hp_pin_fork_child());
 }
 
@@ -81,6 +82,9 @@ void hp_init_slow(void)
 		hp_log(HP_LOG_INFO, "ready: backend %s (hostpin %s)",
 		       hp_backend->name, HP_VERSION);
 		hp_limits_log();
+#ifndef HP_EMBEDDED_TEST /* unit tests keep their counters private */
+		hp_ledger_attach();
+#endif
 		hp_options_dump();
 	} else {
 		atomic_store_explicit(&hp_threshold, SIZE_MAX,
