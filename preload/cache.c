@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ledger.h"
 #include "record.h"
@@ -29,6 +28,8 @@ static struct centry {
 	uint64_t t; /* when it was cached (hp_now_ns) */
 } cache[CACHE_SLOTS];
 static int ncache;
+static pthread_cond_t decay_cv;
+static int decay_on; /* this process has the decay thread; under cache_mu */
 static size_t cache_bytes;
 
 #define CACHE_IDLE_MAX_BLOCK ((size_t)32 << 20)
@@ -51,6 +52,9 @@ static size_t cache_cap(size_t len)
 }
 
 void hp_cache_lock(void) { pthread_mutex_lock(&cache_mu); }
+/* A forked child has no decay thread (it starts its own when it needs
+ * one). */
+void hp_cache_fork_child(void) { decay_on = 0; }
 void hp_cache_unlock(void) { pthread_mutex_unlock(&cache_mu); }
 
 static void evict(struct centry *v, int n)
@@ -91,8 +95,6 @@ static int take_expired(struct centry *v, uint64_t now)
 	return n;
 }
 
-static pthread_cond_t decay_cv;
-static int decay_pid; /* the process whose thread runs; under cache_mu */
 
 /* The helper thread: sleeps until the oldest entry is due, gives back
  * what is due, and sleeps without a deadline while the cache is empty. */
@@ -127,8 +129,7 @@ static void *decay_main(void *arg)
  * forked child starts its own).  Every signal blocked (invariant 11). */
 static void decay_start(void)
 {
-	int pid = (int)getpid();
-	if (decay_pid == pid)
+	if (decay_on)
 		return;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -143,7 +144,7 @@ static void decay_start(void)
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
 	if (pthread_create(&t, &a, decay_main, NULL) == 0)
-		decay_pid = pid;
+		decay_on = 1;
 	else
 		HP_LOG_ONCE(HP_LOG_WARN, "cannot start the cache decay "
 			    "thread: idle cached blocks are given back only at "
@@ -159,7 +160,7 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 	struct centry v[CACHE_SLOTS];
 	int nv = 0;
 	pthread_mutex_lock(&cache_mu);
-	if (decay_pid != (int)getpid()) { /* no thread: expire inline */
+	if (!decay_on) { /* no thread: expire inline */
 		nv = take_expired(v, hp_now_ns());
 		if (nv) {
 			pthread_mutex_unlock(&cache_mu);
@@ -223,7 +224,9 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	size_t cap = cache_cap(s->len);
 	if (!decay_ns() || (hp_rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
 		return 0;
-	size_t room = node_room();
+	/* the node's budget matters once blocks are pinned; idle caches are
+	 * small (cache_cap) and skip the ledger scan */
+	size_t room = cap > CACHE_IDLE_CAP ? node_room() : cap;
 	int node_bound = room < cap;
 	if (node_bound)
 		cap = room;
@@ -256,7 +259,7 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	int nv = 0;
 	pthread_mutex_lock(&cache_mu);
 	int pinned = (hp_rflags(r) & HP_PIN_MASK) != 0;
-	if (decay_pid != (int)getpid())
+	if (!decay_on)
 		nv = take_expired(victims, now);
 	while (ncache && (cache_bytes + s->len > cap || ncache == CACHE_SLOTS)) {
 		victims[nv++] = cache[0];
@@ -275,7 +278,7 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	HP_CTR_ADD(cached_bytes, s->len);
 	if (pinned)
 		decay_start();
-	if (ncache == 1 && decay_pid == (int)getpid())
+	if (ncache == 1 && decay_on)
 		pthread_cond_signal(&decay_cv); /* it slept with no deadline */
 	pthread_mutex_unlock(&cache_mu);
 	hp_count_track(HOSTPIN_KIND_MALLOC, s->len, 0);

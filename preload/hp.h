@@ -246,6 +246,7 @@ HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
 /* cache.c: the lock, for the fork handlers. */
 HP_HIDDEN void hp_cache_lock(void);
 HP_HIDDEN void hp_cache_unlock(void);
+HP_HIDDEN void hp_cache_fork_child(void);
 
 /* ---- allocation sites (sites.c) ---- */
 HP_HIDDEN unsigned hp_site_capture(void);

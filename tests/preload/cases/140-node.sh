@@ -85,6 +85,7 @@ ranks_end
 t0=$SECONDS
 ranks 256 hostpin
 cached_at_free=$($ST --total cached_bytes)
+rss_freed=$(rsum $pids)
 status_out=$("$HP" status)
 n4=$(echo "$status_out" | awk '$2 ~ /^[0-3]$/ && /job_prog rank/' | wc -l)
 if [ $freed = 4 ] && [ "$n4" = 4 ]; then ok "hostpin status shows the four ranks of the running job"
@@ -97,7 +98,7 @@ if [ "$cached_at_free" -le $budget ] || poll 60 under; then
 	ok "four ranks: cached bytes under the node budget (384 MiB) once freed ($((cached_at_free >> 20)) MiB)"
 else bad "four ranks: node cache $(($($ST --total cached_bytes) >> 20)) MiB over the 384 MiB budget"; fi
 if poll 120 idle; then
-	ok "four ranks: idle caches given back after the decay time (3 s; took $((SECONDS - t0)) s): RSS $(($(rsum $pids) >> 10)) MiB, without hostpin $((plain_rss >> 10)) MiB"
+	ok "four ranks: idle caches given back after the decay time (3 s; took $((SECONDS - t0)) s): RSS of the 4 ranks $((rss_freed >> 10)) MiB once freed, $(($(rsum $pids) >> 10)) MiB after; without hostpin $((plain_rss >> 10)) MiB"
 else bad "four ranks: still cached $(($($ST --total cached_bytes) >> 20)) MiB, RSS $(($(rsum $pids) >> 10)) MiB (without hostpin $((plain_rss >> 10)) MiB)"; fi
 ranks_end
 
@@ -119,7 +120,8 @@ unset HOSTPIN_LEDGER
 rm -rf "$d"
 
 # Launchers under `hostpin --`: output identical to a run without hostpin.
-if python3 -c "import torch.distributed" 2>/dev/null; then
+PY=/usr/bin/python3
+if $PY -c "import torch.distributed" 2>/dev/null; then
 	tr=$(mktemp -d)
 	cat > "$tr/ddp.py" <<'PY'
 import os, torch, torch.distributed as dist
@@ -134,7 +136,7 @@ dist.all_reduce(big)
 print(f"rank {r}: {float(y.sum()):.4f} {float(big.mean()):.1f}", flush=True)
 dist.destroy_process_group()
 PY
-	run_tr() { (cd "$tr" && timeout 300 "$@" python3 -m torch.distributed.run --nproc_per_node=2 \
+	run_tr() { (cd "$tr" && timeout 300 "$@" $PY -m torch.distributed.run --nproc_per_node=2 \
 		--master_port=$((29500 + $$ % 1000)) --redirects=2 --tee=2 ddp.py 2>/dev/null | grep "rank [01]:" | sort); }
 	a=$(run_tr env); b=$(run_tr "$HP" --)
 	if [ -n "$a" ] && [ "$(echo "$a" | wc -l)" = 2 ] && [ "$a" = "$b" ]; then
