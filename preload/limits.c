@@ -187,7 +187,7 @@ static void compute_mem(void)
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	mem_ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 	mem_base = mem_ram ? mem_ram : UINT64_MAX;
-	hp_snprintf(mem_why, sizeof(mem_why), "RAM");
+	hp_snprintf(mem_why, sizeof(mem_why), "RAM, no lower cgroup limit");
 	char dir[PATH_CAP], path[PATH_CAP + 32];
 	size_t mlen;
 	if (cg_dir(NULL, dir, sizeof(dir), &mlen) == 0) {
@@ -267,6 +267,8 @@ unsigned hp_cpu_limit(void)
 
 void hp_limits_log(void)
 {
+	if (hp_log_level < HP_LOG_INFO)
+		return; /* the CPU limit is read when pre-faulting needs it */
 	uint64_t b = hp_phys_ram();
 	hp_log(HP_LOG_INFO,
 	       "memory base %llu.%llu GiB: %s (RAM %llu.%llu GiB); CPUs %u",

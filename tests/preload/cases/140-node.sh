@@ -133,7 +133,8 @@ y = x.clone()
 dist.all_reduce(y)
 big = torch.ones(4 << 20) * (r + 1)
 dist.all_reduce(big)
-print(f"rank {r}: {float(y.sum()):.4f} {float(big.mean()):.1f}", flush=True)
+# one write: lines of the two ranks never interleave
+os.write(1, f"rank {r}: {float(y.sum()):.4f} {float(big.mean()):.1f}\n".encode())
 dist.destroy_process_group()
 PY
 	run_tr() { (cd "$tr" && timeout 300 "$@" $PY -m torch.distributed.run --nproc_per_node=2 \
