@@ -12,6 +12,7 @@
  * on the node keep at most HOSTPIN_NODE_CACHE cached together (the ledger). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -30,6 +31,10 @@ static struct centry {
 static int ncache;
 static pthread_cond_t decay_cv;
 static int decay_on; /* this process has the decay thread; under cache_mu */
+/* At exit the thread stops giving blocks back: a driver call racing with
+ * the driver's own teardown is not safe.  decay_busy: it is evicting now
+ * (outside the lock); decay_stop: it must not start again. */
+static int decay_busy, decay_stop;
 static size_t cache_bytes;
 
 #define CACHE_IDLE_MAX_BLOCK ((size_t)32 << 20)
@@ -54,7 +59,7 @@ static size_t cache_cap(size_t len)
 void hp_cache_lock(void) { pthread_mutex_lock(&cache_mu); }
 /* A forked child has no decay thread (it starts its own when it needs
  * one). */
-void hp_cache_fork_child(void) { decay_on = 0; }
+void hp_cache_fork_child(void) { decay_on = decay_busy = 0; }
 void hp_cache_unlock(void) { pthread_mutex_unlock(&cache_mu); }
 
 static void evict(struct centry *v, int n)
@@ -116,12 +121,31 @@ static void *decay_main(void *arg)
 			pthread_cond_timedwait(&decay_cv, &cache_mu, &ts);
 			continue;
 		}
+		if (decay_stop) {
+			pthread_cond_wait(&decay_cv, &cache_mu); /* for ever */
+			continue;
+		}
 		int n = take_expired(v, now);
+		decay_busy = 1;
 		pthread_mutex_unlock(&cache_mu);
 		evict(v, n);
 		pthread_mutex_lock(&cache_mu);
+		decay_busy = 0;
+		pthread_cond_broadcast(&decay_cv);
 	}
 	return NULL;
+}
+
+/* Registered with atexit when the thread starts, so it runs before any
+ * library's destructor (the driver's included): wait for an eviction in
+ * progress, and start no other. */
+static void decay_exit(void)
+{
+	pthread_mutex_lock(&cache_mu);
+	decay_stop = 1;
+	while (decay_on && decay_busy)
+		pthread_cond_wait(&decay_cv, &cache_mu);
+	pthread_mutex_unlock(&cache_mu);
 }
 
 /* Under cache_mu: start the helper thread once this process caches a
@@ -143,8 +167,12 @@ static void decay_start(void)
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
-	if (pthread_create(&t, &a, decay_main, NULL) == 0)
+	static int exit_hook;
+	if (pthread_create(&t, &a, decay_main, NULL) == 0) {
 		decay_on = 1;
+		if (!exit_hook)
+			exit_hook = atexit(decay_exit) == 0;
+	}
 	else
 		HP_LOG_ONCE(HP_LOG_WARN, "cannot start the cache decay "
 			    "thread: idle cached blocks are given back only at "

@@ -168,9 +168,12 @@ void hp_ledger_attach(void)
 		return;
 	}
 	struct stat st;
+	/* only a new (empty) file is sized: a wrong HOSTPIN_LEDGER never
+	 * grows a file of the user's */
 	if (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
-	    (st.st_size < (off_t)sizeof(struct hp_ledger) &&
-	     ftruncate(fd, (off_t)sizeof(struct hp_ledger)))) {
+	    (st.st_size == 0 &&
+	     ftruncate(fd, (off_t)sizeof(struct hp_ledger))) ||
+	    (st.st_size != 0 && st.st_size < (off_t)sizeof(struct hp_ledger))) {
 		hp_log(HP_LOG_WARN, "ledger %s: not a file of ours or cannot "
 		       "size it; node-wide caps do not apply", path);
 		close(fd);
