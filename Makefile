@@ -25,7 +25,8 @@ COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 PYDIR ?= $(PREFIX)/lib/python3/dist-packages
 
 CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config
-RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang
+RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang \
+	openmpi-bin
 DEPS_STAMP := $(B)/.deps
 
 REG_SRC := registry/registry.c
@@ -43,13 +44,18 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
 .PHONY: all check demo bench bench-peers install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
-all: $(LIB) $(B)/hostpin
+all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -shared \
 		-Wl,--version-script=preload/exports.map -Wl,-z,now \
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
+
+# `hostpin status` and the launcher's merged report: the ledger's reader
+$(B)/hostpin-status: status/hostpin-status.c preload/ledger.h $(PRELOAD_HDR)
+	@mkdir -p $(B)
+	$(CC) $(WARN) $(CFLAGS) -o $@ status/hostpin-status.c
 
 $(B)/hostpin: scripts/hostpin VERSION
 	@mkdir -p $(B)
@@ -140,6 +146,7 @@ install: all
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libhostpin.so
 	sed -e 's|@LIBDIR_BUILD@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' scripts/hostpin > $(DESTDIR)$(BINDIR)/hostpin
 	chmod 0755 $(DESTDIR)$(BINDIR)/hostpin
+	install -m 0755 $(B)/hostpin-status $(DESTDIR)$(BINDIR)/hostpin-status
 	install -m 0644 man/hostpin.1 $(DESTDIR)$(MANDIR)/man1/hostpin.1
 	install -m 0644 man/hostpin.7 $(DESTDIR)$(MANDIR)/man7/hostpin.7
 	install -m 0644 preload/hostpin.h $(DESTDIR)$(INCLUDEDIR)/hostpin.h
@@ -153,7 +160,7 @@ install: all
 	install -m 0644 python/hostpin.py $(DESTDIR)$(PYDIR)/hostpin.py
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin \
+	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin $(DESTDIR)$(BINDIR)/hostpin-status \
 		$(DESTDIR)$(MANDIR)/man1/hostpin.1 $(DESTDIR)$(MANDIR)/man7/hostpin.7 \
 		$(DESTDIR)$(INCLUDEDIR)/hostpin.h $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc \
 		$(DESTDIR)$(COMPLETIONDIR)/hostpin $(DESTDIR)$(PYDIR)/hostpin.py

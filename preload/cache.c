@@ -4,10 +4,19 @@
  * block just freed is not the next one reused).  Bounded by HOSTPIN_CACHE;
  * while nothing gets pinned, by 64 MiB of blocks up to 32 MiB, so a process
  * without a device uses memory much as it would with glibc.  The lock is never held across a
- * backend call. */
+ * backend call.
+ * Retention follows the job: a block cached unused for HOSTPIN_CACHE_DECAY_MS
+ * is given back (unpinned, unmapped), by a helper thread while the cache
+ * holds pinned blocks (so it happens even if the process makes no further
+ * call), else at the next cache call; and all hostpin processes of the user
+ * on the node keep at most HOSTPIN_NODE_CACHE cached together (the ledger). */
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "ledger.h"
 #include "record.h"
 
 #define CACHE_SLOTS 128
@@ -17,8 +26,15 @@ static struct centry {
 	hp_rec_t *rec;
 	uintptr_t base;
 	size_t len;
+	uint64_t t; /* when it was cached (hp_now_ns) */
 } cache[CACHE_SLOTS];
 static int ncache;
+static pthread_cond_t decay_cv;
+static int decay_on; /* this process has the decay thread; under cache_mu */
+/* At exit the thread stops giving blocks back: a driver call racing with
+ * the driver's own teardown is not safe.  decay_busy: it is evicting now
+ * (outside the lock); decay_stop: it must not start again. */
+static int decay_busy, decay_stop;
 static size_t cache_bytes;
 
 #define CACHE_IDLE_MAX_BLOCK ((size_t)32 << 20)
@@ -41,6 +57,9 @@ static size_t cache_cap(size_t len)
 }
 
 void hp_cache_lock(void) { pthread_mutex_lock(&cache_mu); }
+/* A forked child has no decay thread (it starts its own when it needs
+ * one). */
+void hp_cache_fork_child(void) { decay_on = decay_busy = 0; }
 void hp_cache_unlock(void) { pthread_mutex_unlock(&cache_mu); }
 
 static void evict(struct centry *v, int n)
@@ -58,11 +77,125 @@ static void evict(struct centry *v, int n)
 	}
 }
 
+/* ---- decay ---- */
+static uint64_t decay_ns(void)
+{
+	return hp_opt[HP_OPT_CACHE_DECAY_MS] * 1000000u;
+}
+
+/* Under cache_mu: move the entries cached before now - decay (the oldest
+ * first: entries are kept in the order they were cached) into v. */
+static int take_expired(struct centry *v, uint64_t now)
+{
+	int n = 0;
+	while (ncache && cache[0].t + decay_ns() <= now) {
+		v[n++] = cache[0];
+		cache_bytes -= cache[0].len;
+		memmove(&cache[0], &cache[1],
+			sizeof(cache[0]) * (size_t)(ncache - 1));
+		ncache--;
+		HP_CTR_SUB(cached_blocks, 1);
+		HP_CTR_SUB(cached_bytes, v[n - 1].len);
+	}
+	return n;
+}
+
+
+/* The helper thread: sleeps until the oldest entry is due, gives back
+ * what is due, and sleeps without a deadline while the cache is empty. */
+static void *decay_main(void *arg)
+{
+	(void)arg;
+	hp_in_hook = 1; /* nothing this thread does is the program's */
+	static struct centry v[CACHE_SLOTS];
+	pthread_mutex_lock(&cache_mu);
+	for (;;) {
+		if (!ncache) {
+			pthread_cond_wait(&decay_cv, &cache_mu);
+			continue;
+		}
+		uint64_t now = hp_now_ns(), due = cache[0].t + decay_ns();
+		if (due > now) {
+			struct timespec ts = {(time_t)(due / 1000000000u),
+					      (long)(due % 1000000000u)};
+			pthread_cond_timedwait(&decay_cv, &cache_mu, &ts);
+			continue;
+		}
+		if (decay_stop) {
+			pthread_cond_wait(&decay_cv, &cache_mu); /* for ever */
+			continue;
+		}
+		int n = take_expired(v, now);
+		decay_busy = 1;
+		pthread_mutex_unlock(&cache_mu);
+		evict(v, n);
+		pthread_mutex_lock(&cache_mu);
+		decay_busy = 0;
+		pthread_cond_broadcast(&decay_cv);
+	}
+	return NULL;
+}
+
+/* Registered with atexit when the thread starts, so it runs before any
+ * library's destructor (the driver's included): wait for an eviction in
+ * progress, and start no other. */
+static void decay_exit(void)
+{
+	pthread_mutex_lock(&cache_mu);
+	decay_stop = 1;
+	while (decay_on && decay_busy)
+		pthread_cond_wait(&decay_cv, &cache_mu);
+	pthread_mutex_unlock(&cache_mu);
+}
+
+/* Under cache_mu: start the helper thread once this process caches a
+ * pinned block (a process that never does gets no thread: invariant 9; a
+ * forked child starts its own).  Every signal blocked (invariant 11). */
+static void decay_start(void)
+{
+	if (decay_on)
+		return;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&decay_cv, &ca); /* a fork's child: fresh */
+	pthread_condattr_destroy(&ca);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	static int exit_hook;
+	if (pthread_create(&t, &a, decay_main, NULL) == 0) {
+		decay_on = 1;
+		if (!exit_hook)
+			exit_hook = atexit(decay_exit) == 0;
+	}
+	else
+		HP_LOG_ONCE(HP_LOG_WARN, "cannot start the cache decay "
+			    "thread: idle cached blocks are given back only at "
+			    "the next allocation or free");
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void *hp_cache_take(size_t len, size_t align, size_t *got)
 {
 	if (!atomic_load_explicit(&hp_ctr.cached_blocks, memory_order_relaxed))
 		return NULL;
+	struct centry v[CACHE_SLOTS];
+	int nv = 0;
 	pthread_mutex_lock(&cache_mu);
+	if (!decay_on) { /* no thread: expire inline */
+		nv = take_expired(v, hp_now_ns());
+		if (nv) {
+			pthread_mutex_unlock(&cache_mu);
+			evict(v, nv);
+			pthread_mutex_lock(&cache_mu);
+		}
+	}
 	for (int i = 0; i < ncache; i++) {
 		struct centry e = cache[i];
 		if (e.len < len || e.len - len > len / 8 ||
@@ -97,17 +230,65 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 	return NULL;
 }
 
+/* What this process may still cache under the node-wide budget: the
+ * budget less what the other live processes hold. */
+static size_t node_room(void)
+{
+	uint64_t budget = hp_opt[HP_OPT_NODE_CACHE];
+	if (!hp_ledger_on())
+		return budget;
+	uint64_t own = atomic_load_explicit(&hp_ctr.cached_bytes,
+					    memory_order_relaxed);
+	uint64_t all = HP_LEDGER_SUM(cached_bytes);
+	uint64_t others = all > own ? all - own : 0;
+	if (others >= budget && hp_ledger_reap()) /* some were dead */
+		all = HP_LEDGER_SUM(cached_bytes),
+		others = all > own ? all - own : 0;
+	return others >= budget ? 0 : (size_t)(budget - others);
+}
+
 int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 {
 	size_t cap = cache_cap(s->len);
-	if (s->len > cap || (hp_rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
+	if (!decay_ns() || (hp_rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
 		return 0;
+	/* the node's budget matters once blocks are pinned; idle caches are
+	 * small (cache_cap) and skip the ledger scan */
+	size_t room = cap > CACHE_IDLE_CAP ? node_room() : cap;
+	int node_bound = room < cap;
+	if (node_bound)
+		cap = room;
+	uint64_t now = hp_now_ns();
+	if (s->len > cap) {
+		if (!node_bound)
+			return 0;
+		/* not kept; what this process holds beyond the node's room
+		 * goes too, so the node's total comes back under budget */
+		struct centry v[CACHE_SLOTS];
+		int nv = 0;
+		pthread_mutex_lock(&cache_mu);
+		while (ncache && cache_bytes > cap) {
+			v[nv++] = cache[0];
+			cache_bytes -= cache[0].len;
+			memmove(&cache[0], &cache[1],
+				sizeof(cache[0]) * (size_t)(ncache - 1));
+			ncache--;
+			HP_CTR_SUB(cached_blocks, 1);
+			HP_CTR_SUB(cached_bytes, v[nv - 1].len);
+		}
+		pthread_mutex_unlock(&cache_mu);
+		evict(v, nv);
+		return 0;
+	}
 	/* Not reused while a copy that used it may still run. */
 	if (hp_backend->quiesce)
 		hp_backend->quiesce(r);
 	struct centry victims[CACHE_SLOTS];
 	int nv = 0;
 	pthread_mutex_lock(&cache_mu);
+	int pinned = (hp_rflags(r) & HP_PIN_MASK) != 0;
+	if (!decay_on)
+		nv = take_expired(victims, now);
 	while (ncache && (cache_bytes + s->len > cap || ncache == CACHE_SLOTS)) {
 		victims[nv++] = cache[0];
 		cache_bytes -= cache[0].len;
@@ -119,10 +300,14 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	}
 	/* relaxed: we hold r (claimed); the claim's CAS orders */
 	hp_registry_claim(r, atomic_load_explicit(&r->word, memory_order_relaxed), HP_REC_CACHED);
-	cache[ncache++] = (struct centry){r, s->base, s->len};
+	cache[ncache++] = (struct centry){r, s->base, s->len, now};
 	cache_bytes += s->len;
 	HP_CTR_ADD(cached_blocks, 1);
 	HP_CTR_ADD(cached_bytes, s->len);
+	if (pinned)
+		decay_start();
+	if (ncache == 1 && decay_on)
+		pthread_cond_signal(&decay_cv); /* it slept with no deadline */
 	pthread_mutex_unlock(&cache_mu);
 	hp_count_track(HOSTPIN_KIND_MALLOC, s->len, 0);
 	evict(victims, nv);

@@ -57,7 +57,12 @@ HP_HIDDEN int hp_options_load(void);
 HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);
 HP_HIDDEN int hp_opt_known(const char *name, size_t len);
 HP_HIDDEN void hp_options_dump(void);
+/* limits.c: the memory the process may use (the smallest of RAM and its
+ * cgroup's memory limit; the base of every percent knob), the CPUs it may
+ * use, and the info line that says which and why. */
 HP_HIDDEN uint64_t hp_phys_ram(void);
+HP_HIDDEN unsigned hp_cpu_limit(void);
+HP_HIDDEN void hp_limits_log(void);
 
 /* ---- logging (log.c): never allocates, never recurses ---- */
 HP_HIDDEN extern int hp_log_level;
@@ -191,8 +196,14 @@ struct hp_counters {
 	_Atomic uint64_t copy_waits;
 	_Atomic uint64_t cached_blocks, cached_bytes, cache_hits, cache_evictions;
 	_Atomic uint64_t imports_dropped;
+	_Atomic uint64_t fail_count; /* pin failures, every reason (ledger) */
 };
-HP_HIDDEN extern struct hp_counters hp_ctr;
+/* The counters live in this process's slot of the node-wide ledger
+ * (ledger.h) once it is attached, else in a private struct.  The pointer
+ * changes only while the process is single-threaded in hostpin: during
+ * initialisation (before hp_state says READY) and in a forked child. */
+HP_HIDDEN extern struct hp_counters *hp_ctrp;
+#define hp_ctr (*hp_ctrp)
 /* Every counter update: relaxed, since nothing is ordered by statistics. */
 #define HP_CTR_ADD(c, n)                                                      \
 	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)
@@ -245,6 +256,7 @@ HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
 /* cache.c: the lock, for the fork handlers. */
 HP_HIDDEN void hp_cache_lock(void);
 HP_HIDDEN void hp_cache_unlock(void);
+HP_HIDDEN void hp_cache_fork_child(void);
 
 /* ---- allocation sites (sites.c) ---- */
 HP_HIDDEN unsigned hp_site_capture(void);

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "hp.h"
+#include "ledger.h"
 
 const hp_backend_t *hp_backend = &hp_backend_none;
 
@@ -24,7 +24,9 @@ static void fork_child(void)
 {
 	hp_registry_unlock(&hp_reg);
 	hp_cache_unlock();
+	hp_cache_fork_child();
 	hp_in_child = 1;
+	hp_ledger_fork_child();
 	HP_GUARDED(hp_backend->fork_child(); hp_pin_fork_child());
 }
 
@@ -80,6 +82,10 @@ void hp_init_slow(void)
 				      memory_order_relaxed);
 		hp_log(HP_LOG_INFO, "ready: backend %s (hostpin %s)",
 		       hp_backend->name, HP_VERSION);
+		hp_limits_log();
+#ifndef HP_EMBEDDED_TEST /* unit tests keep their counters private */
+		hp_ledger_attach();
+#endif
 		hp_options_dump();
 	} else {
 		atomic_store_explicit(&hp_threshold, SIZE_MAX,

@@ -19,12 +19,6 @@ const hp_optdesc_t hp_optdesc[HP_OPT_COUNT] = {
 uint64_t hp_opt[HP_OPT_COUNT];
 char hp_optstr[HP_OPT_COUNT][256];
 
-uint64_t hp_phys_ram(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-}
-
 static int parse_u64(const char *s, const char **end, uint64_t *out)
 {
 	uint64_t v = 0;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "ledger.h"
 #include "record.h"
 #include "resolve.h"
 
@@ -14,9 +15,15 @@ hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
 /* ---- pin policy ---- */
 
-/* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap. */
+/* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over
+ * HOSTPIN_NODE_MAX_PINNED with what the node's other hostpin processes
+ * pin (ledger.h; processes racing here may overshoot by a block each). */
 static int cap_reserve(size_t len)
 {
+	uint64_t node_max = hp_opt[HP_OPT_NODE_MAX_PINNED];
+	if (HP_LEDGER_SUM(pinned_bytes_now) + len > node_max &&
+	    (!hp_ledger_reap() || HP_LEDGER_SUM(pinned_bytes_now) + len > node_max))
+		return 0;
 	uint64_t max = hp_opt[HP_OPT_MAX_PINNED];
 	uint64_t cur = atomic_load_explicit(&hp_ctr.pinned_bytes_now,
 					    memory_order_relaxed);
@@ -45,9 +52,11 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	if (!cap_reserve(len)) {
 		HP_CTR_ADD(over_cap, 1);
 		HP_LOG_ONCE(HP_LOG_WARN,
-			    "HOSTPIN_MAX_PINNED (%llu bytes) reached: further "
-			    "blocks are served unpinned",
-			    (unsigned long long)hp_opt[HP_OPT_MAX_PINNED]);
+			    "HOSTPIN_MAX_PINNED (%llu bytes) or "
+			    "HOSTPIN_NODE_MAX_PINNED (%llu bytes) reached: "
+			    "further blocks are served unpinned",
+			    (unsigned long long)hp_opt[HP_OPT_MAX_PINNED],
+			    (unsigned long long)hp_opt[HP_OPT_NODE_MAX_PINNED]);
 		return;
 	}
 	const char *why = "unknown";

@@ -108,6 +108,8 @@ static void *worker(void *arg)
 void hp_prefault(void *base, size_t len)
 {
 	size_t want = (size_t)hp_opt[HP_OPT_PREFAULT_THREADS];
+	if (want > hp_cpu_limit()) /* no more threads than CPUs we may use */
+		want = hp_cpu_limit();
 	if (want <= 1 || len < PREFAULT_MIN || hp_in_child ||
 	    !populate_known(base))
 		return;

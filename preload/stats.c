@@ -8,7 +8,8 @@
 #include "hostpin.h"
 #include "hp.h"
 
-struct hp_counters hp_ctr;
+static struct hp_counters ctr_private;
+struct hp_counters *hp_ctrp = &ctr_private;
 
 /* The last slot counts every reason beyond the others, under its own name. */
 #define MAX_REASONS 16
@@ -39,6 +40,7 @@ void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 
 int hp_stat_fail(const char *reason)
 {
+	HP_CTR_ADD(fail_count, 1); /* the ledger's view: no reasons */
 	for (int i = 0; i < MAX_REASONS - 1; i++) {
 		/* acquire: pairs with the claiming CAS below */
 		const char *cur = atomic_load_explicit(&reasons[i].name,

@@ -130,3 +130,4 @@ zerun() { # name want env... -- mode
 	else bad "level zero $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
 	rm -f "$log"
 }
+build job_prog job_prog.c -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F" || bad "build job_prog"

@@ -18,7 +18,7 @@ rm -f "$lj"
 out=$("$H" --backend=mlock /bin/echo -b x -- y 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "-b x -- y" ] && ok "a command without --, its own options left alone (as numactl)" || bad "command without -- (rc $rc): $out"
 out=$("$H" -s echo via-path 2>&1); rc=$?
-[ $rc -eq 0 ] && echo "$out" | grep -qx via-path && echo "$out" | grep -q "report (backend" && ok "a command found on PATH, without --" || bad "command on PATH (rc $rc): $out"
+[ $rc -eq 0 ] && echo "$out" | grep -qx via-path && echo "$out" | grep -q "job report" && ok "a command found on PATH, without --" || bad "command on PATH (rc $rc): $out"
 out=$("$H" /no/such/prog 2>&1); rc=$?
 [ $rc -eq 127 ] && [ "$out" = "hostpin: /no/such/prog: command not found" ] && ok "missing program: 'command not found', rc 127" || bad "missing program (rc $rc): $out"
 out=$("$H" -b mlock -- no-such-command-hp 2>&1); rc=$?

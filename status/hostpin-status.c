@@ -1,0 +1,300 @@
+/* hostpin-status: the reading side of the node-wide ledger (ledger.h).
+ *   hostpin-status [--all] [--watch [SECONDS]]   one line per hostpin process
+ *   hostpin-status --total COUNTER               a counter summed over the
+ *                                                live processes (for tests)
+ *   hostpin-status --report JOB                  the merged report of the
+ *                                                processes of launcher JOB;
+ *                                                their slots are freed
+ * HOSTPIN_LEDGER names the ledger file, as for the library. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../preload/ledger.h"
+
+/* ledger.h's helper formats with the library's hp_snprintf. */
+int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, cap, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+static struct hp_ledger *open_ledger(int rw)
+{
+	char path[300];
+	const char *p = getenv("HOSTPIN_LEDGER");
+	if (p && strcmp(p, "off") == 0)
+		return NULL;
+	if (p && *p)
+		snprintf(path, sizeof(path), "%s", p);
+	else
+		snprintf(path, sizeof(path), "/dev/shm/hostpin-%u",
+			 (unsigned)geteuid());
+	int fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && rw)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rw = 0;
+	if (fd < 0)
+		return NULL; /* no hostpin process ever ran: nothing to show */
+	struct stat st;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(struct hp_ledger)) {
+		close(fd);
+		return NULL;
+	}
+	void *m = mmap(NULL, sizeof(struct hp_ledger),
+		       PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	struct hp_ledger *l = m;
+	if (atomic_load(&l->layout) != HP_LEDGER_LAYOUT) {
+		fprintf(stderr, "hostpin status: %s has another layout (another "
+			"hostpin version)\n", path);
+		exit(1);
+	}
+	return l;
+}
+
+#define C(s, f) atomic_load_explicit(&(s)->ctr.f, memory_order_relaxed)
+
+static int did_something(struct hp_lslot *s)
+{
+	return C(s, pin_calls) || C(s, copies_seen) || C(s, bytes_peak) ||
+	       C(s, fail_count) || C(s, over_cap) || C(s, mmap_ranges_now);
+}
+
+/* LIVE slots whose process is gone become DEAD (when we may write). */
+static uint32_t state_of(struct hp_lslot *s, int rw)
+{
+	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+	if (st == HP_LS_LIVE && hp_proc_start(s->pid) != s->start) {
+		if (rw)
+			atomic_compare_exchange_strong(&s->state, &st, HP_LS_DEAD);
+		return HP_LS_DEAD;
+	}
+	return st;
+}
+
+static const char *human(uint64_t b, char *buf)
+{
+	const char *u = "KMGTP";
+	if (b < 1024) {
+		sprintf(buf, "%lluB", (unsigned long long)b);
+		return buf;
+	}
+	double v = (double)b / 1024;
+	int i = 0;
+	while (v >= 1024 && i < 4)
+		v /= 1024, i++;
+	sprintf(buf, "%.1f%c", v, u[i]);
+	return buf;
+}
+
+static void table(struct hp_ledger *l, int rw, int all)
+{
+	char a[16], b[16], c[16];
+	printf("%7s %5s %8s %8s %8s %6s %5s %8s  %s\n", "PID", "RANK", "LIVE",
+	       "PINNED", "CACHED", "REGS", "FAILS", "COPIES", "COMMAND");
+	uint32_t hw = atomic_load(&l->hiwater);
+	int n = 0;
+	uint64_t tl = 0, tp = 0, tc = 0;
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &l->slot[i];
+		if (state_of(s, rw) != HP_LS_LIVE || (!all && !did_something(s)))
+			continue;
+		char rank[16] = "-";
+		if (s->rank >= 0)
+			snprintf(rank, sizeof(rank), "%d", s->rank);
+		else if (s->local_rank >= 0)
+			snprintf(rank, sizeof(rank), "L%d", s->local_rank);
+		char cmd[HP_LEDGER_CMD + 1];
+		memcpy(cmd, s->cmd, HP_LEDGER_CMD);
+		cmd[HP_LEDGER_CMD] = '\0';
+		printf("%7d %5s %8s %8s %8s %6llu %5llu %8llu  %.60s\n", s->pid,
+		       rank, human(C(s, bytes_now), a),
+		       human(C(s, pinned_bytes_now), b),
+		       human(C(s, cached_bytes), c),
+		       (unsigned long long)C(s, pin_calls),
+		       (unsigned long long)C(s, fail_count),
+		       (unsigned long long)C(s, copies_registered), cmd);
+		tl += C(s, bytes_now), tp += C(s, pinned_bytes_now),
+		    tc += C(s, cached_bytes);
+		n++;
+	}
+	printf("%d process%s; live %s, pinned %s, cached %s\n", n,
+	       n == 1 ? "" : "es", human(tl, a), human(tp, b), human(tc, c));
+}
+
+static uint64_t total(struct hp_ledger *l, const char *name)
+{
+	static const struct { const char *n; size_t off; } f[] = {
+#define F(x) {#x, offsetof(struct hp_counters, x)},
+		F(bytes_now) F(pinned_bytes_now) F(cached_bytes)
+		F(cached_blocks) F(pin_calls) F(copies_registered)
+#undef F
+	};
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+		if (strcmp(f[k].n, name))
+			continue;
+		uint64_t t = 0;
+		uint32_t hw = atomic_load(&l->hiwater);
+		for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++)
+			if (state_of(&l->slot[i], 1) == HP_LS_LIVE)
+				t += atomic_load((_Atomic uint64_t *)((char *)&l->slot[i].ctr + f[k].off));
+		return t;
+	}
+	fprintf(stderr, "hostpin status: unknown counter '%s'\n", name);
+	exit(2);
+}
+
+/* The merged report of launcher job's processes: one report, every
+ * process that did something (whatever way it ended) counted once. */
+static int report(struct hp_ledger *l, int job)
+{
+	uint64_t js = hp_proc_start(job);
+	struct hp_counters t;
+	memset(&t, 0, sizeof(t));
+	int n = 0, idle = 0, running = 0;
+	uint64_t peak_sum = 0;
+	uint32_t hw = atomic_load(&l->hiwater);
+	char a[16], b[16], c[16];
+	FILE *o = stderr;
+	for (int pass = 0; pass < 2; pass++)
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &l->slot[i];
+		uint32_t st = state_of(s, 1);
+		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
+		    s->job_start != js)
+			continue;
+		if (!did_something(s)) {
+			if (pass == 1 && st == HP_LS_DEAD) {
+				atomic_compare_exchange_strong(&s->state, &st, HP_LS_FREE);
+				idle++;
+			}
+			continue;
+		}
+		if (pass == 0) {
+#define ADD(f) t.f += C(s, f);
+			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
+			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
+			ADD(copies_seen) ADD(copies_registered)
+			ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
+			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
+#undef ADD
+			peak_sum += C(s, pinned_bytes_peak);
+			n++;
+			running += st == HP_LS_LIVE;
+			continue;
+		}
+		char rank[24] = "";
+		if (s->rank >= 0)
+			snprintf(rank, sizeof(rank), " rank %d", s->rank);
+		char cmd[HP_LEDGER_CMD + 1];
+		memcpy(cmd, s->cmd, HP_LEDGER_CMD);
+		cmd[HP_LEDGER_CMD] = '\0';
+		fprintf(o, "hostpin:   pid %d%s%s: peak pinned %s, %llu "
+			"registrations, %llu failures, %llu copies through "
+			"registered memory (%s): %.50s\n", s->pid, rank,
+			st == HP_LS_LIVE ? " (still running)" : "",
+			human(C(s, pinned_bytes_peak), a),
+			(unsigned long long)C(s, pin_calls),
+			(unsigned long long)C(s, fail_count),
+			(unsigned long long)C(s, copies_registered),
+			human(C(s, copy_bytes_registered), b), cmd);
+		if (st == HP_LS_DEAD) /* reported: the slot is free again */
+			atomic_compare_exchange_strong(&s->state, &st, HP_LS_FREE);
+	}
+	if (n == 0) {
+		fprintf(o, "hostpin: job report: no process of the job used hostpin "
+			"(%d did nothing)\n", idle);
+		return 0;
+	}
+	(void)c;
+	fprintf(o, "hostpin: job report: %d process%s (%d still running; %d "
+		"that did nothing left out)\n", n, n == 1 ? "" : "es", running,
+		idle);
+	fprintf(o, "hostpin:   pinned: sum of per-process peaks %s; %llu "
+		"registrations, %llu unregistrations, %.3f s registering\n",
+		human(peak_sum, a), (unsigned long long)t.pin_calls,
+		(unsigned long long)t.unpin_calls, (double)t.pin_ns / 1e9);
+	fprintf(o, "hostpin:   failures %llu; served unpinned over a cap %llu; "
+		"adopted %llu; leaked %llu; foreign %llu\n",
+		(unsigned long long)t.fail_count, (unsigned long long)t.over_cap,
+		(unsigned long long)t.adopted_blocks,
+		(unsigned long long)t.leaked_blocks,
+		(unsigned long long)t.foreign_ranges);
+	fprintf(o, "hostpin:   copies seen %llu, through registered memory %llu "
+		"(%s), waits %llu; cache hits %llu, given back %llu\n",
+		(unsigned long long)t.copies_seen,
+		(unsigned long long)t.copies_registered,
+		human(t.copy_bytes_registered, b),
+		(unsigned long long)t.copy_waits,
+		(unsigned long long)t.cache_hits,
+		(unsigned long long)t.cache_evictions);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: hostpin status [--all] [--watch [SECONDS]]\n"
+		   "       hostpin status --total COUNTER\n"
+		   "       hostpin status --report JOB_PID\n");
+}
+
+int main(int argc, char **argv)
+{
+	int all = 0, watch = 0, job = 0;
+	const char *tot = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--all"))
+			all = 1;
+		else if (!strcmp(argv[i], "--watch") || !strcmp(argv[i], "-w")) {
+			watch = 2;
+			if (i + 1 < argc && atoi(argv[i + 1]) > 0)
+				watch = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--total") && i + 1 < argc)
+			tot = argv[++i];
+		else if (!strcmp(argv[i], "--report") && i + 1 < argc)
+			job = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "hostpin status: unknown argument '%s'\n",
+				argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	struct hp_ledger *l = open_ledger(1);
+	if (tot) {
+		printf("%llu\n", l ? (unsigned long long)total(l, tot) : 0ull);
+		return 0;
+	}
+	if (job)
+		return l ? report(l, job) : 0;
+	for (;;) {
+		if (watch)
+			printf("\033[H\033[J");
+		if (l)
+			table(l, 1, all);
+		else
+			printf("no hostpin process has run on this node (no "
+			       "ledger)\n");
+		if (!watch)
+			return 0;
+		fflush(stdout);
+		sleep((unsigned)watch);
+		if (!l)
+			l = open_ledger(1);
+	}
+}
