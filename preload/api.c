@@ -13,7 +13,9 @@ HP_EXPORT int hostpin_query(const void *p, struct hostpin_range *out)
 	if (out) {
 		out->base = (void *)s.base;
 		out->len = s.len;
-		out->flags = hp_rflags(r);
+		/* a block waiting for its Nth copy is pending too */
+		out->flags = (hp_rflags(r) & ~(unsigned)HP_F_LAZY) |
+			     (hp_rflags(r) & HP_F_LAZY ? HOSTPIN_PENDING : 0u);
 	}
 	return 1;
 }

@@ -46,6 +46,9 @@ const hp_backend_t *hp_backend_auto_chosen(void);
 void hp_cuda_learn_ctx(void);
 void *hp_cuda_sym(const char *name);
 int hp_cuda_in_driver(const void *fn);
+/* backend_cuda.c: the host NUMA node nearest the process's CUDA device,
+ * -1 if unknown or the driver is not ready. */
+int hp_cuda_device_node(void);
 /* copy.c: the CUDA copy policy's quiesce; forget the driver's entry points
  * (it was unloaded). */
 void hp_cuda_quiesce(struct hp_rec *r);

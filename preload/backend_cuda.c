@@ -11,7 +11,9 @@
 #include "cuda_api.h"
 #include "hostpin.h"
 #include "hp.h"
+#include "record.h"
 #include "resolve.h"
+#include "symtab.h"
 
 static struct {
 #define HP_FN_FIELD(name, R, params) hp_##name##_t name;
@@ -22,6 +24,7 @@ static struct {
 /* 0: driver not seen loaded yet; 1: entry points resolved; -1: unusable */
 static _Atomic int cu_loaded;
 static _Atomic int cu_ready; /* sticky once a primary context was active */
+static _Atomic int cu_dev; /* the device whose primary context was active */
 /* A context some application thread had current: pushed on threads that
  * have none.  Learnt, never created or retained. */
 static _Atomic(hp_CUcontext) known_ctx;
@@ -156,6 +159,8 @@ static int cuda_ready(void)
 		    cu.cuDevicePrimaryCtxGetState(d, &flags, &active) ==
 			HP_CUDA_SUCCESS &&
 		    active) {
+			atomic_store_explicit(&cu_dev, d,
+					      memory_order_relaxed);
 			atomic_store_explicit(&cu_ready, 1,
 					      memory_order_release);
 			hp_log(HP_LOG_INFO, "CUDA ready (device %d active)", i);
@@ -368,6 +373,42 @@ static int cuda_unpin(void *base, size_t len, const char **why)
 	int e = cuda_unpin_n(base, len, why);
 	leave_ctx(pushed);
 	return e;
+}
+
+/* The host NUMA node nearest the process's device: the driver's
+ * CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (CUDA 12.2), else the numa_node of the
+ * device's PCI function in sysfs; -1 if unknown.  Read once: neither
+ * changes while the process runs.  Neither entry point needs a context. */
+typedef hp_CUresult (*attr_fn)(int *, int, hp_CUdevice);
+typedef hp_CUresult (*busid_fn)(char *, int, hp_CUdevice);
+#define HP_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID 134
+int hp_cuda_device_node(void)
+{
+	static _Atomic int node = -2; /* -2: not known yet */
+	int n = atomic_load_explicit(&node, memory_order_relaxed);
+	if (n != -2 || !cuda_ready())
+		return n < 0 ? -1 : n;
+	hp_CUdevice d = atomic_load_explicit(&cu_dev, memory_order_relaxed);
+	attr_fn attr = (attr_fn)hp_obj_sym(&cu_obj, "cuDeviceGetAttribute");
+	busid_fn busid = (busid_fn)hp_obj_sym(&cu_obj, "cuDeviceGetPCIBusId");
+	int v = -1;
+	const char *how = "unknown";
+	if (attr && attr(&v, HP_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d) ==
+		HP_CUDA_SUCCESS && v >= 0) {
+		how = "CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID";
+	} else {
+		char id[32];
+		v = -1;
+		if (busid && busid(id, (int)sizeof(id), d) == HP_CUDA_SUCCESS) {
+			id[sizeof(id) - 1] = '\0';
+			if ((v = hp_pci_numa_node(id)) >= 0)
+				how = "PCI numa_node";
+		}
+	}
+	hp_log(HP_LOG_INFO, "CUDA device %d: host NUMA node %d (%s)", (int)d, v,
+	       how);
+	atomic_store_explicit(&node, v, memory_order_relaxed);
+	return v;
 }
 
 static void cuda_fork_child(void)

@@ -13,6 +13,7 @@
 
 #include "hostpin.h"
 #include "hp.h"
+#include "record.h"
 #include "resolve.h"
 #include "ze_api.h"
 
@@ -56,6 +57,39 @@ static const char *ze_err(hp_ze_result_t r)
 	case 0x78000008u: return "ZE_RESULT_ERROR_INVALID_SIZE";
 	default: return "ZE_RESULT_ERROR_UNKNOWN";
 	}
+}
+
+/* The host NUMA node of the first device of the first driver hostpin
+ * imports for: its PCI function's numa_node in sysfs (the Level Zero
+ * equivalent of CUDA's HOST_NUMA_ID is the device's PCI address).  Read at
+ * discovery, under ze_mu; -1: unknown. */
+static _Atomic int ze_node = -1;
+
+static void learn_node(hp_obj_t *o, hp_ze_driver_handle_t h)
+{
+	hp_zeDevicePciGetPropertiesExt_t pci =
+	    (hp_zeDevicePciGetPropertiesExt_t)hp_obj_sym(
+		o, "zeDevicePciGetPropertiesExt");
+	hp_ze_device_handle_t dev = NULL;
+	uint32_t one = 1;
+	struct hp_ze_pci_ext_properties pp = {
+	    .stype = HP_ZE_STRUCTURE_TYPE_PCI_EXT_PROPERTIES};
+	int v = -1;
+	char bdf[32] = "none";
+	if (pci && ze.zeDeviceGet(h, &one, &dev) == HP_ZE_RESULT_SUCCESS &&
+	    dev && pci(dev, &pp) == HP_ZE_RESULT_SUCCESS) {
+		hp_snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", pp.domain,
+			    pp.bus, pp.device, pp.function);
+		v = hp_pci_numa_node(bdf);
+	}
+	hp_log(HP_LOG_INFO, "Level Zero device (PCI %s): host NUMA node %d%s",
+	       bdf, v, v >= 0 ? " (PCI numa_node)" : " (unknown)");
+	atomic_store_explicit(&ze_node, v, memory_order_relaxed);
+}
+
+int hp_ze_device_node(void)
+{
+	return atomic_load_explicit(&ze_node, memory_order_relaxed);
 }
 
 /* Find the drivers and their import functions, once the program has
@@ -122,6 +156,8 @@ static int discover(void)
 		if (!hp_obj_of((const void *)d.f.zexDriverImportExternalPointer,
 			       &d.obj))
 			continue;
+		if (ndrivers == 0)
+			learn_node(&o, hs[i]);
 		drivers[ndrivers++] = d;
 	}
 	hp_log(HP_LOG_INFO, "Level Zero ready: %d driver(s) with host-pointer "

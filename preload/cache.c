@@ -46,9 +46,14 @@ static size_t cache_bytes;
 static size_t cache_cap(size_t len)
 {
 	size_t cap = (size_t)hp_opt[HP_OPT_CACHE];
+	/* Device copies seen count as pinning: a block freed before its
+	 * HOSTPIN_PIN_AFTER-th copy keeps its count in the cache, so the next
+	 * step's buffer of that size, served from it, is registered. */
 	int pinning = hp_backend != &hp_backend_none && !hp_in_child &&
-		      atomic_load_explicit(&hp_ctr.pinned_blocks_now,
-					   memory_order_relaxed) > 0;
+		      (atomic_load_explicit(&hp_ctr.pinned_blocks_now,
+					    memory_order_relaxed) > 0 ||
+		       atomic_load_explicit(&hp_ctr.copies_seen,
+					    memory_order_relaxed) > 0);
 	if (pinning)
 		return cap;
 	if (len > CACHE_IDLE_MAX_BLOCK)
@@ -187,6 +192,7 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 		return NULL;
 	struct centry v[CACHE_SLOTS];
 	int nv = 0;
+	int node = hp_numa_want(); /* only a block on the node asked for */
 	pthread_mutex_lock(&cache_mu);
 	if (!decay_on) { /* no thread: expire inline */
 		nv = take_expired(v, hp_now_ns());
@@ -199,7 +205,8 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 	for (int i = 0; i < ncache; i++) {
 		struct centry e = cache[i];
 		if (e.len < len || e.len - len > len / 8 ||
-		    (align > HP_PAGE_SIZE && (e.base & (align - 1))))
+		    (align > HP_PAGE_SIZE && (e.base & (align - 1))) ||
+		    (node >= 0 && hp_rnode(e.rec) != node))
 			continue;
 		memmove(&cache[i], &cache[i + 1],
 			sizeof(cache[0]) * (size_t)(ncache - i - 1));

@@ -90,15 +90,23 @@ static void copy_add(hp_copy_t *c, hp_rec_t *r)
 
 struct copy_walk {
 	hp_copy_t *c;
-	int hit, pending;
+	int hit, pending, nlazy;
+	/* Blocks registered at their HOSTPIN_PIN_AFTER-th copy: counted
+	 * after the walk, outside the registry iteration. */
+	hp_rec_t *lazy[HP_COPY_RECS];
+	hp_snap_t lazys[HP_COPY_RECS];
 };
 
 static int copy_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
-	(void)s;
 	struct copy_walk *w = arg;
 	w->hit = 1;
-	w->pending |= (hp_rflags(r) & HOSTPIN_PENDING) != 0;
+	unsigned f = hp_rflags(r);
+	w->pending |= (f & HOSTPIN_PENDING) != 0;
+	if ((f & HP_F_LAZY) && w->nlazy < HP_COPY_RECS) {
+		w->lazy[w->nlazy] = r;
+		w->lazys[w->nlazy++] = *s;
+	}
 	copy_add(w->c, r);
 	return 0;
 }
@@ -113,15 +121,45 @@ void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
 	/* Every block the host interval [p, p+n) overlaps, not only the one
 	 * holding its first byte: a copy that starts outside a block and
 	 * runs into one reaches registered memory too. */
-	struct copy_walk w = {c, 0, 0};
+	struct copy_walk w = {.c = c};
 	hp_registry_each_overlap(&hp_reg, a, n ? n : 1, copy_one, &w);
-	if (w.pending) {
+	if (w.pending || w.nlazy) {
 		/* The program is copying: it has a device context now, so
-		 * pending blocks are registered before this copy runs. */
-		HP_GUARDED(hp_cuda_learn_ctx(); hp_adopt_pending());
+		 * pending blocks, and these if this copy makes them worth it
+		 * (HOSTPIN_PIN_AFTER), are registered before the copy runs. */
+		HP_GUARDED(
+		    hp_cuda_learn_ctx();
+		    if (w.pending) hp_adopt_pending();
+		    for (int i = 0; i < w.nlazy; i++)
+			    hp_pin_copied(w.lazy[i], &w.lazys[i]));
 	}
 	if (w.hit)
 		c->bytes += n;
+}
+
+/* Blocks of c that are registered (overflow: assume some are). */
+static int registered(const hp_copy_t *c)
+{
+	int reg = c->overflow; /* blocks not looked at: assume registered */
+	for (int i = 0; i < c->n; i++)
+		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+			reg++;
+	return reg;
+}
+
+void hp_copy_sync_end(hp_copy_t *c, int ok)
+{
+	hp_hook_leave();
+	if (!ok || (c->n == 0 && !c->overflow))
+		return;
+	/* A synchronous copy returns after it completed, registered memory
+	 * or not: nothing to wait for; it counts (hp_copy_host) and is
+	 * counted. */
+	HP_CTR_ADD(copies_seen, 1);
+	if (registered(c)) {
+		HP_CTR_ADD(copies_registered, 1);
+		HP_CTR_ADD(copy_bytes_registered, c->bytes);
+	}
 }
 
 static int capturing(hp_cudaStream_t s)

@@ -217,6 +217,39 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 	  (size_t numOps, BOP * opList, unsigned long long flags,              \
 	   hp_cudaStream_t hStream))
 
+/* Synchronous driver copy entry points hostpin counts copies through (each
+ * also in its _ptds form): X(name, R, params). */
+#define HP_CU_SYNC_COPY_FNS(X, R, M2, M3)                                     \
+	X(cuMemcpyHtoD_v2, R,                                                 \
+	  (hp_CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))  \
+	X(cuMemcpyDtoH_v2, R,                                                 \
+	  (void *dstHost, hp_CUdeviceptr srcDevice, size_t ByteCount))        \
+	X(cuMemcpy, R,                                                        \
+	  (hp_CUdeviceptr dst, hp_CUdeviceptr src, size_t ByteCount))         \
+	X(cuMemcpy2D_v2, R, (const M2 *pCopy))                                \
+	X(cuMemcpy2DUnaligned_v2, R, (const M2 *pCopy))                       \
+	X(cuMemcpy3D_v2, R, (const M3 *pCopy))                                \
+	X(cuMemcpyHtoA_v2, R,                                                 \
+	  (hp_CUarray dstArray, size_t dstOffset, const void *srcHost,        \
+	   size_t ByteCount))                                                 \
+	X(cuMemcpyAtoH_v2, R,                                                 \
+	  (void *dstHost, hp_CUarray srcArray, size_t srcOffset,              \
+	   size_t ByteCount))
+
+/* Synchronous runtime copy entry points (each also in its _ptds form). */
+#define HP_CUDART_SYNC_FNS(X, R, K, P3)                                      \
+	X(cudaMemcpy, R, (void *dst, const void *src, size_t count, K kind))  \
+	X(cudaMemcpy2D, R,                                                    \
+	  (void *dst, size_t dpitch, const void *src, size_t spitch,          \
+	   size_t width, size_t height, K kind))                              \
+	X(cudaMemcpy3D, R, (const P3 *p))                                     \
+	X(cudaMemcpyToSymbol, R,                                              \
+	  (const void *symbol, const void *src, size_t count, size_t offset,  \
+	   K kind))                                                           \
+	X(cudaMemcpyFromSymbol, R,                                            \
+	  (void *dst, const void *symbol, size_t count, size_t offset,        \
+	   K kind))
+
 /* The CUDA 12.8 batch forms (before their _v2), which cuda.h no longer
  * declares under these names. */
 typedef hp_CUresult (*hp_cuMemcpyBatchAsync_t)(
@@ -291,6 +324,10 @@ HP_CU_POLICY_OPT_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
 HP_CU_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D, hp_CUDA_MEMCPY3D,
 	       hp_CUDA_MEMCPY3D_BATCH_OP)
 HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUdriverProcAddressQueryResult)
+HP_CU_SYNC_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D,
+		    hp_CUDA_MEMCPY3D)
+HP_CUDART_SYNC_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind,
+		   hp_cudaMemcpy3DParms)
 HP_CUDART_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind,
 	      hp_cudaMemcpy3DParms, hp_cudaMemcpy3DBatchOp,
 	      hp_cudaDriverEntryPointQueryResult)

@@ -51,6 +51,9 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 		 * glibc does. */
 		if (zero)
 			memset(hit, 0, got);
+		/* a block cached while pending (freed by the driver inside
+		 * its own call, say) is adopted now, as after a miss */
+		hp_adopt_pending();
 		return hit;
 	}
 	size_t huge = (size_t)2 << 20;
@@ -74,7 +77,10 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 			hp_real.munmap((void *)(b + len), base + extra - b);
 		base = b;
 	}
-	if (hp_opt[HP_OPT_HUGEPAGES] && len >= huge)
+	/* Huge pages from the first touch for blocks the program fills; not
+	 * for calloc, whose untouched pages must stay uncommitted (one touch
+	 * would commit 2 MiB).  Pinning advises those before pre-faulting. */
+	if (!zero && len >= huge && hp_thp_ok())
 		hp_real.madvise((void *)base, len, MADV_HUGEPAGE);
 	if (hp_track(base, len, HOSTPIN_KIND_MALLOC)) {
 		hp_real.munmap((void *)base, len);

@@ -42,6 +42,9 @@ HP_HIDDEN void hp_copy_host(hp_copy_t *c, const void *p, size_t n);
  * succeeded. */
 HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
 			   int ok);
+/* The same for a synchronous copy entry point: no wait (it returns after
+ * the copy), statistics only; calls hp_hook_leave. */
+HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
 
 /* hooks_cudrv.c: for a driver entry point the driver returned (lookup by
  * cuGetProcAddress, cudaGetDriverEntryPoint or dlsym on its handle), the

@@ -1,4 +1,4 @@
-/* Hooks on the CUDA runtime's async copy, registration and driver-lookup
+/* Hooks on the CUDA runtime's copy (async and sync), registration and driver-lookup
  * entry points, where the runtime is dynamically linked.  The runtime calls
  * the driver underneath; the driver's hooks then pass straight through
  * (hp_hook_enter), so each copy gets one policy decision, here. */
@@ -148,6 +148,47 @@ RT_COPY2(cudaMemcpyFromSymbolAsync,
 	 (void *dst, const void *sym, size_t n, size_t off,
 	  hp_cudaMemcpyKind kind, hp_cudaStream_t s),
 	 (dst, sym, n, off, kind, s), host_kind(&c_, kind, dst, NULL, n), s)
+
+/* Synchronous copies: counted towards registration (HOSTPIN_PIN_AFTER), no
+ * wait (they return after the copy); per-thread default stream form _ptds. */
+#define RT_SYNC(name, params, args, HOSTS)                                    \
+	NEXT_SLOT(name);                                                      \
+	HP_EXPORT hp_cudaError_t name params                                  \
+	{                                                                     \
+		hp_##name##_t fn_ = NEXT(name);                               \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_ args;                                      \
+		hp_copy_t c_;                                                 \
+		hp_copy_init(&c_);                                            \
+		HOSTS;                                                        \
+		hp_cudaError_t e_ = fn_ args;                                 \
+		hp_copy_sync_end(&c_, e_ == 0);                               \
+		return e_;                                                    \
+	}
+#define RT_SYNC2(name, params, args, HOSTS)                                   \
+	RT_SYNC(name, params, args, HOSTS)                                    \
+	typedef hp_##name##_t hp_##name##_ptds_t;                             \
+	RT_SYNC(name##_ptds, params, args, HOSTS)
+
+RT_SYNC2(cudaMemcpy,
+	 (void *dst, const void *src, size_t n, hp_cudaMemcpyKind kind),
+	 (dst, src, n, kind), host_kind(&c_, kind, dst, src, n))
+RT_SYNC2(cudaMemcpy2D,
+	 (void *dst, size_t dp, const void *src, size_t sp, size_t w,
+	  size_t h, hp_cudaMemcpyKind kind),
+	 (dst, dp, src, sp, w, h, kind), host_kind(&c_, kind, dst, src, w * h))
+RT_SYNC2(cudaMemcpy3D, (const hp_cudaMemcpy3DParms *p), (p),
+	 host_3dparms(&c_, p))
+RT_SYNC2(cudaMemcpyToSymbol,
+	 (const void *sym, const void *src, size_t n, size_t off,
+	  hp_cudaMemcpyKind kind),
+	 (sym, src, n, off, kind), host_kind(&c_, kind, NULL, src, n))
+RT_SYNC2(cudaMemcpyFromSymbol,
+	 (void *dst, const void *sym, size_t n, size_t off,
+	  hp_cudaMemcpyKind kind),
+	 (dst, sym, n, off, kind), host_kind(&c_, kind, dst, NULL, n))
 
 /* The batch copies changed shape in CUDA 13 under the same names: 12.8
  * passes failIdx before the stream.  One wrapper takes the longer list and
@@ -356,6 +397,10 @@ static const struct {
 	N(cudaMemcpyFromSymbolAsync) N(cudaMemcpyFromSymbolAsync_ptsz)
 	N(cudaMemcpyBatchAsync) N(cudaMemcpyBatchAsync_ptsz)
 	N(cudaMemcpy3DBatchAsync) N(cudaMemcpy3DBatchAsync_ptsz)
+	N(cudaMemcpy) N(cudaMemcpy_ptds) N(cudaMemcpy2D) N(cudaMemcpy2D_ptds)
+	N(cudaMemcpy3D) N(cudaMemcpy3D_ptds) N(cudaMemcpyToSymbol)
+	N(cudaMemcpyToSymbol_ptds) N(cudaMemcpyFromSymbol)
+	N(cudaMemcpyFromSymbol_ptds)
 	N(cudaHostRegister) N(cudaHostUnregister)
 	N(cudaGetDriverEntryPoint) N(cudaGetDriverEntryPoint_ptsz)
 	N(cudaGetDriverEntryPointByVersion)

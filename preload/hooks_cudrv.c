@@ -1,4 +1,4 @@
-/* Hooks on the CUDA driver's async copy, registration and lookup entry
+/* Hooks on the CUDA driver's copy (async and sync), registration and lookup entry
  * points.  Every way a program reaches the driver ends here: a call linked
  * to the exported name; a pointer from cuGetProcAddress (how the CUDA
  * runtime, static or dynamic, reaches the driver) or from
@@ -33,28 +33,28 @@ static void host_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p)
 	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
 		  p->dstY, 0, p->dstPitch, 0, p->WidthInBytes, p->Height, 1);
 }
+/* Both sides of a 3D descriptor (plain or peer: the same field names). */
+#define HOST_3D_SIDES(c, p)                                                   \
+	do {                                                                  \
+		host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice,      \
+			  p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,      \
+			  p->srcHeight, p->WidthInBytes, p->Height,           \
+			  p->Depth);                                          \
+		host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice,      \
+			  p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,      \
+			  p->dstHeight, p->WidthInBytes, p->Height,           \
+			  p->Depth);                                          \
+	} while (0)
 static void host_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p)
 {
-	if (p == NULL)
-		return;
-	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
-		  p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->WidthInBytes,
-		  p->Height, p->Depth);
-	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
-		  p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->WidthInBytes,
-		  p->Height, p->Depth);
+	if (p != NULL)
+		HOST_3D_SIDES(c, p);
 }
 /* A 3D peer copy takes host memory on either side too. */
 static void host_3dpeer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p)
 {
-	if (p == NULL)
-		return;
-	host_side(c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes,
-		  p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->WidthInBytes,
-		  p->Height, p->Depth);
-	host_side(c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
-		  p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->WidthInBytes,
-		  p->Height, p->Depth);
+	if (p != NULL)
+		HOST_3D_SIDES(c, p);
 }
 static void host_batch(hp_copy_t *c, hp_CUdeviceptr *dsts,
 		       hp_CUdeviceptr *srcs, size_t *sizes, size_t count)
@@ -178,6 +178,53 @@ DRV2(cuMemcpy3DBatchAsync_v2,
      (size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
       hp_cudaStream_t s),
      (n, ops, fl, s), hp_copy_host_ops(&c_, ops, n), s)
+
+/* ---- synchronous copies: counted towards registration, no wait ----
+ * SYNC_BODY / DRVS / DRVS2 as COPY_BODY / DRV / DRV2, with the per-thread
+ * default stream form named _ptds. */
+#define SYNC_BODY(fnexpr, type, args, HOSTS)                                  \
+	type fn_ = (type)(fnexpr);                                            \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_ args;                                              \
+	hp_copy_t c_;                                                         \
+	hp_copy_init(&c_);                                                    \
+	HOSTS;                                                                \
+	hp_CUresult e_ = fn_ args;                                            \
+	hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS);                         \
+	return e_;
+#define DRVS(name, type, params, args, HOSTS)                                 \
+	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
+	static _Atomic(void *) lkslot_##name;                                 \
+	HP_EXPORT hp_CUresult name params                                     \
+	{                                                                     \
+		SYNC_BODY(sym_next(&sym_##name, #name), type, args, HOSTS)    \
+	}                                                                     \
+	static hp_CUresult lk_##name params                                   \
+	{                                                                     \
+		SYNC_BODY(lk_next(&lkslot_##name), type, args, HOSTS)         \
+	}
+#define DRVS2(name, params, args, HOSTS)                                      \
+	DRVS(name, hp_##name##_t, params, args, HOSTS)                        \
+	DRVS(name##_ptds, hp_##name##_t, params, args, HOSTS)
+
+DRVS2(cuMemcpyHtoD_v2, (hp_CUdeviceptr d, const void *h, size_t n), (d, h, n),
+      hp_copy_host(&c_, h, n))
+DRVS2(cuMemcpyDtoH_v2, (void *h, hp_CUdeviceptr d, size_t n), (h, d, n),
+      hp_copy_host(&c_, h, n))
+DRVS2(cuMemcpy, (hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n), (d, sr, n),
+      hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
+      hp_copy_host(&c_, (const void *)(uintptr_t)d, n))
+DRVS2(cuMemcpy2D_v2, (const hp_CUDA_MEMCPY2D *p), (p), host_2d(&c_, p))
+DRVS2(cuMemcpy2DUnaligned_v2, (const hp_CUDA_MEMCPY2D *p), (p),
+      host_2d(&c_, p))
+DRVS2(cuMemcpy3D_v2, (const hp_CUDA_MEMCPY3D *p), (p), host_3d(&c_, p))
+DRVS2(cuMemcpyHtoA_v2,
+      (hp_CUarray a, size_t off, const void *h, size_t n), (a, off, h, n),
+      hp_copy_host(&c_, h, n))
+DRVS2(cuMemcpyAtoH_v2, (void *h, hp_CUarray a, size_t off, size_t n),
+      (h, a, off, n), hp_copy_host(&c_, h, n))
 
 /* ---- registrations made by the program itself ---- */
 #define REG_BODY(fnexpr)                                                      \
@@ -335,6 +382,11 @@ static const struct variant {
 	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
 	    {#base, since, 1, #name "_ptsz", &lkslot_##name##_ptsz,           \
 	     (void *)lk_##name##_ptsz},
+/* A synchronous copy: its per-thread default stream form is _ptds. */
+#define VS(base, since, name)                                                 \
+	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
+	    {#base, since, 1, #name "_ptds", &lkslot_##name##_ptds,           \
+	     (void *)lk_##name##_ptds},
 #define V1(base, since, name)                                                 \
 	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
 	    {#base, since, 1, #name, &lkslot_##name, (void *)lk_##name},
@@ -350,6 +402,14 @@ static const struct variant {
 	V(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2)
 	V(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync)
 	V(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2)
+	VS(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2)
+	VS(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2)
+	VS(cuMemcpy, 4000, cuMemcpy)
+	VS(cuMemcpy2D, 3020, cuMemcpy2D_v2)
+	VS(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2)
+	VS(cuMemcpy3D, 3020, cuMemcpy3D_v2)
+	VS(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2)
+	VS(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2)
 	V1(cuMemHostRegister, 4000, cuMemHostRegister)
 	V1(cuMemHostRegister, 6050, cuMemHostRegister_v2)
 	V1(cuMemHostUnregister, 4000, cuMemHostUnregister)
@@ -362,6 +422,7 @@ static const struct variant {
 	V1(cuGetProcAddress, 11030, cuGetProcAddress)
 	V1(cuGetProcAddress, 12000, cuGetProcAddress_v2)
 #undef V
+#undef VS
 #undef V1
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))

@@ -12,7 +12,7 @@
 #define HOSTPIN_KIND_MMAP 0x2u     /* an application mmap hostpin tracks */
 #define HOSTPIN_LOCKED 0x10u       /* pages locked (mlock) */
 #define HOSTPIN_REGISTERED 0x20u   /* registered with a device driver */
-#define HOSTPIN_PENDING 0x40u      /* waiting for the device runtime */
+#define HOSTPIN_PENDING 0x40u      /* waiting for the device runtime, or for its Nth copy */
 
 struct hostpin_range {
 	void *base;

@@ -236,6 +236,9 @@ HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
  * could not be released)?  munmap that leaves such ranges mapped. */
 HP_HIDDEN int hp_leaked_in(uintptr_t a, size_t len);
 HP_HIDDEN int hp_munmap_do(void *a, size_t len);
+/* numa.c: the program's own MADV_HUGEPAGE / MADV_NOHUGEPAGE over
+ * [a, a+len): hostpin never advises those blocks again. */
+HP_HIDDEN void hp_thp_advised(uintptr_t a, size_t len);
 /* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
 /* Register every pending block now, if the backend is ready. */

@@ -5,7 +5,9 @@
  * open/read into static buffers, no stdio, no allocation. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,9 +18,26 @@
  * computed under the pre-fault job lock: the buffers need no lock. */
 static char rbuf[64 << 10];
 
+/* HOSTPIN_SYSFS_ROOT (test only): /proc/self/cgroup, /proc/self/mountinfo
+ * and the cgroup files are read under this directory, so tests inject a
+ * hierarchy (a v2 one on a v1 host).  From the environment, not hp_optstr:
+ * percent knobs need the base while the options are being parsed. */
+static const char *inj_root(void)
+{
+	const char *r = getenv("HOSTPIN_SYSFS_ROOT");
+	return r ? r : "";
+}
+
 /* Read a whole small file into rbuf, NUL-terminated; length or -1. */
 static ssize_t slurp(const char *path)
 {
+	char full[PATH_CAP + 320];
+	if (path[0] == '/' && *inj_root()) {
+		if (hp_snprintf(full, sizeof(full), "%s%s", inj_root(), path) >=
+		    (int)sizeof(full))
+			return -1;
+		path = full;
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -227,11 +246,30 @@ uint64_t hp_phys_ram(void)
 }
 
 /* ---- CPUs ---- */
+static _Atomic unsigned cpu_cached;
+static pthread_mutex_t cpu_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned cpu_compute(void);
+
 unsigned hp_cpu_limit(void)
 {
-	static unsigned cached;
-	if (cached)
-		return cached;
+	/* acquire: pairs with the release below, after the count was made */
+	unsigned n = atomic_load_explicit(&cpu_cached, memory_order_acquire);
+	if (n)
+		return n;
+	/* Threads pinning at once (the first large blocks) would share the
+	 * static read buffer: one computes, the others wait for it. */
+	pthread_mutex_lock(&cpu_mu);
+	n = atomic_load_explicit(&cpu_cached, memory_order_relaxed);
+	if (!n) {
+		n = cpu_compute();
+		atomic_store_explicit(&cpu_cached, n, memory_order_release);
+	}
+	pthread_mutex_unlock(&cpu_mu);
+	return n;
+}
+
+static unsigned cpu_compute(void)
+{
 	cpu_set_t set;
 	unsigned n = 0;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
@@ -261,7 +299,6 @@ unsigned hp_cpu_limit(void)
 		if (q && q < n)
 			n = (unsigned)q;
 	}
-	cached = n;
 	return n;
 }
 

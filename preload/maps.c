@@ -34,6 +34,7 @@ void hp_mmap_track(void *p, size_t len, int prot, int flags,
 	int anon = (flags & MAP_ANONYMOUS) != 0;
 	int shared = (flags & MAP_TYPE) != MAP_PRIVATE;
 	if (pol == HP_MMAP_OFF || len < hp_threshold ||
+	    len < hp_opt[HP_OPT_MMAP_MIN] || /* CPython's arenas & co */
 	    (pol == HP_MMAP_PRIVATE && (!anon || shared)) ||
 	    (pol == HP_MMAP_SHARED && !anon))
 		return;
@@ -62,15 +63,16 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	 * the rest keeps its pins. */
 	if (hp_pin_split(r, s, c->a, c->b) == 0)
 		return 0;
+	unsigned carry = hp_rflags(r);
 	if (hp_untrack(r, s))
 		return 0; /* leaked: stays registered, never reused */
 	uintptr_t end = s->base + s->len;
 	/* Survivors lie outside [a, b): safe to pin again before the caller
 	 * releases [a, b), and outside what this walk still visits. */
 	if (s->base < c->a)
-		hp_track(s->base, c->a - s->base, HOSTPIN_KIND_MMAP);
+		hp_track_as(s->base, c->a - s->base, HOSTPIN_KIND_MMAP, carry);
 	if (end > c->b)
-		hp_track(c->b, end - c->b, HOSTPIN_KIND_MMAP);
+		hp_track_as(c->b, end - c->b, HOSTPIN_KIND_MMAP, carry);
 	return 0;
 }
 

@@ -3,9 +3,30 @@
  * pending blocks, stepping aside for the program's own registrations, and
  * the forked child's forgetting.  Every function here runs with hp_in_hook
  * raised by its caller, so whatever it calls that allocates or maps goes
- * straight to the next allocator. */
+ * straight to the next allocator.
+ *
+ * When to pin (hostpin(7), "Pinning policy").  Registering costs about
+ * 0.1-0.4 s/GiB and commits every page; a copy from pageable memory costs
+ * about 0.06-0.1 s/GiB more than one from registered memory.  A block copied
+ * once loses by being registered, one copied every step wins, and most
+ * memory a program maps is never copied at all.  So, as UCX and libfabric
+ * register on first use, a block is registered when device copies show it
+ * is worth it: the copy hooks count copies per block (HP_U_COPIES, sync and
+ * async entry points alike), and before the HOSTPIN_PIN_AFTER-th one runs
+ * the block is registered (hp_pin_copied, from the outermost hook, never
+ * from inside the driver).  HP_F_LAZY marks a block still waiting.  Until
+ * then nothing is pre-faulted, so memory the program never touched stays
+ * uncommitted.  HOSTPIN_PIN_AFTER=0 registers at allocation (or adoption),
+ * as before.  Where no copy can be counted the block is pinned when tracked:
+ * the mlock backend locks on fault (MLOCK_ONFAULT: untouched pages stay
+ * uncommitted, touched ones stay resident), and Level Zero, whose copies
+ * hostpin does not hook, imports at allocation or adoption. */
 #include <errno.h>
 #include <sys/mman.h>
+
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
 
 #include "ledger.h"
 #include "record.h"
@@ -14,6 +35,24 @@
 hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
 /* ---- pin policy ---- */
+
+/* Blocks marked HP_F_LAZY since adoption last looked. */
+static _Atomic int lazy_seen;
+
+/* 1 if the backend in use registers with a driver whose copies hostpin
+ * counts (CUDA; auto before its choice, which adoption corrects if it
+ * chooses Level Zero) and HOSTPIN_PIN_AFTER asks to wait for them. */
+int hp_pin_counts_copies(void)
+{
+	if (hp_opt[HP_OPT_PIN_AFTER] == 0 || hp_in_child)
+		return 0;
+	if (hp_backend == &hp_backend_cuda)
+		return 1;
+	if (hp_backend != &hp_backend_auto)
+		return 0;
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c == NULL || c == &hp_backend_cuda;
+}
 
 /* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over
  * HOSTPIN_NODE_MAX_PINNED with what the node's other hostpin processes
@@ -36,13 +75,30 @@ static int cap_reserve(size_t len)
 	return 1;
 }
 
+/* Registration faults every page of the block: first its node (a block
+ * placed before the device was known moves) and huge pages for hostpin's
+ * own blocks, then the parallel pre-fault.  (The mlock backend locks on
+ * fault and pre-faults nothing.) */
+static void before_fault(hp_rec_t *r, uintptr_t base, size_t len)
+{
+	int node = hp_numa_want();
+	if (node >= 0)
+		hp_numa_place(r, base, len, node, hp_rnode(r) >= 0);
+	if ((hp_rflags(r) & HOSTPIN_KIND_MALLOC) && len >= ((size_t)2 << 20) &&
+	    !(atomic_load_explicit(&r->user[HP_U_NODE], memory_order_relaxed) &
+	      HP_NODE_THP_ADVISED) &&
+	    hp_thp_ok())
+		hp_real.madvise((void *)base, len, MADV_HUGEPAGE);
+	hp_prefault((void *)base, len);
+}
+
 void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 {
 	/* A range the program registered itself is left alone until the
 	 * program unregisters it (hp_foreign_end pins it then): not pending,
 	 * so adoption never walks the registry for it. */
 	if (hp_backend == &hp_backend_none || hp_in_child ||
-	    (hp_rflags(r) & HP_F_FOREIGN))
+	    (hp_rflags(r) & (HP_F_FOREIGN | HP_F_LAZY)))
 		return;
 	if (hp_foreign_overlaps(base, len)) {
 		/* a survivor of a partial munmap under a program range */
@@ -77,7 +133,8 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		e = ENOMEM; /* the kernel would refuse: no pre-fault work */
 	} else {
 		uint64_t t0 = hp_now_ns();
-		hp_prefault((void *)base, len);
+		if (hp_backend != &hp_backend_mlock)
+			before_fault(r, base, len);
 		e = hp_cells_pin(base, len, &why);
 		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 		HP_CTR_ADD(pin_calls, 1);
@@ -191,6 +248,11 @@ void hp_count_track(unsigned kind, size_t len, int add)
 
 int hp_track(uintptr_t base, size_t len, unsigned kind)
 {
+	return hp_track_as(base, len, kind, 0);
+}
+
+int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry)
+{
 	hp_rec_t *r;
 	int e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r);
 	if (e) {
@@ -199,12 +261,44 @@ int hp_track(uintptr_t base, size_t len, unsigned kind)
 			    (void *)base, e);
 		return e;
 	}
-	atomic_store_explicit(&r->user[HP_U_FLAGS], kind, memory_order_relaxed);
+	carry &= HP_F_CHURN;
+	atomic_store_explicit(&r->user[HP_U_FLAGS], kind | carry,
+			      memory_order_relaxed);
 	if (kind & HOSTPIN_KIND_MALLOC)
 		hp_set_rsite(r, hp_site_capture());
 	hp_count_track(kind, len, 1);
+	if (kind & HOSTPIN_KIND_MALLOC)
+		hp_numa_place(r, base, len, hp_numa_want(), 0);
+	if (carry)
+		return 0; /* purged twice while registered: left unregistered */
+	if (hp_pin_counts_copies()) {
+		hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY);
+		/* relaxed: a hint for adoption, ordering nothing */
+		atomic_store_explicit(&lazy_seen, 1, memory_order_relaxed);
+		return 0;
+	}
 	hp_pin(r, base, len);
 	return 0;
+}
+
+void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
+{
+	if (!(hp_rflags(r) & HP_F_LAZY))
+		return;
+	/* relaxed: a count; the claim below orders the registration */
+	uint64_t n = atomic_fetch_add_explicit(&r->user[HP_U_COPIES], 1,
+					       memory_order_relaxed) + 1;
+	uint32_t st;
+	if (n < hp_opt[HP_OPT_PIN_AFTER] || !(st = hp_busy_begin(r, s)))
+		return; /* not yet; or held: a later copy registers it */
+	if (hp_rflags(r) & HP_F_LAZY) {
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_LAZY);
+		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): copy %llu, "
+		       "registering", (void *)s->base, s->len,
+		       (unsigned long long)n);
+		hp_pin(r, s->base, s->len);
+	}
+	hp_busy_end(r, st);
 }
 
 /* A leaked record stays in the registry as LEAKED: never reused. */
@@ -229,12 +323,15 @@ int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
 
 /* ---- adoption (foreign registrations: foreign.c) ---- */
 
+/* arg non-NULL: lazy blocks too (the backend counts no copies). */
 static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
-	(void)arg;
 	uint32_t st;
-	if (!(hp_rflags(r) & HOSTPIN_PENDING) || !(st = hp_busy_begin(r, s)))
+	unsigned want = HOSTPIN_PENDING | (arg ? HP_F_LAZY : 0);
+	if (!(hp_rflags(r) & want) || !(st = hp_busy_begin(r, s)))
 		return 0;
+	if (arg) /* copies are not counted here: pin now */
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_LAZY);
 	hp_pin(r, s->base, s->len);
 	if (!(hp_rflags(r) & HOSTPIN_PENDING) && (hp_rflags(r) & HP_PIN_MASK))
 		HP_CTR_ADD(adopted_blocks, 1);
@@ -244,15 +341,25 @@ static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 void hp_adopt_pending(void)
 {
-	if (atomic_load_explicit(&hp_ctr.pending_blocks,
-				 memory_order_relaxed) == 0 ||
+	int lazy = atomic_load_explicit(&lazy_seen, memory_order_relaxed);
+	if ((atomic_load_explicit(&hp_ctr.pending_blocks,
+				  memory_order_relaxed) == 0 && !lazy) ||
 	    hp_in_child || !hp_backend->ready())
 		return;
-	hp_registry_each(&hp_reg, adopt_one, NULL);
+	/* auto chose a backend whose copies are not counted: its lazy
+	 * blocks are pinned now, once. */
+	lazy = lazy && !hp_pin_counts_copies() &&
+	       atomic_exchange_explicit(&lazy_seen, 0, memory_order_relaxed);
+	if (lazy || atomic_load_explicit(&hp_ctr.pending_blocks,
+					 memory_order_relaxed))
+		hp_registry_each(&hp_reg, adopt_one, lazy ? &lazy_seen : NULL);
 }
 
+/* A registration the driver dropped by itself (its context ended, or the
+ * driver was unloaded): back to pending, with no call into the driver. */
 struct lost {
-	uintptr_t owner;
+	uintptr_t owner; /* the context that ended; 0: any */
+	unsigned want, clear; /* flags that select a block, flags dropped */
 	int n;
 };
 
@@ -260,16 +367,17 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct lost *l = arg;
 	uint32_t st;
-	if (!(hp_rflags(r) & hp_backend->pin_flags & HOSTPIN_REGISTERED) ||
-	    atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=
-		l->owner ||
+	if (!(hp_rflags(r) & l->want) ||
+	    (l->owner &&
+	     atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=
+		 l->owner) ||
 	    !(st = hp_busy_begin(r, s)))
 		return 0;
-	/* The driver dropped the registration with its context: nothing to
-	 * unregister, no copy of that context left to wait for. */
+	/* Nothing to unregister, and no copy left to wait for: the copies'
+	 * events died with the context or the driver. */
 	if (hp_backend->quiesce)
 		hp_cuda_forget(r);
-	hp_set_rflags(r, (hp_rflags(r) & ~HOSTPIN_REGISTERED) | HOSTPIN_PENDING);
+	hp_set_rflags(r, (hp_rflags(r) & ~l->clear) | HOSTPIN_PENDING);
 	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
 	HP_CTR_SUB(pinned_blocks_now, 1);
 	HP_CTR_SUB(pinned_bytes_now, s->len);
@@ -282,7 +390,8 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 int hp_pin_owner_lost(uintptr_t owner)
 {
-	struct lost l = {owner, 0};
+	struct lost l = {owner, hp_backend->pin_flags & HOSTPIN_REGISTERED,
+			 HOSTPIN_REGISTERED, 0};
 	if (owner && !hp_in_child)
 		hp_registry_each(&hp_reg, lost_one, &l);
 	return l.n;
@@ -315,31 +424,11 @@ unsigned hp_block_flags(const void *p, hp_rec_t **rec)
 
 /* ---- the device was unloaded ---- */
 
-static int unloaded_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
-{
-	(void)arg;
-	uint32_t st;
-	if (!(hp_rflags(r) & hp_backend->pin_flags) ||
-	    !(st = hp_busy_begin(r, s)))
-		return 0;
-	/* Its registration died with the driver, and its copies' events
-	 * with it: no unpin call, nothing to wait for. */
-	if (hp_backend->quiesce)
-		hp_cuda_forget(r);
-	hp_set_rflags(r, (hp_rflags(r) & ~HP_PIN_MASK) | HOSTPIN_PENDING);
-	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
-	HP_CTR_SUB(pinned_blocks_now, 1);
-	HP_CTR_SUB(pinned_bytes_now, s->len);
-	HP_CTR_ADD(pending_blocks, 1);
-	hp_site_account(hp_rsite(r), s->len, 0);
-	hp_busy_end(r, st);
-	return 0;
-}
-
 void hp_device_lost(void)
 {
+	struct lost l = {0, hp_backend->pin_flags, HP_PIN_MASK, 0};
 	hp_in_hook++;
-	hp_registry_each(&hp_reg, unloaded_one, NULL);
+	hp_registry_each(&hp_reg, lost_one, &l);
 	hp_in_hook--;
 }
 

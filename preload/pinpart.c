@@ -9,7 +9,16 @@
  * not the whole mapping, and what survives a partial munmap keeps its pins
  * (invariant 2: cells never overlap; invariant 1: a cell is unpinned before
  * its pages are discarded or unmapped).  The grid is absolute, so the cells
- * of a survivor are those it had, cut at its new edge. */
+ * of a survivor are those it had, cut at its new edge.
+ *
+ * Whole registrations (HOSTPIN_REGISTER_CHUNK=0, the default) cannot be
+ * redone in part: a purge costs a whole unregister, and registering again
+ * at once a whole register, every time.  So a range whose whole
+ * registration a purge or partial unmap undid is not registered again
+ * there: where copies are counted it waits for its HOSTPIN_PIN_AFTER-th
+ * copy again (from a count of 0), else it is registered again once; and a
+ * range this happens to a second time (HP_F_CHURN) stays unregistered: the
+ * program keeps purging it, a driver-level registration cannot follow. */
 #include <errno.h>
 #include <sys/mman.h>
 
@@ -139,6 +148,34 @@ static void drop_rest(hp_rec_t *r, unsigned dev, uintptr_t base, size_t len,
 	hp_site_account(hp_rsite(r), len, 0);
 }
 
+/* A device range of whole registrations, unregistered by a purge or a
+ * partial unmap (flags f before; the counts still include it): 1 if it is
+ * left unregistered (lazy again, or for good), 0 to register it again. */
+static int hold_off(hp_rec_t *r, unsigned f, unsigned dev, uintptr_t base,
+		    size_t len)
+{
+	if (!dev || cell_of(dev) != 0)
+		return 0;
+	int lazy = !(f & HP_F_CHURN) && hp_pin_counts_copies();
+	if (!(f & HP_F_CHURN) && !lazy) {
+		hp_set_rflags(r, hp_rflags(r) | HP_F_CHURN);
+		return 0;
+	}
+	drop_rest(r, dev, base, len, base, base + len); /* nothing left to unpin */
+	if (lazy) {
+		atomic_store_explicit(&r->user[HP_U_COPIES], 0,
+				      memory_order_relaxed);
+		hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY | HP_F_CHURN);
+	} else {
+		HP_LOG_ONCE(HP_LOG_INFO,
+			    "a registered range was purged or partly unmapped "
+			    "twice: left unregistered (whole registrations "
+			    "cannot follow a program that keeps purging; "
+			    "HOSTPIN_REGISTER_CHUNK registers in parts)");
+	}
+	return 1;
+}
+
 int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 		   void (*discard)(void *), void *arg)
 {
@@ -164,6 +201,8 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 		return EBUSY;
 	}
 	discard(arg);
+	if (hold_off(r, f, dev, s->base, s->len))
+		return 0;
 	e = part_pin(dev, lo, hi, &why);
 	if (e) {
 		drop_rest(r, dev, s->base, s->len, lo, hi);
@@ -173,9 +212,10 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 }
 
 /* A survivor [sb, se) of a split record, pinned except for [pa, pb). */
-static void survivor(unsigned kind, unsigned pinf, unsigned dev, uintptr_t sb,
+static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
 		     uintptr_t se, uintptr_t pa, uintptr_t pb)
 {
+	unsigned pinf = f & HP_PIN_MASK;
 	hp_rec_t *n;
 	const char *why = "unknown";
 	int e = hp_registry_insert(&hp_reg, sb, se - sb, HP_REC_LIVE, &n);
@@ -188,11 +228,14 @@ static void survivor(unsigned kind, unsigned pinf, unsigned dev, uintptr_t sb,
 			    (size_t)(se - sb), (void *)sb, e);
 		return;
 	}
-	atomic_store_explicit(&n->user[HP_U_FLAGS], kind | pinf,
+	atomic_store_explicit(&n->user[HP_U_FLAGS],
+			      kind | pinf | (f & HP_F_CHURN),
 			      memory_order_relaxed);
 	hp_count_track(kind, se - sb, 1);
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	HP_CTR_ADD(pinned_bytes_now, se - sb);
+	if (hold_off(n, f, dev, sb, se - sb))
+		return;
 	e = part_pin(dev, pa, pb, &why);
 	if (e) {
 		drop_rest(n, dev, sb, se - sb, pa, pb);
@@ -226,8 +269,9 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	hp_site_account(hp_rsite(r), s->len, 0);
 	hp_registry_remove(&hp_reg, r);
 	if (ca > base)
-		survivor(kind, f & HP_PIN_MASK, dev, base, ca, lo, ca);
+		survivor(kind, f, dev, base, ca, lo, ca);
 	if (cb < end)
-		survivor(kind, f & HP_PIN_MASK, dev, cb, end, cb, hi);
+		survivor(kind, f, dev, cb, end, cb, hi);
+
 	return 0;
 }

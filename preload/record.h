@@ -18,13 +18,23 @@ enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
  * registered through), written by the record's holder; the stream and
  * event of the last async copy that used the block (HOSTPIN_COPY=async), a
  * pair that copy.c reads and writes only under its lock for the record. */
-enum { HP_U_FLAGS = 0, HP_U_OWNER = 1, HP_U_STREAM = 2, HP_U_EVENT = 3 };
+enum { HP_U_FLAGS = 0, HP_U_OWNER = 1, HP_U_STREAM = 2, HP_U_EVENT = 3,
+       HP_U_COPIES = 4, HP_U_NODE = 5 };
+/* HP_U_COPIES: device copies seen through the block (copy.c counts them,
+ * relaxed: a count, ordering nothing).  HP_U_NODE: the NUMA node its pages
+ * were placed on, plus one (0: not placed). */
 /* Internal flag: one or more application registrations overlap; hostpin
  * stepped aside (not in hostpin.h's public set).  foreign.c keeps the
  * ranges. */
 #define HP_F_FOREIGN 0x100u
 /* Does a registration or import of the program overlap [base, base+len)? */
 HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
+/* Internal flag: registered at its HOSTPIN_PIN_AFTER-th copy, not yet. */
+#define HP_F_LAZY 0x200u
+/* Internal flag: a whole device registration of the range was undone by a
+ * purge or partial unmap once (pinpart.c): the next one leaves it
+ * unregistered. */
+#define HP_F_CHURN 0x400u
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32
@@ -103,11 +113,50 @@ HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);
 /* Insert and pin a range we own or track; 0 or an errno. */
 HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
+/* hp_track for a survivor of a range whose flags carry over (HP_F_CHURN:
+ * tracked, never pinned). */
+HP_HIDDEN int hp_track_as(uintptr_t base, size_t len, unsigned kind,
+			  unsigned carry);
 /* Unpin and forget a claimed record (s: the snapshot its release claim was
  * made from, so a CACHED block is not counted out twice); 0, or EBUSY if it
  * had to be leaked. */
 HP_HIDDEN int hp_untrack(hp_rec_t *r, const hp_snap_t *s);
 HP_HIDDEN void hp_count_track(unsigned kind, size_t len, int add);
+/* A device copy through r (copy.c, hook outermost, guarded): count it, and
+ * register the block before the copy runs once the count is reached. */
+HP_HIDDEN void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s);
+/* 1 if blocks wait for their HOSTPIN_PIN_AFTER-th copy (the backend's
+ * copies are counted). */
+HP_HIDDEN int hp_pin_counts_copies(void);
+
+/* ---- numa.c: page placement and huge pages ---- */
+/* The node a block allocated now should live on (the device's, else this
+ * thread's); -1 when placement is off or the machine has one node. */
+HP_HIDDEN int hp_numa_want(void);
+/* Place [base, base+len) of r on node (hp_numa_want's) before its pages
+ * are faulted, or move them there (move: pages may exist). */
+HP_HIDDEN void hp_numa_place(hp_rec_t *r, uintptr_t base, size_t len, int node,
+			     int move);
+/* In the HP_U_NODE word: the program advised (NO)HUGEPAGE on the block
+ * itself, so hostpin never advises it again (set by any thread: atomic). */
+#define HP_NODE_THP_ADVISED ((uintptr_t)1 << 32)
+static inline int hp_rnode(hp_rec_t *r)
+{
+	return (int)(atomic_load_explicit(&r->user[HP_U_NODE],
+					  memory_order_relaxed) &
+		     0xffffffffu) - 1;
+}
+
+/* 1 if transparent huge pages can back an madvised range (mode always or
+ * madvise) and HOSTPIN_HUGEPAGES is on. */
+HP_HIDDEN int hp_thp_ok(void);
+/* A path under HOSTPIN_SYSFS_ROOT (test only); 0 or ENAMETOOLONG. */
+HP_HIDDEN int hp_sys_path(char *out, size_t cap, const char *path);
+/* The numa_node of PCI function bdf ("0000:3b:00.0", any case) in sysfs;
+ * -1 if unknown. */
+HP_HIDDEN int hp_pci_numa_node(const char *bdf);
+/* Read a small sysfs file into buf (NUL-terminated); bytes read or -1. */
+HP_HIDDEN int hp_sys_read(const char *path, char *buf, size_t cap);
 
 /* ---- pinpart.c: pins in cells, and operations on part of a range ---- */
 /* The backend's pin / unpin of [base, base+len), one call per cell of the

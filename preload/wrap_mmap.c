@@ -101,5 +101,10 @@ HP_EXPORT int madvise(void *a, size_t len, int advice)
 		HP_GUARDED(r = hp_madvise_do(a, len, advice));
 		return r;
 	}
+	/* The program's own huge-page advice: passed through, and never
+	 * undone by hostpin's advice when it pre-faults the block. */
+	if ((advice == MADV_HUGEPAGE || advice == MADV_NOHUGEPAGE) &&
+	    !hp_in_hook && ready() && may_overlap(a, len))
+		HP_GUARDED(hp_thp_advised((uintptr_t)a, len));
 	return HP_REAL(madvise)(a, len, advice);
 }

@@ -30,6 +30,19 @@ typedef int hp_zel_handle_type_t;
 	X(zelLoaderTranslateHandle, R,                                        \
 	  (K handleType, void *handleIn, void **handleOut))
 
+/* zeDevicePciGetPropertiesExt (ze_api.h 1.3+): the device's PCI address,
+ * for its NUMA node.  Optional; tests/unit/ze_decls.c checks the layout. */
+#define HP_ZE_STRUCTURE_TYPE_PCI_EXT_PROPERTIES 0x10008
+struct hp_ze_pci_ext_properties {
+	int stype;
+	void *pNext;
+	uint32_t domain, bus, device, function;
+	int32_t genVersion, width;
+	int64_t maxBandwidth;
+};
+typedef hp_ze_result_t (*hp_zeDevicePciGetPropertiesExt_t)(
+    hp_ze_device_handle_t hDevice, struct hp_ze_pci_ext_properties *p);
+
 /* Driver extension functions (Intel compute-runtime), by name through
  * zeDriverGetExtensionFunctionAddress. */
 #define HP_ZEX_FNS(X, R)                                                      \
@@ -54,5 +67,8 @@ struct hp_zex_fns {
 };
 /* backend_level_zero.c: the program's zeInit succeeded. */
 void hp_ze_note_init(void) __attribute__((visibility("hidden")));
+/* The host NUMA node nearest the first Level Zero device hostpin imports
+ * for (its PCI function's numa_node in sysfs); -1 if unknown. */
+int hp_ze_device_node(void) __attribute__((visibility("hidden")));
 
 #endif

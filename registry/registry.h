@@ -38,7 +38,7 @@
  * as long as they are non-zero and below 2^32. */
 enum { HP_REC_FREE = 0 };
 
-#define HP_REC_USER_WORDS 4
+#define HP_REC_USER_WORDS 6
 
 typedef struct hp_rec {
 	/* Seqlock over base/len: odd while a writer rewrites them for reuse. */

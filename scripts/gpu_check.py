@@ -312,6 +312,93 @@ def selftest():
     return 1 if fails else 0
 
 
+def page_nodes(addr, nbytes, samples=1024):
+    """NUMA nodes of a sample of the pages of [addr, addr+nbytes), asked of
+    the kernel with move_pages(2) and no target nodes: {node: pages}."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    npages = max(1, nbytes // page)
+    step = max(1, npages // samples)
+    addrs = [addr + i * page for i in range(0, npages, step)]
+    ptrs = (ctypes.c_void_p * len(addrs))(*addrs)
+    status = (ctypes.c_int * len(addrs))()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(279, 0, ctypes.c_ulong(len(addrs)), ptrs, None, status, 0) != 0:
+        return {"error": ctypes.get_errno()}
+    nodes = {}
+    for st in status:
+        nodes[str(st)] = nodes.get(str(st), 0) + 1  # negative: -errno
+    return nodes
+
+
+def measure_lazy():
+    """The default policy (HOSTPIN_PIN_AFTER, register at the Nth copy): 8
+    buffers of 256 MiB each copied once (weights), then one buffer copied 16
+    times (a batch buffer), and where the reused block's pages are."""
+    import torch
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+    n = 256 * MB
+    dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+    r = {"preloaded": "LD_PRELOAD" in os.environ,
+         "pin_after": os.environ.get("HOSTPIN_PIN_AFTER", "default")}
+    s0 = hostpin_stats() or {}
+    t0 = time.perf_counter()
+    bufs = []
+    for i in range(8):
+        b = torch.empty(n, dtype=torch.uint8).fill_(i)
+        dev.copy_(b)
+        torch.cuda.synchronize()
+        bufs.append(b)
+    r["single_use_s"] = time.perf_counter() - t0
+    r["single_use_pinned"] = sum(bool(b.is_pinned()) for b in bufs)
+    s1 = hostpin_stats() or {}
+    r["single_use_registrations"] = s1.get("pin_calls", 0) - s0.get("pin_calls", 0)
+    del bufs
+    b = torch.empty(n, dtype=torch.uint8).fill_(1)
+    ts = []
+    for _ in range(16):
+        t0 = time.perf_counter()
+        dev.copy_(b)
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    r["reused_s"] = sum(ts)
+    r["reused_gbps_first"] = n / ts[0] / 1e9
+    r["reused_gbps_after"] = n / statistics.median(ts[2:]) / 1e9
+    r["reused_pinned"] = bool(b.is_pinned())
+    s2 = hostpin_stats() or {}
+    r["reused_registrations"] = s2.get("pin_calls", 0) - s1.get("pin_calls", 0)
+    r["reused_page_nodes"] = page_nodes(b.data_ptr(), n)
+    assert bool((dev[:4096].cpu() == 1).all())
+    return r
+
+
+LAZY_RUNS = ("lazy_pageable", "lazy", "lazy_first")
+
+
+def synth_lazy(mode):
+    """A measure_lazy result (for tests: no torch, no GPU)."""
+    reg = mode != "lazy_pageable"
+    return {"preloaded": reg, "pin_after": "1" if mode == "lazy_first" else "default",
+            "single_use_s": 1.0, "single_use_pinned": 8 if mode == "lazy_first" else 0,
+            "single_use_registrations": 8 if mode == "lazy_first" else 0,
+            "reused_s": 1.0, "reused_gbps_first": 10.0, "reused_gbps_after": 50.0 if reg else 10.0,
+            "reused_pinned": reg, "reused_registrations": 1 if reg else 0,
+            "reused_page_nodes": {"0": 1024}}
+
+
+def report_lazy(res):
+    """The lines of measure_lazy's runs in the report."""
+    for k in ("lazy_pageable", "lazy", "lazy_first"):
+        r = res.get(k)
+        if r:
+            print(f"policy {k} (HOSTPIN_PIN_AFTER={r['pin_after']}): single-use 8x256 MiB "
+                  f"{r['single_use_s']:.3f} s, {r['single_use_registrations']} registrations, "
+                  f"{r['single_use_pinned']} pinned; reused 16x256 MiB {r['reused_s']:.3f} s "
+                  f"(first {r['reused_gbps_first']:.2f} GB/s, then {r['reused_gbps_after']:.2f} GB/s), "
+                  f"{r['reused_registrations']} registrations, pinned {r['reused_pinned']}, "
+                  f"page nodes {r['reused_page_nodes']}")
+
+
 def report(d, out):
     res = {}
     for f in sorted(os.listdir(d)):
@@ -364,6 +451,7 @@ def report(d, out):
         if k.startswith("regcost_") and isinstance(res[k], dict):
             print(f"registration {k[8:]:>5}: {res[k]['pin_s_per_gib']:.3f} s/GiB pinning, "
                   f"{res[k]['alloc_s_per_gib']:.3f} s/GiB allocation")
+    report_lazy(res)
     print(f"performance goal (hostpin >= 95% of pin_memory and >= 3x pageable): "
           f"{'met' if ok else 'NOT met'}")
     bad = verdict(res)
@@ -385,10 +473,13 @@ if __name__ == "__main__":
     if m == "selftest":
         sys.exit(selftest())
     if m == "synth":
-        print(json.dumps(synth(sys.argv[2])))
+        print(json.dumps(synth_lazy(sys.argv[2]) if sys.argv[2] in LAZY_RUNS
+                         else synth(sys.argv[2])))
         sys.exit(0)
     if m.startswith("regcost"):
         print(json.dumps(regcost()))
+    elif m.startswith("lazy"):
+        print(json.dumps(measure_lazy()))
     elif m.startswith("drvapi"):
         print(json.dumps(measure_driver_api()))
     else:

@@ -1,5 +1,6 @@
 /* hostpin-status: the reading side of the node-wide ledger (ledger.h).
- *   hostpin-status [--all] [--watch [SECONDS]]   one line per hostpin process
+ *   hostpin-status [--all] [--watch [SECONDS] [--count N]]
+ *                                               one line per hostpin process
  *   hostpin-status --total COUNTER               a counter summed over the
  *                                                live processes (for tests)
  *   hostpin-status --report JOB                  the merged report of the
@@ -245,14 +246,14 @@ static int report(struct hp_ledger *l, int job)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hostpin status [--all] [--watch [SECONDS]]\n"
+	fprintf(f, "usage: hostpin status [--all] [--watch [SECONDS] [--count N]]\n"
 		   "       hostpin status --total COUNTER\n"
 		   "       hostpin status --report JOB_PID\n");
 }
 
 int main(int argc, char **argv)
 {
-	int all = 0, watch = 0, job = 0;
+	int all = 0, watch = 0, job = 0, count = 0;
 	const char *tot = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--all"))
@@ -261,6 +262,11 @@ int main(int argc, char **argv)
 			watch = 2;
 			if (i + 1 < argc && atoi(argv[i + 1]) > 0)
 				watch = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc &&
+			   atoi(argv[i + 1]) > 0) {
+			count = atoi(argv[++i]); /* refreshes, then exit */
+			if (!watch)
+				watch = 2;
 		} else if (!strcmp(argv[i], "--total") && i + 1 < argc)
 			tot = argv[++i];
 		else if (!strcmp(argv[i], "--report") && i + 1 < argc)
@@ -290,7 +296,7 @@ int main(int argc, char **argv)
 		else
 			printf("no hostpin process has run on this node (no "
 			       "ledger)\n");
-		if (!watch)
+		if (!watch || (count && --count == 0))
 			return 0;
 		fflush(stdout);
 		sleep((unsigned)watch);

@@ -139,8 +139,16 @@ static FAKE_RESULT inject(const char *fn)
 	return (FAKE_RESULT)0;
 }
 
+/* Set while the driver allocates memory for itself inside one of its entry
+ * points (FAKE_*_ALLOC_IN_CALL): any call into the driver from there (an
+ * allocator registering the block) is a VIOLATION. */
+static __thread volatile int in_call;
+static void *fake_alloc_in_call(const char *how);
+
 #define ENTRY(fn)                                                             \
 	pthread_mutex_lock(&mu);                                              \
+	if (in_call)                                                          \
+		logf_("VIOLATION reentrant-call %s", fn);                     \
 	logf_("CALL %s", fn);                                                 \
 	audit();                                                              \
 	FAKE_RESULT inj_ = inject(fn);                                        \
@@ -159,3 +167,26 @@ static FAKE_RESULT inject(const char *fn)
 	RETURN(FAKE_UNINIT)
 
 #endif
+
+/* The driver's own 4 MiB allocation inside an entry point, with malloc or
+ * with C++'s operator new (how: "malloc" or "new"; NULL: none), touched
+ * and freed, with in_call raised (not under mu: an allocator may call in). */
+/* weak: only a process with libstdc++ (the Level Zero loader brings it)
+ * has them; "new" falls back to malloc elsewhere */
+void *_Znwm(size_t) __attribute__((weak));      /* operator new */
+void _ZdlPv(void *) __attribute__((weak));      /* operator delete */
+static __attribute__((unused)) void *fake_alloc_in_call(const char *how)
+{
+	if (!how || !*how)
+		return NULL;
+	int cxx = strcmp(how, "new") == 0 && _Znwm && _ZdlPv;
+	in_call = 1;
+	char *volatile own = cxx ? _Znwm((size_t)4 << 20) : malloc((size_t)4 << 20);
+	memset(own, 1, (size_t)4 << 20);
+	if (cxx)
+		_ZdlPv(own);
+	else
+		free(own);
+	in_call = 0;
+	return NULL;
+}

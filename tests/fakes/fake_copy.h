@@ -201,8 +201,11 @@ static CUresult end(struct xfer *x)
 	return OK;
 }
 
+/* FAKE_CUDA_ALLOC_IN_CALL=malloc|new: cuMemAlloc_v2 allocates 4 MiB for
+ * itself first, as a driver does inside its entry points. */
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
+	fake_alloc_in_call(getenv("FAKE_CUDA_ALLOC_IN_CALL"));
 	ENTRY("cuMemAlloc_v2");
 	NEED_INIT;
 	char *m = raw(n);
@@ -526,6 +529,19 @@ COPY_FN2(cuMemcpy3DBatchAsync_v2,
 	 (n, ops, fl, s), s, batch3d(&x, ops, n))
 
 /* ---- cuGetProcAddress: the driver's own table ---- */
+/* fake_cuda.c's synchronous copies and device attributes, after this file */
+#define SYNC_DECL(n, params) CUresult n params; CUresult n##_ptds params;
+SYNC_DECL(cuMemcpyHtoD_v2, (CUdeviceptr, const void *, size_t))
+SYNC_DECL(cuMemcpyDtoH_v2, (void *, CUdeviceptr, size_t))
+SYNC_DECL(cuMemcpy, (CUdeviceptr, CUdeviceptr, size_t))
+SYNC_DECL(cuMemcpy2D_v2, (const M2D *))
+SYNC_DECL(cuMemcpy2DUnaligned_v2, (const M2D *))
+SYNC_DECL(cuMemcpy3D_v2, (const M3D *))
+SYNC_DECL(cuMemcpyHtoA_v2, (CUarray, size_t, const void *, size_t))
+SYNC_DECL(cuMemcpyAtoH_v2, (void *, CUarray, size_t, size_t))
+#undef SYNC_DECL
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d);
+CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d);
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
 			     unsigned long long flags, int *status);
 CUresult cuGetProcAddress(const char *sym, void **pfn, int ver,
@@ -537,6 +553,7 @@ static const struct proc {
 } procs[] = {
 #define P(n, v, f) {#n, v, 0, (void *)f},
 #define P2(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptsz},
+#define P2S(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptds},
 	P(cuInit, 2000, cuInit) P(cuDeviceGet, 2000, cuDeviceGet)
 	P(cuDeviceGetCount, 2000, cuDeviceGetCount)
 	P(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain)
@@ -576,10 +593,21 @@ static const struct proc {
 	P2(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2)
 	P2(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync)
 	P2(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2)
+	P2S(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2)
+	P2S(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2)
+	P2S(cuMemcpy, 4000, cuMemcpy)
+	P2S(cuMemcpy2D, 3020, cuMemcpy2D_v2)
+	P2S(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2)
+	P2S(cuMemcpy3D, 3020, cuMemcpy3D_v2)
+	P2S(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2)
+	P2S(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2)
+	P(cuDeviceGetAttribute, 2000, cuDeviceGetAttribute)
+	P(cuDeviceGetPCIBusId, 4000, cuDeviceGetPCIBusId)
 	P(cuGetProcAddress, 11030, cuGetProcAddress)
 	P(cuGetProcAddress, 12000, cuGetProcAddress_v2)
 #undef P
 #undef P2
+#undef P2S
 };
 
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,

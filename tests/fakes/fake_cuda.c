@@ -343,3 +343,60 @@ __attribute__((destructor)) static void fake_fini(void)
 
 /* Streams, events, device memory, copies and cuGetProcAddress. */
 #include "fake_copy.h"
+
+/* ---- synchronous copies ----
+ * The async form on the legacy (or per-thread) default stream, then a wait
+ * for that stream: they return after the copy, registered memory or not. */
+#define SYNC_FN(name, params, pt, CALL)                                       \
+	CUresult name params                                                  \
+	{                                                                     \
+		ENTRY(#name);                                                 \
+		pthread_mutex_unlock(&mu);                                    \
+		stream_t *s_ = (pt) ? (stream_t *)0x2 : NULL;                 \
+		CUresult r_ = CALL;                                           \
+		if (r_ == OK)                                                 \
+			cuStreamSynchronize(s_);                              \
+		return r_;                                                    \
+	}
+#define SYNC_FN2(name, params, CALL)                                          \
+	SYNC_FN(name, params, 0, CALL) SYNC_FN(name##_ptds, params, 1, CALL)
+SYNC_FN2(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *h, size_t n),
+	 cuMemcpyHtoDAsync_v2(d, h, n, s_))
+SYNC_FN2(cuMemcpyDtoH_v2, (void *h, CUdeviceptr d, size_t n),
+	 cuMemcpyDtoHAsync_v2(h, d, n, s_))
+SYNC_FN2(cuMemcpy, (CUdeviceptr d, CUdeviceptr sr, size_t n),
+	 cuMemcpyAsync(d, sr, n, s_))
+SYNC_FN2(cuMemcpy2D_v2, (const M2D *p), cuMemcpy2DAsync_v2(p, s_))
+SYNC_FN2(cuMemcpy2DUnaligned_v2, (const M2D *p), cuMemcpy2DAsync_v2(p, s_))
+SYNC_FN2(cuMemcpy3D_v2, (const M3D *p), cuMemcpy3DAsync_v2(p, s_))
+SYNC_FN2(cuMemcpyHtoA_v2, (CUarray a, size_t off, const void *h, size_t n),
+	 cuMemcpyHtoAAsync_v2(a, off, h, n, s_))
+SYNC_FN2(cuMemcpyAtoH_v2, (void *h, CUarray a, size_t off, size_t n),
+	 cuMemcpyAtoHAsync_v2(h, a, off, n, s_))
+
+/* ---- where a device sits: FAKE_CUDA_NUMA_ID (CU_DEVICE_ATTRIBUTE_
+ * HOST_NUMA_ID; unset: -1, as without NUMA support) and FAKE_CUDA_BUSID
+ * (cuDeviceGetPCIBusId; unset: 0000:3B:00.0) ---- */
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+	ENTRY("cuDeviceGetAttribute");
+	NEED_INIT;
+	if (d < 0 || d >= ndev)
+		RETURN(INVALID_DEVICE);
+	if (attr != 134) /* only HOST_NUMA_ID is modelled */
+		RETURN(INVALID_VALUE);
+	const char *e = getenv("FAKE_CUDA_NUMA_ID");
+	*v = e ? atoi(e) : -1;
+	RETURN(OK);
+}
+
+CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
+{
+	ENTRY("cuDeviceGetPCIBusId");
+	NEED_INIT;
+	if (d < 0 || d >= ndev || len < 13)
+		RETURN(INVALID_VALUE);
+	const char *e = getenv("FAKE_CUDA_BUSID");
+	snprintf(buf, (size_t)len, "%s", e ? e : "0000:3B:00.0");
+	RETURN(OK);
+}

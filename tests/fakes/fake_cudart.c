@@ -60,6 +60,12 @@ static struct {
 	CUresult (*m3dpeer[2])(const void *, stream_t);
 	CUresult (*preset)(int);
 	CUresult (*prelease)(int);
+	/* synchronous copies: [1] the _ptds form */
+	CUresult (*shtod[2])(dptr, const void *, size_t);
+	CUresult (*sdtoh[2])(void *, dptr, size_t);
+	CUresult (*sany[2])(dptr, dptr, size_t);
+	CUresult (*s2d[2])(const void *);
+	CUresult (*s3d[2])(const void *);
 } d;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cur_dev = -1;
@@ -111,6 +117,8 @@ static void load(void)
 	G2(batch3d, "cuMemcpy3DBatchAsync");
 	G2(m3dpeer, "cuMemcpy3DPeerAsync");
 	G(preset, "cuDevicePrimaryCtxReset"); G(prelease, "cuDevicePrimaryCtxRelease");
+	G2(shtod, "cuMemcpyHtoD"); G2(sdtoh, "cuMemcpyDtoH");
+	G2(sany, "cuMemcpy"); G2(s2d, "cuMemcpy2D"); G2(s3d, "cuMemcpy3D");
 #undef G
 #undef G2
 }
@@ -219,11 +227,51 @@ API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
 	return copy(dst, src, n, k, s, 1);
 }
 
+/* Synchronous copies: through the driver's synchronous entry points. */
+static cudaError_t scopy(void *dst, const void *src, size_t n, int kind,
+			 int pt)
+{
+	ctx();
+	if (kind == H2D)
+		return d.shtod[pt]((dptr)(uintptr_t)dst, src, n);
+	if (kind == D2H)
+		return d.sdtoh[pt](dst, (dptr)(uintptr_t)src, n);
+	return d.sany[pt]((dptr)(uintptr_t)dst, (dptr)(uintptr_t)src, n);
+}
+
 API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
-	cudaError_t e = copy(dst, src, n, kind, NULL, 0);
-	d.ssync(NULL);
-	return e;
+	return scopy(dst, src, n, kind, 0);
+}
+
+API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n,
+				int kind)
+{
+	return scopy(dst, src, n, kind, 1);
+}
+
+API cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src, size_t n,
+				   size_t off, int kind)
+{
+	return scopy((char *)sym + off, src, n, kind, 0);
+}
+
+API cudaError_t cudaMemcpyToSymbol_ptds(const void *sym, const void *src,
+					size_t n, size_t off, int kind)
+{
+	return scopy((char *)sym + off, src, n, kind, 1);
+}
+
+API cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n,
+				     size_t off, int kind)
+{
+	return scopy(dst, (const char *)sym + off, n, kind, 0);
+}
+
+API cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *sym,
+					  size_t n, size_t off, int kind)
+{
+	return scopy(dst, (const char *)sym + off, n, kind, 1);
 }
 
 /* The driver's 2D/3D descriptors, as cuda.h lays them out. */
@@ -261,6 +309,30 @@ static cudaError_t copy2d(void *dst, size_t dp, const void *src, size_t sp,
 	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = dp;
 	m.w = w, m.h = h;
 	return d.m2d[pt](&m, s);
+}
+
+static cudaError_t scopy2d(void *dst, size_t dp, const void *src, size_t sp,
+			   size_t w, size_t h, int kind, int pt)
+{
+	ctx();
+	M2D m = {0};
+	m.st = mtype(kind, 1), m.dt = mtype(kind, 0);
+	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = sp;
+	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = dp;
+	m.w = w, m.h = h;
+	return d.s2d[pt](&m);
+}
+
+API cudaError_t cudaMemcpy2D(void *dst, size_t dp, const void *src, size_t sp,
+			     size_t w, size_t h, int kind)
+{
+	return scopy2d(dst, dp, src, sp, w, h, kind, 0);
+}
+
+API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dp, const void *src,
+				  size_t sp, size_t w, size_t h, int kind)
+{
+	return scopy2d(dst, dp, src, sp, w, h, kind, 1);
 }
 
 API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src,
@@ -307,7 +379,26 @@ typedef struct {
 	size_t w, h, depth;
 } M3D;
 
+static cudaError_t copy3d_(const struct parms3d *p, stream_t s, int pt,
+			   int sync);
 static cudaError_t copy3d(const struct parms3d *p, stream_t s, int pt)
+{
+	return copy3d_(p, s, pt, 0);
+}
+
+API cudaError_t cudaMemcpy3D(const struct parms3d *p)
+{
+	return copy3d_(p, NULL, 0, 1);
+}
+
+API cudaError_t cudaMemcpy3D_ptds(const struct parms3d *p)
+{
+	return copy3d_(p, NULL, 1, 1);
+}
+
+/* sync: the driver's synchronous cuMemcpy3D */
+static cudaError_t copy3d_(const struct parms3d *p, stream_t s, int pt,
+			   int sync)
 {
 	ctx();
 	M3D m = {0};
@@ -319,7 +410,7 @@ static cudaError_t copy3d(const struct parms3d *p, stream_t s, int pt)
 	m.dp = p->dst.pitch, m.dheight = p->dst.ysize;
 	m.dx = p->dpos[0], m.dy = p->dpos[1], m.dz = p->dpos[2];
 	m.w = p->ext[0], m.h = p->ext[1], m.depth = p->ext[2];
-	return d.m3d[pt](&m, s);
+	return sync ? d.s3d[pt](&m) : d.m3d[pt](&m, s);
 }
 
 API cudaError_t cudaMemcpy3DAsync(const struct parms3d *p, stream_t s)

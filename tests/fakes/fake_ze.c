@@ -52,17 +52,9 @@ __attribute__((constructor)) static void fake_init(void)
 }
 
 /* FAKE_ZE_ALLOC_IN_CALL=malloc|new: zeDriverGetProperties allocates 4 MiB
- * for itself (with malloc, or with C++'s operator new as a C++ driver
- * does), as a driver does inside its entry points; a call into the driver
- * while it does (from an allocator that registers the block there) is a
- * VIOLATION. */
-void *_Znwm(size_t);      /* operator new (the loader brings libstdc++) */
-void _ZdlPv(void *);      /* operator delete */
-static __thread volatile int in_call;
-#define ZENTRY(fn)                                                            \
-	if (in_call)                                                          \
-		logf_("VIOLATION reentrant-call %s", fn);                     \
-	ENTRY(fn)
+ * for itself (fake_alloc_in_call), as a driver does inside its entry
+ * points. */
+#define ZENTRY(fn) ENTRY(fn)
 
 #define OWN_DRIVER(h)                                                         \
 	if ((h) != &drv) {                                                    \
@@ -98,19 +90,7 @@ static ze_result_t f_driver_api(ze_driver_handle_t h, ze_api_version_t *v)
 static ze_result_t f_driver_props(ze_driver_handle_t h,
 				  ze_driver_properties_t *p)
 {
-	const char *how = getenv("FAKE_ZE_ALLOC_IN_CALL");
-	if (how) {
-		int cxx = strcmp(how, "new") == 0;
-		in_call = 1;
-		char *volatile own = cxx ? _Znwm((size_t)4 << 20)
-					 : malloc((size_t)4 << 20);
-		memset(own, 1, (size_t)4 << 20);
-		if (cxx)
-			_ZdlPv(own);
-		else
-			free(own);
-		in_call = 0;
-	}
+	fake_alloc_in_call(getenv("FAKE_ZE_ALLOC_IN_CALL"));
 	ZENTRY("zeDriverGetProperties");
 	NEED_INIT;
 	OWN_DRIVER(h);
@@ -214,6 +194,27 @@ static ze_result_t f_device_props(ze_device_handle_t d,
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
+/* The device's PCI address: FAKE_ZE_PCI ("DDDD:BB:DD.F", hex; default
+ * 0000:4d:00.0). */
+static ze_result_t f_device_pci(ze_device_handle_t d, ze_pci_ext_properties_t *p)
+{
+	ZENTRY("zeDevicePciGetPropertiesExt");
+	NEED_INIT;
+	if (d != &gpu)
+		RETURN(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+	if (p->stype != ZE_STRUCTURE_TYPE_PCI_EXT_PROPERTIES)
+		RETURN(ZE_RESULT_ERROR_INVALID_ENUMERATION);
+	const char *e = getenv("FAKE_ZE_PCI");
+	unsigned dom = 0, bus = 0x4d, dev = 0, fn = 0;
+	if (e && sscanf(e, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4)
+		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+	p->address.domain = dom, p->address.bus = bus;
+	p->address.device = dev, p->address.function = fn;
+	p->maxSpeed.genVersion = p->maxSpeed.width = -1;
+	p->maxSpeed.maxBandwidth = -1;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
 /* For test programs: is [p, p+n) inside one import of this driver? */
 int fake_ze_is_imported(const void *p, size_t n)
 {
@@ -256,6 +257,7 @@ zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t)
 	memset(t, 0, sizeof(*t));
 	t->pfnGet = f_device_get;
 	t->pfnGetProperties = f_device_props;
+	t->pfnPciGetPropertiesExt = f_device_pci;
 	return ZE_RESULT_SUCCESS;
 }
 

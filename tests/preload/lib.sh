@@ -117,6 +117,23 @@ zelog() {
 	echo "    fake driver:$why"; return 1
 }
 ZE1=$F/libfake_ze.so ZE2=$F/libfake_ze2.so
+# runq NAME ENV... -- CMD...: exit 0, hostpin said nothing ("cannot track",
+# "cannot pin"), and with FAKE_CUDA_LOG set the fake driver saw no
+# violation and nothing (RUNQ_LIVE: that many) stayed registered.
+runq() {
+	local name=$1; shift
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc why=""
+	log=$(mktemp)
+	out=$(env "${envs[@]}" FAKE_CUDA_LOG="$log" "$@" 2>&1); rc=$?
+	[ $rc -eq 0 ] || why="rc $rc"
+	echo "$out" | grep -q "hostpin\[" && why="$why; said: $(echo "$out" | grep "hostpin\[" | head -2)"
+	[ -s "$log" ] && ! fakelog "$log" "${RUNQ_LIVE:-0}" && why="$why; fake driver"
+	RUNQ_LOG=$(cat "$log")
+	rm -f "$log"
+	if [ -z "$why" ]; then ok "$name"; else bad "$name: $why"; echo "$out" | tail -5 | sed 's/^/    /'; fi
+}
 zerun() { # name want env... -- mode
 	local name=$1 want=$2; shift 2
 	local envs=()

@@ -43,25 +43,24 @@ static inline int tp_stats(struct hostpin_stats *s)
 	return f ? f(s, sizeof(*s)) : -1;
 }
 
-/* From /proc/self/smaps: 1 if every mapping overlapping [p, p+len) is fully
- * locked (Locked == Size), 0 if none of them has locked pages, -1 if mixed
- * or not found.  Whole mappings, since the kernel merges neighbours. */
+/* From /proc/self/smaps: 1 if every mapping overlapping [p, p+len) is
+ * locked (VmFlags "lo": mlock, or mlock2's lock-on-fault, under which only
+ * touched pages count as Locked), 0 if none is, -1 if mixed or not found.
+ * Whole mappings, since the kernel merges neighbours. */
 static inline int tp_locked(const void *p, size_t len)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
 	unsigned long a = (unsigned long)p, b = a + len, lo = 0, hi = 0;
-	long size = -1, kb;
 	int in = 0, full = 0, none = 0;
 	while (f && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
 		    strchr(line, '-') < strchr(line, ' '))
 			in = lo < b && hi > a;
-		else if (in && sscanf(line, "Size: %ld kB", &kb) == 1)
-			size = kb;
-		else if (in && sscanf(line, "Locked: %ld kB", &kb) == 1) {
-			full += kb == size;
-			none += kb == 0;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			int l = strstr(line, " lo") != NULL;
+			full += l;
+			none += !l;
 			in = 0;
 		}
 	}

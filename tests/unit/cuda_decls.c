@@ -49,6 +49,9 @@ HP_CU_POLICY_OPT_FNS(CHECK_FN, CUresult, CUstreamCaptureStatus)
 HP_CU_COPY_FNS(CHECK_FN, CUresult, CUDA_MEMCPY2D, CUDA_MEMCPY3D,
 	       CUDA_MEMCPY3D_BATCH_OP)
 HP_CU_LOOKUP_FNS(CHECK_FN, CUresult, CUdriverProcAddressQueryResult)
+HP_CU_SYNC_COPY_FNS(CHECK_FN, CUresult, CUDA_MEMCPY2D, CUDA_MEMCPY3D)
+HP_CUDART_SYNC_FNS(CHECK_FN, cudaError_t, enum cudaMemcpyKind,
+		   struct cudaMemcpy3DParms)
 /* (The CUDA 12.8 batch forms and cuGetProcAddress of 11.3 differ from
  * their checked successors by one trailing parameter only.) */
 

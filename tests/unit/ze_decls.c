@@ -26,4 +26,26 @@ _Static_assert(ZEL_HANDLE_DRIVER == HP_ZEL_HANDLE_DRIVER, "");
 		       #name " differs from the Level Zero headers");
 HP_ZE_LOADER_FNS(CHECK_FN, ze_result_t, ze_init_flags_t, zel_handle_type_t)
 
+#include <stddef.h>
+#define SAME_FIELD(f, g)                                                      \
+	_Static_assert(offsetof(ze_pci_ext_properties_t, f) ==                \
+			   offsetof(struct hp_ze_pci_ext_properties, g),      \
+		       "ze_pci_ext_properties_t." #f);
+SAME_FIELD(stype, stype)
+SAME_FIELD(pNext, pNext)
+SAME_FIELD(address.domain, domain)
+SAME_FIELD(address.bus, bus)
+SAME_FIELD(address.device, device)
+SAME_FIELD(address.function, function)
+SAME_FIELD(maxSpeed.maxBandwidth, maxBandwidth)
+_Static_assert(sizeof(ze_pci_ext_properties_t) ==
+		   sizeof(struct hp_ze_pci_ext_properties),
+	       "ze_pci_ext_properties_t");
+_Static_assert(ZE_STRUCTURE_TYPE_PCI_EXT_PROPERTIES ==
+		   HP_ZE_STRUCTURE_TYPE_PCI_EXT_PROPERTIES, "");
+_Static_assert(__builtin_types_compatible_p(
+		   __typeof__(&zeDevicePciGetPropertiesExt),
+		   ze_result_t (*)(ze_device_handle_t, ze_pci_ext_properties_t *)),
+	       "zeDevicePciGetPropertiesExt");
+
 int main(void) { return 0; }

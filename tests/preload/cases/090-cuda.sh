@@ -1,5 +1,9 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- CUDA backend against the fake driver ----
+# These cases test the copy policy and the driver calls on blocks registered
+# at allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests registration at
+# the Nth copy, the default.
+P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
 cuda "adopt: pending before cuInit, registered before the first copy" 0 0 -- adopt
 if echo "$CUDA_LOG_KEEP" | grep -q "CTXCUR 0"; then bad "cuda: device 0 touched in a job on device 1"
 else ok "cuda: device 0 never touched in a job on device 1"; fi
@@ -129,3 +133,4 @@ if grep -q "VIOLATION registered-range-unmapped" "$d/hole" && ! grep -q VIOLATIO
 	ok "fake CUDA audit: a page unmapped inside a 40 MiB registration is flagged, an unregistered one is not"
 else bad "fake CUDA audit: hole: $(grep -c VIOLATION "$d/hole") violations, clean: $(grep -c VIOLATION "$d/clean")"; fi
 rm -rf "$d"
+P=$P_SAVE

@@ -1,5 +1,9 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- every copy path keeps pageable-memory semantics ----
+# These cases test the copy policy and the driver calls on blocks registered
+# at allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests registration at
+# the Nth copy, the default.
+P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
 # cpath NAME WANT-RC PROG ENV... -- MODE: PROG under hostpin and the fakes;
 # the fake driver's log must be clean.
 cpath() {
@@ -73,3 +77,4 @@ rm -rf "$d"
 cpath "coverage: HOSTPIN_COVERAGE=ignore registers anyway" 0 cuda_prog HP_LOAD_EXTRA="$B/libextra.so" \
 	HP_EXPECT_REG=1 HOSTPIN_COVERAGE=ignore -- coverage
 cpath "coverage: the fakes' own entry points are all known" 0 cuda_prog HP_EXPECT_REG=1 -- coverage
+P=$P_SAVE

@@ -3,13 +3,16 @@
 # lifetime, against the fake CUDA driver (cuda_prog's cuda_ranges.h modes) ----
 # cprog PROG NAME WANT-RC LIVE ENV... -- MODE: lib.sh's cuda() for any of
 # the three builds of cuda_prog.
+# Registration states are checked here: blocks are registered at
+# allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests the Nth copy.
+P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
 cprog() {
 	local prog=$1 name=$2 want=$3 live=$4; shift 4
 	local envs=()
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
 	local log out rc
 	log=$(mktemp)
-	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" FAKE_CUDA_DELAY_US=3000 \
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" \
 		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
 	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "$name"
 	else bad "$name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
@@ -51,3 +54,4 @@ if [ $rc -eq 0 ] && ! grep -q VIOLATION "$d/log" && grep -q "^$main ze EXIT live
 	ok "level zero: refused release: munmap leaves the imported range mapped (leaked, still imported)"
 else bad "level zero refused release (rc $rc): $(grep -m2 'VIOLATION\|EXIT' "$d/log") $(echo "$out" | tail -2)"; fi
 rm -rf "$d"
+P=$P_SAVE

@@ -52,3 +52,20 @@ if [ -f /usr/include/level_zero/ze_api.h ]; then
 	else bad "preload/ze_api.h disagrees with the Level Zero headers"; fi
 fi
 
+
+# NUMA: blocks allocated once Level Zero is up go to the node of the
+# device's PCI function (zeDevicePciGetPropertiesExt, then sysfs), against
+# an injected two-node topology (HOSTPIN_SYSFS_ROOT, test only).  The
+# machine has one node, so mbind refuses node 1: the choice is read from
+# the debug log.
+root=$(mktemp -d)
+mkdir -p "$root/sys/devices/system/node" "$root/sys/bus/pci/devices/0000:9a:00.0"
+echo 0-1 > "$root/sys/devices/system/node/has_memory"
+echo 1 > "$root/sys/bus/pci/devices/0000:9a:00.0/numa_node"
+zerun "numa: work with the device on node 1 (injected)" 0 HOSTPIN_SYSFS_ROOT="$root" FAKE_ZE_PCI=0000:9A:00.0 \
+	HOSTPIN_LOG=debug HOSTPIN_LOG_FILE="$root/log" -- work
+if grep -q "Level Zero device (PCI 0000:9a:00.0): host NUMA node 1 (PCI numa_node)" "$root/log" &&
+	grep -q "numa: block .* on node 1" "$root/log" && ! grep -q "numa: block .* on node 0" "$root/log"; then
+	ok "level zero numa: the device's PCI node (1) from zeDevicePciGetPropertiesExt; blocks placed there"
+else bad "level zero numa: $(grep -i "numa" "$root/log" | head -4)"; fi
+rm -rf "$root"

@@ -4,6 +4,17 @@ if out=$(PYTHON=/usr/bin/python3 "$top/scripts/gpu-check" 2>&1); then
 	if echo "$out" | grep -q "SKIP: no CUDA device"; then ok "scripts/gpu-check skips cleanly without a GPU"
 	else ok "scripts/gpu-check ran (a GPU is present)"; fi
 else bad "scripts/gpu-check: $out"; fi
+# A Python without PyTorch, and no Python at all, are told apart from "no
+# device": the message names what is missing.
+d=$(mktemp -d); printf '#!/bin/sh\nexec /usr/bin/python3 -c "raise ImportError(\\"No module named torch\\")"\n' > "$d/py"; chmod +x "$d/py"
+out=$(PYTHON="$d/py" "$top/scripts/gpu-check" 2>&1); rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q "PyTorch does not import in $d/py (ImportError: No module named torch)"; then
+	ok "scripts/gpu-check says PyTorch does not import, not that there is no device"
+else bad "scripts/gpu-check without PyTorch (rc $rc): $out"; fi
+out=$(PYTHON="$d/none" "$top/scripts/gpu-check" 2>&1); rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q "$d/none not found"; then ok "scripts/gpu-check names a missing Python"
+else bad "scripts/gpu-check with a missing Python (rc $rc): $out"; fi
+rm -rf "$d"
 if out=$(PYTHON=/usr/bin/python3 "$top/scripts/ze-bench" 2>&1) && echo "$out" | grep -q "SKIP\|written"; then
 	ok "scripts/ze-bench (Intel GPU recipe) skips cleanly without an Intel GPU"
 else bad "scripts/ze-bench: $out"; fi
@@ -21,7 +32,9 @@ else bad "gpu_check.py selftest: $out"; fi
 d=$(mktemp -d)
 python3 -c "import json, sys; sys.path.insert(0, '$top/scripts'); import gpu_check as g
 for m in list(g.RUNTIME_RUNS) + list(g.DRIVER_RUNS) + list(g.REGCOST_RUNS):
-    json.dump(g.synth(m), open('$d/' + m + '.json', 'w'))"
+    json.dump(g.synth(m), open('$d/' + m + '.json', 'w'))
+for m in g.LAZY_RUNS:
+    json.dump(g.synth_lazy(m), open('$d/' + m + '.json', 'w'))"
 cat > "$d/py" <<STUB
 #!/bin/bash
 [ "\$1" = -c ] && exit 0

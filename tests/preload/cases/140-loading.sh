@@ -1,6 +1,10 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- however the GPU stack is loaded: local scopes, unloading, two
 # runtimes, dlsym on a handle, other dlsym interposers, zeInitDrivers ----
+# These check where calls go and what is registered, so blocks are
+# registered at allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests
+# registration at the Nth copy.
+P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
 L=$B/loading
 mkdir -p "$L"
 # Runtimes with symbol versions, as NVIDIA's are (libcudart.so.13 defines
@@ -75,6 +79,17 @@ for how in malloc new; do
 	plugrun "the driver's allocation ($how) inside its own entry point: no call back into it" FAKE_ZE_LOG zeok \
 		ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_ALLOC_IN_CALL=$how -- "$B/ze_prog" reenter
 done
+# The same for the CUDA driver: 4 MiB allocated inside cuMemAlloc_v2
+# (blocks registered at allocation, so a registration from there would be
+# a call back into the driver).  The driver's block is freed into the
+# cache, pending; the program's next 4 MiB block reuses it, and it is
+# registered then: two blocks cached registered at exit.
+build ranges ranges.c
+for how in malloc new; do
+	RUNQ_LIVE=2 runq "the CUDA driver's allocation ($how) inside its own entry point: no call back into it" \
+		$P HOSTPIN_BACKEND=cuda HP_FAKE_CUDA="$F/libcuda.so.1" HP_EXPECT_PINNED=1 \
+		FAKE_CUDA_ALLOC_IN_CALL=$how -- "$B/ranges" reenter
+done
 # zeInit through dlsym on the loader's handle (ctypes)
 plugrun "zeInit and the extension lookup found on the loader's handle are seen" FAKE_ZE_LOG zeok \
 	ZE_ENABLE_ALT_DRIVERS="$ZE1" HP_ZE_HANDLE=1 -- "$B/ze_prog" adopt
@@ -83,8 +98,8 @@ plugrun "zeInit and the extension lookup found on the loader's handle are seen" 
 for order in before after; do
 	d=$(mktemp -d)
 	if [ $order = before ]; then pre="$L/libdlwrap.so:$LIB"; else pre="$LIB:$L/libdlwrap.so"; fi
-	out=$(timeout 60 env LD_PRELOAD="$pre" HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$d/log" \
-		FAKE_CUDA_DELAY_US=5000 HP_PATH=dldrv DLWRAP_LOG="$d/wrap" HOSTPIN_STATS_FILE="$d/s.json" \
+	out=$(timeout 60 env LD_PRELOAD="$pre" HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 \
+		FAKE_CUDA_LOG="$d/log" HP_PATH=dldrv DLWRAP_LOG="$d/wrap" HOSTPIN_STATS_FILE="$d/s.json" \
 		"$B/cuda_prog" sync 2>&1); rc=$?
 	seen=$(grep -c "^cuMemcpy" "$d/wrap" 2>/dev/null)
 	copies=$(python3 -c "import json;print(json.load(open('$d/s.json'))['copies_seen'])" 2>/dev/null)
@@ -100,3 +115,4 @@ exp=$(readelf --dyn-syms -W "$LIB" | awk '$7 != "UND" && $5 == "GLOBAL" && $4 !=
 want="aligned_alloc calloc dlclose dlsym@@GLIBC_2.34 dlsym@GLIBC_2.2.5 dlvsym@@GLIBC_2.34 dlvsym@GLIBC_2.2.5 free hostpin_backend hostpin_query hostpin_stats madvise malloc malloc_usable_size memalign mmap mmap64 mremap munmap posix_memalign pvalloc realloc reallocarray valloc "
 if [ "$exp" = "$want" ]; then ok "loading: libhostpin.so exports only its names (dlsym and dlvsym under glibc's versions)"
 else bad "loading: exports differ: $exp"; fi
+P=$P_SAVE

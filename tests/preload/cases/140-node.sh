@@ -1,6 +1,9 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- a real node: memory cgroups, ranks, the ledger, `hostpin status`,
 # the merged report, launchers ----
+# Registration states are checked here: blocks are registered at
+# allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests the Nth copy.
+P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
 ST=$top/build/hostpin-status
 HP=$top/build/hostpin
 # poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
@@ -51,6 +54,56 @@ else
 	rmdir "$cg" 2>/dev/null
 fi
 
+# Injected hierarchies (HOSTPIN_SYSFS_ROOT, test only: /proc/self/cgroup,
+# mountinfo and the cgroup files read under it): cgroup v2 on this v1 host.
+# cgtree DIR CGROUP-LINES MOUNTINFO-LINE FILE=VALUE...
+cgtree() {
+	local r=$1; mkdir -p "$r/proc/self"
+	printf '%b' "$2" > "$r/proc/self/cgroup"
+	printf '%s\n' "$3" > "$r/proc/self/mountinfo"
+	shift 3
+	local kv
+	for kv in "$@"; do
+		mkdir -p "$r/$(dirname "${kv%%=*}")"; printf '%s\n' "${kv#*=}" > "$r/${kv%%=*}"
+	done
+}
+# cgbase NAME DIR WANT: the base (and CPUs) HOSTPIN_LOG=info reports
+cgbase() {
+	local out
+	out=$(env $P HOSTPIN_LOG=info HOSTPIN_SYSFS_ROOT="$2" /bin/true 2>&1 | grep -o "memory base .*")
+	case "$out" in
+	*"$3"*) ok "$1: $out" ;;
+	*) bad "$1: got '${out:-no base line}', want '$3'" ;;
+	esac
+}
+r=$(mktemp -d)
+MI2='31 24 0:27 / /sys/fs/cgroup rw,nosuid,nodev shared:9 - cgroup2 cgroup2 rw,nsdelegate'
+cgtree "$r/v2" '0::/job.slice/job-7/step\n' "$MI2" \
+	sys/fs/cgroup/job.slice/memory.max=max sys/fs/cgroup/job.slice/job-7/memory.max=2147483648 \
+	sys/fs/cgroup/job.slice/job-7/step/memory.max=max sys/fs/cgroup/job.slice/job-7/step/cpu.max='50000 100000'
+cgbase "cgroup v2: the smallest memory.max up the hierarchy, cpu.max" "$r/v2" \
+	"memory base 2.0 GiB: cgroup v2 /sys/fs/cgroup/job.slice/job-7/memory.max (RAM"
+cgbase "cgroup v2: CPUs from cpu.max (50000 100000)" "$r/v2" "; CPUs 1"
+# a container: the mount's root is the container's own cgroup; nothing
+# above the mount point is read
+cgtree "$r/ctr" '0::/kubepods/pod9/c1\n' \
+	'40 30 0:27 /kubepods/pod9/c1 /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw' \
+	sys/fs/cgroup/memory.max=1610612736 sys/memory.max=1048576
+cgbase "cgroup v2 in a container (namespaced mount root)" "$r/ctr" \
+	"memory base 1.5 GiB: cgroup v2 /sys/fs/cgroup/memory.max"
+# a hybrid host: v1 memory controller, v2 without one
+cgtree "$r/hy" '5:memory:/user.slice\n4:cpu,cpuacct:/user.slice\n0::/user.slice\n' \
+	"$(printf '%s\n%s\n%s' "$MI2" '32 24 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory' \
+		'33 24 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct')" \
+	sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes=1073741824 \
+	sys/fs/cgroup/cpu,cpuacct/user.slice/cpu.cfs_quota_us=-1 sys/fs/cgroup/cpu,cpuacct/user.slice/cpu.cfs_period_us=100000
+cgbase "cgroup v1 memory.limit_in_bytes on a hybrid host" "$r/hy" \
+	"memory base 1.0 GiB: cgroup v1 /sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes"
+# no limit anywhere: RAM
+cgtree "$r/none" '0::/\n' "$MI2" sys/fs/cgroup/cpu.max='max 100000'
+cgbase "cgroup v2 without a limit: RAM" "$r/none" "RAM, no lower cgroup limit"
+rm -rf "$r"
+
 # Four ranks free 256 MiB each, then wait as at a barrier.
 d=$(mktemp -d)
 export HOSTPIN_LEDGER=$d/ledger
@@ -90,6 +143,13 @@ status_out=$("$HP" status)
 n4=$(echo "$status_out" | awk '$2 ~ /^[0-3]$/ && /job_prog rank/' | wc -l)
 if [ $freed = 4 ] && [ "$n4" = 4 ]; then ok "hostpin status shows the four ranks of the running job"
 else bad "hostpin status: $n4 ranks of 4 (freed $freed)"; echo "$status_out" | sed 's/^/    /'; fi
+# --watch: frames (each starting with a clear-screen), as many as --count
+watch_out=$("$HP" status --watch 1 --count 2); wrc=$?
+frames=$(printf '%s' "$watch_out" | grep -c $'\033\[H\033\[J')
+n8=$(echo "$watch_out" | awk '$2 ~ /^[0-3]$/ && /job_prog rank/' | wc -l)
+if [ $wrc -eq 0 ] && [ "$frames" = 2 ] && [ "$n8" = 8 ]; then
+	ok "hostpin status --watch 1 --count 2: two frames, the four ranks in each"
+else bad "hostpin status --watch: rc $wrc, $frames frames, $n8 rank lines (want 2, 8)"; fi
 budget=$((384 << 20))
 under() { [ "$($ST --total cached_bytes)" -le $budget ]; }
 idle() { [ "$($ST --total cached_bytes)" -eq 0 ] && [ "$($ST --total pinned_bytes_now)" -eq 0 ] &&
@@ -172,3 +232,4 @@ C
 	else bad "mpirun under hostpin: '$a' vs '$b'"; fi
 	rm -rf "$mp"
 else bad "openmpi-bin missing: mpirun not tested"; fi
+P=$P_SAVE
