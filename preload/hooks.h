@@ -46,6 +46,24 @@ HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
  * the copy), statistics only; calls hp_hook_leave. */
 HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
 
+/* The body of every copy hook, runtime and driver, sync and async: the
+ * function to call (fnexpr, of type `type`, returning `rtype`), its
+ * arguments, the statements that hand each host pointer to hp_copy_host
+ * (HOSTS, using c_), and the statement that ends the copy (END, using c_
+ * and the call's result e_).  0 is success for both APIs. */
+#define HP_COPY_BODY(fnexpr, type, rtype, args, HOSTS, END)                   \
+	type fn_ = (type)(fnexpr);                                            \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_ args;                                              \
+	hp_copy_t c_;                                                         \
+	hp_copy_init(&c_);                                                    \
+	HOSTS;                                                                \
+	rtype e_ = fn_ args;                                                  \
+	END;                                                                  \
+	return e_;
+
 /* hooks_cudrv.c: for a driver entry point the driver returned (lookup by
  * cuGetProcAddress, cudaGetDriverEntryPoint or dlsym on its handle), the
  * wrapper to hand out instead, or fn itself if hostpin wraps none for it.

@@ -105,22 +105,16 @@ static void host_batch(hp_copy_t *c, void *const *dsts,
 	}
 }
 
-#define RT_COPY(name, params, args, HOSTS, stream, ptsz)                      \
+#define RT_HOOK(name, params, args, HOSTS, END)                               \
 	NEXT_SLOT(name);                                                      \
 	HP_EXPORT hp_cudaError_t name params                                  \
 	{                                                                     \
-		hp_##name##_t fn_ = NEXT(name);                               \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_ args;                                      \
-		hp_copy_t c_;                                                 \
-		hp_copy_init(&c_);                                            \
-		HOSTS;                                                        \
-		hp_cudaError_t e_ = fn_ args;                                 \
-		hp_copy_end(&c_, stream, ptsz, e_ == 0);                      \
-		return e_;                                                    \
+		HP_COPY_BODY(NEXT(name), hp_##name##_t, hp_cudaError_t, args, \
+			     HOSTS, END)                                      \
 	}
+#define RT_COPY(name, params, args, HOSTS, stream, ptsz)                      \
+	RT_HOOK(name, params, args, HOSTS,                                    \
+		hp_copy_end(&c_, stream, ptsz, e_ == 0))
 #define RT_COPY2(name, params, args, HOSTS, stream)                           \
 	RT_COPY(name, params, args, HOSTS, stream, 0)                         \
 	typedef hp_##name##_t hp_##name##_ptsz_t;                             \
@@ -152,21 +146,7 @@ RT_COPY2(cudaMemcpyFromSymbolAsync,
 /* Synchronous copies: counted towards registration (HOSTPIN_PIN_AFTER), no
  * wait (they return after the copy); per-thread default stream form _ptds. */
 #define RT_SYNC(name, params, args, HOSTS)                                    \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name params                                  \
-	{                                                                     \
-		hp_##name##_t fn_ = NEXT(name);                               \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_ args;                                      \
-		hp_copy_t c_;                                                 \
-		hp_copy_init(&c_);                                            \
-		HOSTS;                                                        \
-		hp_cudaError_t e_ = fn_ args;                                 \
-		hp_copy_sync_end(&c_, e_ == 0);                               \
-		return e_;                                                    \
-	}
+	RT_HOOK(name, params, args, HOSTS, hp_copy_sync_end(&c_, e_ == 0))
 #define RT_SYNC2(name, params, args, HOSTS)                                   \
 	RT_SYNC(name, params, args, HOSTS)                                    \
 	typedef hp_##name##_t hp_##name##_ptds_t;                             \

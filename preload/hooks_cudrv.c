@@ -103,35 +103,25 @@ static void *lk_next(_Atomic(void *) *slot)
 	return atomic_load_explicit(slot, memory_order_acquire);
 }
 
-/* One body for both forms of a copy wrapper. */
-#define COPY_BODY(fnexpr, type, args, HOSTS, stream, ptsz)                    \
-	type fn_ = (type)(fnexpr);                                            \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_ args;                                              \
-	hp_copy_t c_;                                                         \
-	hp_copy_init(&c_);                                                    \
-	HOSTS;                                                                \
-	hp_CUresult e_ = fn_ args;                                            \
-	hp_copy_end(&c_, stream, ptsz, e_ == HP_CUDA_SUCCESS);                \
-	return e_;
-
-/* DRV(name, type, params, args, HOSTS, stream, ptsz): the exported wrapper
- * `name` and the looked-up one `lk_name`, each with its own next slot. */
-#define DRV(name, type, params, args, HOSTS, stream, ptsz)                    \
+/* DRV_HOOK(name, type, params, args, HOSTS, END): the exported wrapper
+ * `name` and the looked-up one `lk_name`, each with its own next slot, both
+ * with hooks.h's copy body; DRV for an async copy, DRVS for a sync one. */
+#define DRV_HOOK(name, type, params, args, HOSTS, END)                        \
 	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
 	static _Atomic(void *) lkslot_##name;                                 \
 	HP_EXPORT hp_CUresult name params                                     \
 	{                                                                     \
-		COPY_BODY(sym_next(&sym_##name, #name), type, args, HOSTS,    \
-			  stream, ptsz)                                       \
+		HP_COPY_BODY(sym_next(&sym_##name, #name), type, hp_CUresult, \
+			     args, HOSTS, END)                                \
 	}                                                                     \
 	static hp_CUresult lk_##name params                                   \
 	{                                                                     \
-		COPY_BODY(lk_next(&lkslot_##name), type, args, HOSTS, stream, \
-			  ptsz)                                               \
+		HP_COPY_BODY(lk_next(&lkslot_##name), type, hp_CUresult, args, \
+			     HOSTS, END)                                      \
 	}
+#define DRV(name, type, params, args, HOSTS, stream, ptsz)                    \
+	DRV_HOOK(name, type, params, args, HOSTS,                             \
+		 hp_copy_end(&c_, stream, ptsz, e_ == HP_CUDA_SUCCESS))
 /* Both stream forms of one entry point. */
 #define DRV2(name, params, args, HOSTS, stream)                               \
 	DRV(name, hp_##name##_t, params, args, HOSTS, stream, 0)              \
@@ -180,31 +170,11 @@ DRV2(cuMemcpy3DBatchAsync_v2,
      (n, ops, fl, s), hp_copy_host_ops(&c_, ops, n), s)
 
 /* ---- synchronous copies: counted towards registration, no wait ----
- * SYNC_BODY / DRVS / DRVS2 as COPY_BODY / DRV / DRV2, with the per-thread
+ * DRVS / DRVS2 as DRV / DRV2, with the per-thread
  * default stream form named _ptds. */
-#define SYNC_BODY(fnexpr, type, args, HOSTS)                                  \
-	type fn_ = (type)(fnexpr);                                            \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_ args;                                              \
-	hp_copy_t c_;                                                         \
-	hp_copy_init(&c_);                                                    \
-	HOSTS;                                                                \
-	hp_CUresult e_ = fn_ args;                                            \
-	hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS);                         \
-	return e_;
 #define DRVS(name, type, params, args, HOSTS)                                 \
-	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
-	static _Atomic(void *) lkslot_##name;                                 \
-	HP_EXPORT hp_CUresult name params                                     \
-	{                                                                     \
-		SYNC_BODY(sym_next(&sym_##name, #name), type, args, HOSTS)    \
-	}                                                                     \
-	static hp_CUresult lk_##name params                                   \
-	{                                                                     \
-		SYNC_BODY(lk_next(&lkslot_##name), type, args, HOSTS)         \
-	}
+	DRV_HOOK(name, type, params, args, HOSTS,                             \
+		 hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS))
 #define DRVS2(name, params, args, HOSTS)                                      \
 	DRVS(name, hp_##name##_t, params, args, HOSTS)                        \
 	DRVS(name##_ptds, hp_##name##_t, params, args, HOSTS)

@@ -299,8 +299,10 @@ static int mtype(int kind, int src)
 	return kind == D2H || kind == H2H ? 1 : 2;
 }
 
+/* A 2D copy through the driver: async on stream s, or sync (the s2d forms). */
 static cudaError_t copy2d(void *dst, size_t dp, const void *src, size_t sp,
-			  size_t w, size_t h, int kind, stream_t s, int pt)
+			  size_t w, size_t h, int kind, stream_t s, int pt,
+			  int sync)
 {
 	ctx();
 	M2D m = {0};
@@ -308,45 +310,33 @@ static cudaError_t copy2d(void *dst, size_t dp, const void *src, size_t sp,
 	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = sp;
 	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = dp;
 	m.w = w, m.h = h;
-	return d.m2d[pt](&m, s);
-}
-
-static cudaError_t scopy2d(void *dst, size_t dp, const void *src, size_t sp,
-			   size_t w, size_t h, int kind, int pt)
-{
-	ctx();
-	M2D m = {0};
-	m.st = mtype(kind, 1), m.dt = mtype(kind, 0);
-	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = sp;
-	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = dp;
-	m.w = w, m.h = h;
-	return d.s2d[pt](&m);
+	return sync ? d.s2d[pt](&m) : d.m2d[pt](&m, s);
 }
 
 API cudaError_t cudaMemcpy2D(void *dst, size_t dp, const void *src, size_t sp,
 			     size_t w, size_t h, int kind)
 {
-	return scopy2d(dst, dp, src, sp, w, h, kind, 0);
+	return copy2d(dst, dp, src, sp, w, h, kind, NULL, 0, 1);
 }
 
 API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dp, const void *src,
 				  size_t sp, size_t w, size_t h, int kind)
 {
-	return scopy2d(dst, dp, src, sp, w, h, kind, 1);
+	return copy2d(dst, dp, src, sp, w, h, kind, NULL, 1, 1);
 }
 
 API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src,
 				  size_t sp, size_t w, size_t h, int kind,
 				  stream_t s)
 {
-	return copy2d(dst, dp, src, sp, w, h, kind, s, 0);
+	return copy2d(dst, dp, src, sp, w, h, kind, s, 0, 0);
 }
 
 API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dp, const void *src,
 				       size_t sp, size_t w, size_t h, int kind,
 				       stream_t s)
 {
-	return copy2d(dst, dp, src, sp, w, h, kind, s, 1);
+	return copy2d(dst, dp, src, sp, w, h, kind, s, 1, 0);
 }
 
 struct pitched {

@@ -8,11 +8,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cuda_layouts.h"
 #include "tp.h"
 
 typedef int cudaError_t;
 typedef struct CUstream_st *cudaStream_t;
-typedef unsigned long long dptr;
 enum { H2D = 1, D2H = 2 };
 
 /* The runtime: linked (the dynamic runtime, or the static one compiled in
@@ -108,8 +108,6 @@ static int rt2d_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
 { return R.cudaMemcpy2DAsync(dv, n / 2, h, n / 2, n / 2, 2, H2D, s); }
 static int rt2d_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
 { return R.cudaMemcpy2DAsync(h, n / 2, dv, n / 2, n / 2, 2, D2H, s); }
-struct pitched { void *ptr; size_t pitch, xsize, ysize; };
-struct parms3d { void *sa; size_t sp[3]; struct pitched src; void *da; size_t dp[3]; struct pitched dst; size_t ext[3]; int kind; };
 static int rt3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 {
 	/* 2 x 2 rows of n/4 */
@@ -148,7 +146,6 @@ static int any_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
 { return ((any_t)drv_fn[0])((dptr)(uintptr_t)dv, (dptr)(uintptr_t)h, n, s); }
 static int any_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
 { return ((any_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, s); }
-typedef struct { size_t sx, sy; int st; const void *sh; dptr sd; void *sa; size_t sp; size_t dx, dy; int dt; void *dh; dptr dd; void *da; size_t dp; size_t w, h; } M2D;
 static int drv2d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 {
 	M2D m = {0};
@@ -160,7 +157,6 @@ static int drv2d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 }
 static int drv2d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv2d(dv, h, n, H2D, s); }
 static int drv2d_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv2d(h, dv, n, D2H, s); }
-typedef struct { size_t sx, sy, sz, slod; int st; const void *sh; dptr sd; void *sa, *r0; size_t sp, sheight; size_t dx, dy, dz, dlod; int dt; void *dh; dptr dd; void *da, *r1; size_t dp, dheight; size_t w, h, depth; } M3D;
 static int drv3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 {
 	M3D m = {0};
@@ -172,7 +168,6 @@ static int drv3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 }
 static int drv3d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3d(dv, h, n, H2D, s); }
 /* cudaMemcpy3DPeerParms: no kind, either side may be host memory */
-struct peer3d { void *sa; size_t sp[3]; struct pitched src; int sdev; void *da; size_t dp[3]; struct pitched dst; int ddev; size_t ext[3]; };
 static int rtpeer(void *dst, const void *src, size_t n, cudaStream_t s)
 {
 	struct peer3d p = {0};

@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "cuda_layouts.h"
 #include "tp.h"
 
 typedef int cuerr;
-typedef unsigned long long dptr;
 enum { H2D = 1, D2H = 2 };
 cuerr cudaSetDevice(int);
 cuerr cudaMalloc(void **, size_t);
@@ -50,48 +50,6 @@ static int registered(const void *p)
 	return (tp_flags(p) & HOSTPIN_REGISTERED) != 0;
 }
 
-/* The driver's 2D/3D descriptors (cuda.h's layout). */
-struct m2d {
-	size_t sx, sy;
-	int st;
-	const void *sh;
-	dptr sd;
-	void *sa;
-	size_t sp, dx, dy;
-	int dt;
-	void *dh;
-	dptr dd;
-	void *da;
-	size_t dp, w, h;
-};
-struct m3d {
-	size_t sx, sy, sz, slod;
-	int st;
-	const void *sh;
-	dptr sd;
-	void *sa, *r0;
-	size_t sp, sheight, dx, dy, dz, dlod;
-	int dt;
-	void *dh;
-	dptr dd;
-	void *da, *r1;
-	size_t dp, dheight, w, h, depth;
-};
-struct pitched {
-	void *ptr;
-	size_t pitch, xsize, ysize;
-};
-struct parms3d {
-	void *srcArray;
-	size_t spos[3];
-	struct pitched src;
-	void *dstArray;
-	size_t dpos[3];
-	struct pitched dst;
-	size_t ext[3];
-	int kind;
-};
-
 /* One copy of [b, b+n) through entry point e; 0 on success. */
 static int copy(int e, char *b)
 {
@@ -119,13 +77,13 @@ static int copy(int e, char *b)
 	case 8: return cuMemcpyDtoH_v2(b, d, n);
 	case 9: return cuMemcpy(d, (dptr)(uintptr_t)b, n);
 	case 10: {
-		struct m2d m = {0};
+		M2D m = {0};
 		m.st = 1, m.sh = b, m.sp = n / 2;
 		m.dt = 2, m.dd = d, m.dp = n / 2, m.w = n / 2, m.h = 2;
 		return cuMemcpy2D_v2(&m);
 	}
 	case 11: {
-		struct m3d m = {0};
+		M3D m = {0};
 		m.st = 1, m.sh = b, m.sp = n / 2, m.sheight = 2;
 		m.dt = 2, m.dd = d, m.dp = n / 2, m.dheight = 2;
 		m.w = n / 2, m.h = 2, m.depth = 1;
