@@ -5,6 +5,7 @@ run "early constructor allocations [mlock]" $P HOSTPIN_BACKEND=mlock -- "$B/earl
 run "fork [mlock]" $P HOSTPIN_BACKEND=mlock HOSTPIN_STATS=1 -- "$B/forked"
 run "fork [none]" $P -- "$B/forked"
 run "quiet process: no thread, no device library" $P HOSTPIN_BACKEND=mlock -- "$B/quiet"
+run "no device, 4-20 MiB blocks churned under the defaults: no thread, nothing pinned, blocks served" $P -- "$B/quiet" large
 run "8 threads mixed sizes + a mapping/forking thread [mlock]" $P HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K -- "$B/threads" 2000
 run "8 threads mixed sizes + a mapping/forking thread [none]" $P -- "$B/threads" 2000
 
