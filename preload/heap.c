@@ -162,16 +162,19 @@ static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
 	size_t len = hp_page_up(n), more = s->len + s->len / 2;
 	if (more > len && more > s->len)
 		len = hp_page_up(more);
+	/* relaxed: a count (copy.c); the block keeps it where it goes */
+	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
+					       memory_order_relaxed);
 	if (hp_untrack(r, s)) {
 		*leaked = 1; /* still registered: never moved or reused */
 		return NULL;
 	}
 	void *q = hp_real.mremap((void *)s->base, s->len, len, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED) {
-		hp_track(s->base, s->len, HOSTPIN_KIND_MALLOC);
+		hp_track_as(s->base, s->len, HOSTPIN_KIND_MALLOC, 0, copies);
 		return NULL;
 	}
-	if (hp_track((uintptr_t)q, len, HOSTPIN_KIND_MALLOC) == 0)
+	if (hp_track_as((uintptr_t)q, len, HOSTPIN_KIND_MALLOC, 0, copies) == 0)
 		return q;
 	/* Cannot be tracked (no memory for the registry): hand the caller
 	 * memory of the next allocator's, which its free understands. */

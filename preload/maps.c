@@ -46,8 +46,9 @@ void hp_mmap_track(void *p, size_t len, int prot, int flags,
 }
 
 struct carve {
-	uintptr_t a, b; /* the range being released */
-	unsigned kind;  /* kind of the first affected record, or 0 */
+	uintptr_t a, b;  /* the range being released */
+	unsigned kind;   /* kind of the first affected record, or 0 */
+	uint64_t copies; /* its copy count (HP_U_COPIES) */
 };
 
 static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
@@ -57,8 +58,11 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	if (!hp_claim_release(r, s))
 		return 0; /* someone else is releasing it */
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
+	/* relaxed: a count (copy.c), carried to what continues the range */
+	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
+					       memory_order_relaxed);
 	if (!c->kind)
-		c->kind = kind;
+		c->kind = kind, c->copies = copies;
 	/* Part of a pinned range: unpin only the cells the release touches;
 	 * the rest keeps its pins. */
 	if (hp_pin_split(r, s, c->a, c->b) == 0)
@@ -70,9 +74,10 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	/* Survivors lie outside [a, b): safe to pin again before the caller
 	 * releases [a, b), and outside what this walk still visits. */
 	if (s->base < c->a)
-		hp_track_as(s->base, c->a - s->base, HOSTPIN_KIND_MMAP, carry);
+		hp_track_as(s->base, c->a - s->base, HOSTPIN_KIND_MMAP, carry,
+			    copies);
 	if (end > c->b)
-		hp_track_as(c->b, end - c->b, HOSTPIN_KIND_MMAP, carry);
+		hp_track_as(c->b, end - c->b, HOSTPIN_KIND_MMAP, carry, copies);
 	return 0;
 }
 
@@ -92,23 +97,28 @@ static int may_hold(uintptr_t a, uintptr_t b)
 /* Unpin and untrack [a, a+len) before the caller unmaps or replaces it;
  * the parts of affected ranges outside it stay tracked and pinned.  Returns
  * the kind of the first range affected (0 if none). */
-static unsigned release_range(uintptr_t a, size_t len)
+/* The kind of the first tracked range [a, a+len) overlapped (0: none), and
+ * its copy count in *copies. */
+static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies)
 {
-	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0};
+	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0};
 	if (len && may_hold(c.a, c.b))
 		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
 					 &c);
+	if (copies)
+		*copies = c.copies;
 	return c.kind;
 }
 
-void hp_range_release(uintptr_t a, size_t len) { release_range(a, len); }
+void hp_range_release(uintptr_t a, size_t len) { release_range(a, len, NULL); }
 
 void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 		   void *new_addr)
 {
-	unsigned kind = release_range((uintptr_t)old, oldlen);
+	uint64_t copies;
+	unsigned kind = release_range((uintptr_t)old, oldlen, &copies);
 	if (flags & MREMAP_FIXED)
-		release_range((uintptr_t)new_addr, newlen);
+		release_range((uintptr_t)new_addr, newlen, NULL);
 	if (hp_leaked_in((uintptr_t)old, oldlen) ||
 	    ((flags & MREMAP_FIXED) && hp_leaked_in((uintptr_t)new_addr, newlen))) {
 		errno = ENOMEM; /* a refused release: never moved (invariant 1) */
@@ -119,10 +129,11 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 		return r;
 	int e = errno;
 	if (r != MAP_FAILED)
-		hp_track((uintptr_t)r, hp_page_up(newlen), HOSTPIN_KIND_MMAP);
+		hp_track_as((uintptr_t)r, hp_page_up(newlen), HOSTPIN_KIND_MMAP,
+			    0, copies);
 	else if (oldlen)
-		hp_track((uintptr_t)old & ~(HP_PAGE_SIZE - 1), hp_page_up(oldlen),
-			 HOSTPIN_KIND_MMAP);
+		hp_track_as((uintptr_t)old & ~(HP_PAGE_SIZE - 1),
+			    hp_page_up(oldlen), HOSTPIN_KIND_MMAP, 0, copies);
 	errno = e;
 	return r;
 }

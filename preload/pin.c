@@ -248,10 +248,11 @@ void hp_count_track(unsigned kind, size_t len, int add)
 
 int hp_track(uintptr_t base, size_t len, unsigned kind)
 {
-	return hp_track_as(base, len, kind, 0);
+	return hp_track_as(base, len, kind, 0, 0);
 }
 
-int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry)
+int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
+		uint64_t copies)
 {
 	hp_rec_t *r;
 	int e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r);
@@ -263,6 +264,9 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry)
 	}
 	carry &= HP_F_CHURN;
 	atomic_store_explicit(&r->user[HP_U_FLAGS], kind | carry,
+			      memory_order_relaxed);
+	/* relaxed: a count, ordering nothing (copy.c) */
+	atomic_store_explicit(&r->user[HP_U_COPIES], copies,
 			      memory_order_relaxed);
 	if (kind & HOSTPIN_KIND_MALLOC)
 		hp_set_rsite(r, hp_site_capture());

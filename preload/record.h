@@ -113,10 +113,13 @@ HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);
 /* Insert and pin a range we own or track; 0 or an errno. */
 HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
-/* hp_track for a survivor of a range whose flags carry over (HP_F_CHURN:
- * tracked, never pinned). */
+/* hp_track for a range that continues another (a survivor of a partial
+ * unmap, a block or mapping moved by realloc or mremap): its flags carry
+ * over (HP_F_CHURN: tracked, never pinned), and so does its copy count
+ * (HP_U_COPIES), so that HOSTPIN_PIN_AFTER counts the buffer's copies, not
+ * the copies since it last moved. */
 HP_HIDDEN int hp_track_as(uintptr_t base, size_t len, unsigned kind,
-			  unsigned carry);
+			  unsigned carry, uint64_t copies);
 /* Unpin and forget a claimed record (s: the snapshot its release claim was
  * made from, so a CACHED block is not counted out twice); 0, or EBUSY if it
  * had to be leaked. */

@@ -6,6 +6,10 @@
  *                         a sparse MAPGB GiB mapping and a CALLOCGB GiB calloc,
  *                         touched at 1% (and copied once with cuda), stay
  *                         near 1% resident
+ *   footprint carry       a buffer keeps its copy count when realloc or
+ *                         mremap moves it and when part of it is unmapped:
+ *                         copied once before, once after, it is registered
+ *                         at the second copy (HOSTPIN_PIN_AFTER=2)
  *   footprint numa        prints the blocks a node-placement run made
  *   footprint work once|fresh|reused   the RESULTS.md workloads: one line
  *                         of figures */
@@ -150,6 +154,39 @@ static void nth(int want)
 	printf("nth %d: every path registers at copy %d\n", want, want);
 }
 
+/* Copy once, move or split the buffer, copy again: registered at that
+ * second copy, as it would be had it stayed where it was. */
+static void carry(void)
+{
+	setup();
+	char *b = malloc(n); /* realloc growth: mremap of hostpin's block */
+	memset(b, 1, n);
+	CHECK(copy(2, b) == 0 && !registered(b));
+	b = realloc(b, 8 * n);
+	CHECK(b != NULL && b[n - 1] == 1 && !registered(b));
+	CHECK(copy(2, b) == 0 && registered(b));
+	free(b);
+	size_t len = 8 * n; /* an application mapping moved by mremap */
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, 2, len);
+	CHECK(copy(2, m) == 0 && !registered(m));
+	char *m2 = mremap(m, len, 2 * len, MREMAP_MAYMOVE);
+	CHECK(m2 != MAP_FAILED && m2[len - 1] == 2 && !registered(m2));
+	CHECK(copy(2, m2) == 0 && registered(m2));
+	munmap(m2, 2 * len);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, /* part of it unmapped */
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, 3, len);
+	CHECK(copy(2, m) == 0 && !registered(m));
+	CHECK(munmap(m + len / 2, len / 2) == 0 && !registered(m));
+	CHECK(copy(2, m) == 0 && registered(m));
+	munmap(m, len / 2);
+	puts("carry: realloc, mremap and a partial unmap keep the copy count");
+}
+
 static long rss_anon_kb(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -292,11 +329,13 @@ int main(int argc, char **argv)
 		    argc > 4 && strcmp(argv[4], "cuda") == 0);
 	else if (strcmp(mode, "numa") == 0)
 		numa();
+	else if (strcmp(mode, "carry") == 0)
+		carry();
 	else if (strcmp(mode, "work") == 0 && argc > 2)
 		work(argv[2]);
 	else {
 		fprintf(stderr, "usage: footprint nth N | rss MAPGB CALLOCGB "
-				"[cuda] | numa | work once|fresh|reused\n");
+				"[cuda] | numa | carry | work once|fresh|reused\n");
 		return 2;
 	}
 	return 0;

@@ -14,6 +14,14 @@ for nth in "" 1 3 0; do
 	rm -f "$log"
 done
 
+# The copy count follows the buffer: moved by realloc (mremap of hostpin's
+# block) or by the program's mremap, or cut by a partial munmap.
+log=$(mktemp)
+out=$(timeout 120 env $P HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" "$B/footprint" carry 2>&1); rc=$?
+if [ $rc -eq 0 ] && fakelog "$log"; then ok "registration counts the buffer's copies across realloc, mremap and a partial unmap"
+else bad "copy count across moves: rc $rc: $out"; fi
+rm -f "$log"
+
 # Untouched memory stays uncommitted: a sparse 8 GiB mapping and a 4 GiB
 # calloc touched at 1% stay near 1% resident, with and without a device (the
 # fake driver active, each copied once), and under the mlock backend.
