@@ -20,11 +20,12 @@ static char rbuf[64 << 10];
 
 /* HOSTPIN_SYSFS_ROOT (test only): /proc/self/cgroup, /proc/self/mountinfo
  * and the cgroup files are read under this directory, so tests inject a
- * hierarchy (a v2 one on a v1 host).  From the environment, not hp_optstr:
+ * hierarchy (a v2 one on a v1 host).  From the environment (secure_getenv:
+ * ignored in set-user-ID programs, as every knob is), not hp_optstr:
  * percent knobs need the base while the options are being parsed. */
 static const char *inj_root(void)
 {
-	const char *r = getenv("HOSTPIN_SYSFS_ROOT");
+	const char *r = secure_getenv("HOSTPIN_SYSFS_ROOT");
 	return r ? r : "";
 }
 
