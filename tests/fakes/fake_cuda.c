@@ -317,6 +317,16 @@ static void resident_audit(void)
 		}
 	}
 }
+/* A sync point a test program chooses: check now (before it reads pages
+ * that a discard would have emptied, which faults them in again). */
+void fake_cuda_audit(void);
+void fake_cuda_audit(void)
+{
+	pthread_mutex_lock(&mu);
+	resident_audit();
+	pthread_mutex_unlock(&mu);
+}
+
 /* A test program may export fake_cuda_unreg_hook(p): called at the start of
  * every cuMemHostUnregister, outside the fake's lock, so the program can
  * hold the unregistering thread there while other threads run. */

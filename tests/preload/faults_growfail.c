@@ -83,7 +83,7 @@ static void *eat(void *arg)
 			return NULL;
 	}
 	getrlimit(RLIMIT_AS, &saved);
-	struct rlimit lim = {vm_bytes() + 16384, saved.rlim_max};
+	struct rlimit lim = {vm_bytes(), saved.rlim_max};
 	if (setrlimit(RLIMIT_AS, &lim) != 0)
 		return NULL;
 	for (size_t i = 1; i < n - 1; i++) {
@@ -115,6 +115,15 @@ void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		pthread_t t;
 		if (pthread_create(&t, NULL, eat, NULL) == 0)
 			pthread_join(t, NULL);
+		/* No room either for what the thread's stack and whatever the
+		 * caller reserved for the move (up to newlen) give back: the
+		 * address space stays full for the whole realloc. */
+		struct rlimit lim;
+		if (exhausted && getrlimit(RLIMIT_AS, &lim) == 0) {
+			size_t vm = vm_bytes();
+			lim.rlim_cur = vm > newlen ? vm - newlen : 0;
+			setrlimit(RLIMIT_AS, &lim);
+		}
 		errno = ENOMEM;
 		return MAP_FAILED;
 	}

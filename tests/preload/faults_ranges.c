@@ -20,8 +20,7 @@
  *   growfail   (with libfaults_growfail.so preloaded after hostpin) a
  *              realloc growth whose mremap fails while hostpin's record
  *              pool is exhausted (RLIMIT_AS): NULL with ENOMEM, the old
- *              block tracked and intact, and free() of it works; or, if
- *              memory was found after all, the data moved intact. */
+ *              block tracked and intact, and free() of it works. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -65,9 +64,12 @@ static int tracked(const void *p, unsigned want)
  * hostpin registers what it tracks. */
 int cudaSetDevice(int dev); /* the fake runtime's, linked */
 int cudaFree(void *p);
+void fake_cuda_audit(void); /* the fake driver's sync point (FAKE_CUDA_RESIDENT) */
+static int on_fake;
 static void cuda_up(void)
 {
 	CHECK(cudaSetDevice(0) == 0 && cudaFree(NULL) == 0);
+	on_fake = 1;
 }
 
 /* The mapping: 64 MiB, or HP_MAP_MIB (a smaller one that a small
@@ -111,6 +113,8 @@ static void *worker(void *arg)
 			w->fails++, w->errno_seen = errno;
 			continue;
 		}
+		if (on_fake)
+			fake_cuda_audit(); /* before reading faults pages in */
 		if (!part_is(p, 2 * MIB, 0))
 			w->bad_data++;
 	}
@@ -207,6 +211,7 @@ static void race_held(void)
 	pthread_join(a_thread, NULL);
 	pthread_join(b, NULL);
 	CHECK(a_rc == 0 && b_rc == 0);
+	fake_cuda_audit();
 	for (int part = 0; part < 32; part++)
 		CHECK(part_is(M + (size_t)part * 2 * MIB, 2 * MIB,
 			      part == 10 || part == 20 ? 0 : 0xab));
@@ -229,6 +234,7 @@ static void locked(void)
 	M = map64();
 	CHECK(tracked(M, HOSTPIN_REGISTERED));
 	CHECK(madvise(M + 4 * MIB, 4 * MIB, MADV_DONTNEED_LOCKED) == 0);
+	fake_cuda_audit();
 	CHECK(part_is(M + 4 * MIB, 4 * MIB, 0));
 	CHECK(part_is(M, 4 * MIB, 0xab) && part_is(M + 8 * MIB, 56 * MIB, 0xab));
 	CHECK(munmap(M, 64 * MIB) == 0);
@@ -337,9 +343,10 @@ static void growfail(void)
 		free(p); /* hostpin's block: a free that glibc would abort */
 		puts("growfail: NULL, ENOMEM, old block kept");
 	} else {
-		CHECK(part_is(q, 4 * MIB, 0x3c));
-		free(q);
-		puts("growfail: grown after all");
+		/* the injection did not hold: nothing was tested */
+		fprintf(stderr, "faults_ranges: realloc grew with the address "
+			"space full (%p)\n", (void *)q);
+		exit(1);
 	}
 }
 

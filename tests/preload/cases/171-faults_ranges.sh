@@ -16,7 +16,7 @@ fr() {
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
 	local log out rc
 	log=$(mktemp)
-	out=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 FAKE_CUDA_RESIDENT=1 \
+	out=$(timeout 120 env $P HOSTPIN_LEDGER=off HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 FAKE_CUDA_RESIDENT=1 \
 		FAKE_CUDA_LOG="$log" "${envs[@]}" "$FR" "$@" 2>&1); rc=$?
 	if [ $rc -eq 77 ]; then echo "SKIP: $name: $(echo "$out" | grep SKIP)"
 	elif [ $rc -eq 0 ] && ! echo "$out" | grep -q "hostpin\[" && fakelog "$log"; then ok "$name"
@@ -35,7 +35,7 @@ mib=64
 [ "$(ulimit -l)" = unlimited ] || [ "$(ulimit -l)" -ge 131072 ] || mib=6
 if [ "$(ulimit -l)" = unlimited ] || [ "$(ulimit -l)" -ge 7168 ]; then
 	run "two threads purge parts of one locked mapping ($mib MiB): 2 x 1000 madvise calls all return 0" \
-		$P HOSTPIN_BACKEND=mlock HP_WANT_FLAGS=0x10 HP_MAP_MIB=$mib -- timeout 120 "$FR" race
+		$P HOSTPIN_LEDGER=off HOSTPIN_BACKEND=mlock HP_WANT_FLAGS=0x10 HP_MAP_MIB=$mib -- timeout 120 "$FR" race
 else
 	echo "SKIP: two threads purging a locked mapping: RLIMIT_MEMLOCK below 7 MiB"
 fi
@@ -44,6 +44,8 @@ fi
 # call returns 0 and no registered page is ever discarded.
 fr "two threads purge parts of one registered mapping (2 MiB cells): no registered page discarded" \
 	HOSTPIN_REGISTER_CHUNK=2M HP_CUDA=1 HP_WANT_FLAGS=0x20 -- race
+fr "two threads purge parts of one registered mapping (whole registration): no registered page discarded" \
+	HP_CUDA=1 HP_WANT_FLAGS=0x20 -- race
 # Item 5, deterministic.  Injects: thread A's purge is held inside the
 # driver's unregistration of its cell (the fake calls the program's
 # fake_cuda_unreg_hook) while thread B purges another part of the same
@@ -78,7 +80,7 @@ fi
 # 2 MiB aligned (hostpin(7)), its contents kept (unfixed: mremap MAYMOVE
 # put 64 of 64 at page alignment only).
 run "realloc growth keeps blocks of 2 MiB and more 2 MiB aligned (64 blocks)" \
-	$P HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- timeout 60 "$FR" align
+	$P HOSTPIN_LEDGER=off HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- timeout 60 "$FR" align
 # Item 7.  Injects: a realloc growth whose mremap fails (ENOMEM) while
 # hostpin's record pool is exhausted for real (RLIMIT_AS at the address
 # space in use, the pool's free records taken by tracked mappings:
@@ -87,5 +89,5 @@ run "realloc growth keeps blocks of 2 MiB and more 2 MiB aligned (64 blocks)" \
 # free() of it works (unfixed: the block was left untracked and free()
 # handed it to glibc, which aborts).
 run "realloc growth failing with hostpin's record pool exhausted: NULL, ENOMEM, old block kept" \
-	LD_PRELOAD="$LIB $B/libfaults_growfail.so" HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- \
+	LD_PRELOAD="$LIB $B/libfaults_growfail.so" HOSTPIN_LEDGER=off HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- \
 	timeout 60 "$FR" growfail
