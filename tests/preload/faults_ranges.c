@@ -105,7 +105,8 @@ static void *worker(void *arg)
 {
 	struct worker *w = arg;
 	for (int it = 0; it < 1000; it++) {
-		int nparts = (int)(map_len / (2 * MIB)), mine = (nparts - w->first + 1) / 2;
+		int nparts = (int)(map_len / (2 * MIB));
+		int mine = (nparts - w->first + 1) / 2; /* parts of this thread */
 		int part = w->first + 2 * (it % mine);
 		char *p = M + (size_t)part * 2 * MIB;
 		memset(p, 0x5a, 2 * MIB);
