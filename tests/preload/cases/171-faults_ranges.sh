@@ -44,8 +44,9 @@ fi
 # call returns 0 and no registered page is ever discarded.
 fr "two threads purge parts of one registered mapping (2 MiB cells): no registered page discarded" \
 	HOSTPIN_REGISTER_CHUNK=2M HP_CUDA=1 HP_WANT_FLAGS=0x20 -- race
-fr "two threads purge parts of one registered mapping (whole registration): no registered page discarded" \
-	HP_CUDA=1 HP_WANT_FLAGS=0x20 -- race
+# (With whole registrations the mapping stays unregistered after its
+# second purge, so only the first two calls can race: race_held below
+# tests that case deterministically.)
 # Item 5, deterministic.  Injects: thread A's purge is held inside the
 # driver's unregistration of its cell (the fake calls the program's
 # fake_cuda_unreg_hook) while thread B purges another part of the same
