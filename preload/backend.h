@@ -66,6 +66,9 @@ void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
 /* copy.c: the CUDA copy policy's quiesce; and its forgetting of the copies
  * of a context that ended (their events died with it: nothing to wait). */
 void hp_cuda_forget(struct hp_rec *r);
+/* copy.c, the fork child handler: the pair locks are free again (a thread
+ * of the parent may have held one at the fork; it does not exist here). */
+void hp_copy_fork_child(void);
 /* coverage.c: 0 if every copy entry point the loaded objects carry is one
  * hostpin guards (or the backend registers nothing with a device, or
  * HOSTPIN_COVERAGE=ignore); else non-zero with *why set. */

@@ -246,13 +246,19 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 
 void hp_cuda_quiesce(hp_rec_t *r)
 {
+	if (hp_in_child) {
+		/* The parent's events are not the child's: nothing to wait
+		 * for, and no pair lock to take (hp_copy_fork_child). */
+		hp_cuda_forget(r);
+		return;
+	}
 	atomic_flag *l = lock_of(r);
 	hp_cudaEvent_t ev = (hp_cudaEvent_t)atomic_load_explicit(
 	    &r->user[HP_U_EVENT], memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
 	unlock(l);
-	if (ev == NULL || hp_in_child || policy_fns() != 1)
+	if (ev == NULL || policy_fns() != 1)
 		return;
 	/* A block is neither unregistered nor released while a copy that
 	 * used it may still run. */
@@ -267,4 +273,12 @@ void hp_cuda_forget(hp_rec_t *r)
 	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
 	unlock(l);
+}
+
+void hp_copy_fork_child(void)
+{
+	/* Only this thread exists in the child: a lock a parent's thread held
+	 * at the fork would never be released. */
+	for (int i = 0; i < 64; i++)
+		atomic_flag_clear_explicit(&pair_lock[i], memory_order_relaxed);
 }

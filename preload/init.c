@@ -25,6 +25,7 @@ static void fork_child(void)
 	hp_registry_unlock(&hp_reg);
 	hp_cache_unlock();
 	hp_cache_fork_child();
+	hp_copy_fork_child();
 	hp_in_child = 1;
 	hp_ledger_fork_child();
 	HP_GUARDED(hp_backend->fork_child(); hp_pin_fork_child());

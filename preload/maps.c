@@ -4,6 +4,7 @@
  * from wrap_mmap.c with hp_in_hook raised. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -158,33 +159,65 @@ static void discard_cb(void *arg)
 	advise_gap(ad, ad->to);
 }
 
-static int advise_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+/* The first record overlapping [cur, end), with its snapshot. */
+struct first {
+	hp_rec_t *r;
+	hp_snap_t s;
+};
+
+static int first_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
-	struct advise *ad = arg;
-	uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
-	uintptr_t b = s->base + s->len < ad->end ? s->base + s->len : ad->end;
-	if (hp_word_state(s->word) == HP_REC_LEAKED) {
-		/* still registered (a refused release): never discarded */
+	struct first *f = arg;
+	f->r = r, f->s = *s;
+	return 1;
+}
+
+/* Purge the records [ad->cur, ad->end) overlaps, one at a time, and the
+ * gaps between them.  A record another thread holds (a purge of another
+ * part of it, adoption) or releases is waited for, then looked up again:
+ * its pages are never purged while it may be pinned (invariant 1), and the
+ * gap purge never runs over it. */
+static void advise_records(struct advise *ad)
+{
+	while (ad->cur < ad->end) {
+		struct first f = {NULL, {0, 0, 0}};
+		if (!may_hold(ad->cur, ad->end) ||
+		    !hp_registry_each_overlap(&hp_reg, ad->cur,
+					      ad->end - ad->cur, first_one, &f))
+			return;
+		hp_rec_t *r = f.r;
+		const hp_snap_t *s = &f.s;
+		uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
+		uintptr_t b = s->base + s->len < ad->end ? s->base + s->len
+							 : ad->end;
+		if (hp_word_state(s->word) == HP_REC_LEAKED) {
+			/* still registered (a refused release): never
+			 * discarded */
+			advise_gap(ad, a);
+			ad->cur = b;
+			if (!ad->ret)
+				ad->ret = -1, ad->err = EBUSY;
+			continue;
+		}
+		uint32_t st = hp_busy_begin(r, s);
+		if (!st) {
+			/* held or being released by another thread: wait,
+			 * then look again from ad->cur */
+			sched_yield();
+			continue;
+		}
 		advise_gap(ad, a);
-		ad->cur = b;
-		if (!ad->ret)
+		ad->cur = a;
+		ad->to = b;
+		/* Locked pages refuse DONTNEED (EINVAL), and a registered
+		 * page must not be discarded (invariant 1): unpin the cells
+		 * [a, b) touches, discard, pin them again (their pages now
+		 * zero). */
+		if (hp_pin_discard(r, s, a, b, discard_cb, ad) && !ad->ret)
 			ad->ret = -1, ad->err = EBUSY;
-		return 0;
+		ad->cur = b;
+		hp_busy_end(r, st);
 	}
-	uint32_t st = hp_busy_begin(r, s);
-	if (!st)
-		return 0;
-	advise_gap(ad, a);
-	ad->cur = a;
-	ad->to = b;
-	/* Locked pages refuse DONTNEED (EINVAL), and a registered page must
-	 * not be discarded (invariant 1): unpin the cells [a, b) touches,
-	 * discard, pin them again (their pages now zero). */
-	if (hp_pin_discard(r, s, a, b, discard_cb, ad) && !ad->ret)
-		ad->ret = -1, ad->err = EBUSY;
-	ad->cur = b;
-	hp_busy_end(r, st);
-	return 0;
 }
 
 int hp_madvise_do(void *a, size_t len, int advice)
@@ -195,9 +228,7 @@ int hp_madvise_do(void *a, size_t len, int advice)
 		errno = EINVAL;
 		return -1;
 	}
-	if (may_hold(ad.cur, ad.end))
-		hp_registry_each_overlap(&hp_reg, ad.cur, ad.end - ad.cur,
-					 advise_one, &ad);
+	advise_records(&ad);
 	advise_gap(&ad, ad.end);
 	if (ad.ret)
 		errno = ad.err;

@@ -262,6 +262,13 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 			    (void *)base, e);
 		return e;
 	}
+	hp_track_rec(r, base, len, kind, carry, copies);
+	return 0;
+}
+
+void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
+		  unsigned carry, uint64_t copies)
+{
 	carry &= HP_F_CHURN;
 	atomic_store_explicit(&r->user[HP_U_FLAGS], kind | carry,
 			      memory_order_relaxed);
@@ -274,15 +281,14 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 	if (kind & HOSTPIN_KIND_MALLOC)
 		hp_numa_place(r, base, len, hp_numa_want(), 0);
 	if (carry)
-		return 0; /* purged twice while registered: left unregistered */
+		return; /* purged twice while registered: left unregistered */
 	if (hp_pin_counts_copies()) {
 		hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY);
 		/* relaxed: a hint for adoption, ordering nothing */
 		atomic_store_explicit(&lazy_seen, 1, memory_order_relaxed);
-		return 0;
+		return;
 	}
 	hp_pin(r, base, len);
-	return 0;
 }
 
 void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)

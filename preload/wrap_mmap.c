@@ -7,6 +7,10 @@
 
 #include "hp.h"
 
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24 /* Linux 5.18; headers may lack it */
+#endif
+
 #define ready hp_ready
 
 static int may_overlap(const void *a, size_t len)
@@ -95,7 +99,7 @@ HP_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 HP_EXPORT int madvise(void *a, size_t len, int advice)
 {
 	int discard = advice == MADV_DONTNEED || advice == MADV_FREE ||
-		      advice == MADV_REMOVE;
+		      advice == MADV_REMOVE || advice == MADV_DONTNEED_LOCKED;
 	if (discard && !hp_in_hook && ready() && may_overlap(a, len)) {
 		int r;
 		HP_GUARDED(r = hp_madvise_do(a, len, advice));

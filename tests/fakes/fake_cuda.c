@@ -266,9 +266,86 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	RETURN(OK);
 }
 
+/* FAKE_CUDA_RESIDENT=1: the driver pins the pages it registers, so they
+ * stay resident until unregistered: each is faulted in at registration
+ * (an atomic add of 0, which changes no data), and every registration
+ * call, unregistration and the exit check that all registered pages are
+ * still resident.  A page discarded while registered (MADV_DONTNEED over
+ * it) is then flagged, once per registration.  Off by default: a machine
+ * that swaps could page out what a test registered. */
+static int resident_on = -1;
+static int resident_check(void)
+{
+	if (resident_on < 0) {
+		const char *e = getenv("FAKE_CUDA_RESIDENT");
+		resident_on = e && *e == '1';
+	}
+	return resident_on;
+}
+static void resident_touch(char *p, size_t n)
+{
+	if (!resident_check())
+		return;
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	for (; a < (uintptr_t)p + n; a += 4096)
+		__atomic_fetch_add((char *)a, 0, __ATOMIC_RELAXED);
+}
+static void resident_audit(void)
+{
+	if (!resident_check())
+		return;
+	unsigned char v[512];
+	for (int i = 0; i < nheld; i++) {
+		uintptr_t a = (uintptr_t)held[i].base & ~(uintptr_t)4095;
+		uintptr_t e = ((uintptr_t)held[i].base + held[i].len + 4095) &
+			      ~(uintptr_t)4095;
+		for (; a < e; a += sizeof(v) * 4096) {
+			size_t k = e - a < sizeof(v) * 4096 ? e - a
+							    : sizeof(v) * 4096;
+			if (mincore((void *)a, k, v) != 0)
+				break;
+			size_t j = 0;
+			while (j < k / 4096 && (v[j] & 1))
+				j++;
+			if (j < k / 4096) {
+				logf_("VIOLATION registered-pages-discarded %p "
+				      "(page %p)", (void *)held[i].base,
+				      (void *)(a + j * 4096));
+				resident_touch(held[i].base, held[i].len);
+				break;
+			}
+		}
+	}
+}
+/* A sync point a test program chooses: check now (before it reads pages
+ * that a discard would have emptied, which faults them in again). */
+void fake_cuda_audit(void);
+void fake_cuda_audit(void)
+{
+	pthread_mutex_lock(&mu);
+	resident_audit();
+	pthread_mutex_unlock(&mu);
+}
+
+/* A test program may export fake_cuda_unreg_hook(p): called at the start of
+ * every cuMemHostUnregister, outside the fake's lock, so the program can
+ * hold the unregistering thread there while other threads run. */
+static void unreg_hook(void *p)
+{
+	static void (*hook)(void *);
+	static int looked;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		*(void **)&hook = dlsym(RTLD_DEFAULT, "fake_cuda_unreg_hook");
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	if (hook)
+		hook(p);
+}
+
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	ENTRY("cuMemHostRegister_v2");
+	resident_audit();
 	if (!initialized) {
 		logf_("VIOLATION register-before-init %p", p);
 		RETURN(NOT_INITIALIZED);
@@ -300,6 +377,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 	held[nheld].base = p, held[nheld].len = n;
 	held[nheld].owner = stack[depth - 1];
 	nheld++;
+	resident_touch(p, n);
 	logf_("REG %p %zu %u ctxdev=%d", p, n, flags, stack[depth - 1]->dev);
 	RETURN(OK);
 }
@@ -311,7 +389,9 @@ CUresult cuMemHostRegister(void *p, size_t n, unsigned flags)
 
 CUresult cuMemHostUnregister(void *p)
 {
+	unreg_hook(p);
 	ENTRY("cuMemHostUnregister");
+	resident_audit();
 	NEED_INIT;
 	if (!depth)
 		RETURN(INVALID_CONTEXT);
@@ -337,6 +417,7 @@ __attribute__((destructor)) static void fake_fini(void)
 {
 	pthread_mutex_lock(&mu);
 	audit();
+	resident_audit();
 	logf_("EXIT live=%d", nheld);
 	pthread_mutex_unlock(&mu);
 }
