@@ -26,6 +26,7 @@ enum {
 #include "fake_common.h"
 
 static int inflight(const void *p, size_t n);
+static int capture_prohibits(const char *fn);
 
 #define MAXDEV 8
 static int ndev = 2;
@@ -269,6 +270,8 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c)
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	ENTRY("cuMemHostRegister_v2");
+	if (capture_prohibits("cuMemHostRegister_v2"))
+		RETURN(900);
 	if (!initialized) {
 		logf_("VIOLATION register-before-init %p", p);
 		RETURN(NOT_INITIALIZED);
@@ -313,6 +316,8 @@ CUresult cuMemHostUnregister(void *p)
 {
 	ENTRY("cuMemHostUnregister");
 	NEED_INIT;
+	if (capture_prohibits("cuMemHostUnregister"))
+		RETURN(900);
 	if (!depth)
 		RETURN(INVALID_CONTEXT);
 	if (ctx_dead(stack[depth - 1]))

@@ -78,15 +78,28 @@ static struct hostpin_stats st(void)
 	return s;
 }
 
-/* Wait for an event (the decay thread gave every cached block back): it
- * decides nothing by its timing; 60 s is the bound on a broken run. */
-static __attribute__((unused)) void wait_cache_empty(void)
+/* Wait for an event: it decides nothing by its timing; 60 s is the bound
+ * on a broken run. */
+#define WAIT_FOR(cond)                                                        \
+	do {                                                                  \
+		for (int i_ = 0; i_ < 60000 && !(cond); i_++) {              \
+			struct timespec ts_ = {0, 1000000};                   \
+			nanosleep(&ts_, NULL);                                \
+		}                                                             \
+		CHECK(cond);                                                  \
+	} while (0)
+
+/* How many times a file holds a string. */
+static int count_in(const char *path, const char *what)
 {
-	for (int i = 0; i < 60000 && st().cached_blocks; i++) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
-	CHECK(st().cached_blocks == 0);
+	FILE *f = path ? fopen(path, "r") : NULL;
+	char line[1024];
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return n;
 }
 
 /* 9: a registration fails (FAKE_CUDA_FAIL); the driver is unloaded; the
@@ -123,6 +136,102 @@ static void fwdcache(void)
 		CHECK(D.cuGetProcAddress_v2("cuInit", &f, 12000, 0, NULL) == 0);
 }
 
+static void *free_on_thread(void *p)
+{
+	free(p); /* this thread has no current context */
+	return NULL;
+}
+
+/* 10: device 0 in use; the primary context of device 1 is retained and
+ * released; then a thread with no current context (as the cache's decay
+ * thread) frees a registered block: it is unregistered, not leaked. */
+static void ctx2(void)
+{
+	use_device0();
+	char *b = malloc(8 * MB);
+	memset(b, 1, 8 * MB);
+	CHECK(tp_flags(b) & HOSTPIN_REGISTERED);
+	CUcontext c1;
+	CHECK(D.cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CHECK(D.cuDevicePrimaryCtxRelease_v2(1) == 0);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_on_thread, b) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(!is_registered(b, 8 * MB));
+	CHECK(st().leaked_blocks == 0);
+	CHECK(st().pinned_blocks_now == 0);
+}
+
+/* 11: one thread captures a graph in global mode; meanwhile another copies
+ * a block past HOSTPIN_PIN_AFTER, frees a registered block the cache does
+ * not keep, and frees one the cache keeps and its decay thread gives back.
+ * The capture must stay valid; after it ends the copied block is
+ * registered and the two released ones are unregistered. */
+static CUstream cap_s;
+static int began[2], go[2], cap_rc = -1;
+static void *capturer(void *arg)
+{
+	(void)arg;
+	char c = 0;
+	CHECK(D.cuCtxSetCurrent(ctx0) == 0);
+	CHECK(D.cuStreamBeginCapture_v2(cap_s, 0) == 0); /* global mode */
+	CHECK(write(began[1], &c, 1) == 1);
+	CHECK(read(go[0], &c, 1) == 1);
+	void *g;
+	cap_rc = D.cuStreamEndCapture(cap_s, &g);
+	return NULL;
+}
+
+static char *copied(size_t n, int v, CUdeviceptr d, CUstream s, int times)
+{
+	char *p = malloc(n);
+	memset(p, v, n);
+	for (int i = 0; i < times; i++)
+		CHECK(D.cuMemcpyHtoDAsync_v2(d, p, n, s) == 0);
+	return p;
+}
+
+static void capture(void)
+{
+	use_device0();
+	CUdeviceptr d;
+	CUstream s2;
+	CHECK(D.cuMemAlloc_v2(&d, 32 * MB) == 0);
+	CHECK(D.cuStreamCreate(&cap_s, 0) == 0 && D.cuStreamCreate(&s2, 0) == 0);
+	CHECK(pipe(began) == 0 && pipe(go) == 0);
+	/* registered at their second copy (HOSTPIN_PIN_AFTER=2) */
+	char *a = copied(8 * MB, 1, d, s2, 2), *big = copied(32 * MB, 2, d, s2, 2);
+	CHECK(D.cuStreamSynchronize(s2) == 0);
+	CHECK((tp_flags(a) & HOSTPIN_REGISTERED) && (tp_flags(big) & HOSTPIN_REGISTERED));
+	pthread_t t;
+	char c = 0;
+	CHECK(pthread_create(&t, NULL, capturer, NULL) == 0);
+	CHECK(read(began[0], &c, 1) == 1);
+	/* ---- while the capture runs ---- */
+	char *b = copied(8 * MB, 3, d, s2, 2); /* its registration waits */
+	CHECK(!(tp_flags(b) & HOSTPIN_REGISTERED));
+	free(big); /* over HOSTPIN_CACHE: released now, unregistration waits */
+	free(a);   /* cached, then given back by the decay thread */
+	/* the event: hostpin deferred both releases (its debug log), or the
+	 * driver saw both unregistrations (and failed them) */
+	const char *hl = getenv("HOSTPIN_LOG_FILE"), *fl = getenv("FAKE_CUDA_LOG");
+	WAIT_FOR(count_in(hl, "unregistration waits") >= 2 ||
+		 count_in(fl, "capture-invalidated-by cuMemHostUnregister") >= 2);
+	CHECK(st().cached_blocks == 0);
+	CHECK(is_registered(a, 8 * MB) && is_registered(big, 32 * MB));
+	/* ---- the capture ends ---- */
+	CHECK(write(go[1], &c, 1) == 1);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(cap_rc == 0);
+	CHECK(!capture_broken());
+	CHECK((tp_flags(b) & HOSTPIN_REGISTERED) && is_registered(b, 8 * MB));
+	CHECK(!is_registered(a, 8 * MB) && !is_registered(big, 32 * MB));
+	CHECK(D.cuStreamSynchronize(s2) == 0);
+	free(b); /* cached; the decay thread gives it back */
+	WAIT_FOR(st().pinned_blocks_now == 0);
+	CHECK(st().cached_blocks == 0 && st().leaked_blocks == 0);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -131,6 +240,8 @@ int main(int argc, char **argv)
 	const char *m = argv[1];
 	if (!strcmp(m, "unload")) unload();
 	else if (!strcmp(m, "fwdcache")) fwdcache();
+	else if (!strcmp(m, "ctx2")) ctx2();
+	else if (!strcmp(m, "capture")) capture();
 	else return 2;
 	printf("drivers %s: ok\n", m);
 	return 0;

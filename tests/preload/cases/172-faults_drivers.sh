@@ -34,3 +34,52 @@ if [ $rc -eq 0 ] && ! echo "$out" | grep -q "forwarding cache full" && [ "$befor
 	ok "drivers: after 6000 unloads the forwarding cache still answers ($before resolutions during, $after after)"
 else bad "drivers: forwarding cache after 6000 unloads (rc $rc, $before resolutions during, $after after): $(echo "$out" | grep 'cache full')"; fi
 rm -f "$log"
+
+# 10. Injects: device 0's primary context in use (a block registered
+# through it), device 1's primary context retained and released (its end
+# must not make hostpin forget device 0's), then a thread with no current
+# context (as the cache's decay thread) frees the block.  Must hold: it is
+# unregistered through a context that still lives (the fake's log has its
+# UNREG), nothing leaked, nothing registered at exit, no violation.
+cuda_drv() { # name env... -- mode: drivers under hostpin, the fake's log checked
+	local name=$1; shift
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc
+	log=$(mktemp)
+	out=$(timeout 120 env $P FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/drivers" "$@" 2>&1); rc=$?
+	DRV_LOG_KEEP=$(cat "$log")
+	if [ $rc -eq 0 ] && fakelog "$log" 0; then ok "drivers: $name"
+	else bad "drivers: $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+cuda_drv "another device's context retained and released; a thread without a context unregisters through device 0's" \
+	HOSTPIN_PIN_AFTER=0 HOSTPIN_CACHE=0 FAKE_CUDA_DEVICES=2 -- ctx2
+if echo "$DRV_LOG_KEEP" | grep -q " UNREG "; then ok "drivers: the block was unregistered (fake's UNREG)"
+else bad "drivers: no UNREG in the fake's log"; fi
+
+# 11. Injects: a CUDA graph captured in global mode on one thread (the
+# fake fails every registration, unregistration and wait made meanwhile
+# by any thread, and logs "VIOLATION capture-invalidated-by"), while
+# another thread copies a block to its HOSTPIN_PIN_AFTER-th copy, frees a
+# registered block the cache does not keep (HOSTPIN_CACHE=16M) and frees
+# one the cache keeps, which the decay thread (HOSTPIN_CACHE_DECAY_MS=1)
+# gives back during the capture (the program waits for that event, not
+# for a time: hostpin's debug log says both releases wait, or the fake saw
+# both unregistrations).  Must hold: no invalidated capture (the
+# program checks EndCapture's result too), no registration or
+# unregistration call reaches the driver during the capture, and after it
+# ends the copied block is registered and the two released ones are
+# unregistered; nothing registered at exit.
+hd=$(mktemp -d)
+cuda_drv "global-mode graph capture: registration and unregistration wait for its end" \
+	HOSTPIN_PIN_AFTER=2 HOSTPIN_CACHE=16M HOSTPIN_CACHE_DECAY_MS=1 \
+	HOSTPIN_LOG=debug HOSTPIN_LOG_FILE="$hd/hostpin.log" -- capture
+rm -rf "$hd"
+if echo "$DRV_LOG_KEEP" | awk '/CAPTURE BEGIN/ {c=1} /CAPTURE END/ {c=0} c && /CALL cuMemHost(Register_v2|Unregister)/ {bad=1} END {exit bad}'; then
+	ok "drivers: no cuMemHostRegister/cuMemHostUnregister call between BeginCapture and EndCapture"
+else bad "drivers: a registration call during the capture"; fi
+n=$(echo "$DRV_LOG_KEEP" | sed -n '/CAPTURE END/,$p' | grep -c " UNREG ")
+r=$(echo "$DRV_LOG_KEEP" | sed -n '/CAPTURE END/,$p' | grep -c " REG ")
+if [ "$n" = 3 ] && [ "$r" = 1 ]; then ok "drivers: after the capture 1 registration and 3 unregistrations (2 deferred, 1 decayed)"
+else bad "drivers: after the capture $r registrations, $n unregistrations"; fi
