@@ -1,6 +1,6 @@
 /* Driver lifetimes, contexts, graph capture and the forwarding cache,
  * against the fake CUDA driver (tests/preload/cases/172-faults_drivers.sh).
- *   drivers unload|fwdcache|ctx2|capture
+ *   drivers unload|fwdcache|ctx2|ctx_retry|capture
  * Built twice: -DDL (the driver found with dlopen, as a plug-in loads it;
  * "unload") and linked to the fake libcuda.so.1 (the rest).  Exits non-zero
  * when something it checks does not hold; the runner checks the fake
@@ -162,6 +162,29 @@ static void ctx2(void)
 	CHECK(st().pinned_blocks_now == 0);
 }
 
+/* 10, retried: the thread without a context cannot push one (the push
+ * fails: FAKE_CUDA_FAIL=cuCtxPushCurrent_v2:1); the block is kept
+ * registered, not leaked, and released at the program's next copy. */
+static void ctx_retry(void)
+{
+	use_device0();
+	CUdeviceptr d;
+	CHECK(D.cuMemAlloc_v2(&d, 8 * MB) == 0);
+	char *b = malloc(8 * MB), *c = malloc(8 * MB);
+	memset(b, 1, 8 * MB);
+	memset(c, 2, 8 * MB);
+	CHECK(tp_flags(b) & HOSTPIN_REGISTERED);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_on_thread, b) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(is_registered(b, 8 * MB)); /* not released yet */
+	CHECK(st().leaked_blocks == 0);
+	CHECK(D.cuMemcpyHtoDAsync_v2(d, c, 8 * MB, NULL) == 0);
+	CHECK(!is_registered(b, 8 * MB)); /* released now */
+	free(c);
+	CHECK(st().leaked_blocks == 0 && st().pinned_blocks_now == 0);
+}
+
 /* 11: one thread captures a graph in global mode; meanwhile another copies
  * a block past HOSTPIN_PIN_AFTER, frees a registered block the cache does
  * not keep, and frees one the cache keeps and its decay thread gives back.
@@ -241,6 +264,7 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "unload")) unload();
 	else if (!strcmp(m, "fwdcache")) fwdcache();
 	else if (!strcmp(m, "ctx2")) ctx2();
+	else if (!strcmp(m, "ctx_retry")) ctx_retry();
 	else if (!strcmp(m, "capture")) capture();
 	else return 2;
 	printf("drivers %s: ok\n", m);

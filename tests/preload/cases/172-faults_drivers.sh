@@ -58,6 +58,13 @@ cuda_drv "another device's context retained and released; a thread without a con
 if echo "$DRV_LOG_KEEP" | grep -q " UNREG "; then ok "drivers: the block was unregistered (fake's UNREG)"
 else bad "drivers: no UNREG in the fake's log"; fi
 
+# 10, retried.  Injects: the thread without a context cannot push one
+# (cuCtxPushCurrent_v2 fails once).  Must hold: the block is not leaked
+# (leaked_blocks 0) but kept registered, and released at the program's next
+# copy; nothing registered at exit, no violation.
+cuda_drv "an unregistration with no context to push waits and is retried, not leaked" \
+	HOSTPIN_PIN_AFTER=0 HOSTPIN_CACHE=0 FAKE_CUDA_FAIL=cuCtxPushCurrent_v2:1 -- ctx_retry
+
 # 11. Injects: a CUDA graph captured in global mode on one thread (the
 # fake fails every registration, unregistration and wait made meanwhile
 # by any thread, and logs "VIOLATION capture-invalidated-by"), while
