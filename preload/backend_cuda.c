@@ -29,7 +29,6 @@ static _Atomic int cu_dev; /* the device whose primary context was active */
  * have none.  Learnt, never created or retained. */
 static _Atomic(hp_CUcontext) known_ctx;
 static HP_TLS hp_CUcontext entered_ctx; /* what enter_ctx made current */
-static void entered_ctx_set(hp_CUcontext c) { entered_ctx = c; }
 
 static const char *lib_name(void)
 {
@@ -191,25 +190,30 @@ static int nctxs;
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
 static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
 
-static int ctx_known(hp_CUcontext ctx)
+/* 1 if the table holds ctx alive; -1 if it holds it ended; 0 if not. */
+static int ctx_state(hp_CUcontext ctx)
 {
 	pthread_mutex_lock(&own_mu);
-	int i = 0;
-	while (i < nctxs && !(ctxs[i].ctx == ctx && ctxs[i].alive))
-		i++;
+	int st = 0;
+	for (int i = 0; i < nctxs && st <= 0; i++)
+		if (ctxs[i].ctx == ctx)
+			st = ctxs[i].alive ? 1 : -1;
 	pthread_mutex_unlock(&own_mu);
-	return i < nctxs;
+	return st;
 }
 
-/* Called with ctx current on this thread; no lock across the driver call. */
-static void learn_ctx(hp_CUcontext ctx)
+/* Called with ctx current on this thread; no lock across the driver call.
+ * 1 if ctx lives (and is in the table, unless it is full). */
+static int learn_ctx(hp_CUcontext ctx)
 {
-	if (ctx == NULL || ctx_known(ctx))
-		return;
+	if (ctx == NULL)
+		return 0;
+	if (ctx_state(ctx) > 0)
+		return 1;
 	hp_CUdevice d = -1;
 	hp_CUresult r = cu.cuCtxGetDevice(&d);
 	if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED)
-		return; /* current here, but ended: never pushed */
+		return 0; /* current here, but ended: never pushed */
 	if (r != HP_CUDA_SUCCESS)
 		d = -1;
 	pthread_mutex_lock(&own_mu);
@@ -233,6 +237,7 @@ static void learn_ctx(hp_CUcontext ctx)
 			    "block registered through one of them is not "
 			    "sent back to pending when its device is reset)",
 			    MAX_CTXS);
+	return 1;
 }
 
 static void mark_ended(hp_CUcontext ctx)
@@ -255,9 +260,9 @@ static void mark_ended(hp_CUcontext ctx)
 static int push_living(void)
 {
 	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
-	if (k != NULL && ctx_known(k) &&
+	if (k != NULL && ctx_state(k) >= 0 &&
 	    cu.cuCtxPushCurrent_v2(k) == HP_CUDA_SUCCESS) {
-		entered_ctx_set(k);
+		entered_ctx = k;
 		return 1;
 	}
 	for (int i = 0; i < MAX_CTXS; i++) {
@@ -278,7 +283,7 @@ static int push_living(void)
 		if (r == HP_CUDA_SUCCESS) {
 			atomic_store_explicit(&known_ctx, c,
 					      memory_order_relaxed);
-			entered_ctx_set(c);
+			entered_ctx = c;
 			return 1;
 		}
 		if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
@@ -295,8 +300,9 @@ static int enter_ctx(void)
 {
 	hp_CUcontext cur = NULL;
 	if (cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
-		learn_ctx(cur);
-		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+		if (learn_ctx(cur))
+			atomic_store_explicit(&known_ctx, cur,
+					      memory_order_relaxed);
 		entered_ctx = cur;
 		return 0;
 	}
@@ -362,10 +368,8 @@ void hp_cuda_learn_ctx(void)
 	hp_CUcontext cur = NULL;
 	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) > 0 &&
 	    !driver_gone() &&
-	    cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
-		learn_ctx(cur);
+	    cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && learn_ctx(cur))
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
-	}
 }
 
 static size_t chunk(void)

@@ -47,7 +47,8 @@ cuda_drv() { # name env... -- mode: drivers under hostpin, the fake's log checke
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
 	local log out rc
 	log=$(mktemp)
-	out=$(timeout 120 env $P FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/drivers" "$@" 2>&1); rc=$?
+	out=$(timeout 120 env $P FAKE_CUDA_LOG="$log" FAKE_CUDA_PATH="$F/libcuda.so.1" "${envs[@]}" \
+		"$B/${DRV_BIN:-drivers}" "$@" 2>&1); rc=$?
 	DRV_LOG_KEEP=$(cat "$log")
 	if [ $rc -eq 0 ] && fakelog "$log" 0; then ok "drivers: $name"
 	else bad "drivers: $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
@@ -78,15 +79,30 @@ cuda_drv "an unregistration with no context to push waits and is retried, not le
 # unregistration call reaches the driver during the capture, and after it
 # ends the copied block is registered and the two released ones are
 # unregistered; nothing registered at exit.
+# what the fake saw: no registration call during the capture; after it, the
+# copied block registered and 3 unregistrations (the 2 deferred, the one
+# the decay thread gave back after the capture)
+cap_checks() { # how
+	if echo "$DRV_LOG_KEEP" | awk '/CAPTURE BEGIN/ {c=1} /CAPTURE END/ {c=0} c && /CALL cuMemHost(Register_v2|Unregister)/ {bad=1} END {exit bad}'; then
+		ok "drivers ($1): no cuMemHostRegister/cuMemHostUnregister call between BeginCapture and EndCapture"
+	else bad "drivers ($1): a registration call during the capture"; fi
+	local n r
+	n=$(echo "$DRV_LOG_KEEP" | sed -n '/CAPTURE END/,$p' | grep -c " UNREG ")
+	r=$(echo "$DRV_LOG_KEEP" | sed -n '/CAPTURE END/,$p' | grep -c " REG ")
+	if [ "$n" = 3 ] && [ "$r" = 1 ]; then ok "drivers ($1): after the capture 1 registration and 3 unregistrations (2 deferred, 1 decayed)"
+	else bad "drivers ($1): after the capture $r registrations, $n unregistrations"; fi
+}
 hd=$(mktemp -d)
 cuda_drv "global-mode graph capture: registration and unregistration wait for its end" \
 	HOSTPIN_PIN_AFTER=2 HOSTPIN_CACHE=16M HOSTPIN_CACHE_DECAY_MS=1 \
 	HOSTPIN_LOG=debug HOSTPIN_LOG_FILE="$hd/hostpin.log" -- capture
 rm -rf "$hd"
-if echo "$DRV_LOG_KEEP" | awk '/CAPTURE BEGIN/ {c=1} /CAPTURE END/ {c=0} c && /CALL cuMemHost(Register_v2|Unregister)/ {bad=1} END {exit bad}'; then
-	ok "drivers: no cuMemHostRegister/cuMemHostUnregister call between BeginCapture and EndCapture"
-else bad "drivers: a registration call during the capture"; fi
-n=$(echo "$DRV_LOG_KEEP" | sed -n '/CAPTURE END/,$p' | grep -c " UNREG ")
-r=$(echo "$DRV_LOG_KEEP" | sed -n '/CAPTURE END/,$p' | grep -c " REG ")
-if [ "$n" = 3 ] && [ "$r" = 1 ]; then ok "drivers: after the capture 1 registration and 3 unregistrations (2 deferred, 1 decayed)"
-else bad "drivers: after the capture $r registrations, $n unregistrations"; fi
+cap_checks linked
+# the same with every entry point found by dlsym on the driver's handle (as
+# ctypes and plug-ins find them): begin and end are counted there too
+hd=$(mktemp -d)
+DRV_BIN=drivers_dl cuda_drv "global-mode graph capture, entry points from dlsym on the driver's handle" \
+	HOSTPIN_PIN_AFTER=2 HOSTPIN_CACHE=16M HOSTPIN_CACHE_DECAY_MS=1 \
+	HOSTPIN_LOG=debug HOSTPIN_LOG_FILE="$hd/hostpin.log" -- capture
+rm -rf "$hd"
+cap_checks dlsym
