@@ -1,6 +1,6 @@
 /* Driver lifetimes, contexts, graph capture and the forwarding cache,
  * against the fake CUDA driver (tests/preload/cases/172-faults_drivers.sh).
- *   drivers unload|fwdcache|ctx2|ctx_retry|capture
+ *   drivers unload|fwdcache|ctx2|ctx_retry|manyctx|capture
  * Built twice: -DDL (the driver found with dlopen, as a plug-in loads it;
  * "unload") and linked to the fake libcuda.so.1 (the rest).  Exits non-zero
  * when something it checks does not hold; the runner checks the fake
@@ -23,6 +23,7 @@ typedef unsigned long long CUdeviceptr;
 	X(cuDevicePrimaryCtxRetain, (CUcontext *, int))                       \
 	X(cuDevicePrimaryCtxRelease_v2, (int))                                \
 	X(cuCtxSetCurrent, (CUcontext))                                       \
+	X(cuCtxCreate_v2, (CUcontext *, unsigned, int))                       \
 	X(cuStreamCreate, (CUstream *, unsigned))                             \
 	X(cuStreamBeginCapture_v2, (CUstream, int))                           \
 	X(cuStreamEndCapture, (CUstream, void **))                            \
@@ -185,6 +186,24 @@ static void ctx_retry(void)
 	CHECK(st().leaked_blocks == 0 && st().pinned_blocks_now == 0);
 }
 
+/* 10, the table: the program makes 70 contexts of its own and registers a
+ * block through each (FAKE_CUDA_OWN_CTXS); the runner checks that hostpin
+ * said once that it follows no more than 64. */
+static void manyctx(void)
+{
+	use_device0(); /* a primary context active: CUDA is ready */
+	for (int i = 0; i < 70; i++) {
+		CUcontext c;
+		CHECK(D.cuCtxCreate_v2(&c, 0, 0) == 0);
+		CHECK(D.cuCtxSetCurrent(c) == 0);
+		char *p = malloc(4 * MB);
+		memset(p, i, 4 * MB);
+		CHECK(tp_flags(p) & HOSTPIN_REGISTERED);
+		free(p);
+	}
+	CHECK(st().leaked_blocks == 0 && st().pinned_blocks_now == 0);
+}
+
 /* 11: one thread captures a graph in global mode; meanwhile another copies
  * a block past HOSTPIN_PIN_AFTER, frees a registered block the cache does
  * not keep, and frees one the cache keeps and its decay thread gives back.
@@ -265,6 +284,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "fwdcache")) fwdcache();
 	else if (!strcmp(m, "ctx2")) ctx2();
 	else if (!strcmp(m, "ctx_retry")) ctx_retry();
+	else if (!strcmp(m, "manyctx")) manyctx();
 	else if (!strcmp(m, "capture")) capture();
 	else return 2;
 	printf("drivers %s: ok\n", m);

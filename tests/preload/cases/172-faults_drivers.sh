@@ -49,7 +49,7 @@ cuda_drv() { # name env... -- mode: drivers under hostpin, the fake's log checke
 	log=$(mktemp)
 	out=$(timeout 120 env $P FAKE_CUDA_LOG="$log" FAKE_CUDA_PATH="$F/libcuda.so.1" "${envs[@]}" \
 		"$B/${DRV_BIN:-drivers}" "$@" 2>&1); rc=$?
-	DRV_LOG_KEEP=$(cat "$log")
+	DRV_LOG_KEEP=$(cat "$log") DRV_OUT_KEEP=$out
 	if [ $rc -eq 0 ] && fakelog "$log" 0; then ok "drivers: $name"
 	else bad "drivers: $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
 	rm -f "$log"
@@ -65,6 +65,16 @@ else bad "drivers: no UNREG in the fake's log"; fi
 # copy; nothing registered at exit, no violation.
 cuda_drv "an unregistration with no context to push waits and is retried, not leaked" \
 	HOSTPIN_PIN_AFTER=0 HOSTPIN_CACHE=0 FAKE_CUDA_FAIL=cuCtxPushCurrent_v2:1 -- ctx_retry
+
+# 10, the table.  Injects: 70 contexts made by the program, a block
+# registered through each.  Must hold: hostpin says once that it follows
+# no more than 64 live contexts (it used to stop learning without a word);
+# every block registered and unregistered, no violation.
+cuda_drv "70 contexts of the program: each block registered and released" \
+	HOSTPIN_PIN_AFTER=0 HOSTPIN_CACHE=0 FAKE_CUDA_OWN_CTXS=1 -- manyctx
+n=$(echo "$DRV_OUT_KEEP" | grep -c "more than 64 live CUDA contexts")
+if [ "$n" = 1 ]; then ok "drivers: past 64 contexts hostpin says so, once"
+else bad "drivers: past 64 contexts said $n times"; fi
 
 # 11. Injects: a CUDA graph captured in global mode on one thread (the
 # fake fails every registration, unregistration and wait made meanwhile
