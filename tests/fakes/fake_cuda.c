@@ -1,7 +1,14 @@
 /* A fake libcuda.so.1 for tests: keeps its own table of host registrations,
  * answers like the driver, records every call with the caller's pid in
  * $FAKE_CUDA_LOG, flags invariant violations, and fails the Nth call of a
- * function on request: FAKE_CUDA_FAIL="fn:N[:code],...". */
+ * function on request: FAKE_CUDA_FAIL="fn:N[:code],...".  Devices:
+ * FAKE_CUDA_DEVICES (default 2), each with its primary context;
+ * FAKE_CUDA_OWN_CTXS=1 lets the program create contexts of its own.  Graph
+ * capture (fake_copy.h) follows the driver's modes: while a stream captures
+ * in global mode, any thread's registration, unregistration or wait fails
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), invalidates the capture and is
+ * logged as "VIOLATION capture-invalidated-by fn"; in thread-local mode only
+ * the capturing thread's; in relaxed mode none. */
 #include <dlfcn.h>
 #include <fcntl.h>
 
