@@ -9,6 +9,7 @@
 
 struct hp_rec;
 struct CUctx_st;
+struct CUstream_st;
 
 typedef struct hp_backend {
 	const char *name;
@@ -77,5 +78,23 @@ int hp_coverage_ok(const hp_backend_t *b, const char **why);
  * unregisters them if it newly fails); and whether the last look failed. */
 void hp_coverage_poll(void);
 int hp_coverage_bad(void);
+/* capture.c: CUDA graph captures in progress in the process (global or
+ * thread-local mode).  hp_capture_busy: one is.  hp_capture_enter: 1 if a
+ * driver call that a capture prohibits may be made now (then
+ * hp_capture_leave after it), 0 if not.  For the hooks on the begin and end
+ * entry points: hp_capture_begin before the driver's begin (returns what
+ * hp_capture_begin_failed takes if that failed), hp_capture_end after the
+ * driver's end, with its result (outermost hook, guarded: adopts pending
+ * blocks and retries deferred releases once no capture is left). */
+int hp_capture_busy(void);
+int hp_capture_enter(void);
+void hp_capture_leave(void);
+int hp_capture_begin(struct CUstream_st *s, int mode);
+void hp_capture_begin_failed(struct CUstream_st *s, int counted);
+void hp_capture_end(struct CUstream_st *s, int result);
+/* pin.c: release the blocks whose unregistration was deferred (a capture
+ * was in progress, or no context could be made current), if it can be
+ * done now. */
+void hp_retry_deferred(void);
 
 #endif

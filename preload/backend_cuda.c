@@ -28,6 +28,7 @@ static _Atomic int cu_dev; /* the device whose primary context was active */
 /* A context some application thread had current: pushed on threads that
  * have none.  Learnt, never created or retained. */
 static _Atomic(hp_CUcontext) known_ctx;
+static HP_TLS hp_CUcontext entered_ctx; /* what enter_ctx made current */
 
 static const char *lib_name(void)
 {
@@ -170,23 +171,142 @@ static int cuda_ready(void)
 	return 0;
 }
 
-/* Make a context current for a driver call; returns 1 if one was pushed
- * (pop it afterwards), 0 if the thread had one, -1 if none is known. */
-static HP_TLS hp_CUcontext entered_ctx; /* what enter_ctx made current */
+/* ---- contexts ----
+ * A registration belongs to the context current when it was made and dies
+ * with it.  Each block remembers that context (backend->owner).  Every
+ * context seen current on a program thread is kept here with its device
+ * (learnt while it is current), so that a primary context reset or release
+ * (which names a device) finds its blocks, and so that a thread with no
+ * context (the cache's decay thread, a worker freeing a block) can push one
+ * that still lives.  A context that ended is marked so and never pushed
+ * again; its slot is reused.  Learnt, never created or retained. */
+#define MAX_CTXS 64
+static struct {
+	hp_CUcontext ctx;
+	int dev;
+	int alive;
+} ctxs[MAX_CTXS];
+static int nctxs;
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
 
+/* 1 if the table holds ctx alive; -1 if it holds it ended; 0 if not. */
+static int ctx_state(hp_CUcontext ctx)
+{
+	pthread_mutex_lock(&own_mu);
+	int st = 0;
+	for (int i = 0; i < nctxs && st <= 0; i++)
+		if (ctxs[i].ctx == ctx)
+			st = ctxs[i].alive ? 1 : -1;
+	pthread_mutex_unlock(&own_mu);
+	return st;
+}
+
+/* Called with ctx current on this thread; no lock across the driver call.
+ * 1 if ctx lives (and is in the table, unless it is full). */
+static int learn_ctx(hp_CUcontext ctx)
+{
+	if (ctx == NULL)
+		return 0;
+	if (ctx_state(ctx) > 0)
+		return 1;
+	hp_CUdevice d = -1;
+	hp_CUresult r = cu.cuCtxGetDevice(&d);
+	if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED)
+		return 0; /* current here, but ended: never pushed */
+	if (r != HP_CUDA_SUCCESS)
+		d = -1;
+	pthread_mutex_lock(&own_mu);
+	int i = 0, free_slot = -1;
+	for (; i < nctxs && ctxs[i].ctx != ctx; i++)
+		if (!ctxs[i].alive && free_slot < 0)
+			free_slot = i;
+	if (i == nctxs) {
+		if (free_slot >= 0)
+			i = free_slot;
+		else if (nctxs < MAX_CTXS)
+			nctxs++;
+	}
+	int full = i == MAX_CTXS;
+	if (!full)
+		ctxs[i].ctx = ctx, ctxs[i].dev = d, ctxs[i].alive = 1;
+	pthread_mutex_unlock(&own_mu);
+	if (full)
+		HP_LOG_ONCE(HP_LOG_WARN, "more than %d live CUDA contexts: "
+			    "hostpin does not follow the ones beyond (a "
+			    "block registered through one of them is not "
+			    "sent back to pending when its device is reset)",
+			    MAX_CTXS);
+	return 1;
+}
+
+static void mark_ended(hp_CUcontext ctx)
+{
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < nctxs; i++)
+		if (ctxs[i].ctx == ctx)
+			ctxs[i].alive = 0;
+	pthread_mutex_unlock(&own_mu);
+	/* relaxed: a stale known_ctx is only a context to push, which the
+	 * table then refuses */
+	hp_CUcontext k = ctx;
+	atomic_compare_exchange_strong_explicit(&known_ctx, &k, NULL,
+						memory_order_relaxed,
+						memory_order_relaxed);
+}
+
+/* Push a context that still lives: the one last known, else any other in
+ * the table whose device's primary context is active.  1 if pushed. */
+static int push_living(void)
+{
+	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
+	if (k != NULL && ctx_state(k) >= 0 &&
+	    cu.cuCtxPushCurrent_v2(k) == HP_CUDA_SUCCESS) {
+		entered_ctx = k;
+		return 1;
+	}
+	for (int i = 0; i < MAX_CTXS; i++) {
+		pthread_mutex_lock(&own_mu);
+		hp_CUcontext c = i < nctxs && ctxs[i].alive ? ctxs[i].ctx : NULL;
+		int dev = i < nctxs ? ctxs[i].dev : -1;
+		pthread_mutex_unlock(&own_mu);
+		if (i >= nctxs)
+			break;
+		unsigned flags = 0;
+		int active = 0;
+		if (c == NULL || c == k || dev < 0 ||
+		    cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) !=
+			HP_CUDA_SUCCESS ||
+		    !active)
+			continue;
+		hp_CUresult r = cu.cuCtxPushCurrent_v2(c);
+		if (r == HP_CUDA_SUCCESS) {
+			atomic_store_explicit(&known_ctx, c,
+					      memory_order_relaxed);
+			entered_ctx = c;
+			return 1;
+		}
+		if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		    r == HP_CUDA_ERROR_INVALID_CONTEXT)
+			mark_ended(c);
+	}
+	return 0;
+}
+
+/* Make a context current for a driver call; returns 1 if one was pushed
+ * (pop it afterwards), 0 if the thread had one, -1 if none lives that
+ * hostpin knows. */
 static int enter_ctx(void)
 {
 	hp_CUcontext cur = NULL;
 	if (cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
-		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+		if (learn_ctx(cur))
+			atomic_store_explicit(&known_ctx, cur,
+					      memory_order_relaxed);
 		entered_ctx = cur;
 		return 0;
 	}
-	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
-	if (k == NULL || cu.cuCtxPushCurrent_v2(k) != HP_CUDA_SUCCESS)
-		return -1;
-	entered_ctx = k;
-	return 1;
+	return push_living() ? 1 : -1;
 }
 
 static void leave_ctx(int pushed)
@@ -196,54 +316,13 @@ static void leave_ctx(int pushed)
 		cu.cuCtxPopCurrent_v2(&c);
 }
 
-/* ---- context lifetime ----
- * A registration belongs to the context current when it was made and dies
- * with it.  Each block remembers that context (backend->owner); the device
- * of every context hostpin registered through is learnt while it is
- * current, so that a primary context reset (which names a device) finds
- * its blocks. */
-#define MAX_OWNERS 64
-static struct {
-	hp_CUcontext ctx;
-	int dev;
-} owners[MAX_OWNERS];
-static int nowners;
-static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
-static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
-
-/* Called with ctx current on this thread; no lock across the driver call. */
-static void learn_owner(hp_CUcontext ctx)
-{
-	pthread_mutex_lock(&own_mu);
-	for (int i = 0; i < nowners; i++)
-		if (owners[i].ctx == ctx) {
-			pthread_mutex_unlock(&own_mu);
-			return;
-		}
-	pthread_mutex_unlock(&own_mu);
-	hp_CUdevice d = -1;
-	if (cu.cuCtxGetDevice(&d) != HP_CUDA_SUCCESS)
-		d = -1;
-	pthread_mutex_lock(&own_mu);
-	int i = 0;
-	while (i < nowners && owners[i].ctx != ctx)
-		i++;
-	if (i == nowners && nowners < MAX_OWNERS)
-		nowners++;
-	if (i < MAX_OWNERS)
-		owners[i].ctx = ctx, owners[i].dev = d;
-	pthread_mutex_unlock(&own_mu);
-}
-
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
 
 /* A context ended: never push it again; readiness is asked again (a
  * primary context must be active); its blocks go back to pending. */
 static void ctx_ended(hp_CUcontext ctx)
 {
-	/* relaxed: a stale known_ctx is only a context to push, and the
-	 * next enter_ctx learns a live one */
-	atomic_store_explicit(&known_ctx, NULL, memory_order_relaxed);
+	mark_ended(ctx);
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
 	int n = hp_pin_owner_lost((uintptr_t)ctx);
 	if (n)
@@ -253,15 +332,16 @@ static void ctx_ended(hp_CUcontext ctx)
 
 void hp_cuda_device_reset(int dev)
 {
-	hp_CUcontext lost[MAX_OWNERS];
+	hp_CUcontext lost[MAX_CTXS];
 	int n = 0;
 	pthread_mutex_lock(&own_mu);
-	for (int i = 0; i < nowners; i++)
-		if (owners[i].dev == dev)
-			lost[n++] = owners[i].ctx;
+	for (int i = 0; i < nctxs; i++)
+		if (ctxs[i].dev == dev && ctxs[i].alive)
+			lost[n++] = ctxs[i].ctx;
 	pthread_mutex_unlock(&own_mu);
-	if (n == 0)
-		ctx_ended(NULL); /* forget known_ctx and readiness all the same */
+	/* readiness is asked again all the same; the contexts of other
+	 * devices, and the one last known among them, stay */
+	atomic_store_explicit(&cu_ready, 0, memory_order_release);
 	for (int i = 0; i < n; i++)
 		ctx_ended(lost[i]);
 }
@@ -288,7 +368,7 @@ void hp_cuda_learn_ctx(void)
 	hp_CUcontext cur = NULL;
 	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) > 0 &&
 	    !driver_gone() &&
-	    cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL)
+	    cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && learn_ctx(cur))
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
 }
 
@@ -299,6 +379,8 @@ static size_t chunk(void)
 	return c ? (size_t)c : SIZE_MAX;
 }
 
+/* 0, EAGAIN (the context ended under us: another may do it later), or
+ * EIO with *why set. */
 static int cuda_unpin_n(char *b, size_t len, const char **why)
 {
 	int e = 0;
@@ -308,7 +390,12 @@ static int cuda_unpin_n(char *b, size_t len, const char **why)
 			/* The program unregistered it behind our back:
 			 * nothing of ours is left to release. */
 			HP_CTR_ADD(imports_dropped, 1);
-		} else if (r != HP_CUDA_SUCCESS && !e) {
+		} else if ((r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+			    r == HP_CUDA_ERROR_INVALID_CONTEXT) &&
+			   !e) {
+			*why = "the CUDA context ended during unregistration";
+			e = EAGAIN;
+		} else if (r != HP_CUDA_SUCCESS && (!e || e == EAGAIN)) {
 			*why = err_name(r);
 			e = EIO;
 		}
@@ -322,9 +409,14 @@ static int cuda_pin(void *base, size_t len, const char **why)
 {
 	if (driver_gone())
 		return EAGAIN; /* pending until a driver is ready again */
+	/* a graph capture in progress: pending until it ends */
+	if (!hp_capture_enter())
+		return EAGAIN;
 	int pushed = enter_ctx();
-	if (pushed < 0)
+	if (pushed < 0) {
+		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */
+	}
 	char *b = base;
 	size_t done = 0;
 	int e = 0;
@@ -336,8 +428,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		    r == HP_CUDA_ERROR_INVALID_CONTEXT) {
 			/* a context that ended under us: not now (pending),
 			 * and never pushed again */
-			atomic_store_explicit(&known_ctx, NULL,
-					      memory_order_relaxed);
+			mark_ended(entered_ctx);
 			e = EAGAIN;
 			break;
 		}
@@ -352,26 +443,35 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
-	if (!e) {
-		learn_owner(entered_ctx);
+	if (!e)
 		pin_ctx = entered_ctx;
-	}
 	leave_ctx(pushed);
+	hp_capture_leave();
 	return e;
 }
 
+/* EAGAIN: not now, the block stays registered (a graph capture is in
+ * progress, or no context that hostpin knows lives on this thread or can
+ * be pushed); the caller keeps it for a later try (pin.c). */
 static int cuda_unpin(void *base, size_t len, const char **why)
 {
 	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) <= 0 ||
 	    driver_gone())
 		return 0; /* the registration died with its driver */
+	if (!hp_capture_enter()) {
+		*why = "a CUDA graph capture is in progress";
+		return EAGAIN;
+	}
 	int pushed = enter_ctx();
+	int e;
 	if (pushed < 0) {
 		*why = "no CUDA context to unregister through";
-		return EIO;
+		e = EAGAIN;
+	} else {
+		e = cuda_unpin_n(base, len, why);
+		leave_ctx(pushed);
 	}
-	int e = cuda_unpin_n(base, len, why);
-	leave_ctx(pushed);
+	hp_capture_leave();
 	return e;
 }
 

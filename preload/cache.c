@@ -77,7 +77,7 @@ static void evict(struct centry *v, int n)
 			continue; /* an munmap took it meanwhile */
 		HP_CTR_ADD(cache_evictions, 1);
 		/* invariant 1: unpin, forget, and only then unmap */
-		if (hp_untrack(v[i].rec, &s) == 0)
+		if (hp_untrack_release(v[i].rec, &s) == 0)
 			hp_real.munmap((void *)s.base, s.len);
 	}
 }
@@ -287,6 +287,11 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 		evict(v, nv);
 		return 0;
 	}
+	/* While a CUDA graph is captured, no wait for its last copy
+	 * (invariant 13): not kept, its release waits instead. */
+	if (hp_capture_busy() &&
+	    atomic_load_explicit(&r->user[HP_U_EVENT], memory_order_relaxed))
+		return 0;
 	/* Not reused while a copy that used it may still run. */
 	if (hp_backend->quiesce)
 		hp_backend->quiesce(r);

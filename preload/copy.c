@@ -135,6 +135,9 @@ void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
 	}
 	if (w.hit)
 		c->bytes += n;
+	/* Released blocks whose unregistration waited (a graph capture, no
+	 * context then): this thread can make a context current now. */
+	hp_retry_deferred();
 }
 
 /* Blocks of c that are registered (overflow: assume some are). */
@@ -227,16 +230,27 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 		/* No way to wait; or a stream capturing into a CUDA graph,
 		 * which records the copy instead of running it: waiting would
 		 * invalidate the capture. */
-	} else if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC || st == 2 ||
-		   c->overflow) {
-		wait_stream(s);
+	} else if (!hp_capture_enter()) {
+		/* Another stream captures a graph in global mode: any wait
+		 * now would invalidate that capture (invariant 13). */
+		HP_LOG_ONCE(HP_LOG_INFO, "a copy through registered memory "
+			    "during a CUDA graph capture elsewhere in the "
+			    "process: not waited for (a wait would invalidate "
+			    "the capture)");
 	} else {
-		for (int i = 0; i < c->n; i++)
-			if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
-			    track_event(c->r[i], s)) {
-				wait_stream(s); /* no event: the safe wait */
-				break;
-			}
+		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC || st == 2 ||
+		    c->overflow) {
+			wait_stream(s);
+		} else {
+			for (int i = 0; i < c->n; i++)
+				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
+				    track_event(c->r[i], s)) {
+					wait_stream(s); /* no event: the safe
+							 * wait */
+					break;
+				}
+		}
+		hp_capture_leave();
 	}
 	hp_in_hook--;
 	/* After the wait: an object with unguarded copies loaded since the

@@ -139,7 +139,7 @@ static void release_block(hp_rec_t *r, hp_snap_t *s, const char *fn)
 			 "release)", fn, (void *)s->base);
 	if (hp_cache_keep(r, s))
 		return;
-	if (hp_untrack(r, s) == 0) {
+	if (hp_untrack_release(r, s) == 0) {
 		hp_real.munmap((void *)s->base, s->len);
 		remember_freed(s->base);
 	}

@@ -308,6 +308,56 @@ NEXT_SLOT(cudaGetDevice);
 RT_RESET(cudaDeviceReset)
 RT_RESET(cudaThreadExit)
 
+/* ---- CUDA graph capture (capture.c): counted here where the runtime is
+ * hooked, at the driver otherwise (the driver's hooks pass through inside
+ * these) ---- */
+typedef hp_cudaError_t (*hp_cudaStreamBeginCapture_t)(hp_cudaStream_t, int);
+typedef hp_cudaError_t (*hp_cudaStreamEndCapture_t)(hp_cudaStream_t, void **);
+#define RT_CAPTURE(name, ptsz)                                                \
+	NEXT_SLOT(name##BeginCapture##ptsz);                                  \
+	HP_EXPORT hp_cudaError_t name##BeginCapture##ptsz(hp_cudaStream_t s,  \
+							  int mode)           \
+	{                                                                     \
+		hp_cudaStreamBeginCapture_t fn_ =                             \
+		    (hp_cudaStreamBeginCapture_t)HP_FWD(                      \
+			next_##name##BeginCapture##ptsz);                     \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_(s, mode);                                  \
+		hp_cudaStream_t cs_ = s == NULL && sizeof(#ptsz) > 1          \
+					  ? HP_CU_STREAM_PER_THREAD           \
+					  : s;                                \
+		int c_;                                                       \
+		HP_GUARDED(c_ = hp_capture_begin(cs_, mode));                 \
+		hp_cudaError_t e_ = fn_(s, mode);                             \
+		if (e_ != 0)                                                  \
+			HP_GUARDED(hp_capture_begin_failed(cs_, c_));         \
+		hp_hook_leave();                                              \
+		return e_;                                                    \
+	}                                                                     \
+	NEXT_SLOT(name##EndCapture##ptsz);                                    \
+	HP_EXPORT hp_cudaError_t name##EndCapture##ptsz(hp_cudaStream_t s,    \
+							void **g)             \
+	{                                                                     \
+		hp_cudaStreamEndCapture_t fn_ =                               \
+		    (hp_cudaStreamEndCapture_t)HP_FWD(                        \
+			next_##name##EndCapture##ptsz);                       \
+		if (fn_ == NULL)                                              \
+			return HP_CUDA_ERROR_NOT_FOUND;                       \
+		if (!hp_hook_enter())                                         \
+			return fn_(s, g);                                     \
+		hp_cudaStream_t cs_ = s == NULL && sizeof(#ptsz) > 1          \
+					  ? HP_CU_STREAM_PER_THREAD           \
+					  : s;                                \
+		hp_cudaError_t e_ = fn_(s, g);                                \
+		HP_GUARDED(hp_capture_end(cs_, e_));                          \
+		hp_hook_leave();                                              \
+		return e_;                                                    \
+	}
+RT_CAPTURE(cudaStream, )
+RT_CAPTURE(cudaStream, _ptsz)
+
 /* ---- driver entry points handed out by the runtime ---- */
 static void *entry_wrap(const char *sym, void *fn, unsigned version,
 			unsigned long long flags)
@@ -382,6 +432,8 @@ static const struct {
 	N(cudaMemcpyToSymbol_ptds) N(cudaMemcpyFromSymbol)
 	N(cudaMemcpyFromSymbol_ptds)
 	N(cudaHostRegister) N(cudaHostUnregister)
+	N(cudaStreamBeginCapture) N(cudaStreamBeginCapture_ptsz)
+	N(cudaStreamEndCapture) N(cudaStreamEndCapture_ptsz)
 	N(cudaGetDriverEntryPoint) N(cudaGetDriverEntryPoint_ptsz)
 	N(cudaGetDriverEntryPointByVersion)
 	N(cudaGetDriverEntryPointByVersion_ptsz)

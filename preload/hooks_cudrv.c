@@ -286,6 +286,67 @@ DRV_CTX(cuCtxDestroy, hp_cuCtxDestroy_t, hp_CUcontext, ,
 DRV_CTX(cuCtxDestroy_v2, hp_cuCtxDestroy_t, hp_CUcontext, ,
 	hp_cuda_ctx_destroyed(a_))
 
+/* ---- CUDA graph capture (capture.c) ----
+ * Counted at the begin (before the driver's: from then on hostpin makes no
+ * call a capture prohibits) and the end (after it; then what waited runs).
+ * The form without a mode captures in global mode; a per-thread-stream
+ * form's stream 0 is the per-thread stream. */
+typedef hp_CUresult (*hp_cuStreamBeginCapture_t)(hp_cudaStream_t);
+typedef hp_CUresult (*hp_cuStreamBeginCapture_v2_t)(hp_cudaStream_t, int);
+typedef hp_CUresult (*hp_cuStreamEndCapture_t)(hp_cudaStream_t, void **);
+static hp_cudaStream_t cap_stream(hp_cudaStream_t s, int ptsz)
+{
+	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+}
+#define CAP_BEGIN_BODY(fnexpr, type, args, s, mode)                           \
+	type fn_ = (type)(fnexpr);                                            \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_ args;                                              \
+	int c_;                                                               \
+	HP_GUARDED(c_ = hp_capture_begin(s, mode));                           \
+	hp_CUresult e_ = fn_ args;                                            \
+	if (e_ != HP_CUDA_SUCCESS)                                            \
+		HP_GUARDED(hp_capture_begin_failed(s, c_));                   \
+	hp_hook_leave();                                                      \
+	return e_;
+#define CAP_END_BODY(fnexpr, args, s)                                         \
+	hp_cuStreamEndCapture_t fn_ = (hp_cuStreamEndCapture_t)(fnexpr);      \
+	if (fn_ == NULL)                                                      \
+		return HP_CUDA_ERROR_NOT_FOUND;                               \
+	if (!hp_hook_enter())                                                 \
+		return fn_ args;                                              \
+	hp_CUresult e_ = fn_ args;                                            \
+	HP_GUARDED(hp_capture_end(s, e_));                                    \
+	hp_hook_leave();                                                      \
+	return e_;
+/* The exported and looked-up forms of one entry point (name, its
+ * per-thread-stream twin name_ptsz). */
+#define CAP_HOOK(name, ptsz, params, BODY)                                    \
+	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
+	static _Atomic(void *) lkslot_##name;                                 \
+	HP_EXPORT hp_CUresult name params                                     \
+	{                                                                     \
+		BODY(sym_next(&sym_##name, #name), ptsz)                      \
+	}                                                                     \
+	static hp_CUresult lk_##name params                                   \
+	{                                                                     \
+		BODY(lk_next(&lkslot_##name), ptsz)                           \
+	}
+#define BEGIN1(fnexpr, pt)                                                    \
+	CAP_BEGIN_BODY(fnexpr, hp_cuStreamBeginCapture_t, (s), cap_stream(s, pt), 0)
+#define BEGIN2(fnexpr, pt)                                                    \
+	CAP_BEGIN_BODY(fnexpr, hp_cuStreamBeginCapture_v2_t, (s, mode),       \
+		       cap_stream(s, pt), mode)
+#define END1(fnexpr, pt) CAP_END_BODY(fnexpr, (s, g), cap_stream(s, pt))
+CAP_HOOK(cuStreamBeginCapture, 0, (hp_cudaStream_t s), BEGIN1)
+CAP_HOOK(cuStreamBeginCapture_ptsz, 1, (hp_cudaStream_t s), BEGIN1)
+CAP_HOOK(cuStreamBeginCapture_v2, 0, (hp_cudaStream_t s, int mode), BEGIN2)
+CAP_HOOK(cuStreamBeginCapture_v2_ptsz, 1, (hp_cudaStream_t s, int mode), BEGIN2)
+CAP_HOOK(cuStreamEndCapture, 0, (hp_cudaStream_t s, void **g), END1)
+CAP_HOOK(cuStreamEndCapture_ptsz, 1, (hp_cudaStream_t s, void **g), END1)
+
 /* ---- lookups ---- */
 static void *wrap_found(const char *symbol, void *fn, int version,
 			unsigned long long flags)
@@ -389,6 +450,9 @@ static const struct variant {
 	V1(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2)
 	V1(cuCtxDestroy, 2000, cuCtxDestroy)
 	V1(cuCtxDestroy, 4000, cuCtxDestroy_v2)
+	V(cuStreamBeginCapture, 10000, cuStreamBeginCapture)
+	V(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)
+	V(cuStreamEndCapture, 10000, cuStreamEndCapture)
 	V1(cuGetProcAddress, 11030, cuGetProcAddress)
 	V1(cuGetProcAddress, 12000, cuGetProcAddress_v2)
 #undef V

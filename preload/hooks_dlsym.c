@@ -151,11 +151,14 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver,
 		   !strncmp(name, "cudaGetDriverEntryPoint", 23) ||
 		   !strncmp(name, "cuDevicePrimaryCtx", 18) ||
 		   !strncmp(name, "cuCtxDestroy", 12) ||
+		   !strncmp(name, "cuStream", 8) ||
+		   !strncmp(name, "cudaStream", 10) ||
 		   !strcmp(name, "cudaDeviceReset") ||
 		   !strcmp(name, "cudaThreadExit")) {
 		/* Every wrapped CUDA name starts so (copies, registrations,
-		 * lookups, the entry points that end a context): a cheap test
-		 * before the tables. */
+		 * lookups, the entry points that end a context, graph
+		 * capture's begin and end): a cheap test before the
+		 * tables. */
 		drv = hp_cudrv_wrapped_name(name);
 		rt = !drv && hp_cudart_wrapped_name(name);
 	}

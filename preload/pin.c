@@ -122,6 +122,10 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		/* The driver, runtime or loader allocated this inside one of
 		 * its own calls: no call into it from there (invariant 11);
 		 * pending, adopted later. */
+	} else if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) &&
+		   hp_capture_busy()) {
+		/* a CUDA graph capture in progress: pending, registered
+		 * when it ends (invariant 13) */
 	} else if (!hp_backend->ready()) {
 		/* e stays EAGAIN */
 	} else if (hp_coverage_ok(hp_backend, &why)) {
@@ -193,26 +197,37 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 }
 
 /* Undo hp_pin(); non-zero if the backend refused (the caller must then leak
- * the range: invariant 1). */
-int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
+ * the range: invariant 1).  EAGAIN: not now (a graph capture is in
+ * progress, no context to unregister through); quiet: say nothing of it. */
+static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 {
+	unsigned f = hp_rflags(r);
+	const char *why = "unknown";
+	int e = 0;
+	if ((f & HOSTPIN_REGISTERED) && !hp_in_child && hp_capture_busy()) {
+		/* no wait for its copies and no unregistration while a CUDA
+		 * graph is captured (invariant 13) */
+		why = "a CUDA graph capture is in progress", e = EAGAIN;
+		goto refused;
+	}
 	if (hp_backend->quiesce)
 		hp_backend->quiesce(r);
-	unsigned f = hp_rflags(r);
+	f = hp_rflags(r);
 	if (f & HOSTPIN_PENDING) {
 		hp_set_rflags(r, f & ~HOSTPIN_PENDING);
 		HP_CTR_SUB(pending_blocks, 1);
 	}
 	if (!(f & HP_PIN_MASK))
 		return 0;
-	const char *why = "unknown";
 	HP_CTR_ADD(unpin_calls, 1);
-	int e = 0;
 	if (f & hp_backend->pin_flags)
 		e = hp_in_child ? 0 : hp_cells_unpin(base, len, &why);
 	else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
 		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
+refused:
 	if (e) {
+		if (e == EAGAIN && quiet)
+			return e;
 		if (hp_stat_fail(why))
 			hp_log(HP_LOG_WARN,
 			       "cannot unpin %zu bytes at %p: %s (errno %d); "
@@ -226,6 +241,11 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	HP_CTR_SUB(pinned_bytes_now, len);
 	hp_site_account(hp_rsite(r), len, 0);
 	return 0;
+}
+
+int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
+{
+	return unpin_do(r, base, len, 0);
 }
 
 void hp_count_track(unsigned kind, size_t len, int add)
@@ -311,25 +331,89 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 	hp_busy_end(r, st);
 }
 
-/* A leaked record stays in the registry as LEAKED: never reused. */
-int hp_untrack(hp_rec_t *r, const hp_snap_t *s)
+/* Released blocks whose unregistration waits (HP_F_DEFER). */
+static _Atomic int deferred_n;
+
+/* A leaked record stays in the registry as LEAKED: never reused.  defer:
+ * the caller unmaps the whole range next; an unregistration that cannot be
+ * made now is retried later instead (hp_retry_deferred). */
+static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 {
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
-	if (hp_unpin(r, s->base, s->len)) {
+	int e = unpin_do(r, s->base, s->len, defer);
+	if (e) {
+		/* s->word is the state before the release claim: a cached
+		 * block left the counts when hp_cache_keep took it */
+		if (e == EAGAIN && defer &&
+		    hp_word_state(s->word) != HP_REC_CACHED)
+			hp_count_track(kind, s->len, 0);
+		if (e == EAGAIN && defer)
+			hp_set_rflags(r, hp_rflags(r) | HP_F_DEFER);
 		/* relaxed: we hold r (claimed); the claim's CAS orders */
 		uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
 		hp_registry_claim(r, w, HP_REC_LEAKED);
-		HP_CTR_ADD(leaked_blocks, 1);
+		if (e == EAGAIN && defer) {
+			atomic_fetch_add(&deferred_n, 1);
+			hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): its "
+			       "unregistration waits (a CUDA graph capture in "
+			       "progress, or no context now); kept mapped",
+			       (void *)s->base, s->len);
+		} else {
+			HP_CTR_ADD(leaked_blocks, 1);
+		}
 		return EBUSY;
 	}
-	/* s->word is the state before the release claim: a cached block
-	 * left the counts when hp_cache_keep took it */
 	if (hp_word_state(s->word) != HP_REC_CACHED)
 		hp_count_track(kind, s->len, 0);
 	hp_registry_remove(&hp_reg, r);
 	return 0;
 }
 
+int hp_untrack(hp_rec_t *r, const hp_snap_t *s) { return untrack(r, s, 0); }
+
+int hp_untrack_release(hp_rec_t *r, const hp_snap_t *s)
+{
+	return untrack(r, s, 1);
+}
+
+static int retry_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	int *again = arg;
+	if (hp_word_state(s->word) != HP_REC_LEAKED ||
+	    !(hp_rflags(r) & HP_F_DEFER) ||
+	    !hp_registry_claim(r, s->word, HP_REC_RELEASING))
+		return 0;
+	int e = unpin_do(r, s->base, s->len, 1);
+	/* relaxed: we hold r (claimed); the claim's CAS orders */
+	uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+	if (e == EAGAIN) {
+		hp_registry_claim(r, w, HP_REC_LEAKED); /* not yet */
+		*again = 1;
+		return 1;
+	}
+	hp_set_rflags(r, hp_rflags(r) & ~HP_F_DEFER);
+	atomic_fetch_sub(&deferred_n, 1);
+	if (e) { /* refused for good: leaked (unpin_do said so) */
+		hp_registry_claim(r, w, HP_REC_LEAKED);
+		HP_CTR_ADD(leaked_blocks, 1);
+		return 0;
+	}
+	hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): deferred unregistration "
+	       "done, unmapped", (void *)s->base, s->len);
+	hp_registry_remove(&hp_reg, r);
+	hp_real.munmap((void *)s->base, s->len);
+	return 0;
+}
+
+void hp_retry_deferred(void)
+{
+	if (atomic_load(&deferred_n) == 0 || hp_in_child || hp_capture_busy())
+		return;
+	int again = 0;
+	hp_in_hook++;
+	hp_registry_each(&hp_reg, retry_one, &again);
+	hp_in_hook--;
+}
 
 /* ---- adoption (foreign registrations: foreign.c) ---- */
 
@@ -354,7 +438,7 @@ void hp_adopt_pending(void)
 	int lazy = atomic_load_explicit(&lazy_seen, memory_order_relaxed);
 	if ((atomic_load_explicit(&hp_ctr.pending_blocks,
 				  memory_order_relaxed) == 0 && !lazy) ||
-	    hp_in_child || !hp_backend->ready())
+	    hp_in_child || hp_capture_busy() || !hp_backend->ready())
 		return;
 	/* auto chose a backend whose copies are not counted: its lazy
 	 * blocks are pinned now, once. */

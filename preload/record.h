@@ -35,6 +35,10 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * purge or partial unmap once (pinpart.c): the next one leaves it
  * unregistered. */
 #define HP_F_CHURN 0x400u
+/* Internal flag: a released block (LEAKED) whose unregistration waits
+ * (a CUDA graph capture, or no context now): hp_retry_deferred unregisters
+ * and unmaps it later. */
+#define HP_F_DEFER 0x800u
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32
@@ -127,6 +131,11 @@ HP_HIDDEN void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len,
  * made from, so a CACHED block is not counted out twice); 0, or EBUSY if it
  * had to be leaked. */
 HP_HIDDEN int hp_untrack(hp_rec_t *r, const hp_snap_t *s);
+/* hp_untrack for a block whose whole range the caller unmaps next (free,
+ * a cache eviction): when its unregistration cannot be made now, the block
+ * is kept mapped and registered (LEAKED, HP_F_DEFER) and released by
+ * hp_retry_deferred (backend.h) later; EBUSY then too (do not unmap). */
+HP_HIDDEN int hp_untrack_release(hp_rec_t *r, const hp_snap_t *s);
 HP_HIDDEN void hp_count_track(unsigned kind, size_t len, int add);
 /* A device copy through r (copy.c, hook outermost, guarded): count it, and
  * register the block before the copy runs once the count is reached. */

@@ -154,11 +154,25 @@ void *hp_resolve_for(const void *ra, const char *name)
 	return resolve(ra, name, &o, &have);
 }
 
-/* Entries are never freed (a reader may hold one): a fixed pool, and past
- * it the slow path every time. */
-#define POOL 4096
-static hp_fwd_ent_t pool[POOL];
-static _Atomic unsigned pool_used;
+/* Write entry e in place; skipped if another writer holds it (the answer
+ * is only a cache). */
+static void fwd_write(hp_fwd_ent_t *e, const hp_fwd_val_t *v)
+{
+	unsigned s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if ((s & 1) || !atomic_compare_exchange_strong_explicit(
+			   &e->seq, &s, s + 1, memory_order_relaxed,
+			   memory_order_relaxed))
+		return;
+	/* release fence: the odd sequence is seen before any new field */
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->lo, v->lo, memory_order_relaxed);
+	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
+	atomic_store_explicit(&e->epoch, v->epoch, memory_order_relaxed);
+	atomic_store_explicit(&e->gen, v->gen, memory_order_relaxed);
+	atomic_store_explicit(&e->fn, v->fn, memory_order_relaxed);
+	/* release: pairs with the acquire in hp_fwd_read */
+	atomic_store_explicit(&e->seq, s + 2, memory_order_release);
+}
 
 void *hp_fwd_slow(hp_fwd_t *f, const void *ra)
 {
@@ -166,11 +180,10 @@ void *hp_fwd_slow(hp_fwd_t *f, const void *ra)
 	unsigned long long gen = hp_dl_generation();
 	uintptr_t a = (uintptr_t)ra;
 	for (int i = 0; i < HP_FWD_WAYS; i++) {
-		/* acquire: pairs with the release below */
-		hp_fwd_ent_t *e =
-		    atomic_load_explicit(&f->e[i], memory_order_acquire);
-		if (e && a - e->lo < e->len && e->epoch == ep && e->gen == gen)
-			return e->fn; /* a miss, and nothing loaded since */
+		hp_fwd_val_t v;
+		if (hp_fwd_read(&f->e[i], &v) && a - v.lo < v.len &&
+		    v.epoch == ep && v.gen == gen)
+			return v.fn; /* a miss, and nothing loaded since */
 	}
 	hp_obj_t o;
 	int have;
@@ -180,26 +193,27 @@ void *hp_fwd_slow(hp_fwd_t *f, const void *ra)
 	if (fn == NULL)
 		hp_log(HP_LOG_INFO, "%s: no definition after hostpin in its "
 		       "caller's scope (%p)", f->name, ra);
-	unsigned k = atomic_fetch_add_explicit(&pool_used, 1,
-					       memory_order_relaxed);
-	if (k >= POOL) {
-		HP_LOG_ONCE(HP_LOG_INFO, "forwarding cache full: hooks now "
-			    "resolve on every call");
-		return fn;
+	hp_log(HP_LOG_DEBUG, "%s: forwarding for callers in %p-%p resolved "
+	       "(epoch %lu)", f->name, (void *)o.lo, (void *)o.hi, ep);
+	/* The way to write: this object's old answer, else a stale one (made
+	 * before an unload or load), else the next in turn. */
+	unsigned w = HP_FWD_WAYS;
+	for (int i = 0; i < HP_FWD_WAYS && w == HP_FWD_WAYS; i++) {
+		hp_fwd_val_t v;
+		if (hp_fwd_read(&f->e[i], &v) && v.len && v.lo == o.lo)
+			w = (unsigned)i;
 	}
-	hp_fwd_ent_t *n = &pool[k];
-	*n = (hp_fwd_ent_t){o.lo, o.hi - o.lo, ep, gen, fn};
-	unsigned w = atomic_fetch_add_explicit(&f->rr, 1,
-					       memory_order_relaxed) %
-		     HP_FWD_WAYS;
-	for (int i = 0; i < HP_FWD_WAYS; i++) {
-		hp_fwd_ent_t *e =
-		    atomic_load_explicit(&f->e[i], memory_order_relaxed);
-		if (e && e->lo == o.lo)
-			w = (unsigned)i; /* replace this object's old answer */
+	for (int i = 0; i < HP_FWD_WAYS && w == HP_FWD_WAYS; i++) {
+		hp_fwd_val_t v;
+		if (hp_fwd_read(&f->e[i], &v) &&
+		    (v.len == 0 || v.epoch != ep || v.gen != gen))
+			w = (unsigned)i;
 	}
-	/* release: pairs with the acquire in hp_fwd */
-	atomic_store_explicit(&f->e[w], n, memory_order_release);
+	if (w == HP_FWD_WAYS)
+		w = atomic_fetch_add_explicit(&f->rr, 1, memory_order_relaxed) %
+		    HP_FWD_WAYS;
+	hp_fwd_val_t n = {o.lo, o.hi - o.lo, ep, gen, fn};
+	fwd_write(&f->e[w], &n);
 	return fn;
 }
 

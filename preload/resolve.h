@@ -5,9 +5,10 @@
  * "next" is the definition its caller would have reached without hostpin:
  * for a call from object X, the next definition in X's own lookup order
  * (the global scope after hostpin, then X's local scope), with the version
- * X's reference asks for.  Found once per caller object and cached; the
- * cache is dropped when an object is unloaded, and a miss is kept only
- * until the next load or unload. */
+ * X's reference asks for.  Found once per caller object and cached in the
+ * hook's own few entries, which an answer made stale by an unload is
+ * overwritten in (so no number of unloads fills the cache); a miss is kept
+ * only until the next load or unload. */
 #ifndef HP_RESOLVE_H
 #define HP_RESOLVE_H
 
@@ -23,20 +24,48 @@ static inline unsigned long hp_dl_epoch_now(void)
 	return atomic_load_explicit(&hp_dl_epoch, memory_order_acquire);
 }
 
+/* One cached answer, in place: a seqlock (seq odd while written) lets
+ * readers take it without a lock and a writer replace it, so that an
+ * answer made stale by an unload is overwritten, never leaked. */
 typedef struct hp_fwd_ent {
-	uintptr_t lo, len;        /* the caller object's span */
-	unsigned long epoch;      /* hp_dl_epoch when resolved */
-	unsigned long long gen;   /* hp_dl_generation when resolved */
-	void *fn;                 /* NULL: a miss, good for gen only */
+	_Atomic unsigned seq;
+	_Atomic uintptr_t lo, len;         /* the caller object's span */
+	_Atomic unsigned long epoch;       /* hp_dl_epoch when resolved */
+	_Atomic unsigned long long gen;    /* hp_dl_generation when resolved */
+	_Atomic(void *) fn;                /* NULL: a miss, good for gen only */
 } hp_fwd_ent_t;
 #define HP_FWD_WAYS 4
 /* One hook's forwarding: the answers for its last few caller objects. */
 typedef struct hp_fwd {
 	const char *name;
-	_Atomic(hp_fwd_ent_t *) e[HP_FWD_WAYS];
+	hp_fwd_ent_t e[HP_FWD_WAYS];
 	_Atomic unsigned rr;
 } hp_fwd_t;
 #define HP_FWD_INIT(n) {.name = (n)}
+
+/* A consistent copy of entry e: 1, or 0 while it is being written. */
+typedef struct hp_fwd_val {
+	uintptr_t lo, len;
+	unsigned long epoch;
+	unsigned long long gen;
+	void *fn;
+} hp_fwd_val_t;
+static inline int hp_fwd_read(hp_fwd_ent_t *e, hp_fwd_val_t *v)
+{
+	/* acquire: pairs with the release that ended the write */
+	unsigned s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if (s1 & 1)
+		return 0;
+	/* relaxed: validated by the sequence below */
+	v->lo = atomic_load_explicit(&e->lo, memory_order_relaxed);
+	v->len = atomic_load_explicit(&e->len, memory_order_relaxed);
+	v->epoch = atomic_load_explicit(&e->epoch, memory_order_relaxed);
+	v->gen = atomic_load_explicit(&e->gen, memory_order_relaxed);
+	v->fn = atomic_load_explicit(&e->fn, memory_order_relaxed);
+	/* acquire fence: the loads above happen before the re-read */
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&e->seq, memory_order_relaxed) == s1;
+}
 
 HP_HIDDEN void *hp_fwd_slow(hp_fwd_t *f, const void *ra);
 /* The function a call to f's name from return address ra goes on to, or
@@ -45,12 +74,10 @@ static inline void *hp_fwd(hp_fwd_t *f, const void *ra)
 {
 	unsigned long ep = hp_dl_epoch_now();
 	for (int i = 0; i < HP_FWD_WAYS; i++) {
-		/* acquire: pairs with the release that published the entry */
-		hp_fwd_ent_t *e =
-		    atomic_load_explicit(&f->e[i], memory_order_acquire);
-		if (e && (uintptr_t)ra - e->lo < e->len && e->epoch == ep &&
-		    e->fn)
-			return e->fn;
+		hp_fwd_val_t v;
+		if (hp_fwd_read(&f->e[i], &v) && (uintptr_t)ra - v.lo < v.len &&
+		    v.epoch == ep && v.fn)
+			return v.fn;
 	}
 	return hp_fwd_slow(f, ra);
 }

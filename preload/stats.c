@@ -11,13 +11,45 @@
 static struct hp_counters ctr_private;
 struct hp_counters *hp_ctrp = &ctr_private;
 
-/* The last slot counts every reason beyond the others, under its own name. */
+/* The last slot counts every reason beyond the others, under its own name.
+ * A reason is copied into the slot: the string handed in may live in an
+ * object that is unloaded later (a driver's error name), and the report at
+ * exit must not read it then.  A slot's state: 0 empty, 1 being written,
+ * 2 named. */
 #define MAX_REASONS 16
+#define REASON_LEN 96
 static const char other_reasons[] = "other reasons";
 static struct {
-	_Atomic(const char *) name;
+	_Atomic int state;
+	char name[REASON_LEN];
 	_Atomic uint64_t n;
 } reasons[MAX_REASONS];
+
+/* The name of slot i once named, else NULL. */
+static const char *reason_name(int i)
+{
+	/* acquire: pairs with the release that published the name */
+	return atomic_load_explicit(&reasons[i].state, memory_order_acquire) ==
+		       2
+		   ? reasons[i].name
+		   : NULL;
+}
+
+/* Compare a stored (possibly truncated) name with reason. */
+static int same_reason(const char *stored, const char *reason)
+{
+	size_t n = strnlen(reason, REASON_LEN - 1);
+	return strncmp(stored, reason, n) == 0 && stored[n] == '\0';
+}
+
+static void name_slot(int i, const char *reason)
+{
+	size_t n = strnlen(reason, REASON_LEN - 1);
+	memcpy(reasons[i].name, reason, n);
+	reasons[i].name[n] = '\0';
+	/* release: pairs with the acquire in reason_name */
+	atomic_store_explicit(&reasons[i].state, 2, memory_order_release);
+}
 
 uint64_t hp_now_ns(void)
 {
@@ -41,28 +73,33 @@ void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 int hp_stat_fail(const char *reason)
 {
 	HP_CTR_ADD(fail_count, 1); /* the ledger's view: no reasons */
+	if (reason == NULL)
+		reason = "unknown";
 	for (int i = 0; i < MAX_REASONS - 1; i++) {
-		/* acquire: pairs with the claiming CAS below */
-		const char *cur = atomic_load_explicit(&reasons[i].name,
-						       memory_order_acquire);
-		if (cur == NULL) {
-			/* claim the empty slot; a racing claimer of the same
-			 * slot with another reason moves on to the next */
-			if (atomic_compare_exchange_strong_explicit(
-				&reasons[i].name, &cur, reason,
-				memory_order_acq_rel, memory_order_acquire))
-				cur = reason;
+		int st = atomic_load_explicit(&reasons[i].state,
+					      memory_order_acquire);
+		/* claim the empty slot; a racing claimer of the same slot
+		 * waits for the name, then compares */
+		if (st == 0 &&
+		    atomic_compare_exchange_strong_explicit(
+			&reasons[i].state, &st, 1, memory_order_acq_rel,
+			memory_order_acquire)) {
+			name_slot(i, reason);
+			st = 2;
 		}
-		if (cur == reason || (cur && strcmp(cur, reason) == 0))
+		while (st == 1) /* a few stores away */
+			st = atomic_load_explicit(&reasons[i].state,
+						  memory_order_acquire);
+		if (same_reason(reasons[i].name, reason))
 			return atomic_fetch_add_explicit(&reasons[i].n, 1,
 							 memory_order_relaxed) ==
 			       0;
 	}
-	const char *none = NULL;
-	atomic_compare_exchange_strong_explicit(&reasons[MAX_REASONS - 1].name,
-					       &none, other_reasons,
-					       memory_order_acq_rel,
-					       memory_order_acquire);
+	int st = 0;
+	if (atomic_compare_exchange_strong_explicit(
+		&reasons[MAX_REASONS - 1].state, &st, 1, memory_order_acq_rel,
+		memory_order_acquire))
+		name_slot(MAX_REASONS - 1, other_reasons);
 	return atomic_fetch_add_explicit(&reasons[MAX_REASONS - 1].n, 1,
 					 memory_order_relaxed) == 0;
 }
@@ -174,8 +211,7 @@ void hp_stats_report(void)
 		emit(fd, "hostpin[%d]:   pin failures %llu\n", pid,
 		     (unsigned long long)s.pin_failures);
 		for (int i = 0; i < MAX_REASONS; i++) {
-			const char *r = atomic_load_explicit(&reasons[i].name,
-						     memory_order_acquire);
+			const char *r = reason_name(i);
 			if (r)
 				emit(fd, "hostpin[%d]:     %s: %llu\n", pid, r,
 				     (unsigned long long)atomic_load_explicit(
@@ -204,8 +240,7 @@ void hp_stats_report(void)
 		emit(fd, "\"failures\": {");
 		const char *sep = "";
 		for (int i = 0; i < MAX_REASONS; i++) {
-			const char *r = atomic_load_explicit(&reasons[i].name,
-						     memory_order_acquire);
+			const char *r = reason_name(i);
 			if (r) {
 				emit(fd, "%s\"%s\": %llu", sep, r,
 				     (unsigned long long)atomic_load_explicit(

@@ -37,6 +37,9 @@ typedef struct CUstream_st {
 	pthread_mutex_t mu;
 	struct op *head, *tail;
 	int capturing;
+	int mode;		/* of the capture: 0 global, 1 thread-local, 2 relaxed */
+	int invalid;		/* a prohibited call invalidated it */
+	pthread_t owner;	/* the thread that began it */
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;
@@ -44,12 +47,18 @@ typedef struct CUarray_st {
 } *CUarray;
 
 #define NSTREAMS 64
-static stream_t legacy = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-static stream_t perthread = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+static stream_t legacy = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static stream_t perthread = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static stream_t *streams[NSTREAMS] = {&legacy, &perthread};
 static int nstreams = 2;
 static int capture_broken;
 int fake_cuda_capture_broken(void) { return capture_broken; }
+/* Captures in progress: global mode ones (any thread's unsafe call
+ * invalidates them), and this thread's thread-local ones (its own unsafe
+ * calls do). */
+static int global_caps;
+static __thread int my_tl_caps;
+int fake_cuda_captures(void) { return __atomic_load_n(&global_caps, __ATOMIC_SEQ_CST); }
 
 /* Memory the fake uses for itself: straight from the kernel, so hostpin
  * never sees it. */
@@ -258,6 +267,8 @@ CUresult cuStreamSynchronize(stream_t *s)
 {
 	ENTRY("cuStreamSynchronize");
 	pthread_mutex_unlock(&mu);
+	if (capture_prohibits("cuStreamSynchronize"))
+		return 900;
 	if (S(s)->capturing) {
 		capture_broken = 1;
 		return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
@@ -279,28 +290,90 @@ CUresult cuStreamQuery(stream_t *s)
 
 CUresult cuCtxSynchronize(void)
 {
+	if (capture_prohibits("cuCtxSynchronize"))
+		return 900;
 	for (int k = 0; k < nstreams; k++)
 		run_queue(streams[k], NULL);
 	return OK;
 }
 
+/* An unsafe call (registration, a wait) while a capture forbids it: the
+ * driver fails it (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and invalidates
+ * every capture it concerns; logged as a VIOLATION: hostpin must make
+ * none. */
+static int capture_prohibits(const char *fn)
+{
+	if (__atomic_load_n(&global_caps, __ATOMIC_SEQ_CST) == 0 &&
+	    my_tl_caps == 0)
+		return 0;
+	logf_("VIOLATION capture-invalidated-by %s", fn);
+	capture_broken = 1;
+	for (int k = 0; k < nstreams; k++)
+		if (streams[k]->capturing && streams[k]->mode != 2)
+			streams[k]->invalid = 1;
+	return 1;
+}
+
 CUresult cuStreamBeginCapture_v2(stream_t *s, int mode)
 {
-	(void)mode;
-	S(s)->capturing = 1;
+	s = S(s);
+	if (s == &legacy || s->capturing || mode < 0 || mode > 2)
+		return INVALID_VALUE;
+	s->capturing = 1, s->mode = mode, s->invalid = 0;
+	s->owner = pthread_self();
+	if (mode == 0)
+		__atomic_add_fetch(&global_caps, 1, __ATOMIC_SEQ_CST);
+	if (mode == 1)
+		my_tl_caps++;
+	logf_("CAPTURE BEGIN mode=%d", mode);
 	return OK;
+}
+
+/* The form without a mode: global mode. */
+CUresult cuStreamBeginCapture(stream_t *s)
+{
+	return cuStreamBeginCapture_v2(s, 0);
 }
 
 CUresult cuStreamEndCapture(stream_t *s, void **graph)
 {
-	S(s)->capturing = 0;
+	s = S(s);
+	if (!s->capturing)
+		return 401; /* CUDA_ERROR_ILLEGAL_STATE */
+	if (s->mode != 2 && !pthread_equal(s->owner, pthread_self()))
+		return 908; /* CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD */
+	s->capturing = 0;
+	if (s->mode == 0)
+		__atomic_sub_fetch(&global_caps, 1, __ATOMIC_SEQ_CST);
+	if (s->mode == 1)
+		my_tl_caps--;
 	*graph = NULL;
-	return capture_broken ? 901 /* ..._CAPTURE_INVALIDATED */ : OK;
+	logf_("CAPTURE END%s", s->invalid || capture_broken ? " invalidated" : "");
+	return s->invalid || capture_broken ? 901 /* ..._CAPTURE_INVALIDATED */
+					    : OK;
 }
 
+/* 0 none, 1 active, 2 invalidated (CUstreamCaptureStatus) */
 CUresult cuStreamIsCapturing(stream_t *s, int *status)
 {
-	*status = S(s)->capturing; /* 1: CU_STREAM_CAPTURE_STATUS_ACTIVE */
+	s = S(s);
+	*status = s->capturing ? (s->invalid ? 2 : 1) : 0;
+	return OK;
+}
+
+CUresult cuStreamGetCaptureInfo_v2(stream_t *s, int *status,
+				   unsigned long long *id, void **graph,
+				   const void **deps, size_t *ndeps)
+{
+	cuStreamIsCapturing(s, status);
+	if (id)
+		*id = (unsigned long long)(uintptr_t)S(s);
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (ndeps)
+		*ndeps = 0;
 	return OK;
 }
 
@@ -354,6 +427,8 @@ CUresult cuEventQuery(struct event *e)
 {
 	ENTRY("cuEventQuery");
 	pthread_mutex_unlock(&mu);
+	if (capture_prohibits("cuEventQuery"))
+		return 900;
 	/* acquire: pairs with run_queue's release store of done */
 	if (__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
 		return OK;
@@ -363,6 +438,8 @@ CUresult cuEventQuery(struct event *e)
 
 CUresult cuEventSynchronize(struct event *e)
 {
+	if (capture_prohibits("cuEventSynchronize"))
+		return 900;
 	run_to(e);
 	return OK;
 }
@@ -568,7 +645,9 @@ static const struct proc {
 	P(cuStreamCreate, 2000, cuStreamCreate)
 	P(cuStreamSynchronize, 2000, cuStreamSynchronize)
 	P(cuStreamQuery, 2000, cuStreamQuery)
+	P(cuStreamBeginCapture, 10000, cuStreamBeginCapture)
 	P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)
+	P(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)
 	P(cuStreamEndCapture, 10000, cuStreamEndCapture)
 	P(cuStreamIsCapturing, 10000, cuStreamIsCapturing)
 	P(cuEventCreate, 2000, cuEventCreate)

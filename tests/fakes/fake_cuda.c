@@ -1,7 +1,14 @@
 /* A fake libcuda.so.1 for tests: keeps its own table of host registrations,
  * answers like the driver, records every call with the caller's pid in
  * $FAKE_CUDA_LOG, flags invariant violations, and fails the Nth call of a
- * function on request: FAKE_CUDA_FAIL="fn:N[:code],...". */
+ * function on request: FAKE_CUDA_FAIL="fn:N[:code],...".  Devices:
+ * FAKE_CUDA_DEVICES (default 2), each with its primary context;
+ * FAKE_CUDA_OWN_CTXS=1 lets the program create contexts of its own.  Graph
+ * capture (fake_copy.h) follows the driver's modes: while a stream captures
+ * in global mode, any thread's registration, unregistration or wait fails
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), invalidates the capture and is
+ * logged as "VIOLATION capture-invalidated-by fn"; in thread-local mode only
+ * the capturing thread's; in relaxed mode none. */
 #include <dlfcn.h>
 #include <fcntl.h>
 
@@ -26,6 +33,7 @@ enum {
 #include "fake_common.h"
 
 static int inflight(const void *p, size_t n);
+static int capture_prohibits(const char *fn);
 
 #define MAXDEV 8
 static int ndev = 2;
@@ -211,6 +219,15 @@ CUresult cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice d)
 	ENTRY("cuCtxCreate_v2");
 	(void)flags;
 	NEED_INIT;
+	if (getenv("FAKE_CUDA_OWN_CTXS")) {
+		/* a program that makes its own contexts (a test that wants
+		 * many): each a new one, logged apart from CTXCREATE, which
+		 * flags hostpin creating one */
+		*c = calloc(1, sizeof(**c));
+		(*c)->dev = d;
+		logf_("OWNCTX %d", d);
+		RETURN(OK);
+	}
 	logf_("CTXCREATE %d", d);
 	*c = &prim[d];
 	RETURN(OK);
@@ -346,6 +363,8 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
+	if (capture_prohibits("cuMemHostRegister_v2"))
+		RETURN(900);
 	if (!initialized) {
 		logf_("VIOLATION register-before-init %p", p);
 		RETURN(NOT_INITIALIZED);
@@ -393,6 +412,8 @@ CUresult cuMemHostUnregister(void *p)
 	ENTRY("cuMemHostUnregister");
 	resident_audit();
 	NEED_INIT;
+	if (capture_prohibits("cuMemHostUnregister"))
+		RETURN(900);
 	if (!depth)
 		RETURN(INVALID_CONTEXT);
 	if (ctx_dead(stack[depth - 1]))

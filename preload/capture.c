@@ -1,0 +1,131 @@
+/* CUDA graph capture in the process (invariant 13).  While any stream
+ * captures in global or thread-local mode (PyTorch's torch.cuda.graph and
+ * torch.compile's reduce-overhead mode capture in global mode), the driver
+ * fails every "unsafe" call made by any thread — registering and
+ * unregistering host memory, waiting on a stream or an event — and the
+ * failure invalidates the capture.  So hostpin counts the captures in
+ * progress (the begin and end entry points are hooked at the driver and
+ * the runtime: hooks_cudrv.c, hooks_cudart.c) and makes none of those calls
+ * meanwhile: registration leaves blocks pending, unregistration of a
+ * released block is deferred (the block stays mapped and registered:
+ * pin.c's retry), waits are skipped.  When the last capture ends, pending
+ * blocks are adopted and deferred releases retried.
+ *
+ * A driver call of that kind runs between hp_capture_enter and
+ * hp_capture_leave; a capture's begin counts itself first, then waits for
+ * the calls already inside the driver to return (a Dekker pair on two
+ * sequentially consistent counters), so that none reaches the driver once
+ * the capture began.  Relaxed mode prohibits nothing and is not counted. */
+#include <pthread.h>
+#include <sched.h>
+
+#include "hooks.h"
+#include "record.h"
+
+#define HP_CAPTURE_RELAXED 2
+#define MAX_CAPTURES 64
+
+/* Streams capturing now (one entry per begin; overflow counted without a
+ * stream), under cap_mu; captures: how many, read without the lock. */
+static struct {
+	hp_cudaStream_t s;
+	int used;
+} caps[MAX_CAPTURES];
+static int cap_overflow;
+static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int captures;
+static _Atomic int in_flight; /* unsafe driver calls in progress */
+
+int hp_capture_busy(void)
+{
+	return atomic_load(&captures) > 0;
+}
+
+int hp_capture_enter(void)
+{
+	if (atomic_load(&captures) > 0)
+		return 0;
+	/* seq_cst both: pairs with hp_capture_begin's count-then-wait */
+	atomic_fetch_add(&in_flight, 1);
+	if (atomic_load(&captures) > 0) {
+		atomic_fetch_sub(&in_flight, 1);
+		return 0;
+	}
+	return 1;
+}
+
+void hp_capture_leave(void)
+{
+	atomic_fetch_sub(&in_flight, 1);
+}
+
+int hp_capture_begin(hp_cudaStream_t s, int mode)
+{
+	if (mode == HP_CAPTURE_RELAXED)
+		return 0;
+	pthread_mutex_lock(&cap_mu);
+	int i = 0;
+	while (i < MAX_CAPTURES && caps[i].used)
+		i++;
+	if (i < MAX_CAPTURES)
+		caps[i].s = s, caps[i].used = 1;
+	else
+		cap_overflow++;
+	atomic_fetch_add(&captures, 1);
+	pthread_mutex_unlock(&cap_mu);
+	/* A registration that started before the capture ends before it
+	 * begins (one chunk, at most HOSTPIN_REGISTER_CHUNK). */
+	while (atomic_load(&in_flight) > 0)
+		sched_yield();
+	return 1;
+}
+
+/* Forget one capture of s (any, if s has none listed). */
+static void forget(hp_cudaStream_t s)
+{
+	pthread_mutex_lock(&cap_mu);
+	int done = 0;
+	for (int i = 0; i < MAX_CAPTURES && !done; i++)
+		if (caps[i].used && caps[i].s == s)
+			caps[i].used = 0, done = 1;
+	if (!done && cap_overflow)
+		cap_overflow--, done = 1;
+	if (done)
+		atomic_fetch_sub(&captures, 1);
+	pthread_mutex_unlock(&cap_mu);
+}
+
+void hp_capture_begin_failed(hp_cudaStream_t s, int counted)
+{
+	if (counted)
+		forget(s);
+}
+
+/* 900: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED... : the codes after which
+ * the stream no longer captures (ended, invalidated and ended, unjoined). */
+static int capture_over(hp_CUresult e)
+{
+	return e == 0 || e == 901 /* INVALIDATED */ ||
+	       e == 904 /* UNJOINED */ || e == 401 /* ILLEGAL_STATE: none */;
+}
+
+void hp_capture_end(hp_cudaStream_t s, hp_CUresult e)
+{
+	if (!capture_over(e))
+		return;
+	pthread_mutex_lock(&cap_mu);
+	int listed = 0;
+	for (int i = 0; i < MAX_CAPTURES; i++)
+		listed |= caps[i].used && caps[i].s == s;
+	pthread_mutex_unlock(&cap_mu);
+	if (!listed && !cap_overflow)
+		return; /* a relaxed capture, or one hostpin did not see */
+	forget(s);
+	if (atomic_load(&captures) == 0) {
+		/* The program's thread, outermost hook, guarded: what waited
+		 * for the capture to end happens now. */
+		hp_cuda_learn_ctx();
+		hp_adopt_pending();
+		hp_retry_deferred();
+	}
+}
