@@ -16,6 +16,7 @@
 
 static struct hp_ledger *led;
 static struct hp_lslot *self;
+static uint32_t self_w; /* our slot's state word once LIVE */
 static uint64_t myns; /* our PID namespace; 0: unknown */
 static int proc_ok;   /* /proc is our namespace's */
 
@@ -64,6 +65,13 @@ static int reusable(struct hp_lslot *s)
 		  atomic_load_explicit(&s->ctr.copies_seen, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.bytes_peak, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.fail_count, memory_order_relaxed);
+	/* a slot its process left at exit() while its other threads may
+	 * still be counting: not before 2 s, unless the process is gone */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
+	    !gone(s->pid, s->start, s->pidns, 0))
+		return 0;
 	return !s->job_pid || !did ||
 	       gone(s->job_pid, s->job_start, s->pidns, 0);
 }
@@ -159,8 +167,29 @@ static void fill(struct hp_lslot *s, uint32_t w,
 		read_cmd(s->cmd, sizeof(s->cmd));
 	memcpy(&s->ctr, from, sizeof(s->ctr));
 	/* release: pairs with the readers' acquire of state */
-	atomic_store_explicit(&s->state, HP_LS_TO(w, HP_LS_LIVE),
-			      memory_order_release);
+	self_w = HP_LS_TO(w, HP_LS_LIVE);
+	atomic_store_explicit(&s->state, self_w, memory_order_release);
+}
+
+void hp_ledger_detach(void)
+{
+	static struct hp_counters last;
+	struct hp_lslot *s = self;
+	if (!s)
+		return;
+	memcpy(&last, &s->ctr, sizeof(last));
+	hp_ctrp = &last;
+	self = NULL;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->ended = (uint64_t)ts.tv_sec;
+	uint32_t w = self_w;
+	/* release: the counters and ended before DEAD; the generation in w:
+	 * a slot taken from us meanwhile is left be */
+	atomic_compare_exchange_strong_explicit(&s->state, &w,
+						HP_LS_TO(w, HP_LS_DEAD),
+						memory_order_release,
+						memory_order_relaxed);
 }
 
 /* Map the ledger file open on fd (checked by hp_ledger_open_checked) if

@@ -68,6 +68,7 @@ struct hp_lslot {
 	int32_t ppid;
 	uint64_t job_start;	  /* start time of job_pid */
 	uint64_t born;		  /* CLOCK_REALTIME seconds at attach */
+	uint64_t ended;		  /* CLOCK_REALTIME seconds at exit(), or 0 */
 	char cmd[HP_LEDGER_CMD]; /* command line, arguments space-separated */
 	struct hp_counters ctr;	  /* the process's live counters */
 };
@@ -93,6 +94,10 @@ HP_HIDDEN void hp_ledger_attach(void);
  * parent's). */
 HP_HIDDEN void hp_ledger_fork_child(void);
 HP_HIDDEN int hp_ledger_on(void);
+/* At exit(): the slot is DEAD at once (it no longer counts against the
+ * node-wide caps, even for processes that cannot see ours: another PID
+ * namespace); the counters go on in private memory. */
+HP_HIDDEN void hp_ledger_detach(void);
 /* Sum of one counter (an offset into struct hp_counters) over the live
  * slots, this process's included; this process's own value when no ledger
  * is attached. */
