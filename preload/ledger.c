@@ -209,9 +209,9 @@ static struct hp_ledger *map_checked(int fd, const char *path)
 		HP_LEDGER_LAYOUT ||
 	    l->version != HP_LEDGER_VERSION ||
 	    l->size != sizeof(struct hp_ledger)) {
-		hp_log(HP_LOG_WARN, "ledger %s is not a ledger of this hostpin "
-		       "version; left alone, node-wide caps do not apply",
-		       path);
+		hp_log(HP_LOG_WARN, "%s has no header of this hostpin version "
+		       "(not made by hostpin, or by another version); left "
+		       "alone, node-wide caps do not apply", path);
 		munmap(m, sizeof(struct hp_ledger));
 		return NULL;
 	}
@@ -294,20 +294,21 @@ void hp_ledger_attach(void)
 			hp_log(HP_LOG_INFO, "/dev/shm/hostpin-%u.d is not this "
 			       "user's (owner uid %ld): the ledger is in %s",
 			       (unsigned)geteuid(), taken, dir);
-		name = "ledger";
-		hp_snprintf(path, sizeof(path), "%s/ledger", dir);
+		name = HP_LEDGER_NAME;
+		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME, dir);
 	} else
 		hp_snprintf(path, sizeof(path), "%s", p);
-	int fd = -1;
+	int fd = -1, err = 0;
 	for (int tries = 0; fd < 0 && tries < 2; tries++) {
 		fd = hp_ledger_open_checked(dirfd, name, 1);
-		if (fd >= 0 || errno != ENOENT)
+		err = errno;
+		if (fd >= 0 || err != ENOENT)
 			break;
-		if (create(dirfd, name, path) < 0)
+		if (create(dirfd, name, path) < 0) {
+			err = 0; /* said so, in one line */
 			break;
-		fd = -1;
+		}
 	}
-	int err = errno;
 	if (dirfd != AT_FDCWD)
 		close(dirfd);
 	if (fd < 0) {
@@ -316,7 +317,7 @@ void hp_ledger_attach(void)
 			       "made by hostpin (owner, mode 0600, size, "
 			       "reserved pages); left alone, node-wide caps do "
 			       "not apply", path);
-		else if (err != ENOENT && err != ENOSPC)
+		else if (err)
 			hp_log(HP_LOG_INFO, "no ledger: cannot open %s (%s); "
 			       "node-wide caps do not apply", path,
 			       hp_strerror(err));

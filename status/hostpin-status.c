@@ -50,8 +50,8 @@ static struct hp_ledger *open_ledger(int rw)
 		dirfd = hp_ledger_dir(dir, sizeof(dir), 0, &taken);
 		if (dirfd < 0)
 			return NULL; /* no hostpin process ever ran */
-		name = "ledger";
-		snprintf(path, sizeof(path), "%s/ledger", dir);
+		name = HP_LEDGER_NAME;
+		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME, dir);
 	} else
 		snprintf(path, sizeof(path), "%s", p);
 	int fd = hp_ledger_open_checked(dirfd, name, rw);
