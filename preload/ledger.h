@@ -272,6 +272,10 @@ static inline int hp_ledger_dir(char *path, size_t cap, int create,
 			}
 		close(d);
 		if (best[0]) {
+			/* two processes that made one each at once: the first
+			 * by name is used, ours (empty) removed */
+			if (round && strcmp(path + 9, best))
+				rmdir(path);
 			hp_snprintf(path, cap, "/dev/shm/%s", best);
 			return hp_own_dir(path);
 		}
