@@ -183,4 +183,5 @@ else
 	echo "SKIP: not root or no unshare -p: PID namespaces and the RLIMIT_NOFILE reaper not injected"
 fi
 rm -rf "$d"
-unset LH LEDGER_SIZE
+export -fn ups; unset -f ups
+unset LH LEDGER_SIZE hdr isroot MB
