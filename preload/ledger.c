@@ -294,8 +294,9 @@ void hp_ledger_attach(void)
 			hp_log(HP_LOG_INFO, "/dev/shm/hostpin-%u.d is not this "
 			       "user's (owner uid %ld): the ledger is in %s",
 			       (unsigned)geteuid(), taken, dir);
-		name = HP_LEDGER_NAME;
-		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME, dir);
+		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
+		name = path + strlen(dir) + 1;
 	} else
 		hp_snprintf(path, sizeof(path), "%s", p);
 	int fd = -1, err = 0;

@@ -10,7 +10,7 @@
  * reclaimed, and a slot whose process cannot be seen from here (another
  * PID namespace, /proc unreadable) counts as live.
  *
- * Where it lives (hp_ledger_dir): /dev/shm/hostpin-UID.d/ledger-vN, in a
+ * Where it lives (hp_ledger_dir): /dev/shm/hostpin-UID.d/ledger-vV-S, in a
  * directory mode 0700 of the user's.  /dev/shm is writable by every user,
  * so another user can take that name first; then the ledger lives in
  * /dev/shm/hostpin-UID.d-RANDOM, a directory of the user's found by
@@ -42,9 +42,10 @@
 #define HP_LEDGER_SLOTS 1024
 #define HP_LEDGER_MAGIC 0x68706c6775ull /* "hplgu" */
 #define HP_LEDGER_VERSION 2 /* raise with every change of layout */
-/* the file in the directory: hostpin versions of other layouts on one
- * node use ledgers of their own, without a word */
-#define HP_LEDGER_NAME "ledger-v2"
+/* the file in the directory, named by version and slot size: hostpin
+ * versions of other layouts on one node use ledgers of their own, without
+ * a word */
+#define HP_LEDGER_NAME_FMT "ledger-v%d-%zu"
 #define HP_LEDGER_CMD 96
 
 /* Slot states, the low 8 bits of the state word; the upper 24 bits are

@@ -50,8 +50,9 @@ static struct hp_ledger *open_ledger(int rw)
 		dirfd = hp_ledger_dir(dir, sizeof(dir), 0, &taken);
 		if (dirfd < 0)
 			return NULL; /* no hostpin process ever ran */
-		name = HP_LEDGER_NAME;
-		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME, dir);
+		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
+		name = path + strlen(dir) + 1;
 	} else
 		snprintf(path, sizeof(path), "%s", p);
 	int fd = hp_ledger_open_checked(dirfd, name, rw);

@@ -12,8 +12,10 @@ LH=$B/ledger_holder
 d=$(mktemp -d)
 chmod 755 "$d"
 MB=$((1 << 20))
+# the name of the ledger file in its directory (ledger-vV-S)
+LN=$(env -u HOSTPIN_LEDGER $P HOSTPIN_LOG=info /bin/true 2>&1 | sed -n 's|.*: ledger .*/\(ledger[^,/]*\), slot.*|\1|p')
 # what each scenario needs from this shell, for `unshare ... bash -c`
-hdr="set -u; LIB='$LIB'; ST='$ST'; LH='$LH'; d='$d'; B='$B'"
+hdr="set -u; LIB='$LIB'; ST='$ST'; LH='$LH'; d='$d'; B='$B'; LN='${LN:-ledger}'"
 isroot=0
 [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null && isroot=1
 # ups FILE N: wait (a generous limit, never a fixed wait that decides the
@@ -84,7 +86,7 @@ out=$(unshare -m bash -c "$hdr"'
 l1=$(echo "$out" | sed -n 1,2p | grep -c '^rc=0$')
 ls=$(echo "$out" | grep '^ledger=' | sort -u)
 if [ "$(echo "$out" | head -1)" = rc=0 ] && [ "$(echo "$ls" | wc -l)" = 1 ] &&
-	echo "$ls" | grep -q '^ledger=/dev/shm/hostpin-0\.d-[0-9a-f]*/ledger-v2 root 700$'; then
+	echo "$ls" | grep -q '^ledger=/dev/shm/hostpin-0\.d-[0-9a-f]*/ledger-v2-[0-9]* root 700$'; then
 	ok "another user's /dev/shm/hostpin-0.d and hostpin-0: no warning, one ledger of root's elsewhere (${ls#ledger=})"
 else bad "names taken by nobody (want rc=0 alone, then one ledger in a root 0700 directory):"; echo "$out" | sed 's/^/    /'; fi
 
@@ -98,7 +100,7 @@ out=$(unshare -m bash -c "$hdr"'
 	esc=$(printf "\033]0;owned\007\033[2Jx")
 	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"; : > "$d/ups"; chmod 666 "$d/ups"
 	runuser -u nobody -- mkdir /dev/shm/hostpin-0.d
-	for l in /dev/shm/hostpin-0 /dev/shm/hostpin-0.d/ledger-v2; do
+	for l in /dev/shm/hostpin-0 "/dev/shm/hostpin-0.d/$LN"; do
 		runuser -u nobody -- env LD_PRELOAD="$LIB" HOSTPIN_LEDGER=$l sh -c "echo up; read x" "nobody$esc" < "$d/in" >> "$d/ups" 2>&1 &
 	done
 	env -u HOSTPIN_LEDGER LD_PRELOAD="$LIB" sh -c "echo up; read x" "root$esc" < "$d/in" >> "$d/ups" 2>&1 &
@@ -184,4 +186,4 @@ else
 fi
 rm -rf "$d"
 export -fn ups; unset -f ups
-unset LH LEDGER_SIZE hdr isroot MB
+unset LH LN LEDGER_SIZE hdr isroot MB
