@@ -204,11 +204,20 @@ struct hp_counters {
  * initialisation (before hp_state says READY) and in a forked child. */
 HP_HIDDEN extern struct hp_counters *hp_ctrp;
 #define hp_ctr (*hp_ctrp)
-/* Every counter update: relaxed, since nothing is ordered by statistics. */
+/* Every counter update: relaxed, since nothing is ordered by statistics.
+ * A gauge never goes below zero (never wraps to 16384 PiB), whatever
+ * went wrong elsewhere. */
 #define HP_CTR_ADD(c, n)                                                      \
 	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)
-#define HP_CTR_SUB(c, n)                                                      \
-	atomic_fetch_sub_explicit(&hp_ctr.c, (n), memory_order_relaxed)
+#define HP_CTR_SUB(c, n) hp_ctr_sub(&hp_ctr.c, (n))
+static inline void hp_ctr_sub(_Atomic uint64_t *c, uint64_t n)
+{
+	uint64_t cur = atomic_load_explicit(c, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(
+	    c, &cur, cur > n ? cur - n : 0, memory_order_relaxed,
+	    memory_order_relaxed))
+		;
+}
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 				uint64_t n);
 /* Count a failure under a reason name (a static string); 1 the first time

@@ -108,6 +108,10 @@ __attribute__((constructor)) static void hp_ctor(void)
 
 __attribute__((destructor)) static void hp_dtor(void)
 {
-	if (atomic_load_explicit(&hp_state, memory_order_acquire) == HP_ST_READY)
+	if (atomic_load_explicit(&hp_state, memory_order_acquire) == HP_ST_READY) {
 		hp_stats_report();
+#ifndef HP_EMBEDDED_TEST
+		hp_ledger_detach();
+#endif
+	}
 }

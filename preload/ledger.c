@@ -9,12 +9,16 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "ledger.h"
 
 static struct hp_ledger *led;
 static struct hp_lslot *self;
+static uint32_t self_w; /* our slot's state word once LIVE */
+static uint64_t myns; /* our PID namespace; 0: unknown */
+static int proc_ok;   /* /proc is our namespace's */
 
 int hp_ledger_on(void) { return self != NULL; }
 
@@ -45,14 +49,12 @@ static void read_cmd(char *out, size_t cap)
 	out[n] = '\0';
 }
 
-/* Surely gone (cheap: no /proc read), or gone by pid and start time. */
-static int gone_fast(int pid)
+/* The process of a slot is surely gone (ledger.h: never for a slot of
+ * another PID namespace or one whose process cannot be looked at); fast:
+ * kill(pid, 0) only, no /proc read. */
+static int gone(int pid, uint64_t start, uint64_t ns, int fast)
 {
-	return pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH);
-}
-static int gone(int pid, uint64_t start)
-{
-	return gone_fast(pid) || hp_proc_start(pid) != start;
+	return hp_slot_gone(pid, start, ns, myns, fast || !proc_ok);
 }
 
 /* A DEAD slot may be reused unless a running launcher will report it. */
@@ -63,17 +65,29 @@ static int reusable(struct hp_lslot *s)
 		  atomic_load_explicit(&s->ctr.copies_seen, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.bytes_peak, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.fail_count, memory_order_relaxed);
-	return !s->job_pid || !did || gone(s->job_pid, s->job_start);
+	/* a slot its process left at exit() while its other threads may
+	 * still be counting: not before 2 s, unless the process is gone */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
+	    !gone(s->pid, s->start, s->pidns, 0))
+		return 0;
+	return !s->job_pid || !did ||
+	       gone(s->job_pid, s->job_start, s->pidns, 0);
 }
 
-static int try_claim(struct hp_lslot *s, uint32_t st, uint32_t i)
+/* Claim slot i seen in state word w (FREE or DEAD): CLAIM, the next
+ * generation.  The claimed word in *w. */
+static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i)
 {
+	uint32_t seen = *w, want = HP_LS_MK(HP_LS_CLAIM, HP_LS_GEN(seen) + 1);
 	/* acq_rel: the claim orders our writes to the slot after the
 	 * previous owner's */
-	if (!atomic_compare_exchange_strong_explicit(&s->state, &st, HP_LS_CLAIM,
+	if (!atomic_compare_exchange_strong_explicit(&s->state, &seen, want,
 						     memory_order_acq_rel,
 						     memory_order_acquire))
 		return 0;
+	*w = want;
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
 	/* relaxed: hiwater only bounds scans; a scan that misses a slot just
 	 * claimed misses nothing LIVE yet (LIVE is published later) */
@@ -87,8 +101,9 @@ static int try_claim(struct hp_lslot *s, uint32_t st, uint32_t i)
 /* Claim a slot, keeping the used part of the table (what sums scan)
  * short: a free one among those used before; a dead one (seen with
  * kill(pid, 0), no /proc read); a never used one; at last any whose
- * process is gone by pid and start time.  NULL if the table is full. */
-static struct hp_lslot *claim(void)
+ * process is gone by pid and start time.  NULL if the table is full; the
+ * claimed state word in *cw. */
+static struct hp_lslot *claim(uint32_t *cw)
 {
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
 	if (hw > HP_LEDGER_SLOTS)
@@ -100,22 +115,26 @@ static struct hp_lslot *claim(void)
 			struct hp_lslot *s = &led->slot[i];
 			/* acquire: pairs with the release that published the
 			 * slot's contents */
-			uint32_t st = atomic_load_explicit(&s->state,
-							   memory_order_acquire);
+			uint32_t w = atomic_load_explicit(&s->state,
+							  memory_order_acquire);
 			if (pass == 0 || pass == 2) {
-				if (st == HP_LS_FREE && try_claim(s, st, i))
-					return s;
+				if (HP_LS_ST(w) == HP_LS_FREE &&
+				    try_claim(s, &w, i))
+					return *cw = w, s;
 				continue;
 			}
-			if (st == HP_LS_LIVE &&
-			    (pass == 1 ? gone_fast(s->pid)
-				       : gone(s->pid, s->start)) &&
+			/* the generation in w: if the slot was reclaimed
+			 * since, the pid read was another's and the CAS
+			 * fails */
+			if (HP_LS_ST(w) == HP_LS_LIVE &&
+			    gone(s->pid, s->start, s->pidns, pass == 1) &&
 			    atomic_compare_exchange_strong_explicit(
-				&s->state, &st, HP_LS_DEAD,
+				&s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
 				memory_order_acq_rel, memory_order_acquire))
-				st = HP_LS_DEAD;
-			if (st == HP_LS_DEAD && reusable(s) && try_claim(s, st, i))
-				return s;
+				w = HP_LS_TO(w, HP_LS_DEAD);
+			if (HP_LS_ST(w) == HP_LS_DEAD && reusable(s) &&
+			    try_claim(s, &w, i))
+				return *cw = w, s;
 		}
 	}
 	return NULL;
@@ -123,19 +142,21 @@ static struct hp_lslot *claim(void)
 
 /* Fill the claimed slot s for this process and make it LIVE, with the
  * counters copied from *from. */
-static void fill(struct hp_lslot *s, const struct hp_counters *from,
-		 const char *cmd)
+static void fill(struct hp_lslot *s, uint32_t w,
+		 const struct hp_counters *from, const char *cmd)
 {
 	memset((char *)s + sizeof(s->state), 0, sizeof(*s) - sizeof(s->state));
 	s->pid = (int32_t)getpid();
 	s->ppid = (int32_t)getppid();
-	s->start = hp_proc_start(s->pid);
+	s->start = hp_proc_start(0);
+	s->pidns = myns;
 	s->rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
 	s->local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK");
 	const char *job = hp_optstr[HP_OPT_JOB];
 	if (job[0] >= '1' && job[0] <= '9') {
 		s->job_pid = (int32_t)strtol(job, NULL, 10);
-		s->job_start = hp_proc_start(s->job_pid);
+		s->job_start = proc_ok ? hp_proc_start(s->job_pid)
+				       : HP_START_UNKNOWN;
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -146,77 +167,192 @@ static void fill(struct hp_lslot *s, const struct hp_counters *from,
 		read_cmd(s->cmd, sizeof(s->cmd));
 	memcpy(&s->ctr, from, sizeof(s->ctr));
 	/* release: pairs with the readers' acquire of state */
-	atomic_store_explicit(&s->state, HP_LS_LIVE, memory_order_release);
+	self_w = HP_LS_TO(w, HP_LS_LIVE);
+	atomic_store_explicit(&s->state, self_w, memory_order_release);
+}
+
+void hp_ledger_detach(void)
+{
+	static struct hp_counters last;
+	struct hp_lslot *s = self;
+	if (!s)
+		return;
+	memcpy(&last, &s->ctr, sizeof(last));
+	hp_ctrp = &last;
+	self = NULL;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->ended = (uint64_t)ts.tv_sec;
+	uint32_t w = self_w;
+	/* release: the counters and ended before DEAD; the generation in w:
+	 * a slot taken from us meanwhile is left be */
+	atomic_compare_exchange_strong_explicit(&s->state, &w,
+						HP_LS_TO(w, HP_LS_DEAD),
+						memory_order_release,
+						memory_order_relaxed);
+}
+
+/* Map the ledger file open on fd (checked by hp_ledger_open_checked) if
+ * it has hostpin's header; NULL, with a warning, if not. */
+static struct hp_ledger *map_checked(int fd, const char *path)
+{
+	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		hp_log(HP_LOG_WARN, "no ledger: cannot map %s (errno %d); "
+		       "node-wide caps do not apply", path, errno);
+		return NULL;
+	}
+	struct hp_ledger *l = m;
+	/* acquire: the header was written before the file had its name */
+	if (atomic_load_explicit(&l->layout, memory_order_acquire) !=
+		HP_LEDGER_LAYOUT ||
+	    l->version != HP_LEDGER_VERSION ||
+	    l->size != sizeof(struct hp_ledger)) {
+		hp_log(HP_LOG_WARN, "%s has no header of this hostpin version "
+		       "(not made by hostpin, or by another version); left "
+		       "alone, node-wide caps do not apply", path);
+		munmap(m, sizeof(struct hp_ledger));
+		return NULL;
+	}
+	return l;
+}
+
+/* Make the ledger file name (in dirfd): a new file under a temporary name
+ * (O_EXCL), its pages reserved, its header written, then linked to its
+ * name, so that no process ever sees a ledger file that is not whole.
+ * 0, or -1 after one warning (it cannot be reserved: no ledger), or 1 if
+ * another process made it first. */
+static int create(int dirfd, const char *name, const char *path)
+{
+	char tmp[340];
+	hp_snprintf(tmp, sizeof(tmp), "%s.new-%d", name, (int)getpid());
+	int fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+					O_CLOEXEC, 0600);
+	if (fd < 0) {
+		hp_log(HP_LOG_WARN, "no ledger: cannot create %s (%s); "
+		       "node-wide caps do not apply, per-process caps do",
+		       path, hp_strerror(errno));
+		return -1;
+	}
+	/* the fallocate system call, never glibc's posix_fallocate, whose
+	 * emulation writes into the pages it could not reserve */
+	int err = 0;
+	/* the header alone (the table is large for a stack) */
+	unsigned char h[offsetof(struct hp_ledger, slot)];
+	uint64_t layout = HP_LEDGER_LAYOUT, size = sizeof(struct hp_ledger);
+	uint32_t version = HP_LEDGER_VERSION;
+	memset(h, 0, sizeof(h));
+	memcpy(h + offsetof(struct hp_ledger, layout), &layout, sizeof(layout));
+	memcpy(h + offsetof(struct hp_ledger, version), &version,
+	       sizeof(version));
+	memcpy(h + offsetof(struct hp_ledger, size), &size, sizeof(size));
+	size_t hl = sizeof(h);
+	if (fchmod(fd, 0600) ||
+	    syscall(SYS_fallocate, fd, 0, (off_t)0,
+		    (off_t)sizeof(struct hp_ledger)))
+		err = errno;
+	else if (pwrite(fd, &h, hl, 0) != (ssize_t)hl)
+		err = errno ? errno : EIO;
+	else if (linkat(dirfd, tmp, dirfd, name, 0))
+		err = errno;
+	close(fd);
+	unlinkat(dirfd, tmp, 0);
+	if (err == EEXIST)
+		return 1;
+	if (err) {
+		hp_log(HP_LOG_WARN, "no ledger: cannot reserve %zu KiB for %s "
+		       "(%s; a full /dev/shm?): node-wide caps do not apply, "
+		       "per-process caps do", sizeof(struct hp_ledger) >> 10,
+		       path, hp_strerror(err));
+		return -1;
+	}
+	return 0;
 }
 
 void hp_ledger_attach(void)
 {
 	const char *p = hp_optstr[HP_OPT_LEDGER];
-	char path[300];
+	char path[340], dir[300];
 	/* in secure-execution processes hostpin writes no files */
 	if (strcmp(p, "off") == 0 || getauxval(AT_SECURE))
 		return;
-	if (!p[0])
-		hp_snprintf(path, sizeof(path), "/dev/shm/hostpin-%u",
-			    (unsigned)geteuid());
-	else
+	myns = hp_pidns(&proc_ok);
+	int dirfd = AT_FDCWD;
+	const char *name = p;
+	if (!p[0]) {
+		long taken;
+		dirfd = hp_ledger_dir(dir, sizeof(dir), 1, &taken);
+		if (dirfd < 0) {
+			hp_log(HP_LOG_WARN, "no ledger: cannot make a directory "
+			       "of this user's in /dev/shm (%s); node-wide caps "
+			       "do not apply, per-process caps do",
+			       hp_strerror(errno));
+			return;
+		}
+		if (taken)
+			hp_log(HP_LOG_INFO, "/dev/shm/hostpin-%u.d is not this "
+			       "user's (owner uid %ld): the ledger is in %s",
+			       (unsigned)geteuid(), taken, dir);
+		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
+		name = path + strlen(dir) + 1;
+	} else
 		hp_snprintf(path, sizeof(path), "%s", p);
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = -1, err = 0;
+	for (int tries = 0; fd < 0 && tries < 2; tries++) {
+		fd = hp_ledger_open_checked(dirfd, name, 1);
+		err = errno;
+		if (fd >= 0 || err != ENOENT)
+			break;
+		if (create(dirfd, name, path) < 0) {
+			err = 0; /* said so, in one line */
+			break;
+		}
+	}
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
 	if (fd < 0) {
-		hp_log(HP_LOG_INFO, "no ledger: cannot open %s (errno %d); "
-		       "node-wide caps do not apply", path, errno);
+		if (err == EEXIST)
+			hp_log(HP_LOG_WARN, "%s is not a ledger of this user's "
+			       "made by hostpin (owner, mode 0600, size, "
+			       "reserved pages); left alone, node-wide caps do "
+			       "not apply", path);
+		else if (err)
+			hp_log(HP_LOG_INFO, "no ledger: cannot open %s (%s); "
+			       "node-wide caps do not apply", path,
+			       hp_strerror(err));
 		return;
 	}
-	struct stat st;
-	/* only a new (empty) file is sized: a wrong HOSTPIN_LEDGER never
-	 * grows a file of the user's */
-	if (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
-	    (st.st_size == 0 &&
-	     ftruncate(fd, (off_t)sizeof(struct hp_ledger))) ||
-	    (st.st_size != 0 && st.st_size < (off_t)sizeof(struct hp_ledger))) {
-		hp_log(HP_LOG_WARN, "ledger %s: not a file of ours or cannot "
-		       "size it; node-wide caps do not apply", path);
-		close(fd);
-		return;
-	}
-	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
-		       MAP_SHARED, fd, 0);
+	struct hp_ledger *l = map_checked(fd, path);
 	close(fd);
-	if (m == MAP_FAILED)
+	if (!l)
 		return;
-	struct hp_ledger *l = m;
-	uint64_t want = HP_LEDGER_LAYOUT, cur = 0;
-	/* acq_rel: the layout word is the only header field written once */
-	if (!atomic_compare_exchange_strong_explicit(&l->layout, &cur, want,
-						     memory_order_acq_rel,
-						     memory_order_acquire) &&
-	    cur != want) {
-		hp_log(HP_LOG_WARN, "ledger %s has another layout (another "
-		       "hostpin version); node-wide caps do not apply", path);
-		munmap(m, sizeof(struct hp_ledger));
-		return;
-	}
 	led = l;
-	/* A LIVE slot with our pid is our own image before an exec (same pid
-	 * and start time), or a process long gone whose pid we got: either
-	 * way no process of ours uses it any more. */
+	/* A LIVE slot with our pid in our PID namespace is our own image
+	 * before an exec (same pid and start time), or a process long gone
+	 * whose pid we got: either way no process of ours uses it any
+	 * more. */
 	int pid = (int)getpid();
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+	for (uint32_t i = 0; myns && i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &led->slot[i];
-		uint32_t live = HP_LS_LIVE;
-		if (s->pid == pid)
+		uint32_t w = atomic_load_explicit(&s->state,
+						  memory_order_acquire);
+		if (HP_LS_ST(w) == HP_LS_LIVE && s->pid == pid &&
+		    s->pidns == myns)
 			atomic_compare_exchange_strong_explicit(
-			    &s->state, &live, HP_LS_DEAD, memory_order_acq_rel,
-			    memory_order_relaxed);
+			    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
+			    memory_order_acq_rel, memory_order_relaxed);
 	}
-	struct hp_lslot *s = claim();
+	uint32_t w;
+	struct hp_lslot *s = claim(&w);
 	if (!s) {
 		hp_log(HP_LOG_WARN, "ledger %s is full (%d processes); this "
 		       "process is not counted node-wide", path, HP_LEDGER_SLOTS);
 		return;
 	}
-	fill(s, hp_ctrp, NULL);
+	fill(s, w, hp_ctrp, NULL);
 	self = s;
 	hp_ctrp = &s->ctr;
 	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - led->slot));
@@ -257,13 +393,16 @@ void hp_ledger_fork_child(void)
 	char cmd[HP_LEDGER_CMD];
 	memcpy(cmd, self->cmd, sizeof(cmd));
 	self = NULL;
-	struct hp_lslot *s = claim();
+	/* unshare(CLONE_NEWPID) puts the children in another namespace */
+	myns = hp_pidns(&proc_ok);
+	uint32_t w;
+	struct hp_lslot *s = claim(&w);
 	if (!s) {
 		memcpy(&orphan, &c, sizeof(c));
 		hp_ctrp = &orphan;
 		return;
 	}
-	fill(s, &c, cmd);
+	fill(s, w, &c, cmd);
 	self = s;
 	hp_ctrp = &s->ctr;
 }
@@ -279,7 +418,8 @@ uint64_t hp_ledger_sum(size_t off)
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &led->slot[i];
 		/* relaxed: a sum of statistics, each read on its own */
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) ==
+		if (HP_LS_ST(atomic_load_explicit(&s->state,
+						  memory_order_relaxed)) ==
 		    HP_LS_LIVE)
 			t += atomic_load_explicit(
 			    (_Atomic uint64_t *)((char *)&s->ctr + off),
@@ -305,12 +445,14 @@ int hp_ledger_reap(void)
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &led->slot[i];
-		uint32_t st = atomic_load_explicit(&s->state,
-						   memory_order_acquire);
-		if (st == HP_LS_LIVE && s != self && gone(s->pid, s->start) &&
+		uint32_t w = atomic_load_explicit(&s->state,
+						  memory_order_acquire);
+		/* the generation in w: a slot reclaimed since is left be */
+		if (HP_LS_ST(w) == HP_LS_LIVE && s != self &&
+		    gone(s->pid, s->start, s->pidns, 0) &&
 		    atomic_compare_exchange_strong_explicit(
-			&s->state, &st, HP_LS_DEAD, memory_order_acq_rel,
-			memory_order_relaxed))
+			&s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
+			memory_order_acq_rel, memory_order_relaxed))
 			any = 1;
 	}
 	return any;

@@ -4,51 +4,88 @@
  * own slot, so that other processes see its pinned and cached bytes (for
  * the node-wide cap and cache budget) and `hostpin status` and the
  * launcher's merged report see everything it did, even after it was killed.
- * A slot names its process by pid and start time (/proc/PID/stat field 22),
- * so a slot whose process died without a word (SIGKILL, crash) is
- * recognised and reclaimed.  Included by the library and by the status
- * program. */
+ * A slot names its process by pid, start time (/proc/PID/stat field 22)
+ * and PID namespace (the inode of /proc/self/ns/pid), so a slot whose
+ * process died without a word (SIGKILL, crash) is recognised and
+ * reclaimed, and a slot whose process cannot be seen from here (another
+ * PID namespace, /proc unreadable) counts as live.
+ *
+ * Where it lives (hp_ledger_dir): /dev/shm/hostpin-UID.d/ledger-vV-S, in a
+ * directory mode 0700 of the user's.  /dev/shm is writable by every user,
+ * so another user can take that name first; then the ledger lives in
+ * /dev/shm/hostpin-UID.d-RANDOM, a directory of the user's found by
+ * listing /dev/shm (the first such name of the user's, by name), which no
+ * other user can predict beforehand nor create as the user's.
+ * The file is made whole before it gets its name: created O_EXCL under a
+ * temporary name, its pages reserved (fallocate; a full /dev/shm means no
+ * ledger, never a SIGBUS later), its header written, then linked to its
+ * name.  So a file of that name without hostpin's header, or owned by
+ * another user, or not 0600, or not fully backed, is never written into.
+ * Included by the library and by the status program. */
+
 #ifndef HP_LEDGER_H
 #define HP_LEDGER_H
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hp.h"
 
 #define HP_LEDGER_SLOTS 1024
 #define HP_LEDGER_MAGIC 0x68706c6775ull /* "hplgu" */
+#define HP_LEDGER_VERSION 2 /* raise with every change of layout */
+/* the file in the directory, named by version and slot size: hostpin
+ * versions of other layouts on one node use ledgers of their own, without
+ * a word */
+#define HP_LEDGER_NAME_FMT "ledger-v%d-%zu"
 #define HP_LEDGER_CMD 96
 
-/* Slot states.  A slot goes FREE -> CLAIM (its claimer fills it) -> LIVE,
- * then DEAD once its process is seen gone (the counters stay, for the
- * job's report), then FREE again when the report has read it or the slot
- * is needed. */
+/* Slot states, the low 8 bits of the state word; the upper 24 bits are
+ * a generation, advanced by every claim, so a compare-and-swap from a
+ * state seen before cannot act on a slot reclaimed meanwhile.  A slot
+ * goes FREE -> CLAIM (its claimer fills it) -> LIVE, then DEAD once its
+ * process is seen gone (the counters stay, for the job's report), then
+ * FREE again when the report has read it or the slot is needed. */
 enum { HP_LS_FREE, HP_LS_CLAIM, HP_LS_LIVE, HP_LS_DEAD };
+#define HP_LS_ST(w) ((w) & 0xffu)
+#define HP_LS_GEN(w) ((w) >> 8)
+#define HP_LS_MK(st, gen) ((uint32_t)(gen) << 8 | (uint32_t)(st))
+/* the same generation, another state */
+#define HP_LS_TO(w, st) (((w) & ~0xffu) | (uint32_t)(st))
 
 struct hp_lslot {
-	_Atomic uint32_t state;
+	_Atomic uint32_t state;	  /* HP_LS_MK(state, generation) */
 	int32_t pid;
-	uint64_t start;	  /* start time of pid, clock ticks since boot */
+	uint64_t start;	  /* start time of pid, clock ticks since boot;
+			     HP_START_UNKNOWN if it could not be read */
+	uint64_t pidns;	  /* inode of the PID namespace of pid; 0: unknown */
 	int32_t rank, local_rank; /* -1: unset */
 	int32_t job_pid;	  /* HOSTPIN_JOB: the launcher's pid, or 0 */
 	int32_t ppid;
 	uint64_t job_start;	  /* start time of job_pid */
 	uint64_t born;		  /* CLOCK_REALTIME seconds at attach */
+	uint64_t ended;		  /* CLOCK_REALTIME seconds at exit(), or 0 */
 	char cmd[HP_LEDGER_CMD]; /* command line, arguments space-separated */
 	struct hp_counters ctr;	  /* the process's live counters */
 };
 
 struct hp_ledger {
-	/* HP_LEDGER_MAGIC << 32 | sizeof(struct hp_lslot): set once by the
-	 * creator; a file of another layout is left alone. */
+	/* HP_LEDGER_MAGIC << 32 | sizeof(struct hp_lslot), and
+	 * HP_LEDGER_VERSION: written once, by the creator, before the file
+	 * has its name; a file without them is never written into. */
 	_Atomic uint64_t layout;
+	uint32_t version;
 	_Atomic uint32_t hiwater; /* slots above this were never used */
-	uint32_t pad_;
-	char pad[48];
+	uint64_t size;		  /* sizeof(struct hp_ledger) */
+	char pad[40];
 	struct hp_lslot slot[HP_LEDGER_SLOTS];
 };
 
@@ -61,6 +98,10 @@ HP_HIDDEN void hp_ledger_attach(void);
  * parent's). */
 HP_HIDDEN void hp_ledger_fork_child(void);
 HP_HIDDEN int hp_ledger_on(void);
+/* At exit(): the slot is DEAD at once (it no longer counts against the
+ * node-wide caps, even for processes that cannot see ours: another PID
+ * namespace); the counters go on in private memory. */
+HP_HIDDEN void hp_ledger_detach(void);
 /* Sum of one counter (an offset into struct hp_counters) over the live
  * slots, this process's included; this process's own value when no ledger
  * is attached. */
@@ -71,25 +112,34 @@ HP_HIDDEN int hp_ledger_reap(void);
 #define HP_LEDGER_SUM(c) hp_ledger_sum(offsetof(struct hp_counters, c))
 
 /* ---- shared with the status program ---- */
+#define HP_START_UNKNOWN UINT64_MAX
 /* The start time of pid (field 22 of /proc/PID/stat); 0 if it is gone or a
- * zombie (its memory is released already).  Raw open/read, no allocation. */
-static inline uint64_t hp_proc_start(int pid)
+ * zombie (its memory is released already); HP_START_UNKNOWN if that cannot
+ * be told (/proc unreadable, no descriptor left: EMFILE).  Raw open/read,
+ * no allocation. */
+static inline uint64_t hp_proc_start(int pid) /* 0: this process */
 {
 	char path[48], buf[1024];
-	hp_snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (pid)
+		hp_snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	else
+		hp_snprintf(path, sizeof(path), "/proc/self/stat");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return errno == ENOENT || errno == ESRCH ? 0 : HP_START_UNKNOWN;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int err = errno;
 	close(fd);
-	if (n <= 0)
+	if (n < 0 && err == ESRCH)
 		return 0;
+	if (n <= 0)
+		return HP_START_UNKNOWN;
 	buf[n] = '\0';
 	/* the command (field 2) may hold spaces and parentheses: fields are
 	 * counted from the last ')' */
 	char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
-		return 0;
+		return HP_START_UNKNOWN;
 	p += 2;
 	if (*p == 'Z' || *p == 'X')
 		return 0;
@@ -97,9 +147,150 @@ static inline uint64_t hp_proc_start(int pid)
 		if (*p == ' ')
 			field++;
 	uint64_t v = 0;
-	for (; *p >= '0' && *p <= '9'; p++)
+	for (int i = 0; *p >= '0' && *p <= '9' && i < 19; p++, i++)
 		v = v * 10 + (uint64_t)(*p - '0');
-	return v ? v : 1;
+	return v && v != HP_START_UNKNOWN ? v : 1;
+}
+
+/* This process's PID namespace (the inode of /proc/self/ns/pid); 0 if it
+ * cannot be read.  *proc_ok: /proc shows this namespace's processes (its
+ * "self" is our pid), so /proc/PID/stat may be read for liveness. */
+static inline uint64_t hp_pidns(int *proc_ok)
+{
+	struct stat st;
+	char self[24], want[24];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	hp_snprintf(want, sizeof(want), "%d", (int)getpid());
+	*proc_ok = n > 0 && (self[n] = '\0', strcmp(self, want) == 0);
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* 1 only if the process of a slot (pid, start time, PID namespace) is
+ * surely gone as seen from PID namespace myns: a slot of another (or an
+ * unknown) namespace, or whose process cannot be looked at, is not.  fast:
+ * kill(pid, 0) only, no /proc read. */
+static inline int hp_slot_gone(int pid, uint64_t start, uint64_t ns,
+			       uint64_t myns, int fast)
+{
+	if (!ns || ns != myns)
+		return 0;
+	if (pid <= 0)
+		return 1;
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 1;
+	if (fast)
+		return 0;
+	uint64_t now = hp_proc_start(pid);
+	if (now == HP_START_UNKNOWN)
+		return 0;
+	if (now == 0)
+		return 1;
+	return start != HP_START_UNKNOWN && now != start;
+}
+
+/* A directory that is the user's own: opened without following a link, a
+ * directory, owned by the effective user, no access for group or others.
+ * Its descriptor, or -1. */
+static inline int hp_own_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISDIR(st.st_mode) ||
+			st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* A ledger file of the user's, open (rw or read-only): a regular file
+ * reached without a link, owned by the effective user, mode 0600 (no
+ * access for others), exactly a ledger's size and fully backed (every
+ * page reserved: writing it cannot fail with SIGBUS).  The header is
+ * checked once it is mapped.  Its descriptor, or -1 with errno (EEXIST:
+ * a file there that is not a ledger of ours). */
+static inline int hp_ledger_open_checked(int dirfd, const char *name, int rw)
+{
+	int fd = openat(dirfd, name, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
+					 O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? (errno = EEXIST, -1) : -1;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) ||
+	    st.st_size != (off_t)sizeof(struct hp_ledger) ||
+	    (uint64_t)st.st_blocks * 512 < sizeof(struct hp_ledger)) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	return fd;
+}
+
+/* The default ledger's directory for the effective user, into path[cap]
+ * (see the top of this file); its descriptor, or -1.  create: make it if
+ * there is none (the library); *taken: set to the owner of a
+ * /dev/shm/hostpin-UID.d that is not the user's (or -1 for a link or
+ * other file of the user's), for a message. */
+static inline int hp_ledger_dir(char *path, size_t cap, int create,
+				long *taken)
+{
+	unsigned uid = (unsigned)geteuid();
+	char pre[48];
+	hp_snprintf(pre, sizeof(pre), "hostpin-%u.d", uid);
+	hp_snprintf(path, cap, "/dev/shm/%s", pre);
+	*taken = 0;
+	if (create && mkdir(path, 0700) && errno != EEXIST)
+		return -1;
+	int fd = hp_own_dir(path);
+	if (fd >= 0)
+		return fd;
+	struct stat st;
+	if (lstat(path, &st))
+		return -1; /* none (not creating), or /dev/shm unusable */
+	*taken = st.st_uid != uid ? (long)st.st_uid : -1;
+	/* The name is not ours: the user's first /dev/shm/hostpin-UID.d-*
+	 * directory by name, made if none. */
+	size_t pl = strlen(pre);
+	for (int round = 0; round < 2; round++) {
+		int d = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d < 0)
+			return -1;
+		char best[64] = "", buf[4096];
+		long n;
+		while ((n = syscall(SYS_getdents64, d, buf, sizeof(buf))) > 0)
+			for (long o = 0; o < n;) {
+				struct dirent64 *e = (struct dirent64 *)(buf + o);
+				o += e->d_reclen;
+				if (strncmp(e->d_name, pre, pl) || e->d_name[pl] != '-' ||
+				    strlen(e->d_name) >= sizeof(best) ||
+				    (best[0] && strcmp(e->d_name, best) >= 0) ||
+				    fstatat(d, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+				    !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+				    (st.st_mode & 077))
+					continue;
+				memcpy(best, e->d_name, strlen(e->d_name) + 1);
+			}
+		close(d);
+		if (best[0]) {
+			/* two processes that made one each at once: the first
+			 * by name is used, ours (empty) removed */
+			if (round && strcmp(path + 9, best))
+				rmdir(path);
+			hp_snprintf(path, cap, "/dev/shm/%s", best);
+			return hp_own_dir(path);
+		}
+		if (!create || round)
+			return -1;
+		uint64_t r[2] = {0, 0};
+		if (syscall(SYS_getrandom, r, sizeof(r), 0) != (long)sizeof(r))
+			return -1;
+		hp_snprintf(path, cap, "/dev/shm/%s-%016llx%016llx", pre,
+			    (unsigned long long)r[0], (unsigned long long)r[1]);
+		if (mkdir(path, 0700))
+			return -1;
+	}
+	return -1;
 }
 
 #endif

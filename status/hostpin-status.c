@@ -30,26 +30,43 @@ int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
 	return n;
 }
 
+static uint64_t myns; /* our PID namespace; 0: unknown */
+static int proc_ok;   /* /proc is our namespace's */
+
+/* The ledger, checked as the library checks it (ledger.h): the default
+ * one in a directory of ours, or HOSTPIN_LEDGER; a file of ours, mode
+ * 0600, whole, with hostpin's header.  Nothing is ever created. */
 static struct hp_ledger *open_ledger(int rw)
 {
-	char path[300];
+	char path[340], dir[300];
 	const char *p = getenv("HOSTPIN_LEDGER");
 	if (p && strcmp(p, "off") == 0)
 		return NULL;
-	if (p && *p)
+	myns = hp_pidns(&proc_ok);
+	int dirfd = AT_FDCWD;
+	const char *name = p;
+	if (!p || !*p) {
+		long taken;
+		dirfd = hp_ledger_dir(dir, sizeof(dir), 0, &taken);
+		if (dirfd < 0)
+			return NULL; /* no hostpin process ever ran */
+		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
+		name = path + strlen(dir) + 1;
+	} else
 		snprintf(path, sizeof(path), "%s", p);
-	else
-		snprintf(path, sizeof(path), "/dev/shm/hostpin-%u",
-			 (unsigned)geteuid());
-	int fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && rw)
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rw = 0;
-	if (fd < 0)
+	int fd = hp_ledger_open_checked(dirfd, name, rw);
+	if (fd < 0 && rw && errno == EACCES)
+		fd = hp_ledger_open_checked(dirfd, name, 0), rw = 0;
+	int err = errno;
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	if (fd < 0) {
+		if (err == EEXIST)
+			fprintf(stderr, "hostpin status: %s is not a ledger of "
+				"this user's made by hostpin (owner, mode 0600, "
+				"size); not read\n", path);
 		return NULL; /* no hostpin process ever ran: nothing to show */
-	struct stat st;
-	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(struct hp_ledger)) {
-		close(fd);
-		return NULL;
 	}
 	void *m = mmap(NULL, sizeof(struct hp_ledger),
 		       PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
@@ -57,12 +74,33 @@ static struct hp_ledger *open_ledger(int rw)
 	if (m == MAP_FAILED)
 		return NULL;
 	struct hp_ledger *l = m;
-	if (atomic_load(&l->layout) != HP_LEDGER_LAYOUT) {
+	if (atomic_load(&l->layout) != HP_LEDGER_LAYOUT ||
+	    l->version != HP_LEDGER_VERSION ||
+	    l->size != sizeof(struct hp_ledger)) {
 		fprintf(stderr, "hostpin status: %s has another layout (another "
 			"hostpin version)\n", path);
 		exit(1);
 	}
 	return l;
+}
+
+/* The command line of a slot, printable: every byte outside printable
+ * ASCII (escape sequences, control characters, the rest) as \xHH, and a
+ * backslash as \\, so nothing in the file reaches a terminal raw. */
+static const char *printable(const struct hp_lslot *s, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < HP_LEDGER_CMD && s->cmd[i] && o + 5 < cap; i++) {
+		unsigned char c = (unsigned char)s->cmd[i];
+		if (c == '\\')
+			out[o++] = '\\', out[o++] = '\\';
+		else if (c >= 0x20 && c < 0x7f)
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+	return out;
 }
 
 #define C(s, f) atomic_load_explicit(&(s)->ctr.f, memory_order_relaxed)
@@ -73,16 +111,28 @@ static int did_something(struct hp_lslot *s)
 	       C(s, fail_count) || C(s, over_cap) || C(s, mmap_ranges_now);
 }
 
-/* LIVE slots whose process is gone become DEAD (when we may write). */
+/* LIVE slots whose process is surely gone become DEAD (when we may
+ * write); a slot of another PID namespace, or whose process cannot be
+ * looked at, stays LIVE (ledger.h).  The state, and the state word in
+ * *wp for a later change (its generation: a slot reclaimed since is left
+ * be). */
+static uint32_t state_word(struct hp_lslot *s, int rw, uint32_t *wp)
+{
+	uint32_t w = atomic_load_explicit(&s->state, memory_order_acquire);
+	if (HP_LS_ST(w) == HP_LS_LIVE &&
+	    hp_slot_gone(s->pid, s->start, s->pidns, myns, !proc_ok)) {
+		uint32_t d = HP_LS_TO(w, HP_LS_DEAD);
+		if (rw && !atomic_compare_exchange_strong(&s->state, &w, d))
+			return *wp = w, HP_LS_ST(w);
+		w = d;
+	}
+	*wp = w;
+	return HP_LS_ST(w);
+}
 static uint32_t state_of(struct hp_lslot *s, int rw)
 {
-	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-	if (st == HP_LS_LIVE && hp_proc_start(s->pid) != s->start) {
-		if (rw)
-			atomic_compare_exchange_strong(&s->state, &st, HP_LS_DEAD);
-		return HP_LS_DEAD;
-	}
-	return st;
+	uint32_t w;
+	return state_word(s, rw, &w);
 }
 
 static const char *human(uint64_t b, char *buf)
@@ -117,9 +167,8 @@ static void table(struct hp_ledger *l, int rw, int all)
 			snprintf(rank, sizeof(rank), "%d", s->rank);
 		else if (s->local_rank >= 0)
 			snprintf(rank, sizeof(rank), "L%d", s->local_rank);
-		char cmd[HP_LEDGER_CMD + 1];
-		memcpy(cmd, s->cmd, HP_LEDGER_CMD);
-		cmd[HP_LEDGER_CMD] = '\0';
+		char cmd[4 * HP_LEDGER_CMD + 8];
+		printable(s, cmd, sizeof(cmd));
 		printf("%7d %5s %8s %8s %8s %6llu %5llu %8llu  %.60s\n", s->pid,
 		       rank, human(C(s, bytes_now), a),
 		       human(C(s, pinned_bytes_now), b),
@@ -162,6 +211,11 @@ static uint64_t total(struct hp_ledger *l, const char *name)
 static int report(struct hp_ledger *l, int job)
 {
 	uint64_t js = hp_proc_start(job);
+	if (js == HP_START_UNKNOWN) {
+		fprintf(stderr, "hostpin: job report: cannot read /proc/%d/stat\n",
+			job);
+		return 0;
+	}
 	struct hp_counters t;
 	memset(&t, 0, sizeof(t));
 	int n = 0, idle = 0, running = 0;
@@ -172,13 +226,14 @@ static int report(struct hp_ledger *l, int job)
 	for (int pass = 0; pass < 2; pass++)
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &l->slot[i];
-		uint32_t st = state_of(s, 1);
+		uint32_t w, st = state_word(s, 1, &w);
 		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
 		    s->job_start != js)
 			continue;
 		if (!did_something(s)) {
 			if (pass == 1 && st == HP_LS_DEAD) {
-				atomic_compare_exchange_strong(&s->state, &st, HP_LS_FREE);
+				atomic_compare_exchange_strong(
+				    &s->state, &w, HP_LS_TO(w, HP_LS_FREE));
 				idle++;
 			}
 			continue;
@@ -199,9 +254,8 @@ static int report(struct hp_ledger *l, int job)
 		char rank[24] = "";
 		if (s->rank >= 0)
 			snprintf(rank, sizeof(rank), " rank %d", s->rank);
-		char cmd[HP_LEDGER_CMD + 1];
-		memcpy(cmd, s->cmd, HP_LEDGER_CMD);
-		cmd[HP_LEDGER_CMD] = '\0';
+		char cmd[4 * HP_LEDGER_CMD + 8];
+		printable(s, cmd, sizeof(cmd));
 		fprintf(o, "hostpin:   pid %d%s%s: peak pinned %s, %llu "
 			"registrations, %llu failures, %llu copies through "
 			"registered memory (%s): %.50s\n", s->pid, rank,
@@ -212,7 +266,8 @@ static int report(struct hp_ledger *l, int job)
 			(unsigned long long)C(s, copies_registered),
 			human(C(s, copy_bytes_registered), b), cmd);
 		if (st == HP_LS_DEAD) /* reported: the slot is free again */
-			atomic_compare_exchange_strong(&s->state, &st, HP_LS_FREE);
+			atomic_compare_exchange_strong(&s->state, &w,
+						       HP_LS_TO(w, HP_LS_FREE));
 	}
 	if (n == 0) {
 		fprintf(o, "hostpin: job report: no process of the job used hostpin "
