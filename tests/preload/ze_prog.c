@@ -212,6 +212,8 @@ static void readopt(void)
 
 /* Range shapes and refused releases. */
 #include "ze_ranges.h"
+/* Level Zero's own gaps (issue 22). */
+#include "ze_faults.h"
 
 int main(int argc, char **argv)
 {
@@ -234,6 +236,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "fork")) forked();
 	else if (ranges_mode(m)) ;
+	else if (faults_mode(m)) ;
 	else return 2;
 	printf("ze_prog %s: ok\n", m);
 	return 0;
