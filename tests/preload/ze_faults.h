@@ -11,6 +11,7 @@
  *                (FAKE_ZE_CTX_ALLOC=malloc|mmap): no call into it from
  *                there; its block is imported after the call */
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* A function of the fake driver (the first of ZE_ENABLE_ALT_DRIVERS),
  * which the loader opened in a local scope. */
@@ -98,35 +99,49 @@ static void fixed_keep(void)
 	CHECK(munmap(m, 96 * MB) == 0);
 }
 
-/* Item 14: worker threads map blocks while other threads allocate, import
- * and release blocks of their own (SYCL's prepare_for_device_copy). */
+/* Item 14: worker threads map blocks before, while and after the main
+ * thread initialises Level Zero, while other threads allocate blocks and
+ * import and release parts of them (SYCL's prepare_for_device_copy); every
+ * mapping ends up imported, however the threads interleave.  A block left
+ * pending (or lazy) just as another thread's zeInit adopted the others is
+ * the race: the tracking thread looks at readiness again after announcing
+ * its block (pin.c, adopt_again). */
 #define WORKERS 4
-#define PER 24
-#define ALLOCS 4
-static pthread_barrier_t go;
+#define ALLOCS 3
+#define MAXB 128
+static char *blocks[WORKERS][MAXB];
+static int nblocks[WORKERS];
+static atomic_int t_inited, t_stop, t_fns;
 static imp_t t_imp;
 static rel_t t_rel;
 static ze_driver_handle_t t_nd;
 
 static void *mapper(void *arg)
 {
-	char **out = arg;
-	pthread_barrier_wait(&go);
-	for (int i = 0; i < PER; i++)
-		out[i] = map(4 * MB);
+	long k = (long)arg;
+	int after = 0; /* blocks mapped once zeInit had returned */
+	while (nblocks[k] < MAXB && after < 8) {
+		char *p = mmap(NULL, 2 * MB, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(p != MAP_FAILED);
+		p[0] = p[2 * MB - 1] = 7;
+		blocks[k][nblocks[k]++] = p;
+		after += atomic_load(&t_inited);
+	}
 	return NULL;
 }
 
 static void *allocator(void *arg)
 {
 	(void)arg;
-	pthread_barrier_wait(&go);
-	for (int i = 0; i < PER; i++) {
+	while (!atomic_load(&t_stop)) {
 		char *p = malloc(4 * MB);
 		CHECK(p);
 		p[0] = 1;
-		CHECK(t_imp(t_nd, p + MB, MB) == ZE_RESULT_SUCCESS);
-		CHECK(t_rel(t_nd, p + MB) == ZE_RESULT_SUCCESS);
+		if (atomic_load(&t_fns)) {
+			CHECK(t_imp(t_nd, p + MB, MB) == ZE_RESULT_SUCCESS);
+			CHECK(t_rel(t_nd, p + MB) == ZE_RESULT_SUCCESS);
+		}
 		free(p);
 	}
 	return NULL;
@@ -134,33 +149,34 @@ static void *allocator(void *arg)
 
 static void threads_mmap(void)
 {
-	ze_driver_handle_t d = init();
-	fns(d, &t_imp, &t_rel);
-	t_nd = native(d);
-	static char *blocks[WORKERS][PER];
 	pthread_t t[WORKERS + ALLOCS];
-	CHECK(pthread_barrier_init(&go, NULL, WORKERS + ALLOCS) == 0);
-	for (int i = 0; i < WORKERS; i++)
-		CHECK(pthread_create(&t[i], NULL, mapper, blocks[i]) == 0);
+	for (long i = 0; i < WORKERS; i++)
+		CHECK(pthread_create(&t[i], NULL, mapper, (void *)i) == 0);
 	for (int i = 0; i < ALLOCS; i++)
 		CHECK(pthread_create(&t[WORKERS + i], NULL, allocator, NULL) == 0);
-	for (int i = 0; i < WORKERS + ALLOCS; i++)
-		CHECK(pthread_join(t[i], NULL) == 0);
-	int missed = 0;
+	ze_driver_handle_t d = init();
+	atomic_store(&t_inited, 1);
+	fns(d, &t_imp, &t_rel);
+	t_nd = native(d);
+	atomic_store(&t_fns, 1);
 	for (int i = 0; i < WORKERS; i++)
-		for (int j = 0; j < PER; j++) {
-			if (hp && !(imported(blocks[i][j], 4 * MB) &&
+		CHECK(pthread_join(t[i], NULL) == 0);
+	atomic_store(&t_stop, 1);
+	for (int i = 0; i < ALLOCS; i++)
+		CHECK(pthread_join(t[WORKERS + i], NULL) == 0);
+	int missed = 0, total = 0;
+	for (int i = 0; i < WORKERS; i++)
+		for (int j = 0; j < nblocks[i]; j++, total++) {
+			if (hp && !(imported(blocks[i][j], 2 * MB) &&
 				    registered(blocks[i][j])))
 				missed++;
-			CHECK(blocks[i][j][4 * MB - 1] == 7);
+			CHECK(blocks[i][j][0] == 7 && blocks[i][j][2 * MB - 1] == 7);
 		}
-	if (missed)
-		fprintf(stderr, "threads_mmap: %d of %d mappings not imported\n",
-			missed, WORKERS * PER);
+	printf("threads_mmap: %d of %d mappings not imported\n", missed, total);
 	CHECK(missed == 0);
 	for (int i = 0; i < WORKERS; i++)
-		for (int j = 0; j < PER; j++)
-			CHECK(munmap(blocks[i][j], 4 * MB) == 0);
+		for (int j = 0; j < nblocks[i]; j++)
+			CHECK(munmap(blocks[i][j], 2 * MB) == 0);
 }
 
 /* Item 15: the driver's own allocation inside zeContextCreate.  The fake
