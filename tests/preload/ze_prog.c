@@ -1,5 +1,6 @@
 /* A Level Zero program over the real loader and the fake driver(s), run
- * under hostpin.  ze_prog adopt|work|foreign|drop|fork
+ * under hostpin.  ze_prog adopt|work|foreign|drop|fork, the range modes
+ * (ze_ranges.h) and the fault modes (ze_faults.h)
  * Exits non-zero on what it would not see without hostpin; the runner
  * checks the fake driver's log. */
 #include <level_zero/ze_api.h>
