@@ -1,8 +1,9 @@
 /* Level Zero backend (Intel GPUs): imports ranges into every GPU driver that
  * has the host-pointer import extension (zexDriverImportExternalPointer),
  * which is what lets copies from them run at DMA speed.  The loader is never
- * linked and never initialised by hostpin: it is ready once the program's own
- * zeInit succeeded (seen by the hook below).  Imports are not reference-
+ * linked and never initialised by hostpin: the drivers are discovered when
+ * the program's own zeInit or zeInitDrivers returns (hooks_ze.c), never
+ * from an allocation, which may be a driver's own.  Imports are not reference-
  * counted, so a program (or SYCL) that releases an overlapping import drops
  * ours too: before releasing, hostpin asks the driver whether its import is
  * still there. */
@@ -33,7 +34,6 @@ struct zdrv {
 };
 static struct zdrv drivers[MAX_DRIVERS];
 static int ndrivers;
-static _Atomic int ze_inited;  /* the program's zeInit succeeded */
 static _Atomic int ze_state;   /* 0 unknown, 1 ready, -1 unusable */
 static pthread_mutex_t ze_mu = PTHREAD_MUTEX_INITIALIZER;
 static hp_obj_t loader; /* the loader discover() used */
@@ -92,8 +92,9 @@ int hp_ze_device_node(void)
 	return atomic_load_explicit(&ze_node, memory_order_relaxed);
 }
 
-/* Find the drivers and their import functions, once the program has
- * initialised Level Zero.  Called with ze_mu held. */
+/* Find the drivers and their import functions, when the program's zeInit
+ * or zeInitDrivers returned (hp_ze_note_init), never from an allocation
+ * path.  Called with ze_mu held. */
 static int discover(void)
 {
 	/* without the loader's lock: see backend_cuda.c */
@@ -188,8 +189,7 @@ static int ze_gone(void)
 		       "unloaded: its imports are forgotten, blocks pending "
 		       "again");
 		ndrivers = 0;
-		/* release: pairs with the acquires in ze_ready */
-		atomic_store_explicit(&ze_inited, 0, memory_order_release);
+		/* release: pairs with the acquire in ze_ready */
 		atomic_store_explicit(&ze_state, 0, memory_order_release);
 	}
 	pthread_mutex_unlock(&ze_mu);
@@ -198,26 +198,16 @@ static int ze_gone(void)
 	return 1;
 }
 
+/* Ready once discovery (at the program's zeInit) found the drivers.  Never
+ * discovers here: ready() runs on allocation paths, and a driver allocates
+ * inside its own calls (zeContextCreate), where a call back into it would
+ * deadlock on the driver's lock (invariant 11). */
 static int ze_ready(void)
 {
+	/* acquire: pairs with the release in hp_ze_note_init */
 	int st = atomic_load_explicit(&ze_state, memory_order_acquire);
 	if (st > 0 && ze_gone())
 		st = 0;
-	if (st)
-		return st > 0;
-	if (!atomic_load_explicit(&ze_inited, memory_order_acquire))
-		return 0;
-	pthread_mutex_lock(&ze_mu);
-	st = atomic_load_explicit(&ze_state, memory_order_relaxed); /* ze_mu */
-	if (st == 0) {
-		st = discover();
-		if (st)
-			/* release: pairs with the acquire above; the driver
-			 * table is complete before anyone reads it. */
-			atomic_store_explicit(&ze_state, st,
-					      memory_order_release);
-	}
-	pthread_mutex_unlock(&ze_mu);
 	return st > 0;
 }
 
@@ -291,10 +281,27 @@ static int ze_unpin(void *base, size_t len, const char **why)
 	return e;
 }
 
+/* The program's zeInit or zeInitDrivers returned success, outside any
+ * driver call: find the drivers now, once (again after an unload), if
+ * Level Zero is the backend in use or auto may still choose it. */
 void hp_ze_note_init(void)
 {
-	/* release: pairs with the acquire in ze_ready */
-	atomic_store_explicit(&ze_inited, 1, memory_order_release);
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	if (hp_in_child ||
+	    !(hp_backend == &hp_backend_level_zero ||
+	      (hp_backend == &hp_backend_auto &&
+	       (c == NULL || c == &hp_backend_level_zero))))
+		return;
+	pthread_mutex_lock(&ze_mu);
+	if (atomic_load_explicit(&ze_state, memory_order_relaxed) == 0) {
+		int st = discover();
+		if (st)
+			/* release: pairs with the acquire in ze_ready; the
+			 * driver table is complete before anyone reads it. */
+			atomic_store_explicit(&ze_state, st,
+					      memory_order_release);
+	}
+	pthread_mutex_unlock(&ze_mu);
 }
 
 static void ze_fork_child(void)

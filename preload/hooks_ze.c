@@ -24,12 +24,15 @@ static hp_fwd_t next_zeInit = HP_FWD_INIT("zeInit"),
  * handed out for them call. */
 static _Atomic(void *) lk_zeInit_fn, lk_zeInitDrivers_fn, lk_zeGetExt_fn;
 
-/* The program initialised Level Zero: adopt the blocks from before. */
+/* The program initialised Level Zero, and no driver call is in progress on
+ * this thread: discover the drivers here (never later, from an allocation
+ * that may be the driver's own inside zeContextCreate), let auto choose,
+ * and adopt the blocks from before. */
 static void inited(void)
 {
 	if (hp_hook_enter()) {
-		hp_ze_note_init();
-		HP_GUARDED(hp_adopt_pending()); /* blocks from before zeInit */
+		HP_GUARDED(hp_ze_note_init(); (void)hp_backend->ready();
+			   hp_adopt_pending());
 		hp_hook_leave();
 	}
 }

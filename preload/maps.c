@@ -9,11 +9,17 @@
 #include <sys/mman.h>
 
 #include "record.h"
+#include "resolve.h"
 
 /* Memory the device libraries map for themselves (cudaHostAlloc, driver
- * buffers) is theirs: never touch it (invariant 8). */
+ * buffers) is theirs: never touch it (invariant 8).  Known names, and any
+ * object that exports a driver's or loader's marks (a Level Zero driver
+ * mapping inside zeContextCreate: importing it would call into the driver
+ * from inside its own call, invariant 11). */
 static int from_device_library(const void *caller)
 {
+	if (caller != NULL && hp_in_device_obj(caller))
+		return 1;
 	static const char *const libs[] = {"libcuda", "libnvidia", "libcudart",
 					   "libze_", "libze-", "libigdrcl",
 					   "libcupti", "libnccl"};

@@ -39,6 +39,20 @@ hp_registry_t hp_reg = HP_REGISTRY_INIT;
 /* Blocks marked HP_F_LAZY since adoption last looked. */
 static _Atomic int lazy_seen;
 
+static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg);
+
+/* A block just tracked was left pending (lazy: waiting for copies) while
+ * the device became ready (auto chose a backend that counts no copies) on
+ * another thread, whose adoption may have looked before the block was
+ * there: adopt it here.  The busy claim decides who pins it, this thread or
+ * an adopter; neither skips it for good, whatever the timing. */
+static void adopt_again(hp_rec_t *r, uintptr_t base, int lazy)
+{
+	hp_snap_t s;
+	if (hp_registry_lookup(&hp_reg, base, &s) == r && s.base == base)
+		adopt_one(r, &s, lazy ? (void *)&lazy_seen : NULL);
+}
+
 /* 1 if the backend in use registers with a driver whose copies hostpin
  * counts (CUDA; auto before its choice, which adoption corrects if it
  * chooses Level Zero) and HOSTPIN_PIN_AFTER asks to wait for them. */
@@ -304,11 +318,26 @@ void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
 		return; /* purged twice while registered: left unregistered */
 	if (hp_pin_counts_copies()) {
 		hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY);
-		/* relaxed: a hint for adoption, ordering nothing */
-		atomic_store_explicit(&lazy_seen, 1, memory_order_relaxed);
+		/* release: pairs with the exchange in hp_adopt_pending; the
+		 * flag is set before an adopter that sees this walks */
+		atomic_store_explicit(&lazy_seen, 1, memory_order_release);
+		/* seq_cst: pairs with the fence in hp_adopt_pending (Dekker):
+		 * either its adopter sees lazy_seen, or this sees the choice
+		 * of a backend that counts no copies (auto, at zeInit) */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!hp_pin_counts_copies())
+			adopt_again(r, base, 1);
 		return;
 	}
 	hp_pin(r, base, len);
+	if (hp_rflags(r) & HOSTPIN_PENDING) {
+		/* seq_cst: as above, with pending_blocks, counted by hp_pin:
+		 * either the adoption that follows readiness (zeInit on
+		 * another thread) sees this block, or this sees readiness */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!hp_alloc_from_device() && hp_backend->ready())
+			adopt_again(r, base, 0);
+	}
 }
 
 void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
@@ -435,6 +464,10 @@ static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 void hp_adopt_pending(void)
 {
+	/* seq_cst: pairs with the fences in hp_track_as; the device's
+	 * readiness published before this call (zeInit's discovery, auto's
+	 * choice) against the blocks tracked meanwhile */
+	atomic_thread_fence(memory_order_seq_cst);
 	int lazy = atomic_load_explicit(&lazy_seen, memory_order_relaxed);
 	if ((atomic_load_explicit(&hp_ctr.pending_blocks,
 				  memory_order_relaxed) == 0 && !lazy) ||
@@ -442,8 +475,10 @@ void hp_adopt_pending(void)
 		return;
 	/* auto chose a backend whose copies are not counted: its lazy
 	 * blocks are pinned now, once. */
+	/* acq_rel: pairs with the release in hp_track_as (the flags of the
+	 * blocks it announced are visible to the walk) */
 	lazy = lazy && !hp_pin_counts_copies() &&
-	       atomic_exchange_explicit(&lazy_seen, 0, memory_order_relaxed);
+	       atomic_exchange_explicit(&lazy_seen, 0, memory_order_acq_rel);
 	if (lazy || atomic_load_explicit(&hp_ctr.pending_blocks,
 					 memory_order_relaxed))
 		hp_registry_each(&hp_reg, adopt_one, lazy ? &lazy_seen : NULL);

@@ -17,8 +17,12 @@
  * registration a purge or partial unmap undid is not registered again
  * there: where copies are counted it waits for its HOSTPIN_PIN_AFTER-th
  * copy again (from a count of 0), else it is registered again once; and a
- * range this happens to a second time (HP_F_CHURN) stays unregistered: the
- * program keeps purging it, a driver-level registration cannot follow. */
+ * range a purge does this to a second time (HP_F_CHURN) stays
+ * unregistered: the program keeps purging it, a driver-level registration
+ * cannot follow.  What a partial unmap or MAP_FIXED leaves in place is a
+ * new, smaller range: registered again (or waiting for copies again)
+ * whatever happened to it before, so an allocator that decommits parts of
+ * a mapping with MAP_FIXED keeps the rest registered. */
 #include <errno.h>
 #include <sys/mman.h>
 
@@ -150,13 +154,19 @@ static void drop_rest(hp_rec_t *r, unsigned dev, uintptr_t base, size_t len,
 
 /* A device range of whole registrations, unregistered by a purge or a
  * partial unmap (flags f before; the counts still include it): 1 if it is
- * left unregistered (lazy again, or for good), 0 to register it again. */
+ * left unregistered (lazy again, or for good), 0 to register it again.
+ * split: r is what a partial unmap or MAP_FIXED left in place, a new and
+ * smaller range, not one the program keeps purging: registered again at
+ * once (or lazy again where copies are counted), and never counted as
+ * churn. */
 static int hold_off(hp_rec_t *r, unsigned f, unsigned dev, uintptr_t base,
-		    size_t len)
+		    size_t len, int split)
 {
 	if (!dev || cell_of(dev) != 0)
 		return 0;
-	int lazy = !(f & HP_F_CHURN) && hp_pin_counts_copies();
+	int lazy = (split || !(f & HP_F_CHURN)) && hp_pin_counts_copies();
+	if (split && !lazy)
+		return 0;
 	if (!(f & HP_F_CHURN) && !lazy) {
 		hp_set_rflags(r, hp_rflags(r) | HP_F_CHURN);
 		return 0;
@@ -165,12 +175,13 @@ static int hold_off(hp_rec_t *r, unsigned f, unsigned dev, uintptr_t base,
 	if (lazy) {
 		atomic_store_explicit(&r->user[HP_U_COPIES], 0,
 				      memory_order_relaxed);
-		hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY | HP_F_CHURN);
+		hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY |
+				     (split ? 0 : HP_F_CHURN));
 	} else {
 		HP_LOG_ONCE(HP_LOG_INFO,
-			    "a registered range was purged or partly unmapped "
-			    "twice: left unregistered (whole registrations "
-			    "cannot follow a program that keeps purging; "
+			    "a registered range was purged twice: left "
+			    "unregistered (whole registrations cannot follow "
+			    "a program that keeps purging; "
 			    "HOSTPIN_REGISTER_CHUNK registers in parts)");
 	}
 	return 1;
@@ -201,7 +212,7 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 		return EBUSY;
 	}
 	discard(arg);
-	if (hold_off(r, f, dev, s->base, s->len))
+	if (hold_off(r, f, dev, s->base, s->len, 0))
 		return 0;
 	e = part_pin(dev, lo, hi, &why);
 	if (e) {
@@ -234,7 +245,7 @@ static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
 	hp_count_track(kind, se - sb, 1);
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	HP_CTR_ADD(pinned_bytes_now, se - sb);
-	if (hold_off(n, f, dev, sb, se - sb))
+	if (hold_off(n, f, dev, sb, se - sb, 1))
 		return;
 	e = part_pin(dev, pa, pb, &why);
 	if (e) {

@@ -65,7 +65,8 @@ struct hp_zex_fns {
 	HP_ZEX_FNS(HP_FN_FIELD, hp_ze_result_t)
 #undef HP_FN_FIELD
 };
-/* backend_level_zero.c: the program's zeInit succeeded. */
+/* backend_level_zero.c: the program's zeInit or zeInitDrivers succeeded:
+ * discover the drivers (the only place hostpin does). */
 void hp_ze_note_init(void) __attribute__((visibility("hidden")));
 /* The host NUMA node nearest the first Level Zero device hostpin imports
  * for (its PCI function's numa_node in sysfs); -1 if unknown. */

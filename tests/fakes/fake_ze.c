@@ -9,7 +9,12 @@
  * are loaded); imports of unmapped memory, imports still present when their
  * memory is unmapped, and calls with a handle that is not this driver's own
  * are flagged as VIOLATION.  FAKE_ZE_FAIL="fn:N[:code],..." fails the Nth
- * call of fn; FAKE_ZE_NO_IMPORT=1 makes the driver lack the extension. */
+ * call of fn; FAKE_ZE_NO_IMPORT=1 makes the driver lack the extension.
+ * FAKE_ZE_CTX_ALLOC=malloc|mmap: zeContextCreate allocates a 32 MiB buffer
+ * for itself, as real drivers allocate command and staging buffers there,
+ * kept until zeContextDestroy; any call into the driver made meanwhile (a
+ * preloaded allocator discovering the driver or importing the buffer) is
+ * a VIOLATION. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <level_zero/ze_ddi.h>
@@ -215,6 +220,70 @@ static ze_result_t f_device_pci(ze_device_handle_t d, ze_pci_ext_properties_t *p
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
+/* zeContextCreate's own buffer (FAKE_ZE_CTX_ALLOC), allocated with in_call
+ * raised and not under mu, as a driver allocates under its own lock: a
+ * call into the driver from inside the allocation is a VIOLATION (the
+ * ENTRY check), where a real driver would deadlock. */
+#define CTX_BUF ((size_t)32 << 20)
+static struct _ze_context_handle_t {
+	int magic;
+} ctx = {0x7c7c};
+static char *ctx_buf;
+static int ctx_mapped;
+
+static ze_result_t f_context_create(ze_driver_handle_t h,
+				    const ze_context_desc_t *desc,
+				    ze_context_handle_t *c)
+{
+	(void)desc;
+	const char *how = getenv("FAKE_ZE_CTX_ALLOC");
+	if (how && *how && !ctx_buf) {
+		in_call = 1;
+		ctx_mapped = strcmp(how, "mmap") == 0;
+		char *b = ctx_mapped ? mmap(NULL, CTX_BUF, PROT_READ | PROT_WRITE,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+				     : malloc(CTX_BUF);
+		if (b != MAP_FAILED && b != NULL) {
+			memset(b, 0x33, CTX_BUF);
+			ctx_buf = b;
+		}
+		in_call = 0;
+	}
+	ZENTRY("zeContextCreate");
+	NEED_INIT;
+	OWN_DRIVER(h);
+	if (!ctx_buf && how && *how)
+		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+	*c = &ctx;
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_context_destroy(ze_context_handle_t c)
+{
+	{
+		ZENTRY("zeContextDestroy");
+		NEED_INIT;
+		if (c != &ctx)
+			RETURN(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+		pthread_mutex_unlock(&mu);
+	}
+	/* Freed after the call's own work, without in_call: where the
+	 * allocator releases an import of this buffer, it calls in here. */
+	char *b = ctx_buf;
+	ctx_buf = NULL;
+	if (b && ctx_mapped)
+		munmap(b, CTX_BUF);
+	else
+		free(b);
+	return ZE_RESULT_SUCCESS;
+}
+
+/* For test programs: the buffer zeContextCreate allocated (NULL: none). */
+void *fake_ze_ctx_buffer(void)
+{
+	return ctx_buf;
+}
+
 /* For test programs: is [p, p+n) inside one import of this driver? */
 int fake_ze_is_imported(const void *p, size_t n)
 {
@@ -261,6 +330,16 @@ zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t)
 	return ZE_RESULT_SUCCESS;
 }
 
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_context_create;
+	t->pfnDestroy = f_context_destroy;
+	return ZE_RESULT_SUCCESS;
+}
+
 /* The tables this fake does not implement: present, empty. */
 #define STUB(fn, type)                                                        \
 	ZE_DLLEXPORT ze_result_t ZE_APICALL fn(ze_api_version_t v, type *t)   \
@@ -270,7 +349,6 @@ zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t)
 		return ZE_RESULT_SUCCESS;                                     \
 	}
 STUB(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
-STUB(zeGetContextProcAddrTable, ze_context_dditable_t)
 STUB(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)
 STUB(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)
 STUB(zeGetImageProcAddrTable, ze_image_dditable_t)
