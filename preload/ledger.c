@@ -181,9 +181,14 @@ void hp_ledger_attach(void)
 	}
 	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, fd, 0);
+	int err = errno;
 	close(fd);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		hp_log(HP_LOG_WARN, "no ledger: cannot map %s: %s (errno %d); "
+		       "node-wide caps do not apply", path, hp_strerror(err),
+		       err);
 		return;
+	}
 	struct hp_ledger *l = m;
 	uint64_t want = HP_LEDGER_LAYOUT, cur = 0;
 	/* acq_rel: the layout word is the only header field written once */

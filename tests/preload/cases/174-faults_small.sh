@@ -119,4 +119,47 @@ if env --default-signal=INT true 2>/dev/null; then
 else echo "SKIP: env --default-signal missing (coreutils < 8.31): SIGINT to the launcher not tested"; fi
 unset HOSTPIN_LEDGER
 
+# -- mmap failing for hostpin's own metadata.  Injects: RLIMIT_AS set by the
+# program itself a little above what it maps (slack 0..16 MiB), so that a
+# block's own mapping fits but the registry's node chunk (2 MiB) or record
+# pool (64 KiB) for it does not, under the device default and mlock.  Must
+# hold: every malloc/calloc/posix_memalign/mmap succeeds (served untracked
+# by glibc when hostpin cannot track it) or fails with ENOMEM; the data
+# stays, free and munmap work, exit 0; one message says why ("no memory for
+# hostpin's own records").
+build metafail metafail.c
+why=0 mfails=
+for be in auto mlock; do
+	for slack in 0 512 1024 1536 2048 2560 3072 4096 6144 8192 16384; do
+		out=$(env $P HOSTPIN_BACKEND=$be HOSTPIN_LEDGER=off "$B/metafail" $slack 2>&1); rc=$?
+		[ $rc -eq 0 ] || mfails="$mfails $be/$slack:rc$rc"
+		n=$(echo "$out" | grep -c "cannot track")
+		[ "$n" -le 1 ] || mfails="$mfails $be/$slack:$n-messages"
+		echo "$out" | grep -q "cannot track .*: no memory for hostpin's own records" && why=$((why + 1))
+	done
+done
+if [ -z "$mfails" ] && [ $why -gt 0 ]; then
+	ok "mmap failing for hostpin's metadata (RLIMIT_AS, 22 limits): allocations served or ENOMEM, data kept, exit 0; the reason said once ($why runs hit it)"
+else bad "mmap failing for hostpin's metadata: ${mfails:-no run said why (no memory for the records)}"; fi
+# The ledger's mapping refused (prlimit --as from the start, scanned up in
+# 32 KiB steps from where the program cannot even load to where the ledger
+# maps): in each limit where hostpin runs without it, the process says why
+# once and its large allocations work.
+if command -v prlimit > /dev/null; then
+	hit=0 mfails=
+	for kb in $(seq 2048 32 8192); do
+		out=$(prlimit --as=$((kb * 1024)) env $P HOSTPIN_LOG=info HOSTPIN_LEDGER="$sd/led" "$B/metafail" - 2>&1); rc=$?
+		echo "$out" | grep -q "ready: backend" || continue # cannot load at all
+		echo "$out" | grep -q "ledger $sd/led, slot" && break
+		hit=$((hit + 1))
+		[ $rc -eq 0 ] || mfails="$mfails ${kb}K:rc$rc"
+		[ "$(echo "$out" | grep -c "no ledger: cannot map $sd/led: Cannot allocate memory")" = 1 ] ||
+			mfails="$mfails ${kb}K:no-reason"
+	done
+	if [ $hit -gt 0 ] && [ -z "$mfails" ]; then
+		ok "the ledger's mapping refused (prlimit --as, $hit limits): said once, large allocations work, exit 0"
+	elif [ $hit -eq 0 ]; then echo "SKIP: no prlimit --as step fell between loading and mapping the ledger"
+	else bad "the ledger's mapping refused (prlimit --as):$mfails"; fi
+else echo "SKIP: no prlimit (util-linux): the ledger under RLIMIT_AS not tested"; fi
+
 rm -rf "$sd"
