@@ -162,4 +162,39 @@ if command -v prlimit > /dev/null; then
 	else bad "the ledger's mapping refused (prlimit --as):$mfails"; fi
 else echo "SKIP: no prlimit (util-linux): the ledger under RLIMIT_AS not tested"; fi
 
+# -- A process at RLIMIT_NOFILE.  Injects: prlimit --nofile=32, and the
+# program opens /dev/null until EMFILE before its large allocations.  Must
+# hold: hostpin's own opens fail cleanly: every malloc/calloc/mmap of 2..64
+# MiB works, exit 0 (device default, mlock, and a log file plus the report).
+build nofile nofile.c
+if command -v prlimit > /dev/null; then
+	for e in "HOSTPIN_BACKEND=auto" "HOSTPIN_BACKEND=mlock" "HOSTPIN_LOG_FILE=$sd/nf.log HOSTPIN_STATS=1"; do
+		out=$(prlimit --nofile=32 env $P $e "$B/nofile" 2>&1); rc=$?
+		if [ $rc -eq 0 ]; then ok "at RLIMIT_NOFILE ($e): large allocations work, exit 0"
+		else bad "at RLIMIT_NOFILE ($e): rc $rc: $(echo "$out" | tail -2)"; fi
+	done
+	# A sysfs read that failed only for want of a descriptor is asked again,
+	# not taken as "no" for the life of the process: block A is made at
+	# EMFILE, block B after the program closed its descriptors.  Must hold:
+	# B gets huge pages (THP madvise mode) and NUMA placement (an injected
+	# two-node topology), as it would have without the fault.
+	if grep -q '\[never\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
+		[ ! -e /sys/kernel/mm/transparent_hugepage/enabled ]; then
+		echo "SKIP: transparent huge pages off here: huge pages after EMFILE not tested"
+	else
+		out=$(prlimit --nofile=32 env $P "$B/nofile" again 2>&1)
+		case "$out" in
+		*"B huge"*) ok "a block after EMFILE passed gets huge pages (MADV_HUGEPAGE)" ;;
+		*) bad "a block after EMFILE passed gets huge pages: $out" ;;
+		esac
+	fi
+	nr=$sd/numa; mkdir -p "$nr/sys/devices/system/node" "$nr/sys/kernel/mm/transparent_hugepage"
+	echo 0-1 > "$nr/sys/devices/system/node/has_memory"
+	echo 'always [madvise] never' > "$nr/sys/kernel/mm/transparent_hugepage/enabled"
+	out=$(prlimit --nofile=32 env $P HOSTPIN_SYSFS_ROOT="$nr" HOSTPIN_LOG=debug "$B/nofile" again 2>&1)
+	if echo "$out" | grep -q "numa: block .* (4194304 bytes) on node"; then
+		ok "a block after EMFILE passed is placed on a NUMA node (two nodes injected)"
+	else bad "a block after EMFILE passed is placed on a NUMA node: no placement: $(echo "$out" | grep -v HOSTPIN_ | tail -2)"; fi
+else echo "SKIP: no prlimit (util-linux): RLIMIT_NOFILE not tested"; fi
+
 rm -rf "$sd"
