@@ -13,6 +13,7 @@ poll() {
 	done
 }
 sd=$(mktemp -d)
+export HOSTPIN_LEDGER=$sd/ledger # this case's own: nothing else's slots
 
 # -- /proc/self/mountinfo read whole. Injects (HOSTPIN_SYSFS_ROOT) the
 # mountinfo of a Kubernetes node: 2,600 mounts (~480 KiB: pods' overlays,
@@ -85,7 +86,6 @@ done
 # prints the merged report.  Readiness is polled (the job writes its pid);
 # the only limit is a generous one for a launcher that never ends (unfixed:
 # it swallowed the signal and waited for a job that ran on).
-export HOSTPIN_LEDGER=$sd/ledger
 # launched SIG TRAP WANT-RC [PREFIX...]: TRAP 1: the job traps SIG and exits 7
 launched() {
 	local sig=$1 trap=$2 want=$3; shift 3
@@ -117,7 +117,6 @@ launched HUP 1 7
 if env --default-signal=INT true 2>/dev/null; then
 	launched INT 1 7 env --default-signal=INT
 else echo "SKIP: env --default-signal missing (coreutils < 8.31): SIGINT to the launcher not tested"; fi
-unset HOSTPIN_LEDGER
 
 # -- mmap failing for hostpin's own metadata.  Injects: RLIMIT_AS set by the
 # program itself a little above what it maps (slack 0..16 MiB), so that a
@@ -199,4 +198,5 @@ if command -v prlimit > /dev/null; then
 	else bad "a block after EMFILE passed is placed on a NUMA node: no placement: $(echo "$out" | grep -v HOSTPIN_ | tail -2)"; fi
 else echo "SKIP: no prlimit (util-linux): RLIMIT_NOFILE not tested"; fi
 
+unset HOSTPIN_LEDGER
 rm -rf "$sd"
