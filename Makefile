@@ -53,9 +53,9 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-$(B)/hostpin-status: status/hostpin-status.c preload/ledger.h $(PRELOAD_HDR)
+$(B)/hostpin-status: status/hostpin-status.c status/run.c status/run.h preload/ledger.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
-	$(CC) $(WARN) $(CFLAGS) -o $@ status/hostpin-status.c
+	$(CC) $(WARN) $(CFLAGS) -o $@ status/hostpin-status.c status/run.c
 
 $(B)/hostpin: scripts/hostpin VERSION
 	@mkdir -p $(B)

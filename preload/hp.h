@@ -66,7 +66,15 @@ HP_HIDDEN void hp_limits_log(void);
 
 /* ---- logging (log.c): never allocates, never recurses ---- */
 HP_HIDDEN extern int hp_log_level;
-HP_HIDDEN extern int hp_log_fd;
+/* The log's descriptor: 2, or one of hostpin's own (high, close-on-exec);
+ * write through hp_log_target(). */
+HP_HIDDEN extern _Atomic int hp_log_fd;
+/* Log to fd from now on, remembering which file it is. */
+HP_HIDDEN void hp_log_use(int fd);
+/* hp_log_fd, checked to be the same file still (a program that closed it
+ * may have opened its own under the number): if not, the log file opened
+ * again, or stderr. */
+HP_HIDDEN int hp_log_target(void);
 HP_HIDDEN int hp_fmt(char *buf, size_t cap, const char *fmt, va_list ap);
 HP_HIDDEN int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -61,7 +61,7 @@ void hp_init_slow(void)
 		 * and close-on-exec, out of the program's way. */
 		int fd = fcntl(2, F_DUPFD_CLOEXEC, 1000);
 		if (fd >= 0)
-			hp_log_fd = fd;
+			hp_log_use(fd);
 	}
 	int st = HP_ST_READY;
 	if (bad && hp_opt[HP_OPT_STRICT])

@@ -199,8 +199,10 @@ static struct hp_ledger *map_checked(int fd, const char *path)
 	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
-		hp_log(HP_LOG_WARN, "no ledger: cannot map %s (errno %d); "
-		       "node-wide caps do not apply", path, errno);
+		int err = errno;
+		hp_log(HP_LOG_WARN, "no ledger: cannot map %s: %s (errno %d); "
+		       "node-wide caps do not apply", path, hp_strerror(err),
+		       err);
 		return NULL;
 	}
 	struct hp_ledger *l = m;

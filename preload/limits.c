@@ -29,17 +29,26 @@ static const char *inj_root(void)
 	return r ? r : "";
 }
 
-/* Read a whole small file into rbuf, NUL-terminated; length or -1. */
-static ssize_t slurp(const char *path)
+/* Open path read-only, under HOSTPIN_SYSFS_ROOT when it is set. */
+static int open_inj(const char *path)
 {
 	char full[PATH_CAP + 320];
 	if (path[0] == '/' && *inj_root()) {
 		if (hp_snprintf(full, sizeof(full), "%s%s", inj_root(), path) >=
-		    (int)sizeof(full))
+		    (int)sizeof(full)) {
+			errno = ENAMETOOLONG;
 			return -1;
+		}
 		path = full;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Read a whole small file (a cgroup file, /proc/self/cgroup) into rbuf,
+ * NUL-terminated; length or -1. */
+static ssize_t slurp(const char *path)
+{
+	int fd = open_inj(path);
 	if (fd < 0)
 		return -1;
 	size_t n = 0;
@@ -56,6 +65,53 @@ static ssize_t slurp(const char *path)
 	close(fd);
 	rbuf[n] = '\0';
 	return (ssize_t)n;
+}
+
+/* Call fn on each line of path (NUL-terminated, its newline removed) until
+ * fn returns nonzero, reading the file in pieces through rbuf: a file of
+ * any length (mountinfo on a Kubernetes node holds thousands of mounts,
+ * hundreds of KiB), lines split across two reads put back together.  A
+ * line longer than rbuf is skipped whole.  0, or -1 if it cannot be
+ * opened. */
+static int each_line(const char *path, int (*fn)(char *line, void *arg),
+		     void *arg)
+{
+	int fd = open_inj(path);
+	if (fd < 0)
+		return -1;
+	size_t have = 0; /* bytes of a partial line at the front of rbuf */
+	int skip = 0;	 /* inside an overlong line: drop up to its end */
+	for (;;) {
+		ssize_t r = read(fd, rbuf + have, sizeof(rbuf) - 1 - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break; /* what was read counts; the rest is unknown */
+		char *l = rbuf, *end = rbuf + have + (size_t)r;
+		char *nl;
+		while ((nl = memchr(l, '\n', (size_t)(end - l)))) {
+			*nl = '\0';
+			if (!skip && fn(l, arg)) {
+				close(fd);
+				return 0;
+			}
+			skip = 0;
+			l = nl + 1;
+		}
+		if (r == 0) { /* end of file: a last line without newline */
+			*end = '\0';
+			if (l < end && !skip)
+				fn(l, arg);
+			break;
+		}
+		have = (size_t)(end - l);
+		if (have == sizeof(rbuf) - 1)
+			skip = 1, have = 0; /* no newline in a full buffer */
+		else
+			memmove(rbuf, l, have);
+	}
+	close(fd);
+	return 0;
 }
 
 /* Parse an unsigned decimal at s; UINT64_MAX for "max" or garbage. */
@@ -78,6 +134,57 @@ static void copy(char *out, size_t cap, const char *s, size_t n)
 		n = cap - 1;
 	memcpy(out, s, n);
 	out[n] = '\0';
+}
+
+/* The mount of a cgroup hierarchy in /proc/self/mountinfo: v1 with the
+ * controller ctl among its super options, or v2 (ctl NULL). */
+struct mnt_find {
+	const char *ctl;
+	char *root, *mnt; /* PATH_CAP each: the mount's root and mount point */
+	int found;
+};
+
+/* One mountinfo line: id parent maj:min root mountpoint opts... - fstype
+ * src super.  Nonzero (stop) once the mount is found. */
+static int mnt_line(char *l, void *arg)
+{
+	struct mnt_find *m = arg;
+	const char *ctl = m->ctl;
+	char *f[5];
+	char *s = l;
+	int k = 0;
+	for (; k < 5 && s; k++) {
+		f[k] = s;
+		s = strchr(s, ' ');
+		if (s)
+			*s++ = '\0';
+	}
+	char *dash = s ? strstr(s, " - ") : NULL;
+	if (k < 5 || !dash)
+		return 0;
+	char *fs = dash + 3, *src = strchr(fs, ' ');
+	char *sup = src ? strchr(src + 1, ' ') : NULL;
+	if (src)
+		*src = '\0';
+	if (!ctl && strcmp(fs, "cgroup2") == 0) {
+		m->found = 1;
+	} else if (ctl && strcmp(fs, "cgroup") == 0 && sup) {
+		size_t cl = strlen(ctl);
+		for (char *o = sup + 1; *o;) {
+			char *e = strchr(o, ',');
+			size_t ol = e ? (size_t)(e - o) : strlen(o);
+			if (ol == cl && memcmp(o, ctl, cl) == 0)
+				m->found = 1;
+			if (!e)
+				break;
+			o = e + 1;
+		}
+	}
+	if (m->found) {
+		copy(m->root, PATH_CAP, f[3], strlen(f[3]));
+		copy(m->mnt, PATH_CAP, f[4], strlen(f[4]));
+	}
+	return m->found;
 }
 
 /* The directory of this process's cgroup for a v1 controller (ctl set), or
@@ -120,53 +227,9 @@ static int cg_dir(const char *ctl, char *out, size_t cap, size_t *mntlen)
 		}
 		l = nl ? nl + 1 : l + len;
 	}
-	if (!found || slurp("/proc/self/mountinfo") <= 0)
-		return ENOENT;
-	found = 0;
-	for (char *l = rbuf; *l && !found;) {
-		char *nl = strchr(l, '\n');
-		if (nl)
-			*nl = '\0';
-		/* id parent maj:min root mountpoint opts... - fstype src super */
-		char *f[5];
-		char *s = l;
-		int k = 0;
-		for (; k < 5 && s; k++) {
-			f[k] = s;
-			s = strchr(s, ' ');
-			if (s)
-				*s++ = '\0';
-		}
-		char *dash = s ? strstr(s, " - ") : NULL;
-		if (k == 5 && dash) {
-			char *fs = dash + 3, *src = strchr(fs, ' ');
-			char *sup = src ? strchr(src + 1, ' ') : NULL;
-			if (src)
-				*src = '\0';
-			if (!ctl && strcmp(fs, "cgroup2") == 0) {
-				found = 1;
-			} else if (ctl && strcmp(fs, "cgroup") == 0 && sup) {
-				size_t cl = strlen(ctl);
-				for (char *o = sup + 1; *o;) {
-					char *e = strchr(o, ',');
-					size_t ol = e ? (size_t)(e - o) : strlen(o);
-					if (ol == cl && memcmp(o, ctl, cl) == 0)
-						found = 1;
-					if (!e)
-						break;
-					o = e + 1;
-				}
-			}
-			if (found) {
-				copy(root, sizeof(root), f[3], strlen(f[3]));
-				copy(mnt, sizeof(mnt), f[4], strlen(f[4]));
-			}
-		}
-		if (!nl)
-			break;
-		l = nl + 1;
-	}
-	if (!found)
+	struct mnt_find m = {ctl, root, mnt, 0};
+	if (!found || each_line("/proc/self/mountinfo", mnt_line, &m) ||
+	    !m.found)
 		return ENOENT;
 	const char *r = rel;
 	size_t rl = strlen(root);

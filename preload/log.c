@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hp.h"
 
 int hp_log_level = HP_LOG_WARN;
-int hp_log_fd = 2;
+_Atomic int hp_log_fd = 2;
 /* The expanded HOSTPIN_LOG_FILE path while logging to it; set once by
  * init before any other thread can log. */
 static char log_path[512];
@@ -172,6 +173,101 @@ const char *hp_strerror(int e)
 	}
 }
 
+/* The log's own descriptors sit at or above this number, out of the way of
+ * programs that dup2 onto low numbers. */
+#define LOG_FD_MIN 1000
+/* Which file hp_log_fd was opened on (when it is not stderr): a program that
+ * closes every descriptor it did not open and then opens its own file (a
+ * checkpoint) may get the log's number; a log line there is lost data. */
+static _Atomic uint64_t log_dev, log_ino;
+/* Set while one thread finds a new descriptor for the log. */
+static _Atomic int log_fixing;
+
+/* fd moved to a high, close-on-exec number (or fd itself if it cannot be). */
+static int log_high(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, LOG_FD_MIN);
+	if (h < 0)
+		return fd;
+	close(fd);
+	return h;
+}
+
+void hp_log_use(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return; /* keep the log where it was */
+	/* relaxed: a reader that sees a mix of old and new takes the slow
+	 * path in hp_log_target, which checks again under log_fixing */
+	atomic_store_explicit(&log_dev, (uint64_t)st.st_dev, memory_order_relaxed);
+	atomic_store_explicit(&log_ino, (uint64_t)st.st_ino, memory_order_relaxed);
+	/* release: pairs with the acquire in hp_log_target */
+	atomic_store_explicit(&hp_log_fd, fd, memory_order_release);
+}
+
+/* fd is still the file the log was opened on. */
+static int log_ours(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 &&
+	       (uint64_t)st.st_dev == atomic_load_explicit(&log_dev,
+							  memory_order_relaxed) &&
+	       (uint64_t)st.st_ino == atomic_load_explicit(&log_ino,
+							  memory_order_relaxed);
+}
+
+int hp_log_target(void)
+{
+	/* acquire: pairs with the release in hp_log_use */
+	int fd = atomic_load_explicit(&hp_log_fd, memory_order_acquire);
+	if (fd == 2 || log_ours(fd))
+		return fd;
+	/* Closed by the program, and perhaps its own file under the number
+	 * now: never write there.  One thread reopens the log file (append)
+	 * at a new high number; meanwhile the others use stderr. */
+	if (atomic_exchange_explicit(&log_fixing, 1, memory_order_acquire))
+		return 2;
+	fd = atomic_load_explicit(&hp_log_fd, memory_order_acquire);
+	if (fd != 2 && !log_ours(fd)) {
+		int nfd = -1, err = EBADF;
+		if (log_path[0]) {
+			nfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND |
+						 O_CLOEXEC | O_NOFOLLOW, 0644);
+			err = errno;
+		}
+		if (nfd >= 0) {
+			nfd = log_high(nfd);
+			hp_log_use(nfd);
+		}
+		if (nfd < 0 || atomic_load_explicit(&hp_log_fd,
+						    memory_order_relaxed) != nfd) {
+			if (nfd >= 0)
+				close(nfd);
+			/* release: as in hp_log_use */
+			atomic_store_explicit(&hp_log_fd, 2, memory_order_release);
+			if (log_path[0]) {
+				char buf[768];
+				int m = hp_snprintf(
+				    buf, sizeof(buf),
+				    "hostpin[%d]: the program closed hostpin's "
+				    "descriptor of HOSTPIN_LOG_FILE=%s and it "
+				    "cannot be opened again: %s (errno %d); "
+				    "logging to stderr from now on\n",
+				    (int)getpid(), log_path,
+				    hp_file_reason(err), err);
+				hp_write_all(2, buf,
+					     (size_t)m < sizeof(buf)
+						 ? (size_t)m
+						 : sizeof(buf) - 1);
+			}
+		}
+	}
+	fd = atomic_load_explicit(&hp_log_fd, memory_order_acquire);
+	atomic_store_explicit(&log_fixing, 0, memory_order_release);
+	return fd;
+}
+
 /* Where a log line goes: the log file, or stderr once that has failed. */
 void hp_log_write(const char *s, size_t n)
 {
@@ -180,7 +276,7 @@ void hp_log_write(const char *s, size_t n)
 		hp_write_all(2, s, n);
 		return;
 	}
-	int err = hp_write_all(hp_log_fd, s, n);
+	int err = hp_write_all(hp_log_target(), s, n);
 	if (err == 0 || !log_path[0])
 		return; /* stderr itself failed: nowhere left to say so */
 	if (atomic_exchange_explicit(&log_broken, 1, memory_order_relaxed)) {
@@ -299,5 +395,5 @@ void hp_log_open(void)
 		return;
 	}
 	memcpy(log_path, path, sizeof(log_path));
-	hp_log_fd = fd;
+	hp_log_use(log_high(fd));
 }

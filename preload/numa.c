@@ -85,6 +85,14 @@ static int last_node(const char *s)
 	return v > last ? v : last;
 }
 
+/* A sysfs read failed for want of a descriptor or memory (a process at
+ * RLIMIT_NOFILE): ask again next time rather than keep the answer "no" for
+ * the life of the process. */
+static int passing(void)
+{
+	return errno == EMFILE || errno == ENFILE || errno == ENOMEM;
+}
+
 /* Nodes with memory: 1 on a one-node machine (nothing to place). */
 static int nodes(void)
 {
@@ -95,9 +103,12 @@ static int nodes(void)
 	char path[300], buf[256];
 	v = 1;
 	if (hp_sys_path(path, sizeof(path),
-			"/sys/devices/system/node/has_memory") == 0 &&
-	    hp_sys_read(path, buf, sizeof(buf)) > 0)
-		v = last_node(buf) + 1;
+			"/sys/devices/system/node/has_memory") == 0) {
+		if (hp_sys_read(path, buf, sizeof(buf)) > 0)
+			v = last_node(buf) + 1;
+		else if (passing())
+			return 1; /* not cached */
+	}
 	if (v < 1 || v > MAX_NODES)
 		v = 1;
 	atomic_store_explicit(&n, v, memory_order_relaxed);
@@ -188,10 +199,15 @@ int hp_thp_ok(void)
 	if (m == 0) {
 		char path[300], buf[128];
 		m = -1;
+		int got = -1;
 		if (hp_sys_path(path, sizeof(path),
 				"/sys/kernel/mm/transparent_hugepage/enabled") ==
-			0 &&
-		    hp_sys_read(path, buf, sizeof(buf)) > 0 &&
+			0) {
+			got = hp_sys_read(path, buf, sizeof(buf));
+			if (got < 0 && passing())
+				return 0; /* not cached: ask again */
+		}
+		if (got > 0 &&
 		    (strstr(buf, "[always]") || strstr(buf, "[madvise]")))
 			m = 1;
 		atomic_store_explicit(&mode, m, memory_order_relaxed);

@@ -280,6 +280,13 @@ void hp_count_track(unsigned kind, size_t len, int add)
 	}
 }
 
+const char *hp_track_reason(int e)
+{
+	return e == ENOMEM ? "no memory for hostpin's own records of it (a "
+			     "registry node or record cannot be mapped)"
+			   : hp_strerror(e);
+}
+
 int hp_track(uintptr_t base, size_t len, unsigned kind)
 {
 	return hp_track_as(base, len, kind, 0, 0);
@@ -291,9 +298,9 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 	hp_rec_t *r;
 	int e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r);
 	if (e) {
-		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p "
-			    "(errno %d): left to the system", len,
-			    (void *)base, e);
+		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p: %s "
+			    "(errno %d); left to the system, untracked", len,
+			    (void *)base, hp_track_reason(e), e);
 		return e;
 	}
 	hp_track_rec(r, base, len, kind, carry, copies);

@@ -234,9 +234,10 @@ static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
 		/* untracked from now on, so it must not stay pinned */
 		part_unpin(dev, sb, pa, &why);
 		part_unpin(dev, pb, se, &why);
-		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p "
-			    "(errno %d): left to the system, unpinned",
-			    (size_t)(se - sb), (void *)sb, e);
+		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p: %s "
+			    "(errno %d); left to the system, unpinned",
+			    (size_t)(se - sb), (void *)sb, hp_track_reason(e),
+			    e);
 		return;
 	}
 	atomic_store_explicit(&n->user[HP_U_FLAGS],

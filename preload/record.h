@@ -117,6 +117,9 @@ HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);
 /* Insert and pin a range we own or track; 0 or an errno. */
 HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
+/* Why hp_track failed, for its one message (ENOMEM: the registry's own
+ * mappings failed). */
+HP_HIDDEN const char *hp_track_reason(int e);
 /* hp_track for a range that continues another (a survivor of a partial
  * unmap, a block or mapping moved by realloc or mremap): its flags carry
  * over (HP_F_CHURN: tracked, never pinned), and so does its copy count

@@ -217,7 +217,7 @@ void hp_stats_report(void)
 				     (unsigned long long)atomic_load_explicit(
 					 &reasons[i].n, memory_order_relaxed));
 		}
-		hp_sites_report(hp_log_fd);
+		hp_sites_report(hp_log_target());
 	}
 	if (hp_optstr[HP_OPT_STATS_FILE][0]) {
 		char path[512];

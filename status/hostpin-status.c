@@ -6,6 +6,8 @@
  *   hostpin-status --report JOB                  the merged report of the
  *                                                processes of launcher JOB;
  *                                                their slots are freed
+ *   hostpin-status --run PRELOAD -- CMD...       the launcher's --stats: run
+ *                                                CMD (run.c), then report
  * HOSTPIN_LEDGER names the ledger file, as for the library. */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "../preload/ledger.h"
+#include "run.h"
 
 /* ledger.h's helper formats with the library's hp_snprintf. */
 int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
@@ -310,6 +313,13 @@ int main(int argc, char **argv)
 {
 	int all = 0, watch = 0, job = 0, count = 0;
 	const char *tot = NULL;
+	if (argc >= 5 && !strcmp(argv[1], "--run") && !strcmp(argv[3], "--")) {
+		int rc = hp_run_job(argv[2], argv + 4);
+		struct hp_ledger *l = open_ledger(1);
+		if (l)
+			report(l, (int)getpid());
+		return rc;
+	}
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--all"))
 			all = 1;

@@ -2,7 +2,10 @@
  * expansion. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -46,6 +49,30 @@ START_TEST(paths_expand_the_pid)
 }
 END_TEST
 
+/* A log descriptor the program closed and reused for a file of its own is
+ * never written (the log goes to stderr when no log file can be opened
+ * again). */
+START_TEST(log_never_writes_into_a_reused_descriptor)
+{
+	char a[] = "/tmp/hp-log-a-XXXXXX", b[] = "/tmp/hp-log-b-XXXXXX";
+	int fa = mkstemp(a);
+	ck_assert_int_ge(fa, 0);
+	hp_log_use(fa);
+	ck_assert_int_eq(hp_log_target(), fa);
+	close(fa);
+	int fb = mkstemp(b); /* the lowest free number: the log's */
+	ck_assert_int_eq(fb, fa);
+	ck_assert_int_eq(hp_log_target(), 2);
+	hp_log_write("hostpin[unit]: this line goes to stderr\n", 40);
+	struct stat st;
+	ck_assert_int_eq(fstat(fb, &st), 0);
+	ck_assert_int_eq((int)st.st_size, 0);
+	close(fb);
+	unlink(a);
+	unlink(b);
+}
+END_TEST
+
 Suite *log_suite(void)
 {
 	Suite *s = suite_create("log");
@@ -53,6 +80,7 @@ Suite *log_suite(void)
 	tcase_add_test(t, formatter_matches_printf_for_what_it_supports);
 	tcase_add_test(t, formatter_truncates_without_overflow);
 	tcase_add_test(t, paths_expand_the_pid);
+	tcase_add_test(t, log_never_writes_into_a_reused_descriptor);
 	suite_add_tcase(s, t);
 	return s;
 }
