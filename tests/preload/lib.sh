@@ -65,6 +65,15 @@ run() {
 		bad "$name"; echo "$out" | tail -15 | sed 's/^/    /'; fi
 }
 P="LD_PRELOAD=$LIB"
+# poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
+# wait that decides the result)
+poll() {
+	local end=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}
 
 # ---- the fake drivers' logs, and running programs over them ----
 # fakelog LOG [live]: the fake driver saw no violation, no overlapping

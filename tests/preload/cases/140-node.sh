@@ -6,15 +6,6 @@
 P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
 ST=$top/build/hostpin-status
 HP=$top/build/hostpin
-# poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
-# wait that decides the result)
-poll() {
-	local end=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
 
 # A memory cgroup of 3 GiB holding this shell's child, v1 or v2; echoes the
 # directory, or nothing if neither can be made.

@@ -3,15 +3,6 @@
 # closes every descriptor, the launcher signalled, mmap failing for
 # hostpin's own metadata, a process at RLIMIT_NOFILE ----
 HP=$top/build/hostpin
-# poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
-# wait that decides the result)
-poll() {
-	local end=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
 sd=$(mktemp -d)
 export HOSTPIN_LEDGER=$sd/ledger # this case's own: nothing else's slots
 
