@@ -133,17 +133,11 @@ static inline uint64_t hp_proc_start(int pid) /* 0: this process */
 		hp_snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	else
 		hp_snprintf(path, sizeof(path), "/proc/self/stat");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? 0 : HP_START_UNKNOWN;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	int err = errno;
-	close(fd);
-	if (n < 0 && err == ESRCH)
+	ssize_t n = hp_read_small(path, buf, sizeof(buf));
+	if (n < 0 && (errno == ENOENT || errno == ESRCH))
 		return 0;
 	if (n <= 0)
 		return HP_START_UNKNOWN;
-	buf[n] = '\0';
 	/* the command (field 2) may hold spaces and parentheses: fields are
 	 * counted from the last ')' */
 	char *p = strrchr(buf, ')');
