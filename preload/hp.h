@@ -52,9 +52,10 @@ HP_HIDDEN extern char hp_optstr[HP_OPT_COUNT][256]; /* STR values */
 /* Parse one value; 0, or EINVAL with *expect set to what was expected. */
 HP_HIDDEN int hp_opt_parse(int i, const char *s, uint64_t *out,
 			   const char **expect);
-/* Read every knob from the environment (secure_getenv), set the log level
- * and open HOSTPIN_LOG_FILE, then report each invalid value (that knob keeps
- * its default) and each unknown HOSTPIN_* variable.  Returns how many. */
+/* Read every knob from the environment (secure_getenv; the percent knobs
+ * last: their base is read under HOSTPIN_SYSFS_ROOT), set the log level and
+ * open HOSTPIN_LOG_FILE, then report each invalid value (that knob keeps its
+ * default) and each unknown HOSTPIN_* variable.  Returns how many. */
 HP_HIDDEN int hp_options_load(void);
 /* The known HOSTPIN_* name (without the prefix) closest to name[0..len) by
  * edit distance; whether name[0..len) is known. */
