@@ -70,10 +70,11 @@ void hp_cuda_forget(struct hp_rec *r);
 /* copy.c, the fork child handler: the pair locks are free again (a thread
  * of the parent may have held one at the fork; it does not exist here). */
 void hp_copy_fork_child(void);
-/* coverage.c: 0 if every copy entry point the loaded objects carry is one
- * hostpin guards (or the backend registers nothing with a device, or
- * HOSTPIN_COVERAGE=ignore); else non-zero with *why set. */
-int hp_coverage_ok(const hp_backend_t *b, const char **why);
+/* coverage.c: non-zero, with *why set, when registering must be refused: a
+ * loaded object carries a copy entry point hostpin does not guard; 0 when
+ * every one is guarded, the backend registers nothing with a device, or
+ * HOSTPIN_COVERAGE=ignore. */
+int hp_coverage_refuses(const hp_backend_t *b, const char **why);
 /* Look at the loaded objects again if blocks are registered (the check
  * unregisters them if it newly fails); and whether the last look failed. */
 void hp_coverage_poll(void);

@@ -39,22 +39,23 @@ static size_t cache_bytes;
 
 #define CACHE_IDLE_MAX_BLOCK ((size_t)32 << 20)
 
-/* The cap for a block of len bytes.  While nothing is pinned the cache
- * behaves like glibc's heap: blocks up to 32 MiB (glibc's largest dynamic
- * mmap threshold), 64 MiB in all; larger ones are unmapped at once, as
- * glibc unmaps its mmapped chunks, so caching them cannot thrash. */
+/* The cap for a block of len bytes.  While the device is not in use (no
+ * block pinned, no device copy seen) the cache behaves like glibc's heap:
+ * blocks up to 32 MiB (glibc's largest dynamic mmap threshold), 64 MiB in
+ * all; larger ones are unmapped at once, as glibc unmaps its mmapped
+ * chunks, so caching them cannot thrash. */
 static size_t cache_cap(size_t len)
 {
 	size_t cap = (size_t)hp_opt[HP_OPT_CACHE];
-	/* Device copies seen count as pinning: a block freed before its
+	/* Device copies seen count, not only pins: a block freed before its
 	 * HOSTPIN_PIN_AFTER-th copy keeps its count in the cache, so the next
 	 * step's buffer of that size, served from it, is registered. */
-	int pinning = hp_backend != &hp_backend_none && !hp_in_child &&
-		      (atomic_load_explicit(&hp_ctr.pinned_blocks_now,
-					    memory_order_relaxed) > 0 ||
-		       atomic_load_explicit(&hp_ctr.copies_seen,
-					    memory_order_relaxed) > 0);
-	if (pinning)
+	int device_in_use =
+	    hp_backend != &hp_backend_none && !hp_in_child &&
+	    (atomic_load_explicit(&hp_ctr.pinned_blocks_now,
+				  memory_order_relaxed) > 0 ||
+	     atomic_load_explicit(&hp_ctr.copies_seen, memory_order_relaxed) > 0);
+	if (device_in_use)
 		return cap;
 	if (len > CACHE_IDLE_MAX_BLOCK)
 		return 0;
@@ -259,7 +260,7 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	size_t cap = cache_cap(s->len);
 	if (!decay_ns() || (hp_rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
 		return 0;
-	/* the node's budget matters once blocks are pinned; idle caches are
+	/* the node's budget matters once the device is in use; idle caches are
 	 * small (cache_cap) and skip the ledger scan */
 	size_t room = cap > CACHE_IDLE_CAP ? node_room() : cap;
 	int node_bound = room < cap;

@@ -109,7 +109,7 @@ static unsigned long long cov_gen = ~0ull; /* objects last scanned */
 static int cov_bad;                          /* what that scan found */
 static _Atomic int cov_bad_pub;              /* cov_bad, read without cov_mu */
 
-int hp_coverage_ok(const hp_backend_t *b, const char **why)
+int hp_coverage_refuses(const hp_backend_t *b, const char **why)
 {
 	if (b == &hp_backend_auto)
 		b = hp_backend_auto_chosen();
@@ -122,7 +122,7 @@ int hp_coverage_ok(const hp_backend_t *b, const char **why)
 	unsigned long long gen = hp_dl_generation();
 	if (gen != cov_gen) {
 		memset(&sc, 0, sizeof(sc));
-		sc.self = (uintptr_t)hp_coverage_ok;
+		sc.self = (uintptr_t)hp_coverage_refuses;
 		dl_iterate_phdr(each_obj, &sc);
 		cov_gen = gen;
 		if (sc.name && !cov_bad) {
@@ -158,7 +158,7 @@ void hp_coverage_poll(void)
 				 memory_order_relaxed) == 0 ||
 	    hp_opt[HP_OPT_COVERAGE] == 1 || hp_in_child)
 		return;
-	HP_GUARDED(hp_coverage_ok(hp_backend, &why));
+	HP_GUARDED(hp_coverage_refuses(hp_backend, &why));
 }
 
 int hp_coverage_bad(void)

@@ -2,10 +2,14 @@
 #ifndef HP_HP_H
 #define HP_HP_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "../registry/registry.h"
 
@@ -48,19 +52,24 @@ HP_HIDDEN extern char hp_optstr[HP_OPT_COUNT][256]; /* STR values */
 /* Parse one value; 0, or EINVAL with *expect set to what was expected. */
 HP_HIDDEN int hp_opt_parse(int i, const char *s, uint64_t *out,
 			   const char **expect);
-/* Read every knob from the environment (secure_getenv), set the log level
- * and open HOSTPIN_LOG_FILE, then report each invalid value (that knob keeps
- * its default) and each unknown HOSTPIN_* variable.  Returns how many. */
+/* Read every knob from the environment (secure_getenv; the percent knobs
+ * last: their base is read under HOSTPIN_SYSFS_ROOT), set the log level and
+ * open HOSTPIN_LOG_FILE, then report each invalid value (that knob keeps its
+ * default) and each unknown HOSTPIN_* variable.  Returns how many. */
 HP_HIDDEN int hp_options_load(void);
 /* The known HOSTPIN_* name (without the prefix) closest to name[0..len) by
  * edit distance; whether name[0..len) is known. */
 HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);
 HP_HIDDEN int hp_opt_known(const char *name, size_t len);
 HP_HIDDEN void hp_options_dump(void);
+/* path under HOSTPIN_SYSFS_ROOT (test only: /sys and the cgroup files of
+ * an injected machine), into out; 0 or ENAMETOOLONG.  The one place the
+ * test root is applied. */
+HP_HIDDEN int hp_sys_path(char *out, size_t cap, const char *path);
 /* limits.c: the memory the process may use (the smallest of RAM and its
  * cgroup's memory limit; the base of every percent knob), the CPUs it may
  * use, and the info line that says which and why. */
-HP_HIDDEN uint64_t hp_phys_ram(void);
+HP_HIDDEN uint64_t hp_mem_base(void);
 HP_HIDDEN unsigned hp_cpu_limit(void);
 HP_HIDDEN void hp_limits_log(void);
 
@@ -106,6 +115,41 @@ HP_HIDDEN _Noreturn void hp_fatal(const char *fmt, ...)
 					      memory_order_relaxed))          \
 			hp_log(level, __VA_ARGS__);                           \
 	} while (0)
+
+/* ---- small files: the one reader (header-only: the status program uses
+ * it too) ---- */
+/* Read the file at path into buf, NUL-terminated: up to end of file or
+ * cap - 1 bytes, whichever comes first (a longer file is cut there; a read
+ * interrupted by a signal is retried).  Its length, or -1 with errno when
+ * it cannot be opened (ENOENT, EMFILE) or its first read fails (ESRCH: a
+ * process gone); bytes read before a failing read are kept.  Raw open and
+ * read on the caller's buffer: no stdio, no allocation, safe during the
+ * allocator's initialisation.  cap >= 1. */
+static inline ssize_t hp_read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	int err = 0;
+	while (n < cap - 1) {
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = errno;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	if (err && !n) {
+		errno = err;
+		return -1;
+	}
+	return (ssize_t)n;
+}
 
 /* ---- bootstrap, next-allocator symbols, the guard (boot.c) ---- */
 enum { HP_ST_UNINIT, HP_ST_BUSY, HP_ST_READY, HP_ST_PASSTHROUGH };

@@ -35,10 +35,7 @@ static int env_int(const char *a, const char *b)
 
 static void read_cmd(char *out, size_t cap)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, out, cap - 1) : -1;
-	if (fd >= 0)
-		close(fd);
+	ssize_t n = hp_read_small("/proc/self/cmdline", out, cap);
 	if (n < 0)
 		n = 0;
 	while (n > 0 && out[n - 1] == '\0')

@@ -40,7 +40,10 @@
 #include "hp.h"
 
 #define HP_LEDGER_SLOTS 1024
-#define HP_LEDGER_MAGIC 0x68706c6775ull /* "hplgu" */
+/* The high half of the header's layout word: "plgu" (the value ledgers of
+ * this version have always carried; a wider constant once had its top
+ * byte shifted out of the word). */
+#define HP_LEDGER_MAGIC 0x706c6775u
 #define HP_LEDGER_VERSION 2 /* raise with every change of layout */
 /* the file in the directory, named by version and slot size: hostpin
  * versions of other layouts on one node use ledgers of their own, without
@@ -78,7 +81,7 @@ struct hp_lslot {
 };
 
 struct hp_ledger {
-	/* HP_LEDGER_MAGIC << 32 | sizeof(struct hp_lslot), and
+	/* HP_LEDGER_LAYOUT (the magic, the slot size), and
 	 * HP_LEDGER_VERSION: written once, by the creator, before the file
 	 * has its name; a file without them is never written into. */
 	_Atomic uint64_t layout;
@@ -89,7 +92,13 @@ struct hp_ledger {
 	struct hp_lslot slot[HP_LEDGER_SLOTS];
 };
 
-#define HP_LEDGER_LAYOUT (HP_LEDGER_MAGIC << 32 | sizeof(struct hp_lslot))
+/* The layout word: HP_LEDGER_MAGIC in the high 32 bits, the slot size in
+ * the low 32. */
+#define HP_LEDGER_LAYOUT                                                      \
+	((uint64_t)HP_LEDGER_MAGIC << 32 | (uint64_t)sizeof(struct hp_lslot))
+_Static_assert(HP_LEDGER_MAGIC <= 0xffffffffu &&
+		   sizeof(struct hp_lslot) <= 0xffffffffu,
+	       "the magic and the slot size each fill one half of the word");
 
 /* ---- the library's side (ledger.c) ---- */
 /* Attach at initialisation: claim a slot, move the counters into it. */
@@ -124,17 +133,11 @@ static inline uint64_t hp_proc_start(int pid) /* 0: this process */
 		hp_snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	else
 		hp_snprintf(path, sizeof(path), "/proc/self/stat");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? 0 : HP_START_UNKNOWN;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	int err = errno;
-	close(fd);
-	if (n < 0 && err == ESRCH)
+	ssize_t n = hp_read_small(path, buf, sizeof(buf));
+	if (n < 0 && (errno == ENOENT || errno == ESRCH))
 		return 0;
 	if (n <= 0)
 		return HP_START_UNKNOWN;
-	buf[n] = '\0';
 	/* the command (field 2) may hold spaces and parentheses: fields are
 	 * counted from the last ')' */
 	char *p = strrchr(buf, ')');

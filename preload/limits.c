@@ -15,56 +15,31 @@
 
 #define PATH_CAP 512
 /* Initialisation runs on one thread (hp_state BUSY), and the CPU limit is
- * computed under the pre-fault job lock: the buffers need no lock. */
+ * computed under cpu_mu (hp_cpu_limit): rbuf needs no lock of its own. */
 static char rbuf[64 << 10];
 
-/* HOSTPIN_SYSFS_ROOT (test only): /proc/self/cgroup, /proc/self/mountinfo
- * and the cgroup files are read under this directory, so tests inject a
- * hierarchy (a v2 one on a v1 host).  From the environment (secure_getenv:
- * ignored in set-user-ID programs, as every knob is), not hp_optstr:
- * percent knobs need the base while the options are being parsed. */
-static const char *inj_root(void)
-{
-	const char *r = secure_getenv("HOSTPIN_SYSFS_ROOT");
-	return r ? r : "";
-}
-
-/* Open path read-only, under HOSTPIN_SYSFS_ROOT when it is set. */
+/* Open path read-only, under HOSTPIN_SYSFS_ROOT (test only: tests inject a
+ * cgroup hierarchy, a v2 one on a v1 host) when it is set.  The options
+ * are parsed by then: percent knobs, which need the memory base, are
+ * parsed after the rest (hp_options_load). */
 static int open_inj(const char *path)
 {
 	char full[PATH_CAP + 320];
-	if (path[0] == '/' && *inj_root()) {
-		if (hp_snprintf(full, sizeof(full), "%s%s", inj_root(), path) >=
-		    (int)sizeof(full)) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		path = full;
+	if (hp_sys_path(full, sizeof(full), path) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
-	return open(path, O_RDONLY | O_CLOEXEC);
+	return open(full, O_RDONLY | O_CLOEXEC);
 }
 
-/* Read a whole small file (a cgroup file, /proc/self/cgroup) into rbuf,
- * NUL-terminated; length or -1. */
-static ssize_t slurp(const char *path)
+/* Read a whole small file (a cgroup file, /proc/self/cgroup), under
+ * HOSTPIN_SYSFS_ROOT, into rbuf, NUL-terminated; length or -1. */
+static ssize_t read_rbuf(const char *path)
 {
-	int fd = open_inj(path);
-	if (fd < 0)
+	char full[PATH_CAP + 320];
+	if (hp_sys_path(full, sizeof(full), path) != 0)
 		return -1;
-	size_t n = 0;
-	for (;;) {
-		ssize_t r = read(fd, rbuf + n, sizeof(rbuf) - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		if (n == sizeof(rbuf) - 1)
-			break;
-	}
-	close(fd);
-	rbuf[n] = '\0';
-	return (ssize_t)n;
+	return hp_read_small(full, rbuf, sizeof(rbuf));
 }
 
 /* Call fn on each line of path (NUL-terminated, its newline removed) until
@@ -194,7 +169,7 @@ static int mnt_line(char *l, void *arg)
 static int cg_dir(const char *ctl, char *out, size_t cap, size_t *mntlen)
 {
 	char rel[PATH_CAP], mnt[PATH_CAP], root[PATH_CAP];
-	if (slurp("/proc/self/cgroup") <= 0)
+	if (read_rbuf("/proc/self/cgroup") <= 0)
 		return ENOENT;
 	int found = 0;
 	for (char *l = rbuf; *l && !found;) {
@@ -248,7 +223,7 @@ static int cg_dir(const char *ctl, char *out, size_t cap, size_t *mntlen)
 /* The value of the first line of path, or UINT64_MAX. */
 static uint64_t read_num(const char *path)
 {
-	if (slurp(path) <= 0)
+	if (read_rbuf(path) <= 0)
 		return UINT64_MAX;
 	return num(rbuf);
 }
@@ -289,7 +264,7 @@ static void compute_mem(void)
 		hp_snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", dir);
 		consider(read_num(path), "cgroup v1", path);
 		hp_snprintf(path, sizeof(path), "%s/memory.stat", dir);
-		if (slurp(path) > 0) {
+		if (read_rbuf(path) > 0) {
 			const char *k = strstr(rbuf, "hierarchical_memory_limit ");
 			if (k)
 				consider(num(k + 26), "cgroup v1 (hierarchical_memory_limit)",
@@ -300,7 +275,7 @@ static void compute_mem(void)
 		mem_base = 0;
 }
 
-uint64_t hp_phys_ram(void)
+uint64_t hp_mem_base(void)
 {
 	/* Computed once: the first call is during initialisation, on one
 	 * thread. */
@@ -346,7 +321,7 @@ static unsigned cpu_compute(void)
 	uint64_t quota = UINT64_MAX, period = 0;
 	if (cg_dir(NULL, dir, sizeof(dir), NULL) == 0) {
 		hp_snprintf(path, sizeof(path), "%s/cpu.max", dir);
-		if (slurp(path) > 0) { /* "quota period" or "max period" */
+		if (read_rbuf(path) > 0) { /* "quota period" or "max period" */
 			quota = num(rbuf);
 			const char *sp = strchr(rbuf, ' ');
 			period = sp ? num(sp + 1) : 0;
@@ -370,7 +345,7 @@ void hp_limits_log(void)
 {
 	if (hp_log_level < HP_LOG_INFO)
 		return; /* the CPU limit is read when pre-faulting needs it */
-	uint64_t b = hp_phys_ram();
+	uint64_t b = hp_mem_base();
 	hp_log(HP_LOG_INFO,
 	       "memory base %llu.%llu GiB: %s (RAM %llu.%llu GiB); CPUs %u",
 	       (unsigned long long)(b >> 30),

@@ -30,26 +30,6 @@
 #define HP_MPOL_MF_MOVE (1u << 1)
 #define MAX_NODES 1024
 
-int hp_sys_path(char *out, size_t cap, const char *path)
-{
-	int n = hp_snprintf(out, cap, "%s%s", hp_optstr[HP_OPT_SYSFS_ROOT],
-			    path);
-	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
-}
-
-int hp_sys_read(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return (int)n;
-}
-
 int hp_pci_numa_node(const char *bdf)
 {
 	char id[32], rel[96], path[160], buf[32];
@@ -60,7 +40,7 @@ int hp_pci_numa_node(const char *bdf)
 	id[i] = '\0';
 	hp_snprintf(rel, sizeof(rel), "/sys/bus/pci/devices/%s/numa_node", id);
 	if (hp_sys_path(path, sizeof(path), rel) != 0 ||
-	    hp_sys_read(path, buf, sizeof(buf)) <= 0 || buf[0] < '0' ||
+	    hp_read_small(path, buf, sizeof(buf)) <= 0 || buf[0] < '0' ||
 	    buf[0] > '9')
 		return -1; /* absent, or "-1": no NUMA information */
 	int v = 0;
@@ -104,7 +84,7 @@ static int nodes(void)
 	v = 1;
 	if (hp_sys_path(path, sizeof(path),
 			"/sys/devices/system/node/has_memory") == 0) {
-		if (hp_sys_read(path, buf, sizeof(buf)) > 0)
+		if (hp_read_small(path, buf, sizeof(buf)) > 0)
 			v = last_node(buf) + 1;
 		else if (passing())
 			return 1; /* not cached */
@@ -203,7 +183,7 @@ int hp_thp_ok(void)
 		if (hp_sys_path(path, sizeof(path),
 				"/sys/kernel/mm/transparent_hugepage/enabled") ==
 			0) {
-			got = hp_sys_read(path, buf, sizeof(buf));
+			got = hp_read_small(path, buf, sizeof(buf));
 			if (got < 0 && passing())
 				return 0; /* not cached: ask again */
 		}

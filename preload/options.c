@@ -150,7 +150,7 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 			if (parse_u64(s, &e, &pct) || *e != '%' || e[1] ||
 			    pct < 1 || pct > 100)
 				return EINVAL;
-			*out = hp_phys_ram() / 100 * pct;
+			*out = hp_mem_base() / 100 * pct;
 			return 0;
 		}
 		__attribute__((fallthrough)); /* a plain size */
@@ -263,29 +263,49 @@ static int report_unknown(void)
 	return n;
 }
 
+int hp_sys_path(char *out, size_t cap, const char *path)
+{
+	int n = hp_snprintf(out, cap, "%s%s", hp_optstr[HP_OPT_SYSFS_ROOT],
+			    path);
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+}
+
+/* Read knob i from the environment: its value, or its default with the
+ * bad value and what was expected in *badval, *badexp. */
+static void load_one(int i, const char **badval, const char **badexp)
+{
+	const hp_optdesc_t *d = &hp_optdesc[i];
+	char name[64];
+	hp_snprintf(name, sizeof(name), "HOSTPIN_%s", d->name);
+	const char *v = secure_getenv(name);
+	const char *expect = "";
+	*badval = NULL;
+	if (!v)
+		v = d->def;
+	if (hp_opt_parse(i, v, &hp_opt[i], &expect)) {
+		*badval = v, *badexp = expect;
+		/* the built-in default always parses */
+		hp_opt_parse(i, d->def, &hp_opt[i], &expect);
+		v = d->def;
+	}
+	if (d->kind == HP_K_STR) {
+		strncpy(hp_optstr[i], v, sizeof(hp_optstr[i]) - 1);
+		hp_optstr[i][sizeof(hp_optstr[i]) - 1] = '\0';
+	}
+}
+
 int hp_options_load(void)
 {
 	const char *badval[HP_OPT_COUNT], *badexp[HP_OPT_COUNT];
-	for (int i = 0; i < HP_OPT_COUNT; i++) {
-		const hp_optdesc_t *d = &hp_optdesc[i];
-		char name[64];
-		hp_snprintf(name, sizeof(name), "HOSTPIN_%s", d->name);
-		const char *v = secure_getenv(name);
-		const char *expect = "";
-		badval[i] = NULL;
-		if (!v)
-			v = d->def;
-		if (hp_opt_parse(i, v, &hp_opt[i], &expect)) {
-			badval[i] = v, badexp[i] = expect;
-			/* the built-in default always parses */
-			hp_opt_parse(i, d->def, &hp_opt[i], &expect);
-			v = d->def;
-		}
-		if (d->kind == HP_K_STR) {
-			strncpy(hp_optstr[i], v, sizeof(hp_optstr[i]) - 1);
-			hp_optstr[i][sizeof(hp_optstr[i]) - 1] = '\0';
-		}
-	}
+	/* A percent knob (HP_K_CAP) is a share of the memory base, which
+	 * limits.c reads from the cgroup files under HOSTPIN_SYSFS_ROOT: every
+	 * other knob, that one included, is read first. */
+	for (int i = 0; i < HP_OPT_COUNT; i++)
+		if (hp_optdesc[i].kind != HP_K_CAP)
+			load_one(i, &badval[i], &badexp[i]);
+	for (int i = 0; i < HP_OPT_COUNT; i++)
+		if (hp_optdesc[i].kind == HP_K_CAP)
+			load_one(i, &badval[i], &badexp[i]);
 	/* Messages go where HOSTPIN_LOG_FILE says, at HOSTPIN_LOG's level:
 	 * both are known now. */
 	hp_log_level = (int)hp_opt[HP_OPT_LOG];

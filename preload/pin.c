@@ -142,7 +142,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		 * when it ends (invariant 13) */
 	} else if (!hp_backend->ready()) {
 		/* e stays EAGAIN */
-	} else if (hp_coverage_ok(hp_backend, &why)) {
+	} else if (hp_coverage_refuses(hp_backend, &why)) {
 		e = EPERM; /* refused: a copy could bypass the hooks */
 	} else if (hp_backend == &hp_backend_mlock &&
 		   !hp_memlock_fits(len, atomic_load_explicit(

@@ -28,16 +28,22 @@
 
 #include "record.h"
 
-/* Cell size: 0 for whole ranges; ANY where any page range is a valid unit
- * (locks). */
-#define ANY ((size_t)1)
-static size_t cell_of(unsigned dev)
+/* How a backend's pins of a range divide: the unit a part of it is
+ * unpinned and pinned again in. */
+enum unit {
+	U_WHOLE, /* one registration of the whole range (REGISTER_CHUNK=0) */
+	U_PAGES, /* any page range (locks: mlock, the HOSTPIN_MLOCK fallback) */
+	U_CELLS, /* the cells of the HOSTPIN_REGISTER_CHUNK grid, *cell bytes */
+};
+static enum unit unit_of(unsigned dev, size_t *cell)
 {
+	*cell = 0;
 	if (!dev || hp_backend->pin_flags == HOSTPIN_LOCKED)
-		return ANY;
+		return U_PAGES;
 	/* whole pages: two registrations must never share a page */
-	return (size_t)(hp_opt[HP_OPT_REGISTER_CHUNK] &
-			~(uint64_t)(HP_PAGE_SIZE - 1));
+	*cell = (size_t)(hp_opt[HP_OPT_REGISTER_CHUNK] &
+			 ~(uint64_t)(HP_PAGE_SIZE - 1));
+	return *cell ? U_CELLS : U_WHOLE;
 }
 
 static uintptr_t next_edge(uintptr_t x, size_t c, uintptr_t end)
@@ -46,10 +52,12 @@ static uintptr_t next_edge(uintptr_t x, size_t c, uintptr_t end)
 	return n < end && n > x ? n : end;
 }
 
-static int cells_unpin_c(uintptr_t a, uintptr_t b, size_t c, const char **why)
+/* Unpin [a, b) in units u (cells of c bytes). */
+static int cells_unpin_c(uintptr_t a, uintptr_t b, enum unit u, size_t c,
+			 const char **why)
 {
 	int e = 0;
-	if (c <= ANY)
+	if (u != U_CELLS)
 		return a < b ? hp_backend->unpin((void *)a, b - a, why) : 0;
 	for (uintptr_t x = a, n; x < b; x = n) {
 		n = next_edge(x, c, b);
@@ -63,16 +71,17 @@ static int cells_unpin_c(uintptr_t a, uintptr_t b, size_t c, const char **why)
 
 int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 {
-	size_t c = cell_of(1);
+	size_t c;
+	enum unit u = unit_of(1, &c);
 	uintptr_t end = base + len;
-	if (c <= ANY)
+	if (u != U_CELLS)
 		return hp_backend->pin((void *)base, len, why);
 	for (uintptr_t x = base, n; x < end; x = n) {
 		n = next_edge(x, c, end);
 		int e = hp_backend->pin((void *)x, n - x, why);
 		if (e) {
 			const char *w;
-			cells_unpin_c(base, x, c, &w); /* undo the cells done */
+			cells_unpin_c(base, x, u, c, &w); /* undo the cells done */
 			return e;
 		}
 	}
@@ -81,7 +90,9 @@ int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 
 int hp_cells_unpin(uintptr_t base, size_t len, const char **why)
 {
-	return cells_unpin_c(base, base + len, cell_of(1), why);
+	size_t c;
+	enum unit u = unit_of(1, &c);
+	return cells_unpin_c(base, base + len, u, c, why);
 }
 
 /* Unpin or pin [a, b) of a range pinned by the backend (dev) or locked by
@@ -118,10 +129,16 @@ static int part_pin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 static void span(unsigned dev, uintptr_t base, uintptr_t end, uintptr_t a,
 		 uintptr_t b, uintptr_t *lo, uintptr_t *hi)
 {
-	size_t c = cell_of(dev);
-	if (c <= ANY) {
-		*lo = c ? a : base, *hi = c ? b : end;
+	size_t c;
+	switch (unit_of(dev, &c)) {
+	case U_PAGES:
+		*lo = a, *hi = b;
 		return;
+	case U_WHOLE:
+		*lo = base, *hi = end;
+		return;
+	case U_CELLS:
+		break;
 	}
 	uintptr_t l = a - a % c, h = b % c ? b - b % c + c : b;
 	*lo = l < base ? base : l;
@@ -162,7 +179,8 @@ static void drop_rest(hp_rec_t *r, unsigned dev, uintptr_t base, size_t len,
 static int hold_off(hp_rec_t *r, unsigned f, unsigned dev, uintptr_t base,
 		    size_t len, int split)
 {
-	if (!dev || cell_of(dev) != 0)
+	size_t c;
+	if (!dev || unit_of(dev, &c) != U_WHOLE)
 		return 0;
 	int lazy = (split || !(f & HP_F_CHURN)) && hp_pin_counts_copies();
 	if (split && !lazy)

@@ -168,13 +168,9 @@ static inline int hp_rnode(hp_rec_t *r)
 /* 1 if transparent huge pages can back an madvised range (mode always or
  * madvise) and HOSTPIN_HUGEPAGES is on. */
 HP_HIDDEN int hp_thp_ok(void);
-/* A path under HOSTPIN_SYSFS_ROOT (test only); 0 or ENAMETOOLONG. */
-HP_HIDDEN int hp_sys_path(char *out, size_t cap, const char *path);
 /* The numa_node of PCI function bdf ("0000:3b:00.0", any case) in sysfs;
  * -1 if unknown. */
 HP_HIDDEN int hp_pci_numa_node(const char *bdf);
-/* Read a small sysfs file into buf (NUL-terminated); bytes read or -1. */
-HP_HIDDEN int hp_sys_read(const char *path, char *buf, size_t cap);
 
 /* ---- pinpart.c: pins in cells, and operations on part of a range ---- */
 /* The backend's pin / unpin of [base, base+len), one call per cell of the

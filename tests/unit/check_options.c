@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../../preload/hp.h"
 #include "unit.h"
@@ -137,7 +138,7 @@ END_TEST
 
 START_TEST(caps_take_a_percentage_of_ram)
 {
-	uint64_t ram = hp_phys_ram();
+	uint64_t ram = hp_mem_base();
 	ck_assert_uint_gt(ram, 0);
 	ck_assert_uint_eq(parse_ok("MAX_PINNED", "50%"), ram / 100 * 50);
 	ck_assert_uint_eq(parse_ok("MAX_PINNED", "100%"), ram / 100 * 100);
@@ -147,6 +148,83 @@ START_TEST(caps_take_a_percentage_of_ram)
 	parse_bad("MAX_PINNED", "101%");
 	parse_bad("MAX_PINNED", "%");
 	parse_bad("MAX_PINNED", "5%%");
+}
+END_TEST
+
+/* hp_read_small, the one small-file reader (sysfs, cgroup files,
+ * /proc/PID/stat, /proc/self/cmdline): a file longer than the buffer is
+ * cut at cap - 1 bytes, NUL-terminated; an empty file is 0 bytes. */
+static void write_file(const char *path, size_t n)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < n; i++)
+		fputc('a' + (int)(i % 26), f);
+	fclose(f);
+}
+
+START_TEST(small_reader_cuts_a_long_file_at_the_buffer)
+{
+	char path[] = "/tmp/hp-unit-read-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	char buf[16];
+	memset(buf, 'x', sizeof(buf));
+	write_file(path, 100);
+	ck_assert_int_eq(hp_read_small(path, buf, sizeof(buf)), 15);
+	ck_assert_str_eq(buf, "abcdefghijklmno");
+	write_file(path, 15); /* exactly what fits */
+	ck_assert_int_eq(hp_read_small(path, buf, sizeof(buf)), 15);
+	ck_assert_str_eq(buf, "abcdefghijklmno");
+	write_file(path, 3);
+	ck_assert_int_eq(hp_read_small(path, buf, sizeof(buf)), 3);
+	ck_assert_str_eq(buf, "abc");
+	write_file(path, 0);
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_int_eq(hp_read_small(path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "");
+	ck_assert_int_eq(hp_read_small(path, buf, 1), 0); /* room for NUL only */
+	unlink(path);
+	/* /proc files report a size of 0 and are read to their end */
+	static char big[4096];
+	ck_assert_int_gt(hp_read_small("/proc/self/stat", big, sizeof(big)), 20);
+	ck_assert_ptr_nonnull(strchr(big, ')'));
+}
+END_TEST
+
+/* -1 with the errno of what failed, whether the open (ENOENT, EMFILE: the
+ * callers tell "absent" from "ask again later" by it) or the first read
+ * (EISDIR here; ESRCH for a /proc/PID file whose process is gone), kept
+ * across the close. */
+START_TEST(small_reader_fails_with_the_errno_of_the_failure)
+{
+	char buf[64];
+	errno = 0;
+	ck_assert_int_eq(hp_read_small("/nonexistent/hp-unit", buf, sizeof(buf)),
+			 -1);
+	ck_assert_int_eq(errno, ENOENT);
+	errno = 0;
+	ck_assert_int_eq(hp_read_small("/", buf, sizeof(buf)), -1);
+	ck_assert_int_eq(errno, EISDIR);
+	/* no descriptor left */
+	struct rlimit old, low;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	int fds[64], n = 0;
+	while (n < 64 && (fds[n] = dup(0)) >= 0)
+		n++;
+	errno = 0;
+	ssize_t r = hp_read_small("/proc/self/stat", buf, sizeof(buf));
+	int err = errno;
+	while (n > 0)
+		close(fds[--n]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_int_eq(r, -1);
+	ck_assert_int_eq(err, EMFILE);
+	ck_assert_int_gt(hp_read_small("/proc/self/stat", buf, sizeof(buf)), 0);
 }
 END_TEST
 
@@ -210,6 +288,8 @@ Suite *options_suite(void)
 	tcase_add_test(t, caps_take_a_percentage_of_ram);
 	tcase_add_test(t, enums_and_bools_name_their_choices);
 	tcase_add_test(t, every_knob_is_documented_in_the_man_page);
+	tcase_add_test(t, small_reader_cuts_a_long_file_at_the_buffer);
+	tcase_add_test(t, small_reader_fails_with_the_errno_of_the_failure);
 	suite_add_tcase(s, t);
 	return s;
 }
