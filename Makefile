@@ -4,7 +4,7 @@
 #   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
-#   make install    PREFIX=/usr/local DESTDIR=  (make uninstall undoes it)
+#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -21,8 +21,19 @@ MANDIR ?= $(PREFIX)/share/man
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
-# the Python module (python/hostpin.py); Debian's path in the package
-PYDIR ?= $(PREFIX)/lib/python3/dist-packages
+# The Python module (python/hostpin.py) goes where the target interpreter
+# $(PYTHON) looks under PREFIX: its own site directory when that lies under
+# PREFIX/lib (Debian's python3 and PREFIX=/usr/local:
+# /usr/local/lib/python3.X/dist-packages; a venv and PREFIX=the venv), else
+# its posix_prefix path under PREFIX (then on PYTHONPATH by hand).  Not
+# sysconfig's default scheme with base=PREFIX: Debian's (posix_local) adds
+# local/ to any base.  The .deb sets Debian's own /usr/lib/python3/dist-packages.
+PYTHON ?= python3
+PYDIR_PY := import os, site, sys, sysconfig; p = os.path.abspath(sys.argv[1]); \
+	c = [sysconfig.get_path("purelib")] + getattr(site, "getsitepackages", list)(); \
+	print(next((d for d in c if d.startswith(p.rstrip("/") + "/lib/")), \
+	sysconfig.get_path("purelib", "posix_prefix", vars={"base": p, "platbase": p})))
+PYDIR ?= $(shell $(PYTHON) -c '$(PYDIR_PY)' '$(PREFIX)' 2>/dev/null || echo '$(PREFIX)/lib/python3/dist-packages')
 
 CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config
 RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang \
@@ -158,12 +169,16 @@ install: all
 		> $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc
 	install -m 0644 scripts/hostpin.bash-completion $(DESTDIR)$(COMPLETIONDIR)/hostpin
 	install -m 0644 python/hostpin.py $(DESTDIR)$(PYDIR)/hostpin.py
+	@[ -n "$(DESTDIR)" ] || $(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || \
+		echo 'note: $(PYTHON) does not search $(PYDIR): import hostpin needs PYTHONPATH=$(PYDIR) (or PYTHON=the interpreter to install for)'
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin $(DESTDIR)$(BINDIR)/hostpin-status \
 		$(DESTDIR)$(MANDIR)/man1/hostpin.1 $(DESTDIR)$(MANDIR)/man7/hostpin.7 \
 		$(DESTDIR)$(INCLUDEDIR)/hostpin.h $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc \
-		$(DESTDIR)$(COMPLETIONDIR)/hostpin $(DESTDIR)$(PYDIR)/hostpin.py
+		$(DESTDIR)$(COMPLETIONDIR)/hostpin $(DESTDIR)$(PYDIR)/hostpin.py \
+		$(DESTDIR)$(PYDIR)/__pycache__/hostpin.*.pyc
+	-@rmdir $(DESTDIR)$(PYDIR)/__pycache__ 2>/dev/null || true
 
 # A Debian package from a staged install (dpkg-deb; no debhelper needed).
 DEB_ARCH = $(shell dpkg --print-architecture)
@@ -174,6 +189,13 @@ deb: all
 	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(B))/deb/root PREFIX=/usr \
 		LIBDIR=/usr/lib/$(DEB_MULTIARCH) PYDIR=/usr/lib/python3/dist-packages
 	gzip -9n $(B)/deb/root/usr/share/man/man1/hostpin.1 $(B)/deb/root/usr/share/man/man7/hostpin.7
+	# the licence (LICENSE), in Debian's machine-readable copyright format
+	install -d $(B)/deb/root/usr/share/doc/hostpin
+	{ printf '%s\n' 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+		'Upstream-Name: hostpin' '' 'Files: *'; sed -n 's/^Copyright (c) /Copyright: /p' LICENSE; \
+		echo 'License: MIT'; sed -n '/^Permission/,$$p' LICENSE | sed -e 's/^$$/./' -e 's/^/ /'; } \
+		> $(B)/deb/root/usr/share/doc/hostpin/copyright
+	chmod 0644 $(B)/deb/root/usr/share/doc/hostpin/copyright
 	printf '%s\n' 'Package: hostpin' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
 		'Maintainer: hostpin developers <hostpin@localhost>' 'Section: libs' 'Priority: optional' \
 		'Depends: libc6 (>= 2.28)' 'Suggests: python3' \

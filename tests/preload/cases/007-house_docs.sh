@@ -1,0 +1,75 @@
+# README true to the code (issue 23 item 4, issue 26 item 2).  Nothing is
+# run under hostpin: the case reads README.md against the tree.
+# - Its knob table (between the "knobs:" markers) names every knob of
+#   preload/options.def once, and no other, each with options.def's default
+#   (scripts/readme-knobs --update rewrites it); every "`HOSTPIN_X` (default
+#   `V`)" elsewhere in it says options.def's default too.
+# - Its map of preload/ names every preload/*.c, and only files that exist.
+# - Its "Every file, by directory" listing names each file (and
+#   subdirectory) of registry/ preload/ status/ python/ man/ scripts/ and
+#   tests/{unit,preload,fakes,stress,bench}/ exactly as the tree has them:
+#   none missing, none that is not there.
+readme=$top/README.md
+defs=$top/preload/options.def
+# NAME DEFAULT of every knob, from options.def
+def_knobs=$(sed -n 's/^HP_OPT(\([A-Z0-9_]*\), *[A-Z]*, *"\([^"]*\)".*/\1 \2/p' "$defs" | LC_ALL=C sort)
+n_opt=$(grep -c '^HP_OPT(' "$defs")
+[ "$(echo "$def_knobs" | grep -c .)" = "$n_opt" ] || bad "house_docs: could not read every HP_OPT line of options.def"
+# NAME DEFAULT of every row of README's table ((empty) is an empty default)
+table=$(sed -n '/^<!-- knobs: /,/^<!-- end of knobs -->/p' "$readme")
+readme_knobs=$(echo "$table" | sed -n 's/^| `HOSTPIN_\([A-Z0-9_]*\)` | [^|]* | `\([^`]*\)` |.*/\1 \2/p' |
+	sed 's/ (empty)$/ /' | LC_ALL=C sort)
+dups=$(echo "$table" | grep -o '^| `HOSTPIN_[A-Z0-9_]*`' | LC_ALL=C sort | uniq -d | tr -d '|`' | tr '\n' ' ')
+if [ -n "$table" ] && [ -z "$dups" ] && [ "$readme_knobs" = "$def_knobs" ]; then
+	ok "house_docs: README's knob table lists the $n_opt knobs of options.def once each, with their defaults"
+else
+	bad "house_docs: README's knob table differs from preload/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
+	diff <(echo "$def_knobs") <(echo "$readme_knobs") | sed -n 's/^[<>]/    &/p' | head -10
+fi
+# "`HOSTPIN_X` (default `V`)" in the prose
+wrong=""
+while read -r k v; do
+	[ -n "$k" ] || continue
+	d=$(echo "$def_knobs" | awk -v k="$k" '$1 == k { print $2; f = 1 } END { if (!f) print "(no such knob)" }')
+	[ "$v" = "$d" ] || wrong="$wrong HOSTPIN_$k:$v/$d"
+done < <(grep -o '`HOSTPIN_[A-Z0-9_]*` (default `[^`]*`' "$readme" | sed 's/`HOSTPIN_\([A-Z0-9_]*\)` (default `\([^`]*\)`/\1 \2/')
+n_prose=$(grep -o '`HOSTPIN_[A-Z0-9_]*` (default `' "$readme" | grep -c .)
+if [ "$n_prose" -ge 5 ] && [ -z "$wrong" ]; then ok "house_docs: the $n_prose defaults README's prose gives are options.def's"
+else bad "house_docs: README's prose gives wrong defaults (README/options.def):$wrong (found $n_prose)"; fi
+
+# The map of preload/: between "A map of preload/" and "Every file, by directory:"
+map=$(sed -n '/^A map of preload\//,/^Every file, by directory:/p' "$readme")
+map_names=$(echo "$map" | grep -oE '\b[A-Za-z0-9_]+\.(c|h|def|map)\b' | LC_ALL=C sort -u)
+missing="" stale=""
+for f in "$top"/preload/*.c; do
+	b=$(basename "$f"); echo "$map_names" | grep -qx "$b" || missing="$missing $b"
+done
+for b in $map_names; do [ -e "$top/preload/$b" ] || [ "$b" = registry.c ] || stale="$stale $b"; done
+if [ -n "$map" ] && [ -z "$missing$stale" ]; then ok "house_docs: the map of preload/ names every preload/*.c ($(ls "$top"/preload/*.c | wc -l)) and only files that exist"
+else bad "house_docs: the map of preload/ misses:${missing:- none}; names files that do not exist:${stale:- none}"; fi
+
+# The listing: a line "    DIR/  ..." starts DIR's rows; a row "      NAMES  what
+# they are" (six spaces) names its files before the first two spaces,
+# separated by ", ".
+listed=$(sed -n '/^Every file, by directory:/,/^## /p' "$readme" | awk '
+	/^    [^ ]/ { d = $1; if (d !~ /\/$/) d = ""; next }
+	/^      [^ ]/ && d != "" {
+		row = substr($0, 7); i = index(row, "  "); if (i) row = substr(row, 1, i - 1)
+		n = split(row, a, ", "); for (j = 1; j <= n; j++) print d a[j] }' | LC_ALL=C sort)
+intree() { # the files and subdirectories directly in DIR, as DIR/NAME and DIR/SUB/
+	local d=$1
+	if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		git -C "$top" ls-files -co --exclude-standard -- "$d" |
+			awk -v d="$d/" 'index($0, d) == 1 { r = substr($0, length(d) + 1); i = index(r, "/")
+				print d (i ? substr(r, 1, i) : r) }'
+	else
+		(cd "$top" && find "$d" -mindepth 1 -maxdepth 1 \( -type f -printf '%p\n' -o -type d -printf '%p/\n' \))
+	fi
+}
+dirs="registry preload status python man scripts tests/unit tests/preload tests/fakes tests/stress tests/bench"
+tree=$(for d in $dirs; do intree "$d"; done | LC_ALL=C sort -u)
+notlisted=$(comm -23 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')
+notthere=$(comm -13 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')
+if [ -n "$listed" ] && [ -z "$notlisted$notthere" ]; then
+	ok "house_docs: README's layout lists the $(echo "$tree" | grep -c .) files of $dirs, and nothing else"
+else bad "house_docs: README's layout: not listed: ${notlisted:-none}; listed but not there: ${notthere:-none}"; fi
