@@ -144,7 +144,7 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 	case HP_K_CAP: {
 		size_t n = strlen(s);
 		if (n > 1 && s[n - 1] == '%') {
-			*expect = "a size (e.g. 512M, 4GiB) or 1%..100% of RAM";
+			*expect = "a size (e.g. 512M, 4GiB) or 1%..100% of the memory base";
 			const char *e;
 			uint64_t pct;
 			if (parse_u64(s, &e, &pct) || *e != '%' || e[1] ||
@@ -161,7 +161,7 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 			    "a size from %llu to %llu bytes (4096, 4096B, 64K, "
 			    "64kb, 2MiB, 1G: any case, powers of 1024)%s",
 			    d->min, d->max,
-			    d->kind == HP_K_CAP ? ", or N% of RAM" : "");
+			    d->kind == HP_K_CAP ? ", or N% of the memory base" : "");
 		*expect = buf[i];
 		uint64_t v;
 		if (parse_size(s, &v) || v < d->min || v > d->max)
