@@ -91,8 +91,11 @@ static int part_unpin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 	if (a >= b)
 		return 0;
 	HP_CTR_ADD(unpin_calls, 1);
-	if (dev)
-		return hp_cells_unpin(a, b - a, why);
+	if (dev) {
+		int e = hp_cells_unpin(a, b - a, why);
+		hp_backend_events_act();
+		return e;
+	}
 	if (munlock((void *)a, b - a) == 0)
 		return 0;
 	*why = "munlock failed";
@@ -106,9 +109,10 @@ static int part_pin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 	HP_CTR_ADD(pin_calls, 1);
 	uint64_t t0 = hp_now_ns();
 	int e = 0;
-	if (dev)
+	if (dev) {
 		e = hp_cells_pin(a, b - a, why);
-	else if (mlock((void *)a, b - a) != 0)
+		hp_backend_events_act();
+	} else if (mlock((void *)a, b - a) != 0)
 		*why = "mlock: RLIMIT_MEMLOCK or out of memory", e = errno;
 	HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 	return e;
