@@ -199,8 +199,10 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 		discard(arg); /* nothing pinned: nothing to undo or redo */
 		return 0;
 	}
-	if (hp_backend->quiesce)
+	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
+		hp_backend_events_act();
+	}
 	unsigned dev = f & hp_backend->pin_flags;
 	uintptr_t lo, hi, end = s->base + s->len;
 	span(dev, s->base, end, a, b, &lo, &hi);
@@ -269,8 +271,10 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	if (!(f & HP_PIN_MASK) || (f & HP_F_FOREIGN) ||
 	    !(f & HOSTPIN_KIND_MMAP) || (ca == base && cb == end))
 		return EINVAL; /* the caller untracks it whole */
-	if (hp_backend->quiesce)
+	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
+		hp_backend_events_act();
+	}
 	unsigned dev = f & hp_backend->pin_flags;
 	uintptr_t lo, hi;
 	span(dev, base, end, ca, cb, &lo, &hi);
