@@ -32,7 +32,16 @@ const hp_backend_t *hp_backend_auto_chosen(void)
 	return atomic_load_explicit(&chosen, memory_order_acquire);
 }
 
-static int auto_probe(void) { return 0; }
+_Atomic unsigned hp_backend_events;
+
+void hp_backend_report(unsigned ev)
+{
+	/* release: the backend's own state (driver forgotten) is visible to
+	 * the policy that takes the event */
+	atomic_fetch_or_explicit(&hp_backend_events, ev, memory_order_release);
+}
+
+static int auto_probe(void) { return 1; }
 
 static int auto_ready(void)
 {
@@ -72,6 +81,13 @@ static uintptr_t auto_owner(void)
 	return c && c->owner ? c->owner() : 0;
 }
 
+/* ready() makes auto choose */
+static int auto_device_node(void)
+{
+	const hp_backend_t *c = auto_ready() ? hp_backend_auto_chosen() : NULL;
+	return c && c->device_node ? c->device_node() : -1;
+}
+
 static void auto_fork_child(void)
 {
 	hp_backend_cuda.fork_child();
@@ -82,5 +98,6 @@ const hp_backend_t hp_backend_auto = {
 	.name = "auto", .probe = auto_probe, .ready = auto_ready,
 	.pin = auto_pin, .unpin = auto_unpin, .fork_child = auto_fork_child,
 	.quiesce = hp_cuda_quiesce, .owner = auto_owner,
+	.device_node = auto_device_node,
 	.pin_flags = HOSTPIN_REGISTERED,
 };

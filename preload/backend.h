@@ -1,6 +1,12 @@
 /* The backend contract: what "pinning" a range means.  One file per backend;
- * the pin policy (pin.c) and the cache are the only callers.  Every
- * function returns 0 for success. */
+ * the pin policy (pin.c) and the cache are the only callers.  One return
+ * convention: a predicate (probe, ready) returns 1 for yes; an operation
+ * (pin, unpin) returns 0 for success, else an errno.
+ *
+ * A backend calls nothing above it (tests/preload/cases/006-house_layers.sh
+ * checks): what it finds out that the policy must act on (its driver was
+ * unloaded) it reports in hp_backend_events, which the policy reads and
+ * clears right after each backend call it makes (hp_backend_events_act). */
 #ifndef HP_BACKEND_H
 #define HP_BACKEND_H
 
@@ -13,7 +19,7 @@ struct CUstream_st;
 
 typedef struct hp_backend {
 	const char *name;
-	/* 0 if this backend can work in this process (driver present...). */
+	/* 1 if this backend can work in this process (driver present...). */
 	int (*probe)(void);
 	/* 1 if a range can be pinned now; 0 means "mark it pending". */
 	int (*ready)(void);
@@ -31,6 +37,9 @@ typedef struct hp_backend {
 	 * (the CUDA context), stored with the block so that the end of that
 	 * owner sends it back to pending.  NULL: nothing outlives its owner. */
 	uintptr_t (*owner)(void);
+	/* The host NUMA node nearest the device (-1 if unknown, not ready, or
+	 * in a forked child).  NULL: no device. */
+	int (*device_node)(void);
 	/* HOSTPIN_* flags a pinned range gets (HOSTPIN_LOCKED...). */
 	unsigned pin_flags;
 } hp_backend_t;
@@ -41,35 +50,48 @@ extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda,
 const hp_backend_t *hp_backend_select(void);
 /* The device backend auto chose, or NULL while none is ready. */
 const hp_backend_t *hp_backend_auto_chosen(void);
+/* What a backend found out that the policy must act on: bits set by
+ * hp_backend_report, taken by the policy (pin.c, hp_backend_events_act). */
+#define HP_EV_DEVICE_LOST 1u /* the driver or loader was unloaded: every
+			      * registration made through it died */
+extern _Atomic unsigned hp_backend_events __attribute__((visibility("hidden")));
+void hp_backend_report(unsigned ev);
 /* backend_cuda.c, for the CUDA hooks: note the context current on this
  * thread; the loaded driver's own definition of name (NULL if none); whether
  * fn lies in the driver's object (libcuda.so*, or HOSTPIN_CUDA_LIB's). */
 void hp_cuda_learn_ctx(void);
 void *hp_cuda_sym(const char *name);
 int hp_cuda_in_driver(const void *fn);
-/* backend_cuda.c: the host NUMA node nearest the process's CUDA device,
- * -1 if unknown or the driver is not ready. */
-int hp_cuda_device_node(void);
-/* copy.c: the CUDA copy policy's quiesce; forget the driver's entry points
- * (it was unloaded). */
-void hp_cuda_quiesce(struct hp_rec *r);
-void hp_copy_forget_driver(void);
-/* pin.c: the device behind the backend was unloaded: every block registered
- * with it goes back to pending, without a call into it. */
-void hp_device_lost(void);
-/* backend_cuda.c, for the hooks on entry points that end a context: the
- * primary context of dev was reset; the program released it (ended if it
- * is no longer active); ctx was destroyed.  Each sends the blocks
- * registered through the context that ended back to pending. */
+/* backend_cuda.c, for the hooks on entry points that end a context (through
+ * their policy, pin.c): the primary context of dev was reset; the program
+ * released it (ended if it is no longer active); ctx was destroyed.  Each
+ * marks the contexts that ended, stores them (backend->owner values) in
+ * ended[] (HP_CUDA_MAX_CTXS) and returns how many; the policy sends the
+ * blocks registered through them back to pending. */
+#define HP_CUDA_MAX_CTXS 64
+int hp_cuda_ctxs_reset(int dev, uintptr_t *ended);
+int hp_cuda_ctxs_released(int dev, uintptr_t *ended);
+int hp_cuda_ctx_end(struct CUctx_st *ctx, uintptr_t *ended);
+/* pin.c: the same, for the hooks: the policy's side of the three above. */
 void hp_cuda_device_reset(int dev);
 void hp_cuda_device_released(int dev);
 void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
-/* copy.c: the CUDA copy policy's quiesce; and its forgetting of the copies
- * of a context that ended (their events died with it: nothing to wait). */
+/* backend_cuda.c, the copy fences the copy policy (copy.c) uses: resolve
+ * the driver's stream and event entry points (1 waits and events, 2 waits
+ * only, -1 none); whether s captures a graph; wait for s; make the event of
+ * r's last copy one recorded on s now (0, or -1: wait on s instead).  The
+ * CUDA backend's quiesce waits for that event; hp_cuda_forget drops it
+ * without waiting (the context or driver that made it ended). */
+int hp_cuda_copy_fns(void);
+int hp_cuda_capturing(struct CUstream_st *s);
+void hp_cuda_wait_stream(struct CUstream_st *s);
+int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s);
+void hp_cuda_quiesce(struct hp_rec *r);
 void hp_cuda_forget(struct hp_rec *r);
-/* copy.c, the fork child handler: the pair locks are free again (a thread
- * of the parent may have held one at the fork; it does not exist here). */
-void hp_copy_fork_child(void);
+/* backend_cuda.c, the fork child handler: the fence locks are free again
+ * (a thread of the parent may have held one at the fork; it does not
+ * exist here). */
+void hp_cuda_fence_fork_child(void);
 /* coverage.c: non-zero, with *why set, when registering must be refused: a
  * loaded object carries a copy entry point hostpin does not guard; 0 when
  * every one is guarded, the backend registers nothing with a device, or
@@ -79,20 +101,29 @@ int hp_coverage_refuses(const hp_backend_t *b, const char **why);
  * unregisters them if it newly fails); and whether the last look failed. */
 void hp_coverage_poll(void);
 int hp_coverage_bad(void);
-/* capture.c: CUDA graph captures in progress in the process (global or
- * thread-local mode).  hp_capture_busy: one is.  hp_capture_enter: 1 if a
- * driver call that a capture prohibits may be made now (then
- * hp_capture_leave after it), 0 if not.  For the hooks on the begin and end
- * entry points: hp_capture_begin before the driver's begin (returns what
- * hp_capture_begin_failed takes if that failed), hp_capture_end after the
- * driver's end, with its result (outermost hook, guarded: adopts pending
- * blocks and retries deferred releases once no capture is left). */
+/* backend_cuda.c: the gate of the driver calls a CUDA graph capture
+ * prohibits (capture.c counts the captures).  hp_capture_busy: one is in
+ * progress.  hp_capture_enter: 1 if such a call may be made now (then
+ * hp_capture_leave after it), 0 if not.  hp_cuda_gate_close counts a
+ * capture, hp_cuda_gate_wait waits for the calls already inside the driver;
+ * hp_cuda_gate_open uncounts one. */
 int hp_capture_busy(void);
 int hp_capture_enter(void);
 void hp_capture_leave(void);
+void hp_cuda_gate_close(void);
+void hp_cuda_gate_wait(void);
+void hp_cuda_gate_open(void);
+/* capture.c, for the hooks on the begin and end entry points:
+ * hp_capture_begin before the driver's begin (returns what
+ * hp_capture_begin_failed takes if that failed), hp_capture_end after the
+ * driver's end, with its result (outermost hook, guarded: adopts pending
+ * blocks and retries deferred releases once no capture is left). */
 int hp_capture_begin(struct CUstream_st *s, int mode);
 void hp_capture_begin_failed(struct CUstream_st *s, int counted);
 void hp_capture_end(struct CUstream_st *s, int result);
+/* pin.c: act on the events the backends reported (hp_backend_events):
+ * after each backend call the policy makes, and in the hooks after theirs. */
+void hp_backend_events_act(void);
 /* pin.c: release the blocks whose unregistration was deferred (a capture
  * was in progress, or no context could be made current), if it can be
  * done now. */

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "cuda_api.h"
@@ -37,6 +38,15 @@ static const char *lib_name(void)
 }
 
 static hp_obj_t cu_obj; /* the loaded driver */
+/* The copy fences' entry points (hp_cuda_copy_fns); pf_state 0: not
+ * resolved from the driver loaded now. */
+static struct {
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_CU_POLICY_FNS(HP_FN_FIELD, hp_CUresult)
+	HP_CU_POLICY_OPT_FNS(HP_FN_FIELD, hp_CUresult, int)
+#undef HP_FN_FIELD
+} pf;
+static _Atomic int pf_state;
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
  * (tens of microseconds) is not repeated for every
@@ -63,8 +73,11 @@ static void forget_driver(void)
 	atomic_store_explicit(&known_ctx, NULL, memory_order_relaxed);
 	atomic_store_explicit(&miss_gen, ~0ull, memory_order_relaxed);
 	atomic_store_explicit(&cu_loaded, 0, memory_order_release);
-	hp_copy_forget_driver();
-	hp_device_lost();
+	/* release: pairs with the acquire in hp_cuda_copy_fns, which
+	 * resolves the loaded driver's again */
+	atomic_store_explicit(&pf_state, 0, memory_order_release);
+	/* the policy sends the blocks back to pending */
+	hp_backend_report(HP_EV_DEVICE_LOST);
 }
 
 /* 1 if the driver resolved earlier is gone (then forgotten). */
@@ -139,7 +152,7 @@ static const char *err_name(hp_CUresult r)
 	return s; /* the driver's static string */
 }
 
-static int cuda_probe(void) { return 0; }
+static int cuda_probe(void) { return 1; }
 
 static int cuda_ready(void)
 {
@@ -180,7 +193,7 @@ static int cuda_ready(void)
  * context (the cache's decay thread, a worker freeing a block) can push one
  * that still lives.  A context that ended is marked so and never pushed
  * again; its slot is reused.  Learnt, never created or retained. */
-#define MAX_CTXS 64
+#define MAX_CTXS HP_CUDA_MAX_CTXS
 static struct {
 	hp_CUcontext ctx;
 	int dev;
@@ -319,21 +332,20 @@ static void leave_ctx(int pushed)
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
 
 /* A context ended: never push it again; readiness is asked again (a
- * primary context must be active); its blocks go back to pending. */
-static void ctx_ended(hp_CUcontext ctx)
+ * primary context must be active); its blocks go back to pending (the
+ * caller's policy, told through ended[]). */
+static int ctx_ended(hp_CUcontext ctx, uintptr_t *ended, int n)
 {
 	mark_ended(ctx);
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
-	int n = hp_pin_owner_lost((uintptr_t)ctx);
-	if (n)
-		hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
-		       "block(s) go back to pending", n);
+	ended[n] = (uintptr_t)ctx;
+	return n + 1;
 }
 
-void hp_cuda_device_reset(int dev)
+int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
 {
 	hp_CUcontext lost[MAX_CTXS];
-	int n = 0;
+	int n = 0, k = 0;
 	pthread_mutex_lock(&own_mu);
 	for (int i = 0; i < nctxs; i++)
 		if (ctxs[i].dev == dev && ctxs[i].alive)
@@ -343,10 +355,11 @@ void hp_cuda_device_reset(int dev)
 	 * devices, and the one last known among them, stay */
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
 	for (int i = 0; i < n; i++)
-		ctx_ended(lost[i]);
+		k = ctx_ended(lost[i], ended, k);
+	return k;
 }
 
-void hp_cuda_device_released(int dev)
+int hp_cuda_ctxs_released(int dev, uintptr_t *ended)
 {
 	unsigned flags = 0;
 	int active = 1;
@@ -354,13 +367,13 @@ void hp_cuda_device_released(int dev)
 	    cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) ==
 		HP_CUDA_SUCCESS &&
 	    !active)
-		hp_cuda_device_reset(dev); /* the last reference: it ended */
+		return hp_cuda_ctxs_reset(dev, ended); /* the last reference */
+	return 0;
 }
 
-void hp_cuda_ctx_destroyed(hp_CUcontext ctx)
+int hp_cuda_ctx_end(hp_CUcontext ctx, uintptr_t *ended)
 {
-	if (ctx != NULL)
-		ctx_ended(ctx);
+	return ctx != NULL ? ctx_ended(ctx, ended, 0) : 0;
 }
 
 void hp_cuda_learn_ctx(void)
@@ -482,9 +495,11 @@ static int cuda_unpin(void *base, size_t len, const char **why)
 typedef hp_CUresult (*attr_fn)(int *, int, hp_CUdevice);
 typedef hp_CUresult (*busid_fn)(char *, int, hp_CUdevice);
 #define HP_CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID 134
-int hp_cuda_device_node(void)
+static int cuda_device_node(void)
 {
 	static _Atomic int node = -2; /* -2: not known yet */
+	if (hp_in_child)
+		return -1;
 	int n = atomic_load_explicit(&node, memory_order_relaxed);
 	if (n != -2 || !cuda_ready())
 		return n < 0 ? -1 : n;
@@ -511,6 +526,193 @@ int hp_cuda_device_node(void)
 	return v;
 }
 
+/* ---- the capture gate (invariant 13; capture.c counts the captures) ----
+ * While any stream captures a CUDA graph in global or thread-local mode,
+ * the driver fails every "unsafe" call made by any thread (registering and
+ * unregistering host memory, waiting on a stream or an event), and the
+ * failure invalidates the capture.  Such a call runs between
+ * hp_capture_enter and hp_capture_leave; a capture's begin counts itself
+ * first, then waits for the calls already inside the driver to return (a
+ * Dekker pair on two sequentially consistent counters), so that none
+ * reaches the driver once the capture began. */
+static _Atomic int captures; /* in progress, in prohibiting modes */
+static _Atomic int in_flight; /* unsafe driver calls in progress */
+
+int hp_capture_busy(void)
+{
+	return atomic_load(&captures) > 0;
+}
+
+int hp_capture_enter(void)
+{
+	if (atomic_load(&captures) > 0)
+		return 0;
+	/* seq_cst both: pairs with hp_cuda_gate_close's count-then-wait */
+	atomic_fetch_add(&in_flight, 1);
+	if (atomic_load(&captures) > 0) {
+		atomic_fetch_sub(&in_flight, 1);
+		return 0;
+	}
+	return 1;
+}
+
+void hp_capture_leave(void)
+{
+	atomic_fetch_sub(&in_flight, 1);
+}
+
+void hp_cuda_gate_close(void)
+{
+	atomic_fetch_add(&captures, 1);
+}
+
+void hp_cuda_gate_wait(void)
+{
+	/* A registration that started before the capture ends before it
+	 * begins (one chunk, at most HOSTPIN_REGISTER_CHUNK). */
+	while (atomic_load(&in_flight) > 0)
+		sched_yield();
+}
+
+void hp_cuda_gate_open(void)
+{
+	atomic_fetch_sub(&captures, 1);
+}
+
+/* ---- copy fences (the copy policy, copy.c, decides when) ----
+ * After an async copy through a registered block, either the stream is
+ * waited for, or an event recorded on it becomes the block's last copy,
+ * which any release or reuse of the block waits for (quiesce).  Waits go
+ * through the driver, whose streams and events the runtime's are. */
+
+int hp_cuda_copy_fns(void)
+{
+	int st = atomic_load_explicit(&pf_state, memory_order_acquire);
+	if (st)
+		return st;
+#define HP_FN_SYM(name, R, params) *(void **)&pf.name = hp_cuda_sym(#name);
+	HP_CU_POLICY_FNS(HP_FN_SYM, )
+	HP_CU_POLICY_OPT_FNS(HP_FN_SYM, , )
+#undef HP_FN_SYM
+	if (!pf.cuStreamSynchronize) {
+		st = -1;
+		hp_log(HP_LOG_WARN, "the CUDA driver lacks cuStreamSynchronize: "
+		       "async copies through registered blocks cannot be made "
+		       "host-synchronous");
+	} else if (!pf.cuEventCreate || !pf.cuEventRecord ||
+		   !pf.cuEventSynchronize || !pf.cuEventDestroy_v2) {
+		st = 2;
+		hp_log(HP_LOG_WARN, "the CUDA driver lacks event entry points: "
+		       "HOSTPIN_COPY=async waits on the stream instead");
+	} else {
+		st = 1;
+	}
+	/* release: pairs with the acquire above; pf is complete. */
+	atomic_store_explicit(&pf_state, st, memory_order_release);
+	return st;
+}
+
+/* The (stream, event) pair of a block's last async copy changes under one
+ * of these, so that a copy and a release racing on a block never see half
+ * of a pair.  Held for a few loads and stores, never across a call. */
+static atomic_flag pair_lock[64];
+
+static atomic_flag *lock_of(hp_rec_t *r)
+{
+	atomic_flag *l = &pair_lock[((uintptr_t)r / sizeof(*r)) % 64];
+	/* acquire: pairs with the release in unlock; the pair is ours */
+	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
+		;
+	return l;
+}
+
+static void unlock(atomic_flag *l)
+{
+	atomic_flag_clear_explicit(l, memory_order_release);
+}
+
+int hp_cuda_capturing(hp_cudaStream_t s)
+{
+	int st = HP_CU_STREAM_CAPTURE_STATUS_NONE;
+	return pf.cuStreamIsCapturing && pf.cuStreamIsCapturing(s, &st) == 0 &&
+	       st != HP_CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void hp_cuda_wait_stream(hp_cudaStream_t s)
+{
+	pf.cuStreamSynchronize(s);
+	HP_CTR_ADD(copy_waits, 1);
+}
+
+/* HOSTPIN_COPY=async: the block's last copy is now this one. */
+int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s)
+{
+	hp_cudaEvent_t ev = NULL;
+	if (pf.cuEventCreate(&ev, HP_CU_EVENT_DISABLE_TIMING) != 0)
+		return -1;
+	if (pf.cuEventRecord(ev, s) != 0) {
+		pf.cuEventDestroy_v2(ev);
+		return -1;
+	}
+	atomic_flag *l = lock_of(r);
+	hp_cudaEvent_t old = (hp_cudaEvent_t)atomic_load_explicit(
+	    &r->user[HP_U_EVENT], memory_order_relaxed);
+	uintptr_t os = atomic_load_explicit(&r->user[HP_U_STREAM],
+					    memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_EVENT], (uintptr_t)ev,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], (uintptr_t)s,
+			      memory_order_relaxed);
+	unlock(l);
+	if (old != NULL) {
+		/* Same stream: the new event covers the old copy.  Another
+		 * stream: wait for it before forgetting it. */
+		if (os != (uintptr_t)s)
+			pf.cuEventSynchronize(old);
+		pf.cuEventDestroy_v2(old);
+	}
+	return 0;
+}
+
+void hp_cuda_quiesce(hp_rec_t *r)
+{
+	if (hp_in_child) {
+		/* The parent's events are not the child's: nothing to wait
+		 * for, and no pair lock to take (hp_cuda_fence_fork_child). */
+		hp_cuda_forget(r);
+		return;
+	}
+	atomic_flag *l = lock_of(r);
+	hp_cudaEvent_t ev = (hp_cudaEvent_t)atomic_load_explicit(
+	    &r->user[HP_U_EVENT], memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
+	unlock(l);
+	if (ev == NULL || hp_cuda_copy_fns() != 1)
+		return;
+	/* A block is neither unregistered nor released while a copy that
+	 * used it may still run. */
+	pf.cuEventSynchronize(ev);
+	pf.cuEventDestroy_v2(ev);
+	HP_CTR_ADD(copy_waits, 1);
+}
+
+void hp_cuda_forget(hp_rec_t *r)
+{
+	atomic_flag *l = lock_of(r);
+	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
+	unlock(l);
+}
+
+void hp_cuda_fence_fork_child(void)
+{
+	/* Only this thread exists in the child: a lock a parent's thread held
+	 * at the fork would never be released. */
+	for (int i = 0; i < 64; i++)
+		atomic_flag_clear_explicit(&pair_lock[i], memory_order_relaxed);
+}
+
 static void cuda_fork_child(void)
 {
 	/* The child makes no CUDA call (invariant 4): forget the driver. */
@@ -523,5 +725,5 @@ const hp_backend_t hp_backend_cuda = {
 	.name = "cuda", .probe = cuda_probe, .ready = cuda_ready,
 	.pin = cuda_pin, .unpin = cuda_unpin, .fork_child = cuda_fork_child,
 	.quiesce = hp_cuda_quiesce, .owner = cuda_owner,
-	.pin_flags = HOSTPIN_REGISTERED,
+	.device_node = cuda_device_node, .pin_flags = HOSTPIN_REGISTERED,
 };

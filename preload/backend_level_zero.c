@@ -87,8 +87,10 @@ static void learn_node(hp_obj_t *o, hp_ze_driver_handle_t h)
 	atomic_store_explicit(&ze_node, v, memory_order_relaxed);
 }
 
-int hp_ze_device_node(void)
+static int ze_device_node(void)
 {
+	if (hp_in_child)
+		return -1;
 	return atomic_load_explicit(&ze_node, memory_order_relaxed);
 }
 
@@ -166,7 +168,7 @@ static int discover(void)
 	return 1;
 }
 
-static int ze_probe(void) { return 0; }
+static int ze_probe(void) { return 1; }
 
 /* 1 if the loader or a driver hostpin imported through was unloaded (a
  * plug-in that brought them was closed): then never call them again.  The
@@ -193,8 +195,8 @@ static int ze_gone(void)
 		atomic_store_explicit(&ze_state, 0, memory_order_release);
 	}
 	pthread_mutex_unlock(&ze_mu);
-	if (was)
-		hp_device_lost();
+	if (was) /* the policy sends its blocks back to pending */
+		hp_backend_report(HP_EV_DEVICE_LOST);
 	return 1;
 }
 
@@ -313,5 +315,5 @@ static void ze_fork_child(void)
 const hp_backend_t hp_backend_level_zero = {
 	.name = "level_zero", .probe = ze_probe, .ready = ze_ready,
 	.pin = ze_pin, .unpin = ze_unpin, .fork_child = ze_fork_child,
-	.pin_flags = HOSTPIN_REGISTERED,
+	.device_node = ze_device_node, .pin_flags = HOSTPIN_REGISTERED,
 };

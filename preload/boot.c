@@ -22,6 +22,8 @@ _Atomic size_t hp_threshold = 0;
 HP_TLS int hp_in_hook;
 int hp_in_child;
 struct hp_next hp_next;
+/* The registry of ranges (hp.h), the layer below everything else. */
+hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
 /* ---- bootstrap arena ---- */
 _Alignas(4096) char hp_arena[HP_ARENA_SIZE];

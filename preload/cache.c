@@ -194,6 +194,7 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 	struct centry v[CACHE_SLOTS];
 	int nv = 0;
 	int node = hp_numa_want(); /* only a block on the node asked for */
+	hp_backend_events_act();
 	pthread_mutex_lock(&cache_mu);
 	if (!decay_on) { /* no thread: expire inline */
 		nv = take_expired(v, hp_now_ns());
@@ -294,8 +295,10 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	    atomic_load_explicit(&r->user[HP_U_EVENT], memory_order_relaxed))
 		return 0;
 	/* Not reused while a copy that used it may still run. */
-	if (hp_backend->quiesce)
+	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
+		hp_backend_events_act();
+	}
 	struct centry victims[CACHE_SLOTS];
 	int nv = 0;
 	pthread_mutex_lock(&cache_mu);

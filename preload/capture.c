@@ -12,12 +12,11 @@
  * blocks are adopted and deferred releases retried.
  *
  * A driver call of that kind runs between hp_capture_enter and
- * hp_capture_leave; a capture's begin counts itself first, then waits for
- * the calls already inside the driver to return (a Dekker pair on two
- * sequentially consistent counters), so that none reaches the driver once
- * the capture began.  Relaxed mode prohibits nothing and is not counted. */
+ * hp_capture_leave, the CUDA backend's gate (backend_cuda.c); a capture's
+ * begin closes it (counts itself first, then waits for the calls already
+ * inside the driver to return), so that none reaches the driver once the
+ * capture began.  Relaxed mode prohibits nothing and is not counted. */
 #include <pthread.h>
-#include <sched.h>
 
 #include "hooks.h"
 #include "record.h"
@@ -26,38 +25,13 @@
 #define MAX_CAPTURES 64
 
 /* Streams capturing now (one entry per begin; overflow counted without a
- * stream), under cap_mu; captures: how many, read without the lock. */
+ * stream), under cap_mu; how many: the gate's count (hp_capture_busy). */
 static struct {
 	hp_cudaStream_t s;
 	int used;
 } caps[MAX_CAPTURES];
 static int cap_overflow;
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int captures;
-static _Atomic int in_flight; /* unsafe driver calls in progress */
-
-int hp_capture_busy(void)
-{
-	return atomic_load(&captures) > 0;
-}
-
-int hp_capture_enter(void)
-{
-	if (atomic_load(&captures) > 0)
-		return 0;
-	/* seq_cst both: pairs with hp_capture_begin's count-then-wait */
-	atomic_fetch_add(&in_flight, 1);
-	if (atomic_load(&captures) > 0) {
-		atomic_fetch_sub(&in_flight, 1);
-		return 0;
-	}
-	return 1;
-}
-
-void hp_capture_leave(void)
-{
-	atomic_fetch_sub(&in_flight, 1);
-}
 
 int hp_capture_begin(hp_cudaStream_t s, int mode)
 {
@@ -71,12 +45,9 @@ int hp_capture_begin(hp_cudaStream_t s, int mode)
 		caps[i].s = s, caps[i].used = 1;
 	else
 		cap_overflow++;
-	atomic_fetch_add(&captures, 1);
+	hp_cuda_gate_close();
 	pthread_mutex_unlock(&cap_mu);
-	/* A registration that started before the capture ends before it
-	 * begins (one chunk, at most HOSTPIN_REGISTER_CHUNK). */
-	while (atomic_load(&in_flight) > 0)
-		sched_yield();
+	hp_cuda_gate_wait();
 	return 1;
 }
 
@@ -91,7 +62,7 @@ static void forget(hp_cudaStream_t s)
 	if (!done && cap_overflow)
 		cap_overflow--, done = 1;
 	if (done)
-		atomic_fetch_sub(&captures, 1);
+		hp_cuda_gate_open();
 	pthread_mutex_unlock(&cap_mu);
 }
 
@@ -121,10 +92,11 @@ void hp_capture_end(hp_cudaStream_t s, hp_CUresult e)
 	if (!listed && !cap_overflow)
 		return; /* a relaxed capture, or one hostpin did not see */
 	forget(s);
-	if (atomic_load(&captures) == 0) {
+	if (!hp_capture_busy()) {
 		/* The program's thread, outermost hook, guarded: what waited
 		 * for the capture to end happens now. */
 		hp_cuda_learn_ctx();
+		hp_backend_events_act();
 		hp_adopt_pending();
 		hp_retry_deferred();
 	}

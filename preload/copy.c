@@ -4,72 +4,10 @@
  * return at once.  So after a copy through a registered block hostpin waits
  * on the stream (HOSTPIN_COPY=sync), or records an event that any release
  * or reuse of the block waits for (async).  Waits go through the driver,
- * whose streams and events the runtime's are. */
+ * whose streams and events the runtime's are: the CUDA backend's copy
+ * fences (backend_cuda.c) make the waits and events; this file decides. */
 #include "hooks.h"
 #include "record.h"
-
-static struct {
-#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
-	HP_CU_POLICY_FNS(HP_FN_FIELD, hp_CUresult)
-	HP_CU_POLICY_OPT_FNS(HP_FN_FIELD, hp_CUresult, int)
-#undef HP_FN_FIELD
-} pf;
-/* 0 unresolved; 1 waits and events; 2 waits only (no event entry points);
- * -1 not even cuStreamSynchronize. */
-static _Atomic int pf_state;
-
-static int policy_fns(void)
-{
-	int st = atomic_load_explicit(&pf_state, memory_order_acquire);
-	if (st)
-		return st;
-#define HP_FN_SYM(name, R, params) *(void **)&pf.name = hp_cuda_sym(#name);
-	HP_CU_POLICY_FNS(HP_FN_SYM, )
-	HP_CU_POLICY_OPT_FNS(HP_FN_SYM, , )
-#undef HP_FN_SYM
-	if (!pf.cuStreamSynchronize) {
-		st = -1;
-		hp_log(HP_LOG_WARN, "the CUDA driver lacks cuStreamSynchronize: "
-		       "async copies through registered blocks cannot be made "
-		       "host-synchronous");
-	} else if (!pf.cuEventCreate || !pf.cuEventRecord ||
-		   !pf.cuEventSynchronize || !pf.cuEventDestroy_v2) {
-		st = 2;
-		hp_log(HP_LOG_WARN, "the CUDA driver lacks event entry points: "
-		       "HOSTPIN_COPY=async waits on the stream instead");
-	} else {
-		st = 1;
-	}
-	/* release: pairs with the acquire above; pf is complete. */
-	atomic_store_explicit(&pf_state, st, memory_order_release);
-	return st;
-}
-
-void hp_copy_forget_driver(void)
-{
-	/* release: pairs with the acquire in policy_fns, which resolves the
-	 * loaded driver's again */
-	atomic_store_explicit(&pf_state, 0, memory_order_release);
-}
-
-/* The (stream, event) pair of a block's last async copy changes under one
- * of these, so that a copy and a release racing on a block never see half
- * of a pair.  Held for a few loads and stores, never across a call. */
-static atomic_flag pair_lock[64];
-
-static atomic_flag *lock_of(hp_rec_t *r)
-{
-	atomic_flag *l = &pair_lock[((uintptr_t)r / sizeof(*r)) % 64];
-	/* acquire: pairs with the release in unlock; the pair is ours */
-	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
-		;
-	return l;
-}
-
-static void unlock(atomic_flag *l)
-{
-	atomic_flag_clear_explicit(l, memory_order_release);
-}
 
 void hp_copy_init(hp_copy_t *c)
 {
@@ -128,7 +66,7 @@ void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
 		 * pending blocks, and these if this copy makes them worth it
 		 * (HOSTPIN_PIN_AFTER), are registered before the copy runs. */
 		HP_GUARDED(
-		    hp_cuda_learn_ctx();
+		    hp_cuda_learn_ctx(); hp_backend_events_act();
 		    if (w.pending) hp_adopt_pending();
 		    for (int i = 0; i < w.nlazy; i++)
 			    hp_pin_copied(w.lazy[i], &w.lazys[i]));
@@ -165,49 +103,6 @@ void hp_copy_sync_end(hp_copy_t *c, int ok)
 	}
 }
 
-static int capturing(hp_cudaStream_t s)
-{
-	int st = HP_CU_STREAM_CAPTURE_STATUS_NONE;
-	return pf.cuStreamIsCapturing && pf.cuStreamIsCapturing(s, &st) == 0 &&
-	       st != HP_CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
-static void wait_stream(hp_cudaStream_t s)
-{
-	pf.cuStreamSynchronize(s);
-	HP_CTR_ADD(copy_waits, 1);
-}
-
-/* HOSTPIN_COPY=async: the block's last copy is now this one. */
-static int track_event(hp_rec_t *r, hp_cudaStream_t s)
-{
-	hp_cudaEvent_t ev = NULL;
-	if (pf.cuEventCreate(&ev, HP_CU_EVENT_DISABLE_TIMING) != 0)
-		return -1;
-	if (pf.cuEventRecord(ev, s) != 0) {
-		pf.cuEventDestroy_v2(ev);
-		return -1;
-	}
-	atomic_flag *l = lock_of(r);
-	hp_cudaEvent_t old = (hp_cudaEvent_t)atomic_load_explicit(
-	    &r->user[HP_U_EVENT], memory_order_relaxed);
-	uintptr_t os = atomic_load_explicit(&r->user[HP_U_STREAM],
-					    memory_order_relaxed);
-	atomic_store_explicit(&r->user[HP_U_EVENT], (uintptr_t)ev,
-			      memory_order_relaxed);
-	atomic_store_explicit(&r->user[HP_U_STREAM], (uintptr_t)s,
-			      memory_order_relaxed);
-	unlock(l);
-	if (old != NULL) {
-		/* Same stream: the new event covers the old copy.  Another
-		 * stream: wait for it before forgetting it. */
-		if (os != (uintptr_t)s)
-			pf.cuEventSynchronize(old);
-		pf.cuEventDestroy_v2(old);
-	}
-	return 0;
-}
-
 void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 {
 	hp_hook_leave();
@@ -225,8 +120,9 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	if (s == NULL && ptsz)
 		s = HP_CU_STREAM_PER_THREAD;
 	hp_in_hook++;
-	int st = policy_fns();
-	if (st < 0 || capturing(s)) {
+	int st = hp_cuda_copy_fns();
+	hp_backend_events_act();
+	if (st < 0 || hp_cuda_capturing(s)) {
 		/* No way to wait; or a stream capturing into a CUDA graph,
 		 * which records the copy instead of running it: waiting would
 		 * invalidate the capture. */
@@ -240,12 +136,12 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	} else {
 		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC || st == 2 ||
 		    c->overflow) {
-			wait_stream(s);
+			hp_cuda_wait_stream(s);
 		} else {
 			for (int i = 0; i < c->n; i++)
 				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
-				    track_event(c->r[i], s)) {
-					wait_stream(s); /* no event: the safe
+				    hp_cuda_track_event(c->r[i], s)) {
+					hp_cuda_wait_stream(s); /* no event: the safe
 							 * wait */
 					break;
 				}
@@ -256,43 +152,4 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	/* After the wait: an object with unguarded copies loaded since the
 	 * last look makes hostpin unregister its blocks. */
 	hp_coverage_poll();
-}
-
-void hp_cuda_quiesce(hp_rec_t *r)
-{
-	if (hp_in_child) {
-		/* The parent's events are not the child's: nothing to wait
-		 * for, and no pair lock to take (hp_copy_fork_child). */
-		hp_cuda_forget(r);
-		return;
-	}
-	atomic_flag *l = lock_of(r);
-	hp_cudaEvent_t ev = (hp_cudaEvent_t)atomic_load_explicit(
-	    &r->user[HP_U_EVENT], memory_order_relaxed);
-	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
-	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
-	unlock(l);
-	if (ev == NULL || policy_fns() != 1)
-		return;
-	/* A block is neither unregistered nor released while a copy that
-	 * used it may still run. */
-	pf.cuEventSynchronize(ev);
-	pf.cuEventDestroy_v2(ev);
-	HP_CTR_ADD(copy_waits, 1);
-}
-
-void hp_cuda_forget(hp_rec_t *r)
-{
-	atomic_flag *l = lock_of(r);
-	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
-	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
-	unlock(l);
-}
-
-void hp_copy_fork_child(void)
-{
-	/* Only this thread exists in the child: a lock a parent's thread held
-	 * at the fork would never be released. */
-	for (int i = 0; i < 64; i++)
-		atomic_flag_clear_explicit(&pair_lock[i], memory_order_relaxed);
 }

@@ -87,7 +87,7 @@ static void *sym_next_at(hp_fwd_t *f, const void *ra)
 {
 	void *p = hp_fwd(f, ra);
 	if (p == NULL) {
-		HP_GUARDED(p = hp_cuda_sym(f->name));
+		HP_GUARDED(p = hp_cuda_sym(f->name); hp_backend_events_act());
 		if (p == NULL)
 			HP_LOG_ONCE(HP_LOG_WARN, "%s called but no CUDA driver "
 				    "defines it: the call fails", f->name);

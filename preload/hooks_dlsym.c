@@ -170,7 +170,8 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver,
 		 * what this caller's scope holds; where it holds nothing, the
 		 * answer must stay "no such symbol". */
 		HP_GUARDED(fn = hp_resolve_for(ra, name);
-			   if (fn == NULL && drv) fn = hp_cuda_sym(name));
+			   if (fn == NULL && drv) fn = hp_cuda_sym(name);
+			   hp_backend_events_act());
 		if (fn)
 			return FORWARD;
 		HP_GUARDED(fn = ver ? hp_dlvsym_chain(h, name, ver)

@@ -32,6 +32,7 @@ static void inited(void)
 {
 	if (hp_hook_enter()) {
 		HP_GUARDED(hp_ze_note_init(); (void)hp_backend->ready();
+			   hp_backend_events_act();
 			   hp_adopt_pending());
 		hp_hook_leave();
 	}

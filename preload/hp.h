@@ -279,7 +279,7 @@ HP_HIDDEN uint64_t hp_stat_fail_total(void);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);
 
-/* ---- the registry of ranges (pin.c) and what the wrappers call ---- */
+/* ---- the registry of ranges (boot.c) and what the wrappers call ---- */
 HP_HIDDEN extern hp_registry_t hp_reg;
 /* heap.c: hostpin's own blocks for the malloc family. */
 HP_HIDDEN void *hp_block_alloc(size_t n, size_t align, int zero);

@@ -25,7 +25,7 @@ static void fork_child(void)
 	hp_registry_unlock(&hp_reg);
 	hp_cache_unlock();
 	hp_cache_fork_child();
-	hp_copy_fork_child();
+	hp_cuda_fence_fork_child();
 	hp_in_child = 1;
 	hp_ledger_fork_child();
 	HP_GUARDED(hp_backend->fork_child(); hp_pin_fork_child());
@@ -72,7 +72,7 @@ void hp_init_slow(void)
 		st = HP_ST_PASSTHROUGH;
 	if (st == HP_ST_READY) {
 		hp_backend = hp_backend_select();
-		if (hp_backend->probe()) {
+		if (!hp_backend->probe()) {
 			hp_log(HP_LOG_WARN, "backend %s unavailable; pinning "
 			       "nothing", hp_backend->name);
 			hp_backend = &hp_backend_none;

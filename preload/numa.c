@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "record.h"
-#include "ze_api.h"
 
 #define HP_MPOL_PREFERRED 1
 #define HP_MPOL_MF_MOVE (1u << 1)
@@ -106,16 +105,7 @@ static int thread_node(void)
 /* The device's node, if the device backend in use can tell. */
 static int device_node(void)
 {
-	const hp_backend_t *b = hp_backend;
-	if (b == &hp_backend_auto) /* ready() makes auto choose */
-		b = b->ready() ? hp_backend_auto_chosen() : NULL;
-	if (hp_in_child)
-		return -1;
-	if (b == &hp_backend_cuda)
-		return hp_cuda_device_node();
-	if (b == &hp_backend_level_zero)
-		return hp_ze_device_node();
-	return -1;
+	return hp_backend->device_node ? hp_backend->device_node() : -1;
 }
 
 int hp_numa_want(void)

@@ -32,9 +32,16 @@
 #include "record.h"
 #include "resolve.h"
 
-hp_registry_t hp_reg = HP_REGISTRY_INIT;
-
 /* ---- pin policy ---- */
+
+/* The backend's ready(), and what it reported while it looked (a driver
+ * unloaded) acted on before anything is registered through a new one. */
+static int ready_now(void)
+{
+	int r = hp_backend->ready();
+	hp_backend_events_act();
+	return r;
+}
 
 /* Blocks marked HP_F_LAZY since adoption last looked. */
 static _Atomic int lazy_seen;
@@ -140,7 +147,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		   hp_capture_busy()) {
 		/* a CUDA graph capture in progress: pending, registered
 		 * when it ends (invariant 13) */
-	} else if (!hp_backend->ready()) {
+	} else if (!ready_now()) {
 		/* e stays EAGAIN */
 	} else if (hp_coverage_refuses(hp_backend, &why)) {
 		e = EPERM; /* refused: a copy could bypass the hooks */
@@ -157,6 +164,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 		HP_CTR_ADD(pin_calls, 1);
 	}
+	hp_backend_events_act(); /* what the node and pin calls reported */
 	if (e == EAGAIN) { /* not now: the device runtime is not ready */
 		HP_CTR_SUB(pinned_bytes_now, len);
 		if (!(hp_rflags(r) & HOSTPIN_PENDING)) {
@@ -197,9 +205,11 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	if (hp_coverage_bad() && hp_backend->unpin((void *)base, len, &why) == 0) {
 		/* the check failed while this registration was made */
+		hp_backend_events_act();
 		HP_CTR_SUB(pinned_bytes_now, len);
 		return;
 	}
+	hp_backend_events_act();
 	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
 	atomic_store_explicit(&r->user[HP_U_OWNER],
 			      hp_backend->owner ? hp_backend->owner() : 0,
@@ -224,8 +234,10 @@ static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 		why = "a CUDA graph capture is in progress", e = EAGAIN;
 		goto refused;
 	}
-	if (hp_backend->quiesce)
+	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
+		hp_backend_events_act();
+	}
 	f = hp_rflags(r);
 	if (f & HOSTPIN_PENDING) {
 		hp_set_rflags(r, f & ~HOSTPIN_PENDING);
@@ -234,9 +246,10 @@ static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 	if (!(f & HP_PIN_MASK))
 		return 0;
 	HP_CTR_ADD(unpin_calls, 1);
-	if (f & hp_backend->pin_flags)
+	if (f & hp_backend->pin_flags) {
 		e = hp_in_child ? 0 : hp_cells_unpin(base, len, &why);
-	else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
+		hp_backend_events_act();
+	} else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
 		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
 refused:
 	if (e) {
@@ -319,8 +332,10 @@ void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
 	if (kind & HOSTPIN_KIND_MALLOC)
 		hp_set_rsite(r, hp_site_capture());
 	hp_count_track(kind, len, 1);
-	if (kind & HOSTPIN_KIND_MALLOC)
+	if (kind & HOSTPIN_KIND_MALLOC) {
 		hp_numa_place(r, base, len, hp_numa_want(), 0);
+		hp_backend_events_act(); /* the device's node was asked */
+	}
 	if (carry)
 		return; /* purged twice while registered: left unregistered */
 	if (hp_pin_counts_copies()) {
@@ -342,7 +357,7 @@ void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
 		 * either the adoption that follows readiness (zeInit on
 		 * another thread) sees this block, or this sees readiness */
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!hp_alloc_from_device() && hp_backend->ready())
+		if (!hp_alloc_from_device() && ready_now())
 			adopt_again(r, base, 0);
 	}
 }
@@ -478,7 +493,7 @@ void hp_adopt_pending(void)
 	int lazy = atomic_load_explicit(&lazy_seen, memory_order_relaxed);
 	if ((atomic_load_explicit(&hp_ctr.pending_blocks,
 				  memory_order_relaxed) == 0 && !lazy) ||
-	    hp_in_child || hp_capture_busy() || !hp_backend->ready())
+	    hp_in_child || hp_capture_busy() || !ready_now())
 		return;
 	/* auto chose a backend whose copies are not counted: its lazy
 	 * blocks are pinned now, once. */
@@ -558,14 +573,56 @@ unsigned hp_block_flags(const void *p, hp_rec_t **rec)
 	return r ? hp_rflags(r) : 0;
 }
 
-/* ---- the device was unloaded ---- */
+/* ---- what the backend reported ---- */
 
-void hp_device_lost(void)
+/* The CUDA contexts in ended[] ended: their blocks go back to pending. */
+static void owners_lost(const uintptr_t *ended, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int k = hp_pin_owner_lost(ended[i]);
+		if (k)
+			hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
+			       "block(s) go back to pending", k);
+	}
+}
+
+void hp_cuda_device_reset(int dev)
+{
+	uintptr_t ended[HP_CUDA_MAX_CTXS];
+	owners_lost(ended, hp_cuda_ctxs_reset(dev, ended));
+}
+
+void hp_cuda_device_released(int dev)
+{
+	uintptr_t ended[HP_CUDA_MAX_CTXS];
+	owners_lost(ended, hp_cuda_ctxs_released(dev, ended));
+}
+
+void hp_cuda_ctx_destroyed(struct CUctx_st *ctx)
+{
+	uintptr_t ended[HP_CUDA_MAX_CTXS];
+	owners_lost(ended, hp_cuda_ctx_end(ctx, ended));
+}
+
+/* The device was unloaded: every block registered with it goes back to
+ * pending, without a call into it. */
+static void device_lost(void)
 {
 	struct lost l = {0, hp_backend->pin_flags, HP_PIN_MASK, 0};
 	hp_in_hook++;
 	hp_registry_each(&hp_reg, lost_one, &l);
 	hp_in_hook--;
+}
+
+void hp_backend_events_act(void)
+{
+	if (atomic_load_explicit(&hp_backend_events, memory_order_relaxed) == 0)
+		return;
+	/* acquire: pairs with the release in hp_backend_report */
+	unsigned ev = atomic_exchange_explicit(&hp_backend_events, 0,
+					       memory_order_acquire);
+	if (ev & HP_EV_DEVICE_LOST)
+		device_lost();
 }
 
 /* ---- fork ---- */

@@ -102,8 +102,11 @@ static int part_unpin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 	if (a >= b)
 		return 0;
 	HP_CTR_ADD(unpin_calls, 1);
-	if (dev)
-		return hp_cells_unpin(a, b - a, why);
+	if (dev) {
+		int e = hp_cells_unpin(a, b - a, why);
+		hp_backend_events_act();
+		return e;
+	}
 	if (munlock((void *)a, b - a) == 0)
 		return 0;
 	*why = "munlock failed";
@@ -117,9 +120,10 @@ static int part_pin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 	HP_CTR_ADD(pin_calls, 1);
 	uint64_t t0 = hp_now_ns();
 	int e = 0;
-	if (dev)
+	if (dev) {
 		e = hp_cells_pin(a, b - a, why);
-	else if (mlock((void *)a, b - a) != 0)
+		hp_backend_events_act();
+	} else if (mlock((void *)a, b - a) != 0)
 		*why = "mlock: RLIMIT_MEMLOCK or out of memory", e = errno;
 	HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 	return e;
@@ -213,8 +217,10 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 		discard(arg); /* nothing pinned: nothing to undo or redo */
 		return 0;
 	}
-	if (hp_backend->quiesce)
+	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
+		hp_backend_events_act();
+	}
 	unsigned dev = f & hp_backend->pin_flags;
 	uintptr_t lo, hi, end = s->base + s->len;
 	span(dev, s->base, end, a, b, &lo, &hi);
@@ -283,8 +289,10 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	if (!(f & HP_PIN_MASK) || (f & HP_F_FOREIGN) ||
 	    !(f & HOSTPIN_KIND_MMAP) || (ca == base && cb == end))
 		return EINVAL; /* the caller untracks it whole */
-	if (hp_backend->quiesce)
+	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
+		hp_backend_events_act();
+	}
 	unsigned dev = f & hp_backend->pin_flags;
 	uintptr_t lo, hi;
 	span(dev, base, end, ca, cb, &lo, &hi);

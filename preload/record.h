@@ -17,7 +17,8 @@ enum { HP_REC_LIVE = 1, HP_REC_RELEASING = 2, HP_REC_LEAKED = 3,
  * owner of its registration (backend->owner: the CUDA context it was
  * registered through), written by the record's holder; the stream and
  * event of the last async copy that used the block (HOSTPIN_COPY=async), a
- * pair that copy.c reads and writes only under its lock for the record. */
+ * pair that the CUDA backend's copy fences (backend_cuda.c) read and write
+ * only under their lock for the record. */
 enum { HP_U_FLAGS = 0, HP_U_OWNER = 1, HP_U_STREAM = 2, HP_U_EVENT = 3,
        HP_U_COPIES = 4, HP_U_NODE = 5 };
 /* HP_U_COPIES: device copies seen through the block (copy.c counts them,

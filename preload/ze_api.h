@@ -68,8 +68,5 @@ struct hp_zex_fns {
 /* backend_level_zero.c: the program's zeInit or zeInitDrivers succeeded:
  * discover the drivers (the only place hostpin does). */
 void hp_ze_note_init(void) __attribute__((visibility("hidden")));
-/* The host NUMA node nearest the first Level Zero device hostpin imports
- * for (its PCI function's numa_node in sysfs); -1 if unknown. */
-int hp_ze_device_node(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -24,7 +24,7 @@ static int mapped(void *p)
 	return mincore(p, HP_PAGE_SIZE, &v) == 0;
 }
 
-static int fk_probe(void) { return 0; }
+static int fk_probe(void) { return 1; }
 static int fk_ready(void) { return fk.ready; }
 static int fk_pin(void *b, size_t l, const char **why)
 {
