@@ -118,7 +118,6 @@ static void host_batch(hp_copy_t *c, void *const *dsts,
 	}
 }
 
-
 /* The runtime's version, asked of the runtime the caller at ra reaches:
  * the batch copies changed shape in CUDA 13 under the same names (12.8
  * passes failIdx before the stream), and cudaGetDriverEntryPoint asks the
@@ -662,9 +661,9 @@ HP_EXPORT hp_cudaError_t cudaStreamEndCapture_ptsz(hp_cudaStream_t s, void **g)
 }
 
 /* ---- driver lookups ---- */
-HP_EXPORT hp_cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fp,
-						 unsigned long long flags,
-						 hp_cudaDriverEntryPointQueryResult *st)
+HP_EXPORT hp_cudaError_t cudaGetDriverEntryPoint(
+    const char *sym, void **fp, unsigned long long flags,
+    hp_cudaDriverEntryPointQueryResult *st)
 {
 	return entry_point(NEXT(cudaGetDriverEntryPoint),
 			   __builtin_return_address(0), sym, fp, flags, st);
@@ -691,9 +690,8 @@ HP_EXPORT hp_cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     hp_cudaDriverEntryPointQueryResult *st)
 {
 	return entry_point_by_version(
-    NEXT(cudaGetDriverEntryPointByVersion_ptsz), sym, fp, v, flags, st);
+	    NEXT(cudaGetDriverEntryPointByVersion_ptsz), sym, fp, v, flags, st);
 }
-
 
 /* Exported runtime names and their wrappers, from the same list, for
  * lookups on a runtime's handle (hooks_dlsym.c). */

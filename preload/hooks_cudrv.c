@@ -146,7 +146,8 @@ static hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAsync_t, hp_CUresult, (d, sr, n, s),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
-		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), ASYNC_END)
+		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n),
+		     ASYNC_END)
 }
 static hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
 				hp_cudaStream_t s)
@@ -766,19 +767,17 @@ static hp_CUresult lk_cuMemcpy3DBatchAsync_v2(size_t n,
 				fl, s);
 }
 
-HP_EXPORT hp_CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t n,
-						   hp_CUDA_MEMCPY3D_BATCH_OP *ops,
-						   unsigned long long fl,
-						   hp_cudaStream_t s)
+HP_EXPORT hp_CUresult cuMemcpy3DBatchAsync_v2_ptsz(
+    size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
+    hp_cudaStream_t s)
 {
 	return batch3d_async_v2(NEXT(cuMemcpy3DBatchAsync_v2_ptsz), 1, n, ops,
 				fl, s);
 }
 
-static hp_CUresult lk_cuMemcpy3DBatchAsync_v2_ptsz(size_t n,
-						   hp_CUDA_MEMCPY3D_BATCH_OP *ops,
-						   unsigned long long fl,
-						   hp_cudaStream_t s)
+static hp_CUresult lk_cuMemcpy3DBatchAsync_v2_ptsz(
+    size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
+    hp_cudaStream_t s)
 {
 	return batch3d_async_v2(LOOKED_UP(cuMemcpy3DBatchAsync_v2_ptsz), 1, n,
 				ops, fl, s);
@@ -1140,7 +1139,6 @@ static hp_CUresult lk_cuGetProcAddress_v2(const char *symbol, void **pfn,
 	return gpa_v2(LOOKED_UP(cuGetProcAddress_v2), symbol, pfn, ver, flags,
 		      status);
 }
-
 
 /* ---- the lookup table, from the same list ----
  * Per entry point: the name cuGetProcAddress takes, the CUDA version from
