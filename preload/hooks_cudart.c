@@ -1,16 +1,29 @@
-/* Hooks on the CUDA runtime's copy (async and sync), registration and driver-lookup
- * entry points, where the runtime is dynamically linked.  The runtime calls
- * the driver underneath; the driver's hooks then pass straight through
- * (hp_hook_enter), so each copy gets one policy decision, here. */
+/* Hooks on the CUDA runtime's copy (async and sync), registration, reset,
+ * graph capture and driver-lookup entry points, where the runtime is
+ * dynamically linked.  The runtime calls the driver underneath; the
+ * driver's hooks then pass straight through (hp_hook_enter), so each copy
+ * gets one policy decision, here.
+ *
+ * Each entry point is written out below by its own name, calling one body
+ * per kind of entry point with the definition its caller would have
+ * reached without hostpin (resolve.h).  hooks_cudart.def lists the names
+ * once more, for the slots and the table of lookups on a runtime's handle
+ * (hooks_dlsym.c). */
 #include <string.h>
 
 #include "hooks.h"
 #include "resolve.h"
 
-/* The definition this hook's caller would have reached without hostpin
- * (resolve.h); in an exported hook only. */
-#define NEXT(name) ((hp_##name##_t)HP_FWD(next_##name))
-#define NEXT_SLOT(name) static hp_fwd_t next_##name = HP_FWD_INIT(#name)
+/* Per entry point: next_NAME, where its calls go on. */
+#define HP_CUDART(name) static hp_fwd_t next_##name = HP_FWD_INIT(#name);
+#include "hooks_cudart.def"
+#undef HP_CUDART
+static hp_fwd_t next_cudaGetDevice = HP_FWD_INIT("cudaGetDevice");
+
+/* What the exported NAME calls: the definition its caller would have
+ * reached without hostpin. */
+#define NEXT(name) HP_FWD(next_##name)
+
 
 static void host_kind(hp_copy_t *c, int kind, const void *dst,
 		      const void *src, size_t n)
@@ -105,75 +118,10 @@ static void host_batch(hp_copy_t *c, void *const *dsts,
 	}
 }
 
-#define RT_HOOK(name, params, args, HOSTS, END)                               \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name params                                  \
-	{                                                                     \
-		HP_COPY_BODY(NEXT(name), hp_##name##_t, hp_cudaError_t, args, \
-			     HOSTS, END)                                      \
-	}
-#define RT_COPY(name, params, args, HOSTS, stream, ptsz)                      \
-	RT_HOOK(name, params, args, HOSTS,                                    \
-		hp_copy_end(&c_, stream, ptsz, e_ == 0))
-#define RT_COPY2(name, params, args, HOSTS, stream)                           \
-	RT_COPY(name, params, args, HOSTS, stream, 0)                         \
-	typedef hp_##name##_t hp_##name##_ptsz_t;                             \
-	RT_COPY(name##_ptsz, params, args, HOSTS, stream, 1)
-
-RT_COPY2(cudaMemcpyAsync,
-	 (void *dst, const void *src, size_t n, hp_cudaMemcpyKind kind,
-	  hp_cudaStream_t s),
-	 (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n), s)
-RT_COPY2(cudaMemcpy2DAsync,
-	 (void *dst, size_t dp, const void *src, size_t sp, size_t w,
-	  size_t h, hp_cudaMemcpyKind kind, hp_cudaStream_t s),
-	 (dst, dp, src, sp, w, h, kind, s),
-	 host_kind_2d(&c_, kind, dst, dp, src, sp, w, h), s)
-RT_COPY2(cudaMemcpy3DAsync, (const hp_cudaMemcpy3DParms *p, hp_cudaStream_t s),
-	 (p, s), host_3dparms(&c_, p), s)
-RT_COPY2(cudaMemcpy3DPeerAsync,
-	 (const hp_cudaMemcpy3DPeerParms *p, hp_cudaStream_t s), (p, s),
-	 host_3dpeer(&c_, p), s)
-RT_COPY2(cudaMemcpyToSymbolAsync,
-	 (const void *sym, const void *src, size_t n, size_t off,
-	  hp_cudaMemcpyKind kind, hp_cudaStream_t s),
-	 (sym, src, n, off, kind, s), host_kind(&c_, kind, NULL, src, n), s)
-RT_COPY2(cudaMemcpyFromSymbolAsync,
-	 (void *dst, const void *sym, size_t n, size_t off,
-	  hp_cudaMemcpyKind kind, hp_cudaStream_t s),
-	 (dst, sym, n, off, kind, s), host_kind(&c_, kind, dst, NULL, n), s)
-
-/* Synchronous copies: counted towards registration (HOSTPIN_PIN_AFTER), no
- * wait (they return after the copy); per-thread default stream form _ptds. */
-#define RT_SYNC(name, params, args, HOSTS)                                    \
-	RT_HOOK(name, params, args, HOSTS, hp_copy_sync_end(&c_, e_ == 0))
-#define RT_SYNC2(name, params, args, HOSTS)                                   \
-	RT_SYNC(name, params, args, HOSTS)                                    \
-	typedef hp_##name##_t hp_##name##_ptds_t;                             \
-	RT_SYNC(name##_ptds, params, args, HOSTS)
-
-RT_SYNC2(cudaMemcpy,
-	 (void *dst, const void *src, size_t n, hp_cudaMemcpyKind kind),
-	 (dst, src, n, kind), host_kind(&c_, kind, dst, src, n))
-RT_SYNC2(cudaMemcpy2D,
-	 (void *dst, size_t dp, const void *src, size_t sp, size_t w,
-	  size_t h, hp_cudaMemcpyKind kind),
-	 (dst, dp, src, sp, w, h, kind), host_kind(&c_, kind, dst, src, w * h))
-RT_SYNC2(cudaMemcpy3D, (const hp_cudaMemcpy3DParms *p), (p),
-	 host_3dparms(&c_, p))
-RT_SYNC2(cudaMemcpyToSymbol,
-	 (const void *sym, const void *src, size_t n, size_t off,
-	  hp_cudaMemcpyKind kind),
-	 (sym, src, n, off, kind), host_kind(&c_, kind, NULL, src, n))
-RT_SYNC2(cudaMemcpyFromSymbol,
-	 (void *dst, const void *sym, size_t n, size_t off,
-	  hp_cudaMemcpyKind kind),
-	 (dst, sym, n, off, kind), host_kind(&c_, kind, dst, NULL, n))
-
-/* The batch copies changed shape in CUDA 13 under the same names: 12.8
- * passes failIdx before the stream.  One wrapper takes the longer list and
- * forwards all of it (an extra argument is harmless in this ABI); the
- * runtime's version says where the stream is. */
+/* The runtime's version, asked of the runtime the caller at ra reaches:
+ * the batch copies changed shape in CUDA 13 under the same names (12.8
+ * passes failIdx before the stream), and cudaGetDriverEntryPoint asks the
+ * driver at the runtime's own version. */
 static int rt_version(const void *ra)
 {
 	static _Atomic int v;
@@ -190,70 +138,154 @@ static int rt_version(const void *ra)
 	return r;
 }
 
+/* ---- the bodies ----
+ * f: the function to call; ptsz: the entry point is the per-thread-stream
+ * form (stream 0 is the per-thread stream); ra: the exported hook's caller.
+ * A copy body is hooks.h's HP_COPY_BODY: the host sides, the call, then
+ * the end of the copy: an asynchronous copy waits or is tracked
+ * (hp_copy_end), a synchronous one is counted towards registration
+ * (HOSTPIN_PIN_AFTER), with no wait (hp_copy_sync_end). */
+#define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == 0)
+#define SYNC_END hp_copy_sync_end(&c_, e_ == 0)
+
+static hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
+				 size_t n, hp_cudaMemcpyKind kind,
+				 hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpyAsync_t, hp_cudaError_t,
+		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n),
+		     ASYNC_END)
+}
+static hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
+				   const void *src, size_t sp, size_t w,
+				   size_t h, hp_cudaMemcpyKind kind,
+				   hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy2DAsync_t, hp_cudaError_t,
+		     (dst, dp, src, sp, w, h, kind, s),
+		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h), ASYNC_END)
+}
+static hp_cudaError_t copy3d_async(void *f, int ptsz,
+				   const hp_cudaMemcpy3DParms *p,
+				   hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy3DAsync_t, hp_cudaError_t, (p, s),
+		     host_3dparms(&c_, p), ASYNC_END)
+}
+static hp_cudaError_t copy3dpeer_async(void *f, int ptsz,
+				       const hp_cudaMemcpy3DPeerParms *p,
+				       hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy3DPeerAsync_t, hp_cudaError_t, (p, s),
+		     host_3dpeer(&c_, p), ASYNC_END)
+}
+static hp_cudaError_t to_symbol_async(void *f, int ptsz, const void *sym,
+				      const void *src, size_t n, size_t off,
+				      hp_cudaMemcpyKind kind, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpyToSymbolAsync_t, hp_cudaError_t,
+		     (sym, src, n, off, kind, s),
+		     host_kind(&c_, kind, NULL, src, n), ASYNC_END)
+}
+static hp_cudaError_t from_symbol_async(void *f, int ptsz, void *dst,
+					const void *sym, size_t n, size_t off,
+					hp_cudaMemcpyKind kind,
+					hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpyFromSymbolAsync_t, hp_cudaError_t,
+		     (dst, sym, n, off, kind, s),
+		     host_kind(&c_, kind, dst, NULL, n), ASYNC_END)
+}
+
+/* The batch copies: one wrapper takes the longer (12.8) list and forwards
+ * all of it (an extra argument is harmless in this ABI); the runtime's
+ * version says where the stream is. */
 typedef hp_cudaError_t (*batch_t)(void *const *, const void *const *,
 				  const size_t *, size_t,
 				  hp_cudaMemcpyAttributes *, size_t *, size_t,
 				  void *, hp_cudaStream_t);
 typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
 				    unsigned long long, hp_cudaStream_t);
-#define RT_BATCH(name, ptsz)                                                  \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name(void *const *d, const void *const *sr,  \
-				      const size_t *sz, size_t n,             \
-				      hp_cudaMemcpyAttributes *at, size_t *ai, \
-				      size_t na, void *a8,                    \
-				      hp_cudaStream_t a9)                     \
-	{                                                                     \
-		batch_t fn_ = (batch_t)HP_FWD(next_##name);                   \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_(d, sr, sz, n, at, ai, na, a8, a9);         \
-		hp_copy_t c_;                                                 \
-		hp_copy_init(&c_);                                            \
-		host_batch(&c_, d, sr, sz, n);                                \
-		hp_cudaError_t e_ = fn_(d, sr, sz, n, at, ai, na, a8, a9);    \
-		hp_copy_end(&c_,                                              \
-			    rt_version(__builtin_return_address(0)) >= 13000  \
-				? (hp_cudaStream_t)a8                         \
-				: a9,                                         \
-			    ptsz, e_ == 0);                                   \
-		return e_;                                                    \
-	}
-RT_BATCH(cudaMemcpyBatchAsync, 0)
-RT_BATCH(cudaMemcpyBatchAsync_ptsz, 1)
-#define RT_BATCH3D(name, ptsz)                                                \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name(size_t n, hp_cudaMemcpy3DBatchOp *ops,  \
-				      void *a3, unsigned long long a4,        \
-				      hp_cudaStream_t a5)                     \
-	{                                                                     \
-		batch3d_t fn_ = (batch3d_t)HP_FWD(next_##name);               \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_(n, ops, a3, a4, a5);                       \
-		hp_copy_t c_;                                                 \
-		hp_copy_init(&c_);                                            \
-		hp_copy_host_ops(&c_, ops, n);                                \
-		hp_cudaError_t e_ = fn_(n, ops, a3, a4, a5);                  \
-		hp_copy_end(&c_,                                              \
-			    rt_version(__builtin_return_address(0)) >= 13000  \
-				? (hp_cudaStream_t)a4                         \
-				: a5,                                         \
-			    ptsz, e_ == 0);                                   \
-		return e_;                                                    \
-	}
-RT_BATCH3D(cudaMemcpy3DBatchAsync, 0)
-RT_BATCH3D(cudaMemcpy3DBatchAsync_ptsz, 1)
-
-/* ---- registrations made by the program itself ---- */
-NEXT_SLOT(cudaHostRegister);
-NEXT_SLOT(cudaHostUnregister);
-
-HP_EXPORT hp_cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
+static hp_cudaError_t batch_async(void *f, const void *ra, int ptsz,
+				  void *const *d, const void *const *sr,
+				  const size_t *sz, size_t n,
+				  hp_cudaMemcpyAttributes *at, size_t *ai,
+				  size_t na, void *a8, hp_cudaStream_t a9)
 {
-	hp_cudaHostRegister_t fn = NEXT(cudaHostRegister);
+	batch_t fn = (batch_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(d, sr, sz, n, at, ai, na, a8, a9);
+	hp_copy_t c;
+	hp_copy_init(&c);
+	host_batch(&c, d, sr, sz, n);
+	hp_cudaError_t e = fn(d, sr, sz, n, at, ai, na, a8, a9);
+	hp_copy_end(&c, rt_version(ra) >= 13000 ? (hp_cudaStream_t)a8 : a9,
+		    ptsz, e == 0);
+	return e;
+}
+static hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
+				    size_t n, hp_cudaMemcpy3DBatchOp *ops,
+				    void *a3, unsigned long long a4,
+				    hp_cudaStream_t a5)
+{
+	batch3d_t fn = (batch3d_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(n, ops, a3, a4, a5);
+	hp_copy_t c;
+	hp_copy_init(&c);
+	hp_copy_host_ops(&c, ops, n);
+	hp_cudaError_t e = fn(n, ops, a3, a4, a5);
+	hp_copy_end(&c, rt_version(ra) >= 13000 ? (hp_cudaStream_t)a4 : a5,
+		    ptsz, e == 0);
+	return e;
+}
+
+/* Synchronous copies: the per-thread default stream form is _ptds. */
+static hp_cudaError_t copy_sync(void *f, void *dst, const void *src, size_t n,
+				hp_cudaMemcpyKind kind)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy_t, hp_cudaError_t, (dst, src, n, kind),
+		     host_kind(&c_, kind, dst, src, n), SYNC_END)
+}
+static hp_cudaError_t copy2d_sync(void *f, void *dst, size_t dp,
+				  const void *src, size_t sp, size_t w,
+				  size_t h, hp_cudaMemcpyKind kind)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy2D_t, hp_cudaError_t,
+		     (dst, dp, src, sp, w, h, kind),
+		     host_kind(&c_, kind, dst, src, w * h), SYNC_END)
+}
+static hp_cudaError_t copy3d_sync(void *f, const hp_cudaMemcpy3DParms *p)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy3D_t, hp_cudaError_t, (p),
+		     host_3dparms(&c_, p), SYNC_END)
+}
+static hp_cudaError_t to_symbol_sync(void *f, const void *sym,
+				     const void *src, size_t n, size_t off,
+				     hp_cudaMemcpyKind kind)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpyToSymbol_t, hp_cudaError_t,
+		     (sym, src, n, off, kind),
+		     host_kind(&c_, kind, NULL, src, n), SYNC_END)
+}
+static hp_cudaError_t from_symbol_sync(void *f, void *dst, const void *sym,
+				       size_t n, size_t off,
+				       hp_cudaMemcpyKind kind)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpyFromSymbol_t, hp_cudaError_t,
+		     (dst, sym, n, off, kind),
+		     host_kind(&c_, kind, dst, NULL, n), SYNC_END)
+}
+
+/* Registrations made by the program itself. */
+static hp_cudaError_t host_register(void *f, void *p, size_t n,
+				    unsigned flags)
+{
+	hp_cudaHostRegister_t fn = (hp_cudaHostRegister_t)f;
 	if (fn == NULL)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
@@ -265,10 +297,9 @@ HP_EXPORT hp_cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
 	hp_hook_leave();
 	return e;
 }
-
-HP_EXPORT hp_cudaError_t cudaHostUnregister(void *p)
+static hp_cudaError_t host_unregister(void *f, void *p)
 {
-	hp_cudaHostUnregister_t fn = NEXT(cudaHostUnregister);
+	hp_cudaHostUnregister_t fn = (hp_cudaHostUnregister_t)f;
 	if (fn == NULL)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
@@ -280,85 +311,69 @@ HP_EXPORT hp_cudaError_t cudaHostUnregister(void *p)
 	return e;
 }
 
-/* ---- the end of the current device's primary context ----
- * cudaDeviceReset (and its deprecated name cudaThreadExit) destroys it with
- * every registration made through it; the device is asked before. */
+/* The end of the current device's primary context: cudaDeviceReset (and
+ * its deprecated name cudaThreadExit) destroys it with every registration
+ * made through it; the device is asked before. */
 typedef hp_cudaError_t (*hp_cudaGetDevice_t)(int *);
-#define RT_RESET(name)                                                        \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name(void)                                   \
-	{                                                                     \
-		hp_cudaDeviceReset_t fn_ =                                    \
-		    (hp_cudaDeviceReset_t)HP_FWD(next_##name);                \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_();                                         \
-		int dev_ = -1;                                                \
-		hp_cudaGetDevice_t gd_ = NEXT(cudaGetDevice);                 \
-		if (gd_ == NULL || gd_(&dev_) != 0)                           \
-			dev_ = -1;                                            \
-		hp_cudaError_t e_ = fn_();                                    \
-		if (e_ == 0 && dev_ >= 0)                                     \
-			HP_GUARDED(hp_cuda_device_reset(dev_));               \
-		hp_hook_leave();                                              \
-		return e_;                                                    \
-	}
-NEXT_SLOT(cudaGetDevice);
-RT_RESET(cudaDeviceReset)
-RT_RESET(cudaThreadExit)
+static hp_cudaError_t device_reset(void *f, const void *ra)
+{
+	hp_cudaDeviceReset_t fn = (hp_cudaDeviceReset_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn();
+	int dev = -1;
+	hp_cudaGetDevice_t gd =
+	    (hp_cudaGetDevice_t)hp_fwd(&next_cudaGetDevice, ra);
+	if (gd == NULL || gd(&dev) != 0)
+		dev = -1;
+	hp_cudaError_t e = fn();
+	if (e == 0 && dev >= 0)
+		HP_GUARDED(hp_cuda_device_reset(dev));
+	hp_hook_leave();
+	return e;
+}
 
-/* ---- CUDA graph capture (capture.c): counted here where the runtime is
+/* CUDA graph capture (capture.c): counted here where the runtime is
  * hooked, at the driver otherwise (the driver's hooks pass through inside
- * these) ---- */
+ * these). */
 typedef hp_cudaError_t (*hp_cudaStreamBeginCapture_t)(hp_cudaStream_t, int);
 typedef hp_cudaError_t (*hp_cudaStreamEndCapture_t)(hp_cudaStream_t, void **);
-#define RT_CAPTURE(name, ptsz)                                                \
-	NEXT_SLOT(name##BeginCapture##ptsz);                                  \
-	HP_EXPORT hp_cudaError_t name##BeginCapture##ptsz(hp_cudaStream_t s,  \
-							  int mode)           \
-	{                                                                     \
-		hp_cudaStreamBeginCapture_t fn_ =                             \
-		    (hp_cudaStreamBeginCapture_t)HP_FWD(                      \
-			next_##name##BeginCapture##ptsz);                     \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_(s, mode);                                  \
-		hp_cudaStream_t cs_ = s == NULL && sizeof(#ptsz) > 1          \
-					  ? HP_CU_STREAM_PER_THREAD           \
-					  : s;                                \
-		int c_;                                                       \
-		HP_GUARDED(c_ = hp_capture_begin(cs_, mode));                 \
-		hp_cudaError_t e_ = fn_(s, mode);                             \
-		if (e_ != 0)                                                  \
-			HP_GUARDED(hp_capture_begin_failed(cs_, c_));         \
-		hp_hook_leave();                                              \
-		return e_;                                                    \
-	}                                                                     \
-	NEXT_SLOT(name##EndCapture##ptsz);                                    \
-	HP_EXPORT hp_cudaError_t name##EndCapture##ptsz(hp_cudaStream_t s,    \
-							void **g)             \
-	{                                                                     \
-		hp_cudaStreamEndCapture_t fn_ =                               \
-		    (hp_cudaStreamEndCapture_t)HP_FWD(                        \
-			next_##name##EndCapture##ptsz);                       \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		if (!hp_hook_enter())                                         \
-			return fn_(s, g);                                     \
-		hp_cudaStream_t cs_ = s == NULL && sizeof(#ptsz) > 1          \
-					  ? HP_CU_STREAM_PER_THREAD           \
-					  : s;                                \
-		hp_cudaError_t e_ = fn_(s, g);                                \
-		HP_GUARDED(hp_capture_end(cs_, e_));                          \
-		hp_hook_leave();                                              \
-		return e_;                                                    \
-	}
-RT_CAPTURE(cudaStream, )
-RT_CAPTURE(cudaStream, _ptsz)
+static hp_cudaError_t begin_capture(void *f, int ptsz, hp_cudaStream_t s,
+				    int mode)
+{
+	hp_cudaStreamBeginCapture_t fn = (hp_cudaStreamBeginCapture_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s, mode);
+	hp_cudaStream_t cs = s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+	int c;
+	HP_GUARDED(c = hp_capture_begin(cs, mode));
+	hp_cudaError_t e = fn(s, mode);
+	if (e != 0)
+		HP_GUARDED(hp_capture_begin_failed(cs, c));
+	hp_hook_leave();
+	return e;
+}
+static hp_cudaError_t end_capture(void *f, int ptsz, hp_cudaStream_t s,
+				  void **g)
+{
+	hp_cudaStreamEndCapture_t fn = (hp_cudaStreamEndCapture_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s, g);
+	hp_cudaStream_t cs = s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+	hp_cudaError_t e = fn(s, g);
+	HP_GUARDED(hp_capture_end(cs, e));
+	hp_hook_leave();
+	return e;
+}
 
-/* ---- driver entry points handed out by the runtime ---- */
+/* Driver entry points handed out by the runtime: wrapped where hostpin
+ * wraps them (hooks_cudrv.c), asked at the runtime's own version where the
+ * call names none. */
 static void *entry_wrap(const char *sym, void *fn, unsigned version,
 			unsigned long long flags)
 {
@@ -368,76 +383,326 @@ static void *entry_wrap(const char *sym, void *fn, unsigned version,
 		return fn;
 	return hp_cudrv_wrap(sym, fn, (int)version, flags);
 }
+static hp_cudaError_t entry_point(void *f, const void *ra, const char *sym,
+				  void **fp, unsigned long long flags,
+				  hp_cudaDriverEntryPointQueryResult *st)
+{
+	hp_cudaGetDriverEntryPoint_t fn = (hp_cudaGetDriverEntryPoint_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	hp_cudaError_t e = fn(sym, fp, flags, st);
+	if (e == 0 && fp)
+		*fp = entry_wrap(sym, *fp, (unsigned)rt_version(ra), flags);
+	return e;
+}
+static hp_cudaError_t
+entry_point_by_version(void *f, const char *sym, void **fp, unsigned v,
+		       unsigned long long flags,
+		       hp_cudaDriverEntryPointQueryResult *st)
+{
+	hp_cudaGetDriverEntryPointByVersion_t fn =
+	    (hp_cudaGetDriverEntryPointByVersion_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	hp_cudaError_t e = fn(sym, fp, v, flags, st);
+	if (e == 0 && fp)
+		*fp = entry_wrap(sym, *fp, v, flags);
+	return e;
+}
 
-/* The version the runtime asks the driver at: its own. */
-#define ENTRY(name, ptsz)                                                     \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name(const char *sym, void **fp,             \
-				      unsigned long long flags,               \
-				      hp_cudaDriverEntryPointQueryResult *st) \
-	{                                                                     \
-		hp_cudaGetDriverEntryPoint_t fn_ =                            \
-		    (hp_cudaGetDriverEntryPoint_t)HP_FWD(next_##name);        \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		hp_cudaError_t e_ = fn_(sym, fp, flags, st);                  \
-		if (e_ == 0 && fp)                                            \
-			*fp = entry_wrap(                                     \
-			    sym, *fp,                                         \
-			    (unsigned)rt_version(__builtin_return_address(0)), \
-			    flags);                                           \
-		return e_;                                                    \
-	}
-ENTRY(cudaGetDriverEntryPoint, 0)
-ENTRY(cudaGetDriverEntryPoint_ptsz, 1)
-#define ENTRY_V(name)                                                         \
-	NEXT_SLOT(name);                                                      \
-	HP_EXPORT hp_cudaError_t name(const char *sym, void **fp, unsigned v, \
-				      unsigned long long flags,               \
-				      hp_cudaDriverEntryPointQueryResult *st) \
-	{                                                                     \
-		hp_cudaGetDriverEntryPointByVersion_t fn_ =                   \
-		    (hp_cudaGetDriverEntryPointByVersion_t)HP_FWD(            \
-			next_##name);                                         \
-		if (fn_ == NULL)                                              \
-			return HP_CUDA_ERROR_NOT_FOUND;                       \
-		hp_cudaError_t e_ = fn_(sym, fp, v, flags, st);               \
-		if (e_ == 0 && fp)                                            \
-			*fp = entry_wrap(sym, *fp, v, flags);                 \
-		return e_;                                                    \
-	}
-ENTRY_V(cudaGetDriverEntryPointByVersion)
-typedef hp_cudaGetDriverEntryPointByVersion_t
-    hp_cudaGetDriverEntryPointByVersion_ptsz_t;
-ENTRY_V(cudaGetDriverEntryPointByVersion_ptsz)
+/* ---- copies: NAME and the per-thread-stream form NAME_ptsz ---- */
+HP_EXPORT hp_cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
+					 hp_cudaMemcpyKind kind,
+					 hp_cudaStream_t s)
+{
+	return copy_async(NEXT(cudaMemcpyAsync), 0, dst, src, n, kind, s);
+}
 
-/* Exported runtime names and their wrappers, for lookups on a runtime's
- * handle (hooks_dlsym.c). */
+HP_EXPORT hp_cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src,
+					      size_t n, hp_cudaMemcpyKind kind,
+					      hp_cudaStream_t s)
+{
+	return copy_async(NEXT(cudaMemcpyAsync_ptsz), 1, dst, src, n, kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp,
+					   const void *src, size_t sp, size_t w,
+					   size_t h, hp_cudaMemcpyKind kind,
+					   hp_cudaStream_t s)
+{
+	return copy2d_async(NEXT(cudaMemcpy2DAsync), 0, dst, dp, src, sp, w, h,
+			    kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dp,
+						const void *src, size_t sp,
+						size_t w, size_t h,
+						hp_cudaMemcpyKind kind,
+						hp_cudaStream_t s)
+{
+	return copy2d_async(NEXT(cudaMemcpy2DAsync_ptsz), 1, dst, dp, src, sp,
+			    w, h, kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DAsync(const hp_cudaMemcpy3DParms *p,
+					   hp_cudaStream_t s)
+{
+	return copy3d_async(NEXT(cudaMemcpy3DAsync), 0, p, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DAsync_ptsz(const hp_cudaMemcpy3DParms *p,
+						hp_cudaStream_t s)
+{
+	return copy3d_async(NEXT(cudaMemcpy3DAsync_ptsz), 1, p, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DPeerAsync(
+    const hp_cudaMemcpy3DPeerParms *p, hp_cudaStream_t s)
+{
+	return copy3dpeer_async(NEXT(cudaMemcpy3DPeerAsync), 0, p, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DPeerAsync_ptsz(
+    const hp_cudaMemcpy3DPeerParms *p, hp_cudaStream_t s)
+{
+	return copy3dpeer_async(NEXT(cudaMemcpy3DPeerAsync_ptsz), 1, p, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyToSymbolAsync(const void *sym,
+						 const void *src, size_t n,
+						 size_t off,
+						 hp_cudaMemcpyKind kind,
+						 hp_cudaStream_t s)
+{
+	return to_symbol_async(NEXT(cudaMemcpyToSymbolAsync), 0, sym, src, n,
+			       off, kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyToSymbolAsync_ptsz(
+    const void *sym, const void *src, size_t n, size_t off,
+    hp_cudaMemcpyKind kind, hp_cudaStream_t s)
+{
+	return to_symbol_async(NEXT(cudaMemcpyToSymbolAsync_ptsz), 1, sym, src,
+			       n, off, kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *sym,
+						   size_t n, size_t off,
+						   hp_cudaMemcpyKind kind,
+						   hp_cudaStream_t s)
+{
+	return from_symbol_async(NEXT(cudaMemcpyFromSymbolAsync), 0, dst, sym,
+				 n, off, kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyFromSymbolAsync_ptsz(
+    void *dst, const void *sym, size_t n, size_t off, hp_cudaMemcpyKind kind,
+    hp_cudaStream_t s)
+{
+	return from_symbol_async(NEXT(cudaMemcpyFromSymbolAsync_ptsz), 1, dst,
+				 sym, n, off, kind, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyBatchAsync(void *const *d,
+					      const void *const *sr,
+					      const size_t *sz, size_t n,
+					      hp_cudaMemcpyAttributes *at,
+					      size_t *ai, size_t na, void *a8,
+					      hp_cudaStream_t a9)
+{
+	return batch_async(NEXT(cudaMemcpyBatchAsync),
+			   __builtin_return_address(0), 0, d, sr, sz, n, at, ai,
+			   na, a8, a9);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *d,
+						   const void *const *sr,
+						   const size_t *sz, size_t n,
+						   hp_cudaMemcpyAttributes *at,
+						   size_t *ai, size_t na,
+						   void *a8, hp_cudaStream_t a9)
+{
+	return batch_async(NEXT(cudaMemcpyBatchAsync_ptsz),
+			   __builtin_return_address(0), 1, d, sr, sz, n, at, ai,
+			   na, a8, a9);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DBatchAsync(size_t n,
+						hp_cudaMemcpy3DBatchOp *ops,
+						void *a3, unsigned long long a4,
+						hp_cudaStream_t a5)
+{
+	return batch3d_async(NEXT(cudaMemcpy3DBatchAsync),
+			     __builtin_return_address(0), 0, n, ops, a3, a4,
+			     a5);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DBatchAsync_ptsz(
+    size_t n, hp_cudaMemcpy3DBatchOp *ops, void *a3, unsigned long long a4,
+    hp_cudaStream_t a5)
+{
+	return batch3d_async(NEXT(cudaMemcpy3DBatchAsync_ptsz),
+			     __builtin_return_address(0), 1, n, ops, a3, a4,
+			     a5);
+}
+
+/* ---- synchronous copies: NAME and the per-thread default stream form
+ * NAME_ptds ---- */
+HP_EXPORT hp_cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
+				    hp_cudaMemcpyKind kind)
+{
+	return copy_sync(NEXT(cudaMemcpy), dst, src, n, kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n,
+					 hp_cudaMemcpyKind kind)
+{
+	return copy_sync(NEXT(cudaMemcpy_ptds), dst, src, n, kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy2D(void *dst, size_t dp, const void *src,
+				      size_t sp, size_t w, size_t h,
+				      hp_cudaMemcpyKind kind)
+{
+	return copy2d_sync(NEXT(cudaMemcpy2D), dst, dp, src, sp, w, h, kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dp,
+					   const void *src, size_t sp, size_t w,
+					   size_t h, hp_cudaMemcpyKind kind)
+{
+	return copy2d_sync(NEXT(cudaMemcpy2D_ptds), dst, dp, src, sp, w, h,
+			   kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3D(const hp_cudaMemcpy3DParms *p)
+{
+	return copy3d_sync(NEXT(cudaMemcpy3D), p);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3D_ptds(const hp_cudaMemcpy3DParms *p)
+{
+	return copy3d_sync(NEXT(cudaMemcpy3D_ptds), p);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src,
+					    size_t n, size_t off,
+					    hp_cudaMemcpyKind kind)
+{
+	return to_symbol_sync(NEXT(cudaMemcpyToSymbol), sym, src, n, off, kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyToSymbol_ptds(const void *sym,
+						 const void *src, size_t n,
+						 size_t off,
+						 hp_cudaMemcpyKind kind)
+{
+	return to_symbol_sync(NEXT(cudaMemcpyToSymbol_ptds), sym, src, n, off,
+			      kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym,
+					      size_t n, size_t off,
+					      hp_cudaMemcpyKind kind)
+{
+	return from_symbol_sync(NEXT(cudaMemcpyFromSymbol), dst, sym, n, off,
+				kind);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *sym,
+						   size_t n, size_t off,
+						   hp_cudaMemcpyKind kind)
+{
+	return from_symbol_sync(NEXT(cudaMemcpyFromSymbol_ptds), dst, sym, n,
+				off, kind);
+}
+
+/* ---- registrations; the end of a context ---- */
+HP_EXPORT hp_cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags)
+{
+	return host_register(NEXT(cudaHostRegister), p, n, flags);
+}
+
+HP_EXPORT hp_cudaError_t cudaHostUnregister(void *p)
+{
+	return host_unregister(NEXT(cudaHostUnregister), p);
+}
+
+HP_EXPORT hp_cudaError_t cudaDeviceReset(void)
+{
+	return device_reset(NEXT(cudaDeviceReset), __builtin_return_address(0));
+}
+
+HP_EXPORT hp_cudaError_t cudaThreadExit(void)
+{
+	return device_reset(NEXT(cudaThreadExit), __builtin_return_address(0));
+}
+
+/* ---- graph capture ---- */
+HP_EXPORT hp_cudaError_t cudaStreamBeginCapture(hp_cudaStream_t s, int mode)
+{
+	return begin_capture(NEXT(cudaStreamBeginCapture), 0, s, mode);
+}
+
+HP_EXPORT hp_cudaError_t cudaStreamBeginCapture_ptsz(
+    hp_cudaStream_t s, int mode)
+{
+	return begin_capture(NEXT(cudaStreamBeginCapture_ptsz), 1, s, mode);
+}
+
+HP_EXPORT hp_cudaError_t cudaStreamEndCapture(hp_cudaStream_t s, void **g)
+{
+	return end_capture(NEXT(cudaStreamEndCapture), 0, s, g);
+}
+
+HP_EXPORT hp_cudaError_t cudaStreamEndCapture_ptsz(hp_cudaStream_t s, void **g)
+{
+	return end_capture(NEXT(cudaStreamEndCapture_ptsz), 1, s, g);
+}
+
+/* ---- driver lookups ---- */
+HP_EXPORT hp_cudaError_t cudaGetDriverEntryPoint(
+    const char *sym, void **fp, unsigned long long flags,
+    hp_cudaDriverEntryPointQueryResult *st)
+{
+	return entry_point(NEXT(cudaGetDriverEntryPoint),
+			   __builtin_return_address(0), sym, fp, flags, st);
+}
+
+HP_EXPORT hp_cudaError_t cudaGetDriverEntryPoint_ptsz(
+    const char *sym, void **fp, unsigned long long flags,
+    hp_cudaDriverEntryPointQueryResult *st)
+{
+	return entry_point(NEXT(cudaGetDriverEntryPoint_ptsz),
+			   __builtin_return_address(0), sym, fp, flags, st);
+}
+
+HP_EXPORT hp_cudaError_t cudaGetDriverEntryPointByVersion(
+    const char *sym, void **fp, unsigned v, unsigned long long flags,
+    hp_cudaDriverEntryPointQueryResult *st)
+{
+	return entry_point_by_version(NEXT(cudaGetDriverEntryPointByVersion),
+				      sym, fp, v, flags, st);
+}
+
+HP_EXPORT hp_cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
+    const char *sym, void **fp, unsigned v, unsigned long long flags,
+    hp_cudaDriverEntryPointQueryResult *st)
+{
+	return entry_point_by_version(
+	    NEXT(cudaGetDriverEntryPointByVersion_ptsz), sym, fp, v, flags, st);
+}
+
+/* Exported runtime names and their wrappers, from the same list, for
+ * lookups on a runtime's handle (hooks_dlsym.c). */
 static const struct {
 	const char *name;
 	hp_fwd_t *next;
 	void *wrapper;
 } rt_names[] = {
-#define N(f) {#f, &next_##f, (void *)f},
-	N(cudaMemcpyAsync) N(cudaMemcpyAsync_ptsz) N(cudaMemcpy2DAsync)
-	N(cudaMemcpy2DAsync_ptsz) N(cudaMemcpy3DAsync) N(cudaMemcpy3DAsync_ptsz)
-	N(cudaMemcpy3DPeerAsync) N(cudaMemcpy3DPeerAsync_ptsz)
-	N(cudaDeviceReset) N(cudaThreadExit)
-	N(cudaMemcpyToSymbolAsync) N(cudaMemcpyToSymbolAsync_ptsz)
-	N(cudaMemcpyFromSymbolAsync) N(cudaMemcpyFromSymbolAsync_ptsz)
-	N(cudaMemcpyBatchAsync) N(cudaMemcpyBatchAsync_ptsz)
-	N(cudaMemcpy3DBatchAsync) N(cudaMemcpy3DBatchAsync_ptsz)
-	N(cudaMemcpy) N(cudaMemcpy_ptds) N(cudaMemcpy2D) N(cudaMemcpy2D_ptds)
-	N(cudaMemcpy3D) N(cudaMemcpy3D_ptds) N(cudaMemcpyToSymbol)
-	N(cudaMemcpyToSymbol_ptds) N(cudaMemcpyFromSymbol)
-	N(cudaMemcpyFromSymbol_ptds)
-	N(cudaHostRegister) N(cudaHostUnregister)
-	N(cudaStreamBeginCapture) N(cudaStreamBeginCapture_ptsz)
-	N(cudaStreamEndCapture) N(cudaStreamEndCapture_ptsz)
-	N(cudaGetDriverEntryPoint) N(cudaGetDriverEntryPoint_ptsz)
-	N(cudaGetDriverEntryPointByVersion)
-	N(cudaGetDriverEntryPointByVersion_ptsz)
-#undef N
+#define HP_CUDART(name) {#name, &next_##name, (void *)name},
+#include "hooks_cudart.def"
+#undef HP_CUDART
 };
 #define NRT (sizeof(rt_names) / sizeof(rt_names[0]))
 

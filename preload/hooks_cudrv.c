@@ -1,10 +1,16 @@
-/* Hooks on the CUDA driver's copy (async and sync), registration and lookup entry
- * points.  Every way a program reaches the driver ends here: a call linked
- * to the exported name; a pointer from cuGetProcAddress (how the CUDA
- * runtime, static or dynamic, reaches the driver) or from
+/* Hooks on the CUDA driver's copy (async and sync), registration, context
+ * and lookup entry points.  Every way a program reaches the driver ends
+ * here: a call linked to the exported name; a pointer from cuGetProcAddress
+ * (how the CUDA runtime, static or dynamic, reaches the driver) or from
  * cudaGetDriverEntryPoint; a pointer from dlsym on the driver's handle
- * (hooks_dlsym.c).  Linked calls forward to the next definition; looked-up
- * ones to exactly the function the driver returned. */
+ * (hooks_dlsym.c).
+ *
+ * Each entry point is written out below by its own name: the exported
+ * NAME, whose linked calls forward to the next definition, and the
+ * looked-up lk_NAME handed out in place of the driver's NAME, which calls
+ * exactly the function the driver returned.  Both call one body per kind
+ * of entry point.  hooks_cudrv.def lists the names once more, for the
+ * slots and the lookup table. */
 #include <string.h>
 
 #include "hooks.h"
@@ -94,203 +100,245 @@ static void *sym_next_at(hp_fwd_t *f, const void *ra)
 	}
 	return p;
 }
-/* In an exported hook: the caller is the hook's own caller. */
-#define sym_next(f, name) sym_next_at(f, __builtin_return_address(0))
-
 static void *lk_next(_Atomic(void *) *slot)
 {
 	/* acquire: pairs with the release in learn() */
 	return atomic_load_explicit(slot, memory_order_acquire);
 }
 
-/* DRV_HOOK(name, type, params, args, HOSTS, END): the exported wrapper
- * `name` and the looked-up one `lk_name`, each with its own next slot, both
- * with hooks.h's copy body; DRV for an async copy, DRVS for a sync one. */
-#define DRV_HOOK(name, type, params, args, HOSTS, END)                        \
+/* Per entry point: sym_NAME, where its linked calls go on (resolve.h), and
+ * lkslot_NAME, the function the driver returned for it (learn()). */
+#define HP_CUDRV(base, since, stream, name)                                   \
 	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
-	static _Atomic(void *) lkslot_##name;                                 \
-	HP_EXPORT hp_CUresult name params                                     \
-	{                                                                     \
-		HP_COPY_BODY(sym_next(&sym_##name, #name), type, hp_CUresult, \
-			     args, HOSTS, END)                                \
-	}                                                                     \
-	static hp_CUresult lk_##name params                                   \
-	{                                                                     \
-		HP_COPY_BODY(lk_next(&lkslot_##name), type, hp_CUresult, args, \
-			     HOSTS, END)                                      \
-	}
-#define DRV(name, type, params, args, HOSTS, stream, ptsz)                    \
-	DRV_HOOK(name, type, params, args, HOSTS,                             \
-		 hp_copy_end(&c_, stream, ptsz, e_ == HP_CUDA_SUCCESS))
-/* Both stream forms of one entry point. */
-#define DRV2(name, params, args, HOSTS, stream)                               \
-	DRV(name, hp_##name##_t, params, args, HOSTS, stream, 0)              \
-	DRV(name##_ptsz, hp_##name##_t, params, args, HOSTS, stream, 1)
+	static _Atomic(void *) lkslot_##name;
+#include "hooks_cudrv.def"
+#undef HP_CUDRV
 
-DRV2(cuMemcpyHtoDAsync_v2,
-     (hp_CUdeviceptr d, const void *h, size_t n, hp_cudaStream_t s),
-     (d, h, n, s), hp_copy_host(&c_, h, n), s)
-DRV2(cuMemcpyDtoHAsync_v2,
-     (void *h, hp_CUdeviceptr d, size_t n, hp_cudaStream_t s), (h, d, n, s),
-     hp_copy_host(&c_, h, n), s)
-DRV2(cuMemcpyAsync,
-     (hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s),
-     (d, sr, n, s),
-     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
-     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), s)
-DRV2(cuMemcpy2DAsync_v2, (const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s),
-     (p, s), host_2d(&c_, p), s)
-DRV2(cuMemcpy3DAsync_v2, (const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s),
-     (p, s), host_3d(&c_, p), s)
-DRV2(cuMemcpy3DPeerAsync,
-     (const hp_CUDA_MEMCPY3D_PEER *p, hp_cudaStream_t s), (p, s),
-     host_3dpeer(&c_, p), s)
-DRV2(cuMemcpyHtoAAsync_v2,
-     (hp_CUarray a, size_t off, const void *h, size_t n, hp_cudaStream_t s),
-     (a, off, h, n, s), hp_copy_host(&c_, h, n), s)
-DRV2(cuMemcpyAtoHAsync_v2,
-     (void *h, hp_CUarray a, size_t off, size_t n, hp_cudaStream_t s),
-     (h, a, off, n, s), hp_copy_host(&c_, h, n), s)
-DRV2(cuMemcpyBatchAsync,
-     (hp_CUdeviceptr *d, hp_CUdeviceptr *sr, size_t *sz, size_t n,
-      hp_CUmemcpyAttributes *at, size_t *ai, size_t na, size_t *fail,
-      hp_cudaStream_t s),
-     (d, sr, sz, n, at, ai, na, fail, s), host_batch(&c_, d, sr, sz, n), s)
-DRV2(cuMemcpyBatchAsync_v2,
-     (hp_CUdeviceptr *d, hp_CUdeviceptr *sr, size_t *sz, size_t n,
-      hp_CUmemcpyAttributes *at, size_t *ai, size_t na, hp_cudaStream_t s),
-     (d, sr, sz, n, at, ai, na, s), host_batch(&c_, d, sr, sz, n), s)
-DRV2(cuMemcpy3DBatchAsync,
-     (size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
-      unsigned long long fl, hp_cudaStream_t s),
-     (n, ops, fail, fl, s), hp_copy_host_ops(&c_, ops, n), s)
-DRV2(cuMemcpy3DBatchAsync_v2,
-     (size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
-      hp_cudaStream_t s),
-     (n, ops, fl, s), hp_copy_host_ops(&c_, ops, n), s)
+/* What the exported NAME calls: its caller's next definition (the caller
+ * is the hook's own caller). */
+#define NEXT(name) sym_next_at(&sym_##name, __builtin_return_address(0))
+/* What lk_NAME calls: the function the driver returned for NAME. */
+#define LOOKED_UP(name) lk_next(&lkslot_##name)
 
-/* ---- synchronous copies: counted towards registration, no wait ----
- * DRVS / DRVS2 as DRV / DRV2, with the per-thread
- * default stream form named _ptds. */
-#define DRVS(name, type, params, args, HOSTS)                                 \
-	DRV_HOOK(name, type, params, args, HOSTS,                             \
-		 hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS))
-#define DRVS2(name, params, args, HOSTS)                                      \
-	DRVS(name, hp_##name##_t, params, args, HOSTS)                        \
-	DRVS(name##_ptds, hp_##name##_t, params, args, HOSTS)
+/* ---- the bodies ----
+ * f: the function to call; ptsz: the entry point is the per-thread-stream
+ * form (stream 0 is the per-thread stream).  A copy body is hooks.h's
+ * HP_COPY_BODY: the host sides, the call, then the end of the copy: an
+ * asynchronous copy waits or is tracked (hp_copy_end), a synchronous one
+ * is counted towards registration, with no wait (hp_copy_sync_end). */
+#define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == HP_CUDA_SUCCESS)
+#define SYNC_END hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS)
 
-DRVS2(cuMemcpyHtoD_v2, (hp_CUdeviceptr d, const void *h, size_t n), (d, h, n),
-      hp_copy_host(&c_, h, n))
-DRVS2(cuMemcpyDtoH_v2, (void *h, hp_CUdeviceptr d, size_t n), (h, d, n),
-      hp_copy_host(&c_, h, n))
-DRVS2(cuMemcpy, (hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n), (d, sr, n),
-      hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
-      hp_copy_host(&c_, (const void *)(uintptr_t)d, n))
-DRVS2(cuMemcpy2D_v2, (const hp_CUDA_MEMCPY2D *p), (p), host_2d(&c_, p))
-DRVS2(cuMemcpy2DUnaligned_v2, (const hp_CUDA_MEMCPY2D *p), (p),
-      host_2d(&c_, p))
-DRVS2(cuMemcpy3D_v2, (const hp_CUDA_MEMCPY3D *p), (p), host_3d(&c_, p))
-DRVS2(cuMemcpyHtoA_v2,
-      (hp_CUarray a, size_t off, const void *h, size_t n), (a, off, h, n),
-      hp_copy_host(&c_, h, n))
-DRVS2(cuMemcpyAtoH_v2, (void *h, hp_CUarray a, size_t off, size_t n),
-      (h, a, off, n), hp_copy_host(&c_, h, n))
-
-/* ---- registrations made by the program itself ---- */
-#define REG_BODY(fnexpr)                                                      \
-	hp_cuMemHostRegister_v2_t fn_ = (hp_cuMemHostRegister_v2_t)(fnexpr);  \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_(p, n, flags);                                      \
-	hp_step_aside(p, n);                                                  \
-	hp_CUresult e_ = fn_(p, n, flags);                                    \
-	if (e_ != HP_CUDA_SUCCESS)                                            \
-		hp_step_aside_failed(p);                                      \
-	hp_hook_leave();                                                      \
-	return e_;
-#define UNREG_BODY(fnexpr)                                                    \
-	hp_cuMemHostUnregister_t fn_ = (hp_cuMemHostUnregister_t)(fnexpr);    \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_(p);                                                \
-	hp_CUresult e_ = fn_(p);                                              \
-	if (e_ == HP_CUDA_SUCCESS)                                            \
-		hp_step_aside_released(p);                                    \
-	hp_hook_leave();                                                      \
-	return e_;
-#define DRV_REG(name)                                                         \
-	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
-	static _Atomic(void *) lkslot_##name;                                 \
-	HP_EXPORT hp_CUresult name(void *p, size_t n, unsigned flags)         \
-	{                                                                     \
-		REG_BODY(sym_next(&sym_##name, #name))                        \
-	}                                                                     \
-	static hp_CUresult lk_##name(void *p, size_t n, unsigned flags)       \
-	{                                                                     \
-		REG_BODY(lk_next(&lkslot_##name))                             \
-	}
-DRV_REG(cuMemHostRegister)
-DRV_REG(cuMemHostRegister_v2)
-static hp_fwd_t sym_cuMemHostUnregister = HP_FWD_INIT("cuMemHostUnregister");
-static _Atomic(void *) lkslot_cuMemHostUnregister;
-HP_EXPORT hp_CUresult cuMemHostUnregister(void *p)
+static hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
+			      const void *h, size_t n, hp_cudaStream_t s)
 {
-	UNREG_BODY(sym_next(&sym_cuMemHostUnregister, "cuMemHostUnregister"))
+	HP_COPY_BODY(f, hp_cuMemcpyHtoDAsync_v2_t, hp_CUresult, (d, h, n, s),
+		     hp_copy_host(&c_, h, n), ASYNC_END)
 }
-static hp_CUresult lk_cuMemHostUnregister(void *p)
+static hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
+			      size_t n, hp_cudaStream_t s)
 {
-	UNREG_BODY(lk_next(&lkslot_cuMemHostUnregister))
+	HP_COPY_BODY(f, hp_cuMemcpyDtoHAsync_v2_t, hp_CUresult, (h, d, n, s),
+		     hp_copy_host(&c_, h, n), ASYNC_END)
+}
+static hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
+			      hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyAsync_t, hp_CUresult, (d, sr, n, s),
+		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
+		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n),
+		     ASYNC_END)
+}
+static hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
+				hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy2DAsync_v2_t, hp_CUresult, (p, s),
+		     host_2d(&c_, p), ASYNC_END)
+}
+static hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
+				hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DAsync_v2_t, hp_CUresult, (p, s),
+		     host_3d(&c_, p), ASYNC_END)
+}
+static hp_CUresult copy3dpeer_async(void *f, int ptsz,
+				    const hp_CUDA_MEMCPY3D_PEER *p,
+				    hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DPeerAsync_t, hp_CUresult, (p, s),
+		     host_3dpeer(&c_, p), ASYNC_END)
+}
+static hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,
+			      const void *h, size_t n, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyHtoAAsync_v2_t, hp_CUresult,
+		     (a, off, h, n, s), hp_copy_host(&c_, h, n), ASYNC_END)
+}
+static hp_CUresult atoh_async(void *f, int ptsz, void *h, hp_CUarray a,
+			      size_t off, size_t n, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyAtoHAsync_v2_t, hp_CUresult,
+		     (h, a, off, n, s), hp_copy_host(&c_, h, n), ASYNC_END)
+}
+static hp_CUresult batch_async(void *f, int ptsz, hp_CUdeviceptr *d,
+			       hp_CUdeviceptr *sr, size_t *sz, size_t n,
+			       hp_CUmemcpyAttributes *at, size_t *ai,
+			       size_t na, size_t *fail, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyBatchAsync_t, hp_CUresult,
+		     (d, sr, sz, n, at, ai, na, fail, s),
+		     host_batch(&c_, d, sr, sz, n), ASYNC_END)
+}
+static hp_CUresult batch_async_v2(void *f, int ptsz, hp_CUdeviceptr *d,
+				  hp_CUdeviceptr *sr, size_t *sz, size_t n,
+				  hp_CUmemcpyAttributes *at, size_t *ai,
+				  size_t na, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyBatchAsync_v2_t, hp_CUresult,
+		     (d, sr, sz, n, at, ai, na, s),
+		     host_batch(&c_, d, sr, sz, n), ASYNC_END)
+}
+static hp_CUresult batch3d_async(void *f, int ptsz, size_t n,
+				 hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
+				 unsigned long long fl, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DBatchAsync_t, hp_CUresult,
+		     (n, ops, fail, fl, s), hp_copy_host_ops(&c_, ops, n),
+		     ASYNC_END)
+}
+static hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
+				    hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+				    unsigned long long fl, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DBatchAsync_v2_t, hp_CUresult,
+		     (n, ops, fl, s), hp_copy_host_ops(&c_, ops, n), ASYNC_END)
 }
 
-/* ---- entry points that end a context ----
- * The registrations a context made die with it; the blocks it held go back
- * to pending (backend_cuda.c), to be registered again once a context is
- * active.  After the call: only a successful one ended anything. */
-#define CTX_BODY(fnexpr, type, arg, BEFORE, AFTER)                            \
-	type fn_ = (type)(fnexpr);                                            \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_(arg);                                              \
-	BEFORE;                                                               \
-	hp_CUresult e_ = fn_(arg);                                            \
-	if (e_ == HP_CUDA_SUCCESS)                                            \
-		HP_GUARDED(AFTER);                                            \
-	hp_hook_leave();                                                      \
-	return e_;
-#define DRV_CTX(name, type, ptype, BEFORE, AFTER)                             \
-	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
-	static _Atomic(void *) lkslot_##name;                                 \
-	HP_EXPORT hp_CUresult name(ptype a_)                                  \
-	{                                                                     \
-		CTX_BODY(sym_next(&sym_##name, #name), type, a_, BEFORE,      \
-			 AFTER)                                               \
-	}                                                                     \
-	static hp_CUresult lk_##name(ptype a_)                                \
-	{                                                                     \
-		CTX_BODY(lk_next(&lkslot_##name), type, a_, BEFORE, AFTER)    \
-	}
-DRV_CTX(cuDevicePrimaryCtxReset, hp_cuDevicePrimaryCtxReset_t, hp_CUdevice, ,
-	hp_cuda_device_reset(a_))
-DRV_CTX(cuDevicePrimaryCtxReset_v2, hp_cuDevicePrimaryCtxReset_t, hp_CUdevice,
-	, hp_cuda_device_reset(a_))
-/* A release ends the context only when it dropped the last reference. */
-DRV_CTX(cuDevicePrimaryCtxRelease, hp_cuDevicePrimaryCtxRelease_t, hp_CUdevice,
-	, hp_cuda_device_released(a_))
-DRV_CTX(cuDevicePrimaryCtxRelease_v2, hp_cuDevicePrimaryCtxRelease_t,
-	hp_CUdevice, , hp_cuda_device_released(a_))
-DRV_CTX(cuCtxDestroy, hp_cuCtxDestroy_t, hp_CUcontext, ,
-	hp_cuda_ctx_destroyed(a_))
-DRV_CTX(cuCtxDestroy_v2, hp_cuCtxDestroy_t, hp_CUcontext, ,
-	hp_cuda_ctx_destroyed(a_))
+/* Synchronous copies: the per-thread default stream form is _ptds. */
+static hp_CUresult htod_sync(void *f, hp_CUdeviceptr d, const void *h,
+			     size_t n)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyHtoD_v2_t, hp_CUresult, (d, h, n),
+		     hp_copy_host(&c_, h, n), SYNC_END)
+}
+static hp_CUresult dtoh_sync(void *f, void *h, hp_CUdeviceptr d, size_t n)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyDtoH_v2_t, hp_CUresult, (h, d, n),
+		     hp_copy_host(&c_, h, n), SYNC_END)
+}
+static hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
+			     size_t n)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy_t, hp_CUresult, (d, sr, n),
+		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
+		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), SYNC_END)
+}
+static hp_CUresult copy2d_sync(void *f, const hp_CUDA_MEMCPY2D *p)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p), host_2d(&c_, p),
+		     SYNC_END)
+}
+static hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy2DUnaligned_v2_t, hp_CUresult, (p),
+		     host_2d(&c_, p), SYNC_END)
+}
+static hp_CUresult copy3d_sync(void *f, const hp_CUDA_MEMCPY3D *p)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p), host_3d(&c_, p),
+		     SYNC_END)
+}
+static hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
+			     const void *h, size_t n)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyHtoA_v2_t, hp_CUresult, (a, off, h, n),
+		     hp_copy_host(&c_, h, n), SYNC_END)
+}
+static hp_CUresult atoh_sync(void *f, void *h, hp_CUarray a, size_t off,
+			     size_t n)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyAtoH_v2_t, hp_CUresult, (h, a, off, n),
+		     hp_copy_host(&c_, h, n), SYNC_END)
+}
 
-/* ---- CUDA graph capture (capture.c) ----
- * Counted at the begin (before the driver's: from then on hostpin makes no
- * call a capture prohibits) and the end (after it; then what waited runs).
- * The form without a mode captures in global mode; a per-thread-stream
- * form's stream 0 is the per-thread stream. */
+/* Registrations made by the program itself. */
+static hp_CUresult host_register(void *f, void *p, size_t n, unsigned flags)
+{
+	hp_cuMemHostRegister_v2_t fn = (hp_cuMemHostRegister_v2_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(p, n, flags);
+	hp_step_aside(p, n);
+	hp_CUresult e = fn(p, n, flags);
+	if (e != HP_CUDA_SUCCESS)
+		hp_step_aside_failed(p);
+	hp_hook_leave();
+	return e;
+}
+static hp_CUresult host_unregister(void *f, void *p)
+{
+	hp_cuMemHostUnregister_t fn = (hp_cuMemHostUnregister_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(p);
+	hp_CUresult e = fn(p);
+	if (e == HP_CUDA_SUCCESS)
+		hp_step_aside_released(p);
+	hp_hook_leave();
+	return e;
+}
+
+/* Entry points that end a context.  The registrations a context made die
+ * with it; the blocks it held go back to pending (backend_cuda.c), to be
+ * registered again once a context is active.  After the call: only a
+ * successful one ended anything; a release ends the context only when it
+ * dropped the last reference. */
+static hp_CUresult ctx_reset(void *f, hp_CUdevice dev)
+{
+	hp_cuDevicePrimaryCtxReset_t fn = (hp_cuDevicePrimaryCtxReset_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(dev);
+	hp_CUresult e = fn(dev);
+	if (e == HP_CUDA_SUCCESS)
+		HP_GUARDED(hp_cuda_device_reset(dev));
+	hp_hook_leave();
+	return e;
+}
+static hp_CUresult ctx_release(void *f, hp_CUdevice dev)
+{
+	hp_cuDevicePrimaryCtxRelease_t fn = (hp_cuDevicePrimaryCtxRelease_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(dev);
+	hp_CUresult e = fn(dev);
+	if (e == HP_CUDA_SUCCESS)
+		HP_GUARDED(hp_cuda_device_released(dev));
+	hp_hook_leave();
+	return e;
+}
+static hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
+{
+	hp_cuCtxDestroy_t fn = (hp_cuCtxDestroy_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(ctx);
+	hp_CUresult e = fn(ctx);
+	if (e == HP_CUDA_SUCCESS)
+		HP_GUARDED(hp_cuda_ctx_destroyed(ctx));
+	hp_hook_leave();
+	return e;
+}
+
+/* CUDA graph capture (capture.c).  Counted at the begin (before the
+ * driver's: from then on hostpin makes no call a capture prohibits) and
+ * the end (after it; then what waited runs).  The form without a mode
+ * captures in global mode (0). */
 typedef hp_CUresult (*hp_cuStreamBeginCapture_t)(hp_cudaStream_t);
 typedef hp_CUresult (*hp_cuStreamBeginCapture_v2_t)(hp_cudaStream_t, int);
 typedef hp_CUresult (*hp_cuStreamEndCapture_t)(hp_cudaStream_t, void **);
@@ -298,56 +346,52 @@ static hp_cudaStream_t cap_stream(hp_cudaStream_t s, int ptsz)
 {
 	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
 }
-#define CAP_BEGIN_BODY(fnexpr, type, args, s, mode)                           \
-	type fn_ = (type)(fnexpr);                                            \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_ args;                                              \
-	int c_;                                                               \
-	HP_GUARDED(c_ = hp_capture_begin(s, mode));                           \
-	hp_CUresult e_ = fn_ args;                                            \
-	if (e_ != HP_CUDA_SUCCESS)                                            \
-		HP_GUARDED(hp_capture_begin_failed(s, c_));                   \
-	hp_hook_leave();                                                      \
-	return e_;
-#define CAP_END_BODY(fnexpr, args, s)                                         \
-	hp_cuStreamEndCapture_t fn_ = (hp_cuStreamEndCapture_t)(fnexpr);      \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	if (!hp_hook_enter())                                                 \
-		return fn_ args;                                              \
-	hp_CUresult e_ = fn_ args;                                            \
-	HP_GUARDED(hp_capture_end(s, e_));                                    \
-	hp_hook_leave();                                                      \
-	return e_;
-/* The exported and looked-up forms of one entry point (name, its
- * per-thread-stream twin name_ptsz). */
-#define CAP_HOOK(name, ptsz, params, BODY)                                    \
-	static hp_fwd_t sym_##name = HP_FWD_INIT(#name);                      \
-	static _Atomic(void *) lkslot_##name;                                 \
-	HP_EXPORT hp_CUresult name params                                     \
-	{                                                                     \
-		BODY(sym_next(&sym_##name, #name), ptsz)                      \
-	}                                                                     \
-	static hp_CUresult lk_##name params                                   \
-	{                                                                     \
-		BODY(lk_next(&lkslot_##name), ptsz)                           \
-	}
-#define BEGIN1(fnexpr, pt)                                                    \
-	CAP_BEGIN_BODY(fnexpr, hp_cuStreamBeginCapture_t, (s), cap_stream(s, pt), 0)
-#define BEGIN2(fnexpr, pt)                                                    \
-	CAP_BEGIN_BODY(fnexpr, hp_cuStreamBeginCapture_v2_t, (s, mode),       \
-		       cap_stream(s, pt), mode)
-#define END1(fnexpr, pt) CAP_END_BODY(fnexpr, (s, g), cap_stream(s, pt))
-CAP_HOOK(cuStreamBeginCapture, 0, (hp_cudaStream_t s), BEGIN1)
-CAP_HOOK(cuStreamBeginCapture_ptsz, 1, (hp_cudaStream_t s), BEGIN1)
-CAP_HOOK(cuStreamBeginCapture_v2, 0, (hp_cudaStream_t s, int mode), BEGIN2)
-CAP_HOOK(cuStreamBeginCapture_v2_ptsz, 1, (hp_cudaStream_t s, int mode), BEGIN2)
-CAP_HOOK(cuStreamEndCapture, 0, (hp_cudaStream_t s, void **g), END1)
-CAP_HOOK(cuStreamEndCapture_ptsz, 1, (hp_cudaStream_t s, void **g), END1)
+static hp_CUresult begin_capture_v2(void *f, int ptsz, hp_cudaStream_t s,
+				    int mode)
+{
+	hp_cuStreamBeginCapture_v2_t fn = (hp_cuStreamBeginCapture_v2_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s, mode);
+	int c;
+	HP_GUARDED(c = hp_capture_begin(cap_stream(s, ptsz), mode));
+	hp_CUresult e = fn(s, mode);
+	if (e != HP_CUDA_SUCCESS)
+		HP_GUARDED(hp_capture_begin_failed(cap_stream(s, ptsz), c));
+	hp_hook_leave();
+	return e;
+}
+static hp_CUresult begin_capture(void *f, int ptsz, hp_cudaStream_t s)
+{
+	hp_cuStreamBeginCapture_t fn = (hp_cuStreamBeginCapture_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s);
+	int c;
+	HP_GUARDED(c = hp_capture_begin(cap_stream(s, ptsz), 0));
+	hp_CUresult e = fn(s);
+	if (e != HP_CUDA_SUCCESS)
+		HP_GUARDED(hp_capture_begin_failed(cap_stream(s, ptsz), c));
+	hp_hook_leave();
+	return e;
+}
+static hp_CUresult end_capture(void *f, int ptsz, hp_cudaStream_t s, void **g)
+{
+	hp_cuStreamEndCapture_t fn = (hp_cuStreamEndCapture_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s, g);
+	hp_CUresult e = fn(s, g);
+	HP_GUARDED(hp_capture_end(cap_stream(s, ptsz), e));
+	hp_hook_leave();
+	return e;
+}
 
-/* ---- lookups ---- */
+/* Lookups: what the driver found is handed out wrapped where hostpin wraps
+ * it (hp_cudrv_wrap, below). */
 static void *wrap_found(const char *symbol, void *fn, int version,
 			unsigned long long flags)
 {
@@ -358,106 +402,762 @@ static void *wrap_found(const char *symbol, void *fn, int version,
 		return fn;
 	return hp_cudrv_wrap(symbol, fn, version, flags);
 }
+static hp_CUresult gpa(void *f, const char *symbol, void **pfn, int ver,
+		       hp_cuuint64_t flags)
+{
+	hp_cuGetProcAddress_t fn = (hp_cuGetProcAddress_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	hp_CUresult e = fn(symbol, pfn, ver, flags);
+	if (e == HP_CUDA_SUCCESS && pfn != NULL)
+		*pfn = wrap_found(symbol, *pfn, ver, flags);
+	return e;
+}
+static hp_CUresult gpa_v2(void *f, const char *symbol, void **pfn, int ver,
+			  hp_cuuint64_t flags, int *status)
+{
+	hp_cuGetProcAddress_v2_t fn = (hp_cuGetProcAddress_v2_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	hp_CUresult e = fn(symbol, pfn, ver, flags, status);
+	if (e == HP_CUDA_SUCCESS && pfn != NULL)
+		*pfn = wrap_found(symbol, *pfn, ver, flags);
+	return e;
+}
 
-#define GPA_BODY(fnexpr, type, args)                                          \
-	type fn_ = (type)(fnexpr);                                            \
-	if (fn_ == NULL)                                                      \
-		return HP_CUDA_ERROR_NOT_FOUND;                               \
-	hp_CUresult e_ = fn_ args;                                            \
-	if (e_ == HP_CUDA_SUCCESS && pfn != NULL)                             \
-		*pfn = wrap_found(symbol, *pfn, ver, flags);                  \
-	return e_;
-static hp_fwd_t sym_cuGetProcAddress = HP_FWD_INIT("cuGetProcAddress"),
-		sym_cuGetProcAddress_v2 = HP_FWD_INIT("cuGetProcAddress_v2");
-static _Atomic(void *) lkslot_cuGetProcAddress, lkslot_cuGetProcAddress_v2;
-HP_EXPORT hp_CUresult cuGetProcAddress(const char *symbol, void **pfn,
-				       int ver, hp_cuuint64_t flags)
+/* ---- asynchronous copies ----
+ * NAME, lk_NAME, and the per-thread-stream forms NAME_ptsz, lk_NAME_ptsz. */
+HP_EXPORT hp_CUresult cuMemcpyHtoDAsync_v2(hp_CUdeviceptr d, const void *h,
+					   size_t n, hp_cudaStream_t s)
 {
-	GPA_BODY(sym_next(&sym_cuGetProcAddress, "cuGetProcAddress"),
-		 hp_cuGetProcAddress_t, (symbol, pfn, ver, flags))
+	return htod_async(NEXT(cuMemcpyHtoDAsync_v2), 0, d, h, n, s);
 }
-static hp_CUresult lk_cuGetProcAddress(const char *symbol, void **pfn,
-				       int ver, hp_cuuint64_t flags)
+
+static hp_CUresult lk_cuMemcpyHtoDAsync_v2(hp_CUdeviceptr d, const void *h,
+					   size_t n, hp_cudaStream_t s)
 {
-	GPA_BODY(lk_next(&lkslot_cuGetProcAddress), hp_cuGetProcAddress_t,
-		 (symbol, pfn, ver, flags))
+	return htod_async(LOOKED_UP(cuMemcpyHtoDAsync_v2), 0, d, h, n, s);
 }
+
+HP_EXPORT hp_CUresult cuMemcpyHtoDAsync_v2_ptsz(hp_CUdeviceptr d, const void *h,
+						size_t n, hp_cudaStream_t s)
+{
+	return htod_async(NEXT(cuMemcpyHtoDAsync_v2_ptsz), 1, d, h, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyHtoDAsync_v2_ptsz(hp_CUdeviceptr d, const void *h,
+						size_t n, hp_cudaStream_t s)
+{
+	return htod_async(LOOKED_UP(cuMemcpyHtoDAsync_v2_ptsz), 1, d, h, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyDtoHAsync_v2(void *h, hp_CUdeviceptr d, size_t n,
+					   hp_cudaStream_t s)
+{
+	return dtoh_async(NEXT(cuMemcpyDtoHAsync_v2), 0, h, d, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyDtoHAsync_v2(void *h, hp_CUdeviceptr d, size_t n,
+					   hp_cudaStream_t s)
+{
+	return dtoh_async(LOOKED_UP(cuMemcpyDtoHAsync_v2), 0, h, d, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyDtoHAsync_v2_ptsz(void *h, hp_CUdeviceptr d,
+						size_t n, hp_cudaStream_t s)
+{
+	return dtoh_async(NEXT(cuMemcpyDtoHAsync_v2_ptsz), 1, h, d, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyDtoHAsync_v2_ptsz(void *h, hp_CUdeviceptr d,
+						size_t n, hp_cudaStream_t s)
+{
+	return dtoh_async(LOOKED_UP(cuMemcpyDtoHAsync_v2_ptsz), 1, h, d, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyAsync(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+				    size_t n, hp_cudaStream_t s)
+{
+	return copy_async(NEXT(cuMemcpyAsync), 0, d, sr, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyAsync(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+				    size_t n, hp_cudaStream_t s)
+{
+	return copy_async(LOOKED_UP(cuMemcpyAsync), 0, d, sr, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyAsync_ptsz(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+					 size_t n, hp_cudaStream_t s)
+{
+	return copy_async(NEXT(cuMemcpyAsync_ptsz), 1, d, sr, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyAsync_ptsz(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+					 size_t n, hp_cudaStream_t s)
+{
+	return copy_async(LOOKED_UP(cuMemcpyAsync_ptsz), 1, d, sr, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy2DAsync_v2(const hp_CUDA_MEMCPY2D *p,
+					 hp_cudaStream_t s)
+{
+	return copy2d_async(NEXT(cuMemcpy2DAsync_v2), 0, p, s);
+}
+
+static hp_CUresult lk_cuMemcpy2DAsync_v2(const hp_CUDA_MEMCPY2D *p,
+					 hp_cudaStream_t s)
+{
+	return copy2d_async(LOOKED_UP(cuMemcpy2DAsync_v2), 0, p, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy2DAsync_v2_ptsz(const hp_CUDA_MEMCPY2D *p,
+					      hp_cudaStream_t s)
+{
+	return copy2d_async(NEXT(cuMemcpy2DAsync_v2_ptsz), 1, p, s);
+}
+
+static hp_CUresult lk_cuMemcpy2DAsync_v2_ptsz(const hp_CUDA_MEMCPY2D *p,
+					      hp_cudaStream_t s)
+{
+	return copy2d_async(LOOKED_UP(cuMemcpy2DAsync_v2_ptsz), 1, p, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DAsync_v2(const hp_CUDA_MEMCPY3D *p,
+					 hp_cudaStream_t s)
+{
+	return copy3d_async(NEXT(cuMemcpy3DAsync_v2), 0, p, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DAsync_v2(const hp_CUDA_MEMCPY3D *p,
+					 hp_cudaStream_t s)
+{
+	return copy3d_async(LOOKED_UP(cuMemcpy3DAsync_v2), 0, p, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DAsync_v2_ptsz(const hp_CUDA_MEMCPY3D *p,
+					      hp_cudaStream_t s)
+{
+	return copy3d_async(NEXT(cuMemcpy3DAsync_v2_ptsz), 1, p, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DAsync_v2_ptsz(const hp_CUDA_MEMCPY3D *p,
+					      hp_cudaStream_t s)
+{
+	return copy3d_async(LOOKED_UP(cuMemcpy3DAsync_v2_ptsz), 1, p, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DPeerAsync(const hp_CUDA_MEMCPY3D_PEER *p,
+					  hp_cudaStream_t s)
+{
+	return copy3dpeer_async(NEXT(cuMemcpy3DPeerAsync), 0, p, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DPeerAsync(const hp_CUDA_MEMCPY3D_PEER *p,
+					  hp_cudaStream_t s)
+{
+	return copy3dpeer_async(LOOKED_UP(cuMemcpy3DPeerAsync), 0, p, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DPeerAsync_ptsz(const hp_CUDA_MEMCPY3D_PEER *p,
+					       hp_cudaStream_t s)
+{
+	return copy3dpeer_async(NEXT(cuMemcpy3DPeerAsync_ptsz), 1, p, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DPeerAsync_ptsz(const hp_CUDA_MEMCPY3D_PEER *p,
+					       hp_cudaStream_t s)
+{
+	return copy3dpeer_async(LOOKED_UP(cuMemcpy3DPeerAsync_ptsz), 1, p, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyHtoAAsync_v2(hp_CUarray a, size_t off,
+					   const void *h, size_t n,
+					   hp_cudaStream_t s)
+{
+	return htoa_async(NEXT(cuMemcpyHtoAAsync_v2), 0, a, off, h, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyHtoAAsync_v2(hp_CUarray a, size_t off,
+					   const void *h, size_t n,
+					   hp_cudaStream_t s)
+{
+	return htoa_async(LOOKED_UP(cuMemcpyHtoAAsync_v2), 0, a, off, h, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyHtoAAsync_v2_ptsz(hp_CUarray a, size_t off,
+						const void *h, size_t n,
+						hp_cudaStream_t s)
+{
+	return htoa_async(NEXT(cuMemcpyHtoAAsync_v2_ptsz), 1, a, off, h, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyHtoAAsync_v2_ptsz(hp_CUarray a, size_t off,
+						const void *h, size_t n,
+						hp_cudaStream_t s)
+{
+	return htoa_async(LOOKED_UP(cuMemcpyHtoAAsync_v2_ptsz), 1, a, off, h, n,
+			  s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyAtoHAsync_v2(void *h, hp_CUarray a, size_t off,
+					   size_t n, hp_cudaStream_t s)
+{
+	return atoh_async(NEXT(cuMemcpyAtoHAsync_v2), 0, h, a, off, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyAtoHAsync_v2(void *h, hp_CUarray a, size_t off,
+					   size_t n, hp_cudaStream_t s)
+{
+	return atoh_async(LOOKED_UP(cuMemcpyAtoHAsync_v2), 0, h, a, off, n, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyAtoHAsync_v2_ptsz(void *h, hp_CUarray a,
+						size_t off, size_t n,
+						hp_cudaStream_t s)
+{
+	return atoh_async(NEXT(cuMemcpyAtoHAsync_v2_ptsz), 1, h, a, off, n, s);
+}
+
+static hp_CUresult lk_cuMemcpyAtoHAsync_v2_ptsz(void *h, hp_CUarray a,
+						size_t off, size_t n,
+						hp_cudaStream_t s)
+{
+	return atoh_async(LOOKED_UP(cuMemcpyAtoHAsync_v2_ptsz), 1, h, a, off, n,
+			  s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyBatchAsync(hp_CUdeviceptr *d, hp_CUdeviceptr *sr,
+					 size_t *sz, size_t n,
+					 hp_CUmemcpyAttributes *at, size_t *ai,
+					 size_t na, size_t *fail,
+					 hp_cudaStream_t s)
+{
+	return batch_async(NEXT(cuMemcpyBatchAsync), 0, d, sr, sz, n, at, ai,
+			   na, fail, s);
+}
+
+static hp_CUresult lk_cuMemcpyBatchAsync(hp_CUdeviceptr *d, hp_CUdeviceptr *sr,
+					 size_t *sz, size_t n,
+					 hp_CUmemcpyAttributes *at, size_t *ai,
+					 size_t na, size_t *fail,
+					 hp_cudaStream_t s)
+{
+	return batch_async(LOOKED_UP(cuMemcpyBatchAsync), 0, d, sr, sz, n, at,
+			   ai, na, fail, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyBatchAsync_ptsz(hp_CUdeviceptr *d,
+					      hp_CUdeviceptr *sr, size_t *sz,
+					      size_t n,
+					      hp_CUmemcpyAttributes *at,
+					      size_t *ai, size_t na,
+					      size_t *fail, hp_cudaStream_t s)
+{
+	return batch_async(NEXT(cuMemcpyBatchAsync_ptsz), 1, d, sr, sz, n, at,
+			   ai, na, fail, s);
+}
+
+static hp_CUresult lk_cuMemcpyBatchAsync_ptsz(hp_CUdeviceptr *d,
+					      hp_CUdeviceptr *sr, size_t *sz,
+					      size_t n,
+					      hp_CUmemcpyAttributes *at,
+					      size_t *ai, size_t na,
+					      size_t *fail, hp_cudaStream_t s)
+{
+	return batch_async(LOOKED_UP(cuMemcpyBatchAsync_ptsz), 1, d, sr, sz, n,
+			   at, ai, na, fail, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyBatchAsync_v2(hp_CUdeviceptr *d,
+					    hp_CUdeviceptr *sr, size_t *sz,
+					    size_t n, hp_CUmemcpyAttributes *at,
+					    size_t *ai, size_t na,
+					    hp_cudaStream_t s)
+{
+	return batch_async_v2(NEXT(cuMemcpyBatchAsync_v2), 0, d, sr, sz, n, at,
+			      ai, na, s);
+}
+
+static hp_CUresult lk_cuMemcpyBatchAsync_v2(hp_CUdeviceptr *d,
+					    hp_CUdeviceptr *sr, size_t *sz,
+					    size_t n, hp_CUmemcpyAttributes *at,
+					    size_t *ai, size_t na,
+					    hp_cudaStream_t s)
+{
+	return batch_async_v2(LOOKED_UP(cuMemcpyBatchAsync_v2), 0, d, sr, sz, n,
+			      at, ai, na, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyBatchAsync_v2_ptsz(hp_CUdeviceptr *d,
+						 hp_CUdeviceptr *sr, size_t *sz,
+						 size_t n,
+						 hp_CUmemcpyAttributes *at,
+						 size_t *ai, size_t na,
+						 hp_cudaStream_t s)
+{
+	return batch_async_v2(NEXT(cuMemcpyBatchAsync_v2_ptsz), 1, d, sr, sz, n,
+			      at, ai, na, s);
+}
+
+static hp_CUresult lk_cuMemcpyBatchAsync_v2_ptsz(hp_CUdeviceptr *d,
+						 hp_CUdeviceptr *sr, size_t *sz,
+						 size_t n,
+						 hp_CUmemcpyAttributes *at,
+						 size_t *ai, size_t na,
+						 hp_cudaStream_t s)
+{
+	return batch_async_v2(LOOKED_UP(cuMemcpyBatchAsync_v2_ptsz), 1, d, sr,
+			      sz, n, at, ai, na, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DBatchAsync(size_t n,
+					   hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+					   size_t *fail, unsigned long long fl,
+					   hp_cudaStream_t s)
+{
+	return batch3d_async(NEXT(cuMemcpy3DBatchAsync), 0, n, ops, fail, fl,
+			     s);
+}
+
+static hp_CUresult lk_cuMemcpy3DBatchAsync(size_t n,
+					   hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+					   size_t *fail, unsigned long long fl,
+					   hp_cudaStream_t s)
+{
+	return batch3d_async(LOOKED_UP(cuMemcpy3DBatchAsync), 0, n, ops, fail,
+			     fl, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DBatchAsync_ptsz(size_t n,
+						hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+						size_t *fail,
+						unsigned long long fl,
+						hp_cudaStream_t s)
+{
+	return batch3d_async(NEXT(cuMemcpy3DBatchAsync_ptsz), 1, n, ops, fail,
+			     fl, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DBatchAsync_ptsz(size_t n,
+						hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+						size_t *fail,
+						unsigned long long fl,
+						hp_cudaStream_t s)
+{
+	return batch3d_async(LOOKED_UP(cuMemcpy3DBatchAsync_ptsz), 1, n, ops,
+			     fail, fl, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DBatchAsync_v2(size_t n,
+					      hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+					      unsigned long long fl,
+					      hp_cudaStream_t s)
+{
+	return batch3d_async_v2(NEXT(cuMemcpy3DBatchAsync_v2), 0, n, ops, fl,
+				s);
+}
+
+static hp_CUresult lk_cuMemcpy3DBatchAsync_v2(size_t n,
+					      hp_CUDA_MEMCPY3D_BATCH_OP *ops,
+					      unsigned long long fl,
+					      hp_cudaStream_t s)
+{
+	return batch3d_async_v2(LOOKED_UP(cuMemcpy3DBatchAsync_v2), 0, n, ops,
+				fl, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DBatchAsync_v2_ptsz(
+    size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
+    hp_cudaStream_t s)
+{
+	return batch3d_async_v2(NEXT(cuMemcpy3DBatchAsync_v2_ptsz), 1, n, ops,
+				fl, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DBatchAsync_v2_ptsz(
+    size_t n, hp_CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long fl,
+    hp_cudaStream_t s)
+{
+	return batch3d_async_v2(LOOKED_UP(cuMemcpy3DBatchAsync_v2_ptsz), 1, n,
+				ops, fl, s);
+}
+
+/* ---- synchronous copies ----
+ * NAME, lk_NAME, and the per-thread default stream forms NAME_ptds,
+ * lk_NAME_ptds. */
+HP_EXPORT hp_CUresult cuMemcpyHtoD_v2(hp_CUdeviceptr d, const void *h, size_t n)
+{
+	return htod_sync(NEXT(cuMemcpyHtoD_v2), d, h, n);
+}
+
+static hp_CUresult lk_cuMemcpyHtoD_v2(hp_CUdeviceptr d, const void *h, size_t n)
+{
+	return htod_sync(LOOKED_UP(cuMemcpyHtoD_v2), d, h, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyHtoD_v2_ptds(hp_CUdeviceptr d, const void *h,
+					   size_t n)
+{
+	return htod_sync(NEXT(cuMemcpyHtoD_v2_ptds), d, h, n);
+}
+
+static hp_CUresult lk_cuMemcpyHtoD_v2_ptds(hp_CUdeviceptr d, const void *h,
+					   size_t n)
+{
+	return htod_sync(LOOKED_UP(cuMemcpyHtoD_v2_ptds), d, h, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyDtoH_v2(void *h, hp_CUdeviceptr d, size_t n)
+{
+	return dtoh_sync(NEXT(cuMemcpyDtoH_v2), h, d, n);
+}
+
+static hp_CUresult lk_cuMemcpyDtoH_v2(void *h, hp_CUdeviceptr d, size_t n)
+{
+	return dtoh_sync(LOOKED_UP(cuMemcpyDtoH_v2), h, d, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyDtoH_v2_ptds(void *h, hp_CUdeviceptr d, size_t n)
+{
+	return dtoh_sync(NEXT(cuMemcpyDtoH_v2_ptds), h, d, n);
+}
+
+static hp_CUresult lk_cuMemcpyDtoH_v2_ptds(void *h, hp_CUdeviceptr d, size_t n)
+{
+	return dtoh_sync(LOOKED_UP(cuMemcpyDtoH_v2_ptds), h, d, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy(hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n)
+{
+	return copy_sync(NEXT(cuMemcpy), d, sr, n);
+}
+
+static hp_CUresult lk_cuMemcpy(hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n)
+{
+	return copy_sync(LOOKED_UP(cuMemcpy), d, sr, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy_ptds(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+				    size_t n)
+{
+	return copy_sync(NEXT(cuMemcpy_ptds), d, sr, n);
+}
+
+static hp_CUresult lk_cuMemcpy_ptds(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+				    size_t n)
+{
+	return copy_sync(LOOKED_UP(cuMemcpy_ptds), d, sr, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy2D_v2(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_sync(NEXT(cuMemcpy2D_v2), p);
+}
+
+static hp_CUresult lk_cuMemcpy2D_v2(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_sync(LOOKED_UP(cuMemcpy2D_v2), p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy2D_v2_ptds(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_sync(NEXT(cuMemcpy2D_v2_ptds), p);
+}
+
+static hp_CUresult lk_cuMemcpy2D_v2_ptds(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_sync(LOOKED_UP(cuMemcpy2D_v2_ptds), p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy2DUnaligned_v2(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_unaligned_sync(NEXT(cuMemcpy2DUnaligned_v2), p);
+}
+
+static hp_CUresult lk_cuMemcpy2DUnaligned_v2(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_unaligned_sync(LOOKED_UP(cuMemcpy2DUnaligned_v2), p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy2DUnaligned_v2_ptds(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_unaligned_sync(NEXT(cuMemcpy2DUnaligned_v2_ptds), p);
+}
+
+static hp_CUresult lk_cuMemcpy2DUnaligned_v2_ptds(const hp_CUDA_MEMCPY2D *p)
+{
+	return copy2d_unaligned_sync(LOOKED_UP(cuMemcpy2DUnaligned_v2_ptds), p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3D_v2(const hp_CUDA_MEMCPY3D *p)
+{
+	return copy3d_sync(NEXT(cuMemcpy3D_v2), p);
+}
+
+static hp_CUresult lk_cuMemcpy3D_v2(const hp_CUDA_MEMCPY3D *p)
+{
+	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2), p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
+{
+	return copy3d_sync(NEXT(cuMemcpy3D_v2_ptds), p);
+}
+
+static hp_CUresult lk_cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
+{
+	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2_ptds), p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,
+				      size_t n)
+{
+	return htoa_sync(NEXT(cuMemcpyHtoA_v2), a, off, h, n);
+}
+
+static hp_CUresult lk_cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,
+				      size_t n)
+{
+	return htoa_sync(LOOKED_UP(cuMemcpyHtoA_v2), a, off, h, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyHtoA_v2_ptds(hp_CUarray a, size_t off,
+					   const void *h, size_t n)
+{
+	return htoa_sync(NEXT(cuMemcpyHtoA_v2_ptds), a, off, h, n);
+}
+
+static hp_CUresult lk_cuMemcpyHtoA_v2_ptds(hp_CUarray a, size_t off,
+					   const void *h, size_t n)
+{
+	return htoa_sync(LOOKED_UP(cuMemcpyHtoA_v2_ptds), a, off, h, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyAtoH_v2(void *h, hp_CUarray a, size_t off,
+				      size_t n)
+{
+	return atoh_sync(NEXT(cuMemcpyAtoH_v2), h, a, off, n);
+}
+
+static hp_CUresult lk_cuMemcpyAtoH_v2(void *h, hp_CUarray a, size_t off,
+				      size_t n)
+{
+	return atoh_sync(LOOKED_UP(cuMemcpyAtoH_v2), h, a, off, n);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyAtoH_v2_ptds(void *h, hp_CUarray a, size_t off,
+					   size_t n)
+{
+	return atoh_sync(NEXT(cuMemcpyAtoH_v2_ptds), h, a, off, n);
+}
+
+static hp_CUresult lk_cuMemcpyAtoH_v2_ptds(void *h, hp_CUarray a, size_t off,
+					   size_t n)
+{
+	return atoh_sync(LOOKED_UP(cuMemcpyAtoH_v2_ptds), h, a, off, n);
+}
+
+/* ---- registrations made by the program itself, ends of a context ---- */
+HP_EXPORT hp_CUresult cuMemHostRegister(void *p, size_t n, unsigned flags)
+{
+	return host_register(NEXT(cuMemHostRegister), p, n, flags);
+}
+
+static hp_CUresult lk_cuMemHostRegister(void *p, size_t n, unsigned flags)
+{
+	return host_register(LOOKED_UP(cuMemHostRegister), p, n, flags);
+}
+
+HP_EXPORT hp_CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	return host_register(NEXT(cuMemHostRegister_v2), p, n, flags);
+}
+
+static hp_CUresult lk_cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	return host_register(LOOKED_UP(cuMemHostRegister_v2), p, n, flags);
+}
+
+HP_EXPORT hp_CUresult cuMemHostUnregister(void *p)
+{
+	return host_unregister(NEXT(cuMemHostUnregister), p);
+}
+
+static hp_CUresult lk_cuMemHostUnregister(void *p)
+{
+	return host_unregister(LOOKED_UP(cuMemHostUnregister), p);
+}
+
+HP_EXPORT hp_CUresult cuDevicePrimaryCtxReset(hp_CUdevice dev)
+{
+	return ctx_reset(NEXT(cuDevicePrimaryCtxReset), dev);
+}
+
+static hp_CUresult lk_cuDevicePrimaryCtxReset(hp_CUdevice dev)
+{
+	return ctx_reset(LOOKED_UP(cuDevicePrimaryCtxReset), dev);
+}
+
+HP_EXPORT hp_CUresult cuDevicePrimaryCtxReset_v2(hp_CUdevice dev)
+{
+	return ctx_reset(NEXT(cuDevicePrimaryCtxReset_v2), dev);
+}
+
+static hp_CUresult lk_cuDevicePrimaryCtxReset_v2(hp_CUdevice dev)
+{
+	return ctx_reset(LOOKED_UP(cuDevicePrimaryCtxReset_v2), dev);
+}
+
+HP_EXPORT hp_CUresult cuDevicePrimaryCtxRelease(hp_CUdevice dev)
+{
+	return ctx_release(NEXT(cuDevicePrimaryCtxRelease), dev);
+}
+
+static hp_CUresult lk_cuDevicePrimaryCtxRelease(hp_CUdevice dev)
+{
+	return ctx_release(LOOKED_UP(cuDevicePrimaryCtxRelease), dev);
+}
+
+HP_EXPORT hp_CUresult cuDevicePrimaryCtxRelease_v2(hp_CUdevice dev)
+{
+	return ctx_release(NEXT(cuDevicePrimaryCtxRelease_v2), dev);
+}
+
+static hp_CUresult lk_cuDevicePrimaryCtxRelease_v2(hp_CUdevice dev)
+{
+	return ctx_release(LOOKED_UP(cuDevicePrimaryCtxRelease_v2), dev);
+}
+
+HP_EXPORT hp_CUresult cuCtxDestroy(hp_CUcontext ctx)
+{
+	return ctx_destroy(NEXT(cuCtxDestroy), ctx);
+}
+
+static hp_CUresult lk_cuCtxDestroy(hp_CUcontext ctx)
+{
+	return ctx_destroy(LOOKED_UP(cuCtxDestroy), ctx);
+}
+
+HP_EXPORT hp_CUresult cuCtxDestroy_v2(hp_CUcontext ctx)
+{
+	return ctx_destroy(NEXT(cuCtxDestroy_v2), ctx);
+}
+
+static hp_CUresult lk_cuCtxDestroy_v2(hp_CUcontext ctx)
+{
+	return ctx_destroy(LOOKED_UP(cuCtxDestroy_v2), ctx);
+}
+
+/* ---- graph capture ---- */
+HP_EXPORT hp_CUresult cuStreamBeginCapture(hp_cudaStream_t s)
+{
+	return begin_capture(NEXT(cuStreamBeginCapture), 0, s);
+}
+
+static hp_CUresult lk_cuStreamBeginCapture(hp_cudaStream_t s)
+{
+	return begin_capture(LOOKED_UP(cuStreamBeginCapture), 0, s);
+}
+
+HP_EXPORT hp_CUresult cuStreamBeginCapture_ptsz(hp_cudaStream_t s)
+{
+	return begin_capture(NEXT(cuStreamBeginCapture_ptsz), 1, s);
+}
+
+static hp_CUresult lk_cuStreamBeginCapture_ptsz(hp_cudaStream_t s)
+{
+	return begin_capture(LOOKED_UP(cuStreamBeginCapture_ptsz), 1, s);
+}
+
+HP_EXPORT hp_CUresult cuStreamBeginCapture_v2(hp_cudaStream_t s, int mode)
+{
+	return begin_capture_v2(NEXT(cuStreamBeginCapture_v2), 0, s, mode);
+}
+
+static hp_CUresult lk_cuStreamBeginCapture_v2(hp_cudaStream_t s, int mode)
+{
+	return begin_capture_v2(LOOKED_UP(cuStreamBeginCapture_v2), 0, s, mode);
+}
+
+HP_EXPORT hp_CUresult cuStreamBeginCapture_v2_ptsz(hp_cudaStream_t s, int mode)
+{
+	return begin_capture_v2(NEXT(cuStreamBeginCapture_v2_ptsz), 1, s, mode);
+}
+
+static hp_CUresult lk_cuStreamBeginCapture_v2_ptsz(hp_cudaStream_t s, int mode)
+{
+	return begin_capture_v2(LOOKED_UP(cuStreamBeginCapture_v2_ptsz), 1, s,
+				mode);
+}
+
+HP_EXPORT hp_CUresult cuStreamEndCapture(hp_cudaStream_t s, void **g)
+{
+	return end_capture(NEXT(cuStreamEndCapture), 0, s, g);
+}
+
+static hp_CUresult lk_cuStreamEndCapture(hp_cudaStream_t s, void **g)
+{
+	return end_capture(LOOKED_UP(cuStreamEndCapture), 0, s, g);
+}
+
+HP_EXPORT hp_CUresult cuStreamEndCapture_ptsz(hp_cudaStream_t s, void **g)
+{
+	return end_capture(NEXT(cuStreamEndCapture_ptsz), 1, s, g);
+}
+
+static hp_CUresult lk_cuStreamEndCapture_ptsz(hp_cudaStream_t s, void **g)
+{
+	return end_capture(LOOKED_UP(cuStreamEndCapture_ptsz), 1, s, g);
+}
+
+/* ---- lookups ---- */
+HP_EXPORT hp_CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver,
+				       hp_cuuint64_t flags)
+{
+	return gpa(NEXT(cuGetProcAddress), symbol, pfn, ver, flags);
+}
+
+static hp_CUresult lk_cuGetProcAddress(const char *symbol, void **pfn, int ver,
+				       hp_cuuint64_t flags)
+{
+	return gpa(LOOKED_UP(cuGetProcAddress), symbol, pfn, ver, flags);
+}
+
 HP_EXPORT hp_CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
 					  int ver, hp_cuuint64_t flags,
 					  int *status)
 {
-	GPA_BODY(sym_next(&sym_cuGetProcAddress_v2, "cuGetProcAddress_v2"),
-		 hp_cuGetProcAddress_v2_t, (symbol, pfn, ver, flags, status))
+	return gpa_v2(NEXT(cuGetProcAddress_v2), symbol, pfn, ver, flags,
+		      status);
 }
+
 static hp_CUresult lk_cuGetProcAddress_v2(const char *symbol, void **pfn,
 					  int ver, hp_cuuint64_t flags,
 					  int *status)
 {
-	GPA_BODY(lk_next(&lkslot_cuGetProcAddress_v2),
-		 hp_cuGetProcAddress_v2_t, (symbol, pfn, ver, flags, status))
+	return gpa_v2(LOOKED_UP(cuGetProcAddress_v2), symbol, pfn, ver, flags,
+		      status);
 }
 
-/* Every driver entry point hostpin wraps: the name cuGetProcAddress takes,
- * the CUDA version from which the driver hands out this form, whether it
- * is the per-thread-stream form, its exported name, and the looked-up
- * wrapper with its slot. */
+/* ---- the lookup table, from the same list ----
+ * Per entry point: the name cuGetProcAddress takes, the CUDA version from
+ * which the driver hands out this form, which stream form it is (an entry
+ * point without a stream serves both), its exported name, and the
+ * looked-up wrapper with its slot. */
+enum { LEGACY, PER_THREAD, ANY };
 static const struct variant {
 	const char *base;
 	int since;
-	int ptsz;
+	int stream;
 	const char *name;
 	_Atomic(void *) *slot;
 	void *wrapper;
 } variants[] = {
-#define V(base, since, name)                                                  \
-	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
-	    {#base, since, 1, #name "_ptsz", &lkslot_##name##_ptsz,           \
-	     (void *)lk_##name##_ptsz},
-/* A synchronous copy: its per-thread default stream form is _ptds. */
-#define VS(base, since, name)                                                 \
-	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
-	    {#base, since, 1, #name "_ptds", &lkslot_##name##_ptds,           \
-	     (void *)lk_##name##_ptds},
-#define V1(base, since, name)                                                 \
-	{#base, since, 0, #name, &lkslot_##name, (void *)lk_##name},          \
-	    {#base, since, 1, #name, &lkslot_##name, (void *)lk_##name},
-	V(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2)
-	V(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2)
-	V(cuMemcpyAsync, 4000, cuMemcpyAsync)
-	V(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2)
-	V(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2)
-	V(cuMemcpy3DPeerAsync, 4000, cuMemcpy3DPeerAsync)
-	V(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2)
-	V(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2)
-	V(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync)
-	V(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2)
-	V(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync)
-	V(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2)
-	VS(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2)
-	VS(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2)
-	VS(cuMemcpy, 4000, cuMemcpy)
-	VS(cuMemcpy2D, 3020, cuMemcpy2D_v2)
-	VS(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2)
-	VS(cuMemcpy3D, 3020, cuMemcpy3D_v2)
-	VS(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2)
-	VS(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2)
-	V1(cuMemHostRegister, 4000, cuMemHostRegister)
-	V1(cuMemHostRegister, 6050, cuMemHostRegister_v2)
-	V1(cuMemHostUnregister, 4000, cuMemHostUnregister)
-	V1(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset)
-	V1(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2)
-	V1(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease)
-	V1(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2)
-	V1(cuCtxDestroy, 2000, cuCtxDestroy)
-	V1(cuCtxDestroy, 4000, cuCtxDestroy_v2)
-	V(cuStreamBeginCapture, 10000, cuStreamBeginCapture)
-	V(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)
-	V(cuStreamEndCapture, 10000, cuStreamEndCapture)
-	V1(cuGetProcAddress, 11030, cuGetProcAddress)
-	V1(cuGetProcAddress, 12000, cuGetProcAddress_v2)
-#undef V
-#undef VS
-#undef V1
+#define HP_CUDRV(base, since, stream, name)                                   \
+	{#base, since, stream, #name, &lkslot_##name, (void *)lk_##name},
+#include "hooks_cudrv.def"
+#undef HP_CUDRV
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
@@ -474,12 +1174,14 @@ int hp_cudrv_wrapped_name(const char *name)
 static const struct variant *pick(const char *symbol, int version,
 				  unsigned long long flags)
 {
-	int ptsz = (flags & HP_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	int stream = (flags & HP_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+			 ? PER_THREAD
+			 : LEGACY;
 	const struct variant *best = NULL;
 	for (size_t i = 0; i < NVARIANTS; i++) {
 		const struct variant *v = &variants[i];
-		if (v->ptsz == ptsz && v->since <= version &&
-		    strcmp(v->base, symbol) == 0 &&
+		if ((v->stream == stream || v->stream == ANY) &&
+		    v->since <= version && strcmp(v->base, symbol) == 0 &&
 		    (best == NULL || v->since > best->since))
 			best = v;
 	}
