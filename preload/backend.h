@@ -41,6 +41,17 @@ extern const hp_backend_t hp_backend_none, hp_backend_mlock, hp_backend_cuda,
 const hp_backend_t *hp_backend_select(void);
 /* The device backend auto chose, or NULL while none is ready. */
 const hp_backend_t *hp_backend_auto_chosen(void);
+/* Note in the counters (hp_counters.backend, for the reports and `hostpin
+ * status`) how far the backend got: HP_BK_* flags, or b's id as auto's
+ * choice; hp_backend_note_exit: whether a driver was loaded by now. */
+void hp_backend_note(const hp_backend_t *b, unsigned flags);
+/* At initialisation: the backend in use and the settings that decide what
+ * is pinned (mlock and none are ready at once). */
+void hp_backend_note_set(void);
+void hp_backend_note_exit(void);
+/* A CUDA driver / the Level Zero loader is loaded in the process. */
+int hp_cuda_loaded(void);
+int hp_ze_loaded(void);
 /* backend_cuda.c, for the CUDA hooks: note the context current on this
  * thread; the loaded driver's own definition of name (NULL if none); whether
  * fn lies in the driver's object (libcuda.so*, or HOSTPIN_CUDA_LIB's). */
