@@ -125,10 +125,16 @@ if echo "$tab" | grep -q "^ *$p1 .* auto>cuda *ready .*job_prog" && echo "$tab" 
 	echo "$tab" | grep -q "^ *$p3 .* mlock *- .*ledger_holder" && echo "$tab" | head -1 | grep -q "BACKEND *STATE"; then
 	ok "hostpin status: BACKEND and STATE columns (auto>cuda ready, auto no-driver, mlock)"
 else bad "status backend column:"; echo "$tab" | sed 's/^/    /'; fi
-if ! printf '%s' "$plain" | grep -q $'\033' && [ "$(echo "$plain" | grep -c '^ *PID ')" = 2 ] &&
-	[ "$(echo "$plain" | grep -c '^$')" = 1 ] && echo "$plain" | grep -B1 '^$' | head -1 | grep -q "process"; then
-	ok "hostpin status --watch into a pipe: no escape codes, two snapshots, one blank line between"
-else bad "status --watch into a pipe:"; printf '%s\n' "$plain" | cat -A | head -6 | sed 's/^/    /'; fi
+# On a terminal (script(1) gives it one) the screen is still redrawn.
+tty=2
+if command -v script >/dev/null 2>&1; then
+	tty=$(HOSTPIN_LEDGER="$sl" script -qec "'$ST' --watch 1 --count 2" /dev/null 2>&1 | grep -c $'\033\[H\033\[J')
+else echo "SKIP: hostpin status --watch on a terminal: no script(1)"; fi
+if ! printf '%s' "$plain" | grep -q $'\033' &&
+	[ "$(echo "$plain" | grep -c '^ *PID ')" = 2 ] &&
+	[ "$(echo "$plain" | grep -c '^$')" = 1 ] && echo "$plain" | grep -B1 '^$' | head -1 | grep -q "process" && [ "$tty" = 2 ]; then
+	ok "hostpin status --watch into a pipe: no escape codes, two snapshots, one blank line between (on a terminal: redrawn)"
+else bad "status --watch into a pipe (clear-screens on a terminal: $tty of 2):"; printf '%s\n' "$plain" | cat -A | head -6 | sed 's/^/    /'; fi
 out=$("$ST" --count x 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "'x' is not a count" && ok "status --count x: rejected, named" || bad "status --count x (rc $rc): $out"
 
