@@ -46,6 +46,8 @@ void hp_backend_note(const hp_backend_t *b, unsigned flags)
 void hp_backend_note_set(void)
 {
 	unsigned id = bk_id(hp_backend);
+	/* relaxed: statistics, written before the process has other
+	 * threads in hostpin */
 	atomic_store_explicit(&hp_ctr.backend,
 			      id | (id < HP_BK_CUDA ? HP_BK_READY : 0),
 			      memory_order_relaxed);

@@ -233,9 +233,10 @@ static inline const char *hp_idle_reason(const struct hp_counters *c,
 			    hp_human(HP_IR(threshold), t));
 	else if (!(bk & HP_BK_DRIVER) && id >= HP_BK_CUDA)
 		hp_snprintf(buf, cap, "%sno %s was loaded%s", p,
-			    id == HP_BK_CUDA	     ? "CUDA driver"
-			    : id == HP_BK_LEVEL_ZERO ? "Level Zero loader"
-						     : "CUDA or Level Zero driver",
+			    id == HP_BK_CUDA ? "CUDA driver"
+			    : id == HP_BK_LEVEL_ZERO
+				? "Level Zero loader"
+				: "CUDA or Level Zero driver",
 			    of);
 	else if (!(bk & HP_BK_READY))
 		hp_snprintf(buf, cap, "%s%s%s", p,
@@ -250,9 +251,10 @@ static inline const char *hp_idle_reason(const struct hp_counters *c,
 			    of);
 	else if (HP_IR(pin_after) && HP_IR(fail_count) == 0 &&
 		 HP_IR(over_cap) == 0 &&
-		 (id == HP_BK_CUDA || (id == HP_BK_AUTO && chose == HP_BK_CUDA)))
-		hp_snprintf(buf, cap, "%sno block reached HOSTPIN_PIN_AFTER=%llu "
-			    "device copies (%llu copies seen)%s", p,
+		 (id == HP_BK_CUDA ||
+		  (id == HP_BK_AUTO && chose == HP_BK_CUDA)))
+		hp_snprintf(buf, cap, "%sno block reached HOSTPIN_PIN_AFTER="
+			    "%llu device copies (%llu copies seen)%s", p,
 			    (unsigned long long)HP_IR(pin_after),
 			    (unsigned long long)HP_IR(copies_seen), of);
 	else if (HP_IR(over_cap))

@@ -172,8 +172,8 @@ static void table(struct hp_ledger *l, int rw, int all)
 {
 	char a[24], b[24], c[24], bk[40];
 	printf("%7s %5s %-15s %-9s %8s %8s %8s %6s %5s %8s  %s\n", "PID",
-	       "RANK", "BACKEND", "STATE", "LIVE", "PINNED", "CACHED", "REGS", "FAILS", "COPIES",
-	       "COMMAND");
+	       "RANK", "BACKEND", "STATE", "LIVE", "PINNED", "CACHED", "REGS",
+	       "FAILS", "COPIES", "COMMAND");
 	uint32_t hw = atomic_load(&l->hiwater);
 	int n = 0;
 	uint64_t tl = 0, tp = 0, tc = 0;
