@@ -132,8 +132,10 @@ pkg-check: $(DEPS_STAMP) all
 	scripts/pkg-check
 
 # The demo needs only PyTorch and numpy, not the test packages.
+# PYTHON=/path/to/python: the demo runs that interpreter (a venv's PyTorch),
+# and installs nothing.
 demo: all
-	scripts/ensure-deps python3-torch python3-numpy
+	$(if $(PYTHON),,scripts/ensure-deps python3-torch python3-numpy)
 	scripts/demo
 
 # The only target that writes bench/ (RESULTS.md and the plots); scripts/bench

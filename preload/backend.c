@@ -26,6 +26,46 @@ const hp_backend_t *hp_backend_select(void)
 
 static _Atomic(const hp_backend_t *) chosen;
 
+static unsigned bk_id(const hp_backend_t *b)
+{
+	return b == &hp_backend_none	     ? HP_BK_NONE
+	       : b == &hp_backend_mlock	     ? HP_BK_MLOCK
+	       : b == &hp_backend_cuda	     ? HP_BK_CUDA
+	       : b == &hp_backend_level_zero ? HP_BK_LEVEL_ZERO
+	       : b == &hp_backend_auto	     ? HP_BK_AUTO
+					     : 0;
+}
+
+void hp_backend_note(const hp_backend_t *b, unsigned flags)
+{
+	/* relaxed: statistics */
+	atomic_fetch_or_explicit(&hp_ctr.backend, flags | bk_id(b) << 4,
+				 memory_order_relaxed);
+}
+
+void hp_backend_note_set(void)
+{
+	unsigned id = bk_id(hp_backend);
+	/* relaxed: statistics, written before the process has other
+	 * threads in hostpin */
+	atomic_store_explicit(&hp_ctr.backend,
+			      id | (id < HP_BK_CUDA ? HP_BK_READY : 0),
+			      memory_order_relaxed);
+	atomic_store_explicit(&hp_ctr.threshold, hp_opt[HP_OPT_THRESHOLD],
+			      memory_order_relaxed);
+	atomic_store_explicit(&hp_ctr.pin_after, hp_opt[HP_OPT_PIN_AFTER],
+			      memory_order_relaxed);
+}
+
+void hp_backend_note_exit(void)
+{
+	unsigned id = (unsigned)atomic_load_explicit(&hp_ctr.backend,
+						     memory_order_relaxed) & 15;
+	if (((id == HP_BK_CUDA || id == HP_BK_AUTO) && hp_cuda_loaded()) ||
+	    ((id == HP_BK_LEVEL_ZERO || id == HP_BK_AUTO) && hp_ze_loaded()))
+		hp_backend_note(NULL, HP_BK_DRIVER);
+}
+
 const hp_backend_t *hp_backend_auto_chosen(void)
 {
 	/* acquire: pairs with the compare-exchange that published it */
@@ -60,6 +100,8 @@ static int auto_ready(void)
 						     memory_order_acq_rel,
 						     memory_order_acquire))
 		c = none;
+	else
+		hp_backend_note(c, 0);
 	return c->ready();
 }
 

@@ -56,6 +56,17 @@ const hp_backend_t *hp_backend_auto_chosen(void);
 			      * registration made through it died */
 extern _Atomic unsigned hp_backend_events __attribute__((visibility("hidden")));
 void hp_backend_report(unsigned ev);
+/* Note in the counters (hp_counters.backend, for the reports and `hostpin
+ * status`) how far the backend got: HP_BK_* flags, or b's id as auto's
+ * choice; hp_backend_note_exit: whether a driver was loaded by now. */
+void hp_backend_note(const hp_backend_t *b, unsigned flags);
+/* At initialisation: the backend in use and the settings that decide what
+ * is pinned (mlock and none are ready at once). */
+void hp_backend_note_set(void);
+void hp_backend_note_exit(void);
+/* A CUDA driver / the Level Zero loader is loaded in the process. */
+int hp_cuda_loaded(void);
+int hp_ze_loaded(void);
 /* backend_cuda.c, for the CUDA hooks: note the context current on this
  * thread; the loaded driver's own definition of name (NULL if none); whether
  * fn lies in the driver's object (libcuda.so*, or HOSTPIN_CUDA_LIB's). */

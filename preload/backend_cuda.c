@@ -122,6 +122,7 @@ static int load(void)
 		       "CUDA registration off", lib_name());
 	/* release: pairs with the acquire above; the table is complete. */
 	atomic_store_explicit(&cu_loaded, ok ? 1 : -1, memory_order_release);
+	hp_backend_note(NULL, HP_BK_DRIVER);
 	return ok;
 }
 
@@ -154,6 +155,12 @@ static const char *err_name(hp_CUresult r)
 
 static int cuda_probe(void) { return 1; }
 
+int hp_cuda_loaded(void)
+{
+	hp_obj_t o;
+	return find_driver(&o);
+}
+
 static int cuda_ready(void)
 {
 	if (atomic_load_explicit(&cu_ready, memory_order_acquire) &&
@@ -178,6 +185,7 @@ static int cuda_ready(void)
 			atomic_store_explicit(&cu_ready, 1,
 					      memory_order_release);
 			hp_log(HP_LOG_INFO, "CUDA ready (device %d active)", i);
+			hp_backend_note(NULL, HP_BK_DRIVER | HP_BK_READY);
 			return 1;
 		}
 	}

@@ -165,10 +165,20 @@ static int discover(void)
 	}
 	hp_log(HP_LOG_INFO, "Level Zero ready: %d driver(s) with host-pointer "
 	       "import", ndrivers);
+	hp_backend_note(NULL, HP_BK_DRIVER | HP_BK_READY);
 	return 1;
 }
 
 static int ze_probe(void) { return 1; }
+
+int hp_ze_loaded(void)
+{
+	hp_obj_t o;
+	return hp_obj_find(lib_name(), hp_optstr[HP_OPT_ZE_LIB][0]
+					   ? NULL
+					   : "libze_loader.so",
+			   &o);
+}
 
 /* 1 if the loader or a driver hostpin imported through was unloaded (a
  * plug-in that brought them was closed): then never call them again.  The

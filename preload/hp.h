@@ -249,7 +249,17 @@ struct hp_counters {
 	_Atomic uint64_t cached_blocks, cached_bytes, cache_hits, cache_evictions;
 	_Atomic uint64_t imports_dropped;
 	_Atomic uint64_t fail_count; /* pin failures, every reason (ledger) */
+	/* why nothing was pinned (the reports' one line; `hostpin status`):
+	 * blocks and ranges of HOSTPIN_THRESHOLD or more ever tracked, the
+	 * backend and how far it got (HP_BK_*), and the settings in force */
+	_Atomic uint64_t large_blocks, backend, threshold, pin_after;
 };
+/* hp_counters.backend: the backend set (HP_BK_NONE.. in bits 0-3), the
+ * one auto chose (bits 4-7), flags: a device driver was seen loaded, the
+ * device was ready at least once. */
+enum { HP_BK_NONE = 1, HP_BK_MLOCK, HP_BK_CUDA, HP_BK_LEVEL_ZERO, HP_BK_AUTO };
+#define HP_BK_DRIVER 0x100u
+#define HP_BK_READY 0x200u
 /* The counters live in this process's slot of the node-wide ledger
  * (ledger.h) once it is attached, else in a private struct.  The pointer
  * changes only while the process is single-threaded in hostpin: during

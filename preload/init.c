@@ -83,6 +83,7 @@ void hp_init_slow(void)
 				      memory_order_relaxed);
 		hp_log(HP_LOG_INFO, "ready: backend %s (hostpin %s)",
 		       hp_backend->name, HP_VERSION);
+		hp_backend_note_set();
 		hp_limits_log();
 #ifndef HP_EMBEDDED_TEST /* unit tests keep their counters private */
 		hp_ledger_attach();
@@ -109,6 +110,7 @@ __attribute__((constructor)) static void hp_ctor(void)
 __attribute__((destructor)) static void hp_dtor(void)
 {
 	if (atomic_load_explicit(&hp_state, memory_order_acquire) == HP_ST_READY) {
+		hp_backend_note_exit();
 		hp_stats_report();
 #ifndef HP_EMBEDDED_TEST
 		hp_ledger_detach();

@@ -385,6 +385,7 @@ void hp_ledger_fork_child(void)
 		offsetof(struct hp_counters, cache_evictions),
 		offsetof(struct hp_counters, imports_dropped),
 		offsetof(struct hp_counters, fail_count),
+		offsetof(struct hp_counters, large_blocks),
 	};
 	for (size_t i = 0; i < sizeof(did) / sizeof(did[0]); i++)
 		memset((char *)&c + did[i], 0, sizeof(uint64_t));

@@ -44,7 +44,7 @@
  * this version have always carried; a wider constant once had its top
  * byte shifted out of the word). */
 #define HP_LEDGER_MAGIC 0x706c6775u
-#define HP_LEDGER_VERSION 2 /* raise with every change of layout */
+#define HP_LEDGER_VERSION 3 /* raise with every change of layout */
 /* the file in the directory, named by version and slot size: hostpin
  * versions of other layouts on one node use ledgers of their own, without
  * a word */
@@ -189,6 +189,88 @@ static inline int hp_slot_gone(int pid, uint64_t start, uint64_t ns,
 	if (now == 0)
 		return 1;
 	return start != HP_START_UNKNOWN && now != start;
+}
+
+/* A size as people read it, into buf (at least 24 bytes): 512B, 64.0K,
+ * 34.0M (binary units, one decimal); the reports' one unit style (exact
+ * bytes go in JSON).  No floating point: the library's formatter has none. */
+static inline const char *hp_human(uint64_t b, char *buf)
+{
+	if (b < 1024) {
+		hp_snprintf(buf, 24, "%lluB", (unsigned long long)b);
+		return buf;
+	}
+	uint64_t d = 1024;
+	int i = 0;
+	while (b / d >= 1024 && i < 4)
+		d <<= 10, i++;
+	uint64_t whole = b / d, tenth = ((b % d) * 10 + d / 2) / d;
+	if (tenth == 10)
+		whole++, tenth = 0;
+	hp_snprintf(buf, 24, "%llu.%llu%c", (unsigned long long)whole,
+		    (unsigned long long)tenth, "KMGTP"[i]);
+	return buf;
+}
+
+/* Why nothing was pinned, in one line (without a trailing newline) into
+ * buf[cap], from a process's counters (or a job's, merged: counts summed,
+ * backend flags or'ed); NULL if something was pinned. */
+static inline const char *hp_idle_reason(const struct hp_counters *c,
+					 char *buf, size_t cap)
+{
+#define HP_IR(f) atomic_load_explicit(&c->f, memory_order_relaxed)
+	if (HP_IR(pinned_bytes_peak))
+		return NULL;
+	uint64_t bk = HP_IR(backend), n = HP_IR(large_blocks);
+	unsigned id = (unsigned)(bk & 15), chose = (unsigned)(bk >> 4 & 15);
+	char of[64], t[24];
+	hp_snprintf(of, sizeof(of), " (0 of %llu large block%s pinned)",
+		    (unsigned long long)n, n == 1 ? "" : "s");
+	const char *p = "nothing pinned: ";
+	if (id == HP_BK_NONE)
+		hp_snprintf(buf, cap, "%sthe backend is none (HOSTPIN_BACKEND="
+			    "none, or HOSTPIN_REGISTER_DEVICE=0)%s", p, of);
+	else if (n == 0)
+		hp_snprintf(buf, cap, "%sno block of HOSTPIN_THRESHOLD (%s) or "
+			    "more was allocated", p,
+			    hp_human(HP_IR(threshold), t));
+	else if (!(bk & HP_BK_DRIVER) && id >= HP_BK_CUDA)
+		hp_snprintf(buf, cap, "%sno %s was loaded%s", p,
+			    id == HP_BK_CUDA ? "CUDA driver"
+			    : id == HP_BK_LEVEL_ZERO
+				? "Level Zero loader"
+				: "CUDA or Level Zero driver",
+			    of);
+	else if (!(bk & HP_BK_READY))
+		hp_snprintf(buf, cap, "%s%s%s", p,
+			    id == HP_BK_CUDA ? "the CUDA driver was loaded, but "
+					       "no CUDA context was ever current"
+			    : id == HP_BK_LEVEL_ZERO
+				? "the Level Zero loader was loaded, but "
+				  "zeInit never succeeded"
+				: "a device driver was loaded, but the device "
+				  "was never ready (no CUDA context current, "
+				  "no successful zeInit)",
+			    of);
+	else if (HP_IR(pin_after) && HP_IR(fail_count) == 0 &&
+		 HP_IR(over_cap) == 0 &&
+		 (id == HP_BK_CUDA ||
+		  (id == HP_BK_AUTO && chose == HP_BK_CUDA)))
+		hp_snprintf(buf, cap, "%sno block reached HOSTPIN_PIN_AFTER="
+			    "%llu device copies (%llu copies seen)%s", p,
+			    (unsigned long long)HP_IR(pin_after),
+			    (unsigned long long)HP_IR(copies_seen), of);
+	else if (HP_IR(over_cap))
+		hp_snprintf(buf, cap, "%sHOSTPIN_MAX_PINNED or "
+			    "HOSTPIN_NODE_MAX_PINNED was reached%s", p, of);
+	else if (HP_IR(fail_count))
+		hp_snprintf(buf, cap, "%severy registration failed (%llu "
+			    "failures)%s", p,
+			    (unsigned long long)HP_IR(fail_count), of);
+	else
+		hp_snprintf(buf, cap, "nothing pinned%s", of);
+#undef HP_IR
+	return buf;
 }
 
 /* A directory that is the user's own: opened without following a link, a

@@ -283,11 +283,14 @@ void hp_count_track(unsigned kind, size_t len, int add)
 					 &hp_ctr.blocks_peak, 1);
 			hp_stat_add_peak(&hp_ctr.bytes_now, &hp_ctr.bytes_peak,
 					 len);
+			HP_CTR_ADD(large_blocks, 1);
 		} else {
 			HP_CTR_SUB(blocks_now, 1);
 			HP_CTR_SUB(bytes_now, len);
 		}
 	} else {
+		if (add)
+			HP_CTR_ADD(large_blocks, 1);
 		HP_CTR_ADD(mmap_ranges_now, add ? 1 : -1ull);
 		HP_CTR_ADD(mmap_bytes_now, add ? len : 0 - len);
 	}

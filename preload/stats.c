@@ -7,6 +7,7 @@
 
 #include "hostpin.h"
 #include "hp.h"
+#include "ledger.h"
 
 static struct hp_counters ctr_private;
 struct hp_counters *hp_ctrp = &ctr_private;
@@ -166,25 +167,24 @@ void hp_stats_report(void)
 		int fd = -1; /* the log */
 		emit(fd, "hostpin[%d]: report (backend %s, hostpin %s)\n", pid,
 		     hostpin_backend(), HP_VERSION);
-		emit(fd, "hostpin[%d]:   blocks now %llu (%llu bytes), peak "
-		     "%llu (%llu bytes)\n", pid,
-		     (unsigned long long)s.blocks_now,
-		     (unsigned long long)s.bytes_now,
+		char h1[24], h2[24], h3[24], why[256];
+		emit(fd, "hostpin[%d]:   blocks now %llu (%s), peak %llu "
+		     "(%s)\n", pid, (unsigned long long)s.blocks_now,
+		     hp_human(s.bytes_now, h1),
 		     (unsigned long long)s.blocks_peak,
-		     (unsigned long long)s.bytes_peak);
-		emit(fd, "hostpin[%d]:   pinned now %llu ranges, %llu bytes; "
-		     "peak %llu bytes; pinning took %llu.%06llu s\n", pid,
+		     hp_human(s.bytes_peak, h2));
+		emit(fd, "hostpin[%d]:   pinned now %llu ranges, %s; peak %s; "
+		     "pinning took %llu.%06llu s\n", pid,
 		     (unsigned long long)s.pinned_blocks_now,
-		     (unsigned long long)s.pinned_bytes_now,
-		     (unsigned long long)s.pinned_bytes_peak,
+		     hp_human(s.pinned_bytes_now, h1),
+		     hp_human(s.pinned_bytes_peak, h2),
 		     (unsigned long long)(s.pin_ns / 1000000000u),
 		     (unsigned long long)(s.pin_ns % 1000000000u / 1000u));
 		emit(fd, "hostpin[%d]:   pending %llu; mmap ranges tracked "
-		     "%llu (%llu bytes); served unpinned over "
-		     "HOSTPIN_MAX_PINNED %llu\n", pid,
-		     (unsigned long long)s.pending_blocks,
+		     "%llu (%s); served unpinned over HOSTPIN_MAX_PINNED "
+		     "%llu\n", pid, (unsigned long long)s.pending_blocks,
 		     (unsigned long long)s.mmap_ranges_now,
-		     (unsigned long long)s.mmap_bytes_now,
+		     hp_human(s.mmap_bytes_now, h1),
 		     (unsigned long long)s.over_cap);
 		emit(fd, "hostpin[%d]:   pin calls %llu, unpin calls %llu; "
 		     "adopted %llu; foreign %llu; leaked %llu\n", pid,
@@ -194,15 +194,15 @@ void hp_stats_report(void)
 		     (unsigned long long)s.foreign_ranges,
 		     (unsigned long long)s.leaked_blocks);
 		emit(fd, "hostpin[%d]:   copies seen %llu, through registered "
-		     "memory %llu (%llu bytes), waits %llu\n", pid,
+		     "memory %llu (%s), waits %llu\n", pid,
 		     (unsigned long long)s.copies_seen,
 		     (unsigned long long)s.copies_registered,
-		     (unsigned long long)s.copy_bytes_registered,
+		     hp_human(s.copy_bytes_registered, h1),
 		     (unsigned long long)s.copy_waits);
-		emit(fd, "hostpin[%d]:   cache: %llu blocks (%llu bytes), "
-		     "%llu hits, %llu evictions\n", pid,
+		emit(fd, "hostpin[%d]:   cache: %llu blocks (%s), %llu hits, "
+		     "%llu evictions\n", pid,
 		     (unsigned long long)s.cached_blocks,
-		     (unsigned long long)s.cached_bytes,
+		     hp_human(s.cached_bytes, h3),
 		     (unsigned long long)s.cache_hits,
 		     (unsigned long long)s.cache_evictions);
 		emit(fd, "hostpin[%d]:   imports of hostpin's released by the "
@@ -217,6 +217,9 @@ void hp_stats_report(void)
 				     (unsigned long long)atomic_load_explicit(
 					 &reasons[i].n, memory_order_relaxed));
 		}
+		/* when nothing was pinned, why, in one line */
+		if (hp_idle_reason(&hp_ctr, why, sizeof(why)))
+			emit(fd, "hostpin[%d]:   %s\n", pid, why);
 		hp_sites_report(hp_log_target());
 	}
 	if (hp_optstr[HP_OPT_STATS_FILE][0]) {

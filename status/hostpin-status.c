@@ -138,26 +138,42 @@ static uint32_t state_of(struct hp_lslot *s, int rw)
 	return state_word(s, rw, &w);
 }
 
-static const char *human(uint64_t b, char *buf)
+/* ledger.h's sizes, as the per-process report writes them */
+#define human(b, buf) hp_human((b), (buf))
+
+/* The BACKEND column: the backend, the one auto chose; *state: how far
+ * it got. */
+static const char *backend_col(struct hp_lslot *s, char *out, size_t cap,
+			       const char **state)
 {
-	const char *u = "KMGTP";
-	if (b < 1024) {
-		sprintf(buf, "%lluB", (unsigned long long)b);
-		return buf;
+	static const char *const name[] = {"?", "none", "mlock", "cuda",
+					   "level_zero", "auto"};
+	uint64_t bk = C(s, backend);
+	unsigned id = (unsigned)(bk & 15), ch = (unsigned)(bk >> 4 & 15);
+	if (id > HP_BK_AUTO)
+		id = 0;
+	*state = "-";
+	if (id == HP_BK_NONE || id == HP_BK_MLOCK || id == 0) {
+		snprintf(out, cap, "%s", name[id]);
+		return out;
 	}
-	double v = (double)b / 1024;
-	int i = 0;
-	while (v >= 1024 && i < 4)
-		v /= 1024, i++;
-	sprintf(buf, "%.1f%c", v, u[i]);
-	return buf;
+	*state = bk & HP_BK_READY    ? "ready"
+		 : bk & HP_BK_DRIVER ? "not-ready"
+				     : "no-driver";
+	snprintf(out, cap, "%s%s%s", name[id],
+		 id == HP_BK_AUTO && ch >= HP_BK_CUDA && ch <= HP_BK_LEVEL_ZERO
+		     ? ">" : "",
+		 id == HP_BK_AUTO && ch >= HP_BK_CUDA && ch <= HP_BK_LEVEL_ZERO
+		     ? name[ch] : "");
+	return out;
 }
 
 static void table(struct hp_ledger *l, int rw, int all)
 {
-	char a[16], b[16], c[16];
-	printf("%7s %5s %8s %8s %8s %6s %5s %8s  %s\n", "PID", "RANK", "LIVE",
-	       "PINNED", "CACHED", "REGS", "FAILS", "COPIES", "COMMAND");
+	char a[24], b[24], c[24], bk[40];
+	printf("%7s %5s %-15s %-9s %8s %8s %8s %6s %5s %8s  %s\n", "PID",
+	       "RANK", "BACKEND", "STATE", "LIVE", "PINNED", "CACHED", "REGS",
+	       "FAILS", "COPIES", "COMMAND");
 	uint32_t hw = atomic_load(&l->hiwater);
 	int n = 0;
 	uint64_t tl = 0, tp = 0, tc = 0;
@@ -172,8 +188,11 @@ static void table(struct hp_ledger *l, int rw, int all)
 			snprintf(rank, sizeof(rank), "L%d", s->local_rank);
 		char cmd[4 * HP_LEDGER_CMD + 8];
 		printable(s, cmd, sizeof(cmd));
-		printf("%7d %5s %8s %8s %8s %6llu %5llu %8llu  %.60s\n", s->pid,
-		       rank, human(C(s, bytes_now), a),
+		const char *bst;
+		backend_col(s, bk, sizeof(bk), &bst);
+		printf("%7d %5s %-15s %-9s %8s %8s %8s %6llu %5llu %8llu  "
+		       "%.60s\n", s->pid, rank, bk, bst,
+		       human(C(s, bytes_now), a),
 		       human(C(s, pinned_bytes_now), b),
 		       human(C(s, cached_bytes), c),
 		       (unsigned long long)C(s, pin_calls),
@@ -224,8 +243,13 @@ static int report(struct hp_ledger *l, int job)
 	int n = 0, idle = 0, running = 0;
 	uint64_t peak_sum = 0;
 	uint32_t hw = atomic_load(&l->hiwater);
-	char a[16], b[16], c[16];
+	char a[24], b[24], c[24];
 	FILE *o = stderr;
+	/* the job's counters for the "nothing pinned" line: every process
+	 * of the job, the idle ones too */
+	struct hp_counters m;
+	memset(&m, 0, sizeof(m));
+	int seen = 0;
 	for (int pass = 0; pass < 2; pass++)
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &l->slot[i];
@@ -233,6 +257,19 @@ static int report(struct hp_ledger *l, int job)
 		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
 		    s->job_start != js)
 			continue;
+		if (pass == 0) {
+			uint64_t bk = C(s, backend);
+			if (!seen++) {
+				m.backend = bk;
+				m.threshold = C(s, threshold);
+				m.pin_after = C(s, pin_after);
+			}
+			m.backend |= bk & ~(uint64_t)15;
+#define ADD(f) m.f += C(s, f);
+			ADD(pinned_bytes_peak) ADD(large_blocks) ADD(copies_seen)
+			ADD(fail_count) ADD(over_cap)
+#undef ADD
+		}
 		if (!did_something(s)) {
 			if (pass == 1 && st == HP_LS_DEAD) {
 				atomic_compare_exchange_strong(
@@ -272,9 +309,14 @@ static int report(struct hp_ledger *l, int job)
 			atomic_compare_exchange_strong(&s->state, &w,
 						       HP_LS_TO(w, HP_LS_FREE));
 	}
+	char why[256];
+	const char *idle_why =
+	    seen ? hp_idle_reason(&m, why, sizeof(why)) : NULL;
 	if (n == 0) {
 		fprintf(o, "hostpin: job report: no process of the job used hostpin "
 			"(%d did nothing)\n", idle);
+		if (idle_why)
+			fprintf(o, "hostpin:   %s\n", idle_why);
 		return 0;
 	}
 	(void)c;
@@ -299,14 +341,113 @@ static int report(struct hp_ledger *l, int job)
 		(unsigned long long)t.copy_waits,
 		(unsigned long long)t.cache_hits,
 		(unsigned long long)t.cache_evictions);
+	if (idle_why)
+		fprintf(o, "hostpin:   %s\n", idle_why);
 	return 0;
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hostpin status [--all] [--watch [SECONDS] [--count N]]\n"
-		   "       hostpin status --total COUNTER\n"
-		   "       hostpin status --report JOB_PID\n");
+	fprintf(f,
+		"usage: hostpin status [--all] [--watch [SECONDS]] [--count N]\n"
+		"       hostpin status --total COUNTER\n"
+		"       hostpin status --report JOB_PID\n"
+		"  (no option)       one line per hostpin process of this user "
+		"that did something\n"
+		"  -a, --all         every live hostpin process, idle ones too\n"
+		"  -w, --watch [S]   refresh every S seconds (default 2); on a "
+		"terminal the screen\n"
+		"                    is redrawn, into a pipe or file each "
+		"snapshot follows the last\n"
+		"                    after a blank line\n"
+		"  -n, --count N     N snapshots, then exit (implies --watch)\n"
+		"      --total C     counter C summed over the live processes, "
+		"in bytes or a count:\n"
+		"                    bytes_now pinned_bytes_now cached_bytes "
+		"cached_blocks pin_calls\n"
+		"                    copies_registered\n"
+		"      --report PID  the merged report of the processes started "
+		"by launcher PID\n"
+		"                    (hostpin --stats prints it; frees their "
+		"slots)\n"
+		"  -h, --help        this text\n"
+		"BACKEND: the backend in use (auto>cuda: auto chose cuda); "
+		"STATE: ready, not-ready\n"
+		"(a driver is loaded, the device was never ready) or "
+		"no-driver.  Sizes: B, K, M, G, T\n"
+		"(powers of 1024).  HOSTPIN_LEDGER names the ledger, as for "
+		"the library.\n");
+}
+
+/* A positive whole number of at most 9 digits, or -1. */
+static int count_arg(const char *s)
+{
+	int v = 0, n = 0;
+	for (; *s >= '0' && *s <= '9' && n < 9; s++, n++)
+		v = v * 10 + (*s - '0');
+	return *s || n == 0 || v == 0 ? -1 : v;
+}
+
+/* --stats needs the ledger: with HOSTPIN_LEDGER=off, or a ledger that
+ * cannot be made or written, say so and ask every process for its own
+ * report (HOSTPIN_STATS=1) instead.  0 if the ledger is usable. */
+static int ledger_unusable(char *why, size_t cap)
+{
+	const char *p = getenv("HOSTPIN_LEDGER");
+	if (p && !strcmp(p, "off")) {
+		snprintf(why, cap, "HOSTPIN_LEDGER=off");
+		return 1;
+	}
+	char path[340], dir[300];
+	int dirfd = AT_FDCWD;
+	const char *name = p;
+	if (!p || !*p) {
+		long taken;
+		/* made as the library would make it (mode 0700, the
+		 * user's): nothing else is created */
+		dirfd = hp_ledger_dir(dir, sizeof(dir), 1, &taken);
+		if (dirfd < 0) {
+			snprintf(why, cap, "no directory of this user's can be "
+				 "made in /dev/shm for the ledger (%s)",
+				 strerror(errno));
+			return 1;
+		}
+		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
+		name = path + strlen(dir) + 1;
+	} else
+		snprintf(path, sizeof(path), "%s", p);
+	int fd = hp_ledger_open_checked(dirfd, name, 1), err = errno;
+	if (fd >= 0) {
+		close(fd);
+	} else if (err == ENOENT) {
+		/* not made yet: can a file be made beside it? */
+		char tmp[400];
+		const char *slash = strrchr(name, '/');
+		snprintf(tmp, sizeof(tmp), "%.*s.hostpin-probe-%d",
+			 slash ? (int)(slash - name + 1) : 0, name,
+			 (int)getpid());
+		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+					    O_CLOEXEC, 0600);
+		err = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dirfd, tmp, 0);
+		}
+	}
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	if (fd >= 0)
+		return 0;
+	if (err == EEXIST)
+		snprintf(why, cap, "%s is not a ledger of this user's made by "
+			 "hostpin", path);
+	else
+		snprintf(why, cap, "the ledger %s cannot be %s (%s)", path,
+			 err == ENOENT || err == EROFS || err == EACCES
+			     ? "made or written" : "opened",
+			 strerror(err));
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -314,34 +455,66 @@ int main(int argc, char **argv)
 	int all = 0, watch = 0, job = 0, count = 0;
 	const char *tot = NULL;
 	if (argc >= 5 && !strcmp(argv[1], "--run") && !strcmp(argv[3], "--")) {
+		char why[512];
+		int merged = !ledger_unusable(why, sizeof(why));
+		if (!merged) {
+			fprintf(stderr, "hostpin: --stats: no merged report: %s; "
+				"each process prints its own report at its "
+				"exit (HOSTPIN_STATS=1)\n", why);
+			setenv("HOSTPIN_STATS", "1", 1);
+		}
 		int rc = hp_run_job(argv[2], argv + 4);
-		struct hp_ledger *l = open_ledger(1);
+		struct hp_ledger *l = merged ? open_ledger(1) : NULL;
 		if (l)
 			report(l, (int)getpid());
+		else if (merged)
+			fprintf(stderr, "hostpin: --stats: no merged report: "
+				"the ledger cannot be read after the job\n");
 		return rc;
 	}
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--all"))
+		const char *a = argv[i];
+		if (!strcmp(a, "--all") || !strcmp(a, "-a"))
 			all = 1;
-		else if (!strcmp(argv[i], "--watch") || !strcmp(argv[i], "-w")) {
+		else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
 			watch = 2;
-			if (i + 1 < argc && atoi(argv[i + 1]) > 0)
-				watch = atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "--count") && i + 1 < argc &&
-			   atoi(argv[i + 1]) > 0) {
-			count = atoi(argv[++i]); /* refreshes, then exit */
-			if (!watch)
+			/* an optional value: a number, not an option */
+			if (i + 1 < argc && argv[i + 1][0] >= '0' &&
+			    argv[i + 1][0] <= '9') {
+				if ((watch = count_arg(argv[++i])) < 0) {
+					fprintf(stderr, "hostpin status: %s: "
+						"'%s' is not a number of seconds "
+						"(1 or more)\n", a, argv[i]);
+					return 2;
+				}
+			}
+		} else if (!strcmp(a, "--count") || !strcmp(a, "-n") ||
+			   !strcmp(a, "--total") || !strcmp(a, "--report")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "hostpin status: %s needs a "
+					"value\n", a);
+				usage(stderr);
+				return 2;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(a, "--total"))
+				tot = v;
+			else if ((a[2] == 'r' ? (job = count_arg(v))
+					      : (count = count_arg(v))) < 0) {
+				fprintf(stderr, "hostpin status: %s: '%s' is not "
+					"%s\n", a, v,
+					a[2] == 'r' ? "a process id"
+						    : "a count (1 or more)");
+				return 2;
+			}
+			if (count > 0 && !watch)
 				watch = 2;
-		} else if (!strcmp(argv[i], "--total") && i + 1 < argc)
-			tot = argv[++i];
-		else if (!strcmp(argv[i], "--report") && i + 1 < argc)
-			job = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
 		} else {
 			fprintf(stderr, "hostpin status: unknown argument '%s'\n",
-				argv[i]);
+				a);
 			usage(stderr);
 			return 2;
 		}
@@ -353,9 +526,14 @@ int main(int argc, char **argv)
 	}
 	if (job)
 		return l ? report(l, job) : 0;
-	for (;;) {
-		if (watch)
+	/* the screen is redrawn only on a terminal: into a pipe or a file,
+	 * plain snapshots, a blank line between them */
+	int tty = isatty(1);
+	for (int first = 1;; first = 0) {
+		if (watch && tty)
 			printf("\033[H\033[J");
+		else if (watch && !first)
+			printf("\n");
 		if (l)
 			table(l, 1, all);
 		else

@@ -134,9 +134,10 @@ status_out=$("$HP" status)
 n4=$(echo "$status_out" | awk '$2 ~ /^[0-3]$/ && /job_prog rank/' | wc -l)
 if [ $freed = 4 ] && [ "$n4" = 4 ]; then ok "hostpin status shows the four ranks of the running job"
 else bad "hostpin status: $n4 ranks of 4 (freed $freed)"; echo "$status_out" | sed 's/^/    /'; fi
-# --watch: frames (each starting with a clear-screen), as many as --count
+# --watch: frames (each with its header; into a pipe, no clear-screen
+# codes: 175-first_hour), as many as --count
 watch_out=$("$HP" status --watch 1 --count 2); wrc=$?
-frames=$(printf '%s' "$watch_out" | grep -c $'\033\[H\033\[J')
+frames=$(printf '%s' "$watch_out" | grep -c '^ *PID ')
 n8=$(echo "$watch_out" | awk '$2 ~ /^[0-3]$/ && /job_prog rank/' | wc -l)
 if [ $wrc -eq 0 ] && [ "$frames" = 2 ] && [ "$n8" = 8 ]; then
 	ok "hostpin status --watch 1 --count 2: two frames, the four ranks in each"

@@ -86,7 +86,7 @@ out=$(unshare -m bash -c "$hdr"'
 l1=$(echo "$out" | sed -n 1,2p | grep -c '^rc=0$')
 ls=$(echo "$out" | grep '^ledger=' | sort -u)
 if [ "$(echo "$out" | head -1)" = rc=0 ] && [ "$(echo "$ls" | wc -l)" = 1 ] &&
-	echo "$ls" | grep -q '^ledger=/dev/shm/hostpin-0\.d-[0-9a-f]*/ledger-v2-[0-9]* root 700$'; then
+	echo "$ls" | grep -q '^ledger=/dev/shm/hostpin-0\.d-[0-9a-f]*/ledger-v[0-9]*-[0-9]* root 700$'; then
 	ok "another user's /dev/shm/hostpin-0.d and hostpin-0: no warning, one ledger of root's elsewhere (${ls#ledger=})"
 else bad "names taken by nobody (want rc=0 alone, then one ledger in a root 0700 directory):"; echo "$out" | sed 's/^/    /'; fi
 
