@@ -36,7 +36,7 @@ PYDIR_PY := import os, site, sys, sysconfig; p = os.path.abspath(sys.argv[1]); \
 	sysconfig.get_path("purelib", "posix_prefix", vars={"base": p, "platbase": p})))
 PYDIR ?= $(shell $(PYTHON) -c '$(PYDIR_PY)' '$(PREFIX)' 2>/dev/null || echo '$(PREFIX)/lib/python3/dist-packages')
 
-CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config
+CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config python3-venv
 RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang \
 	openmpi-bin
 DEPS_STAMP := $(B)/.deps
