@@ -6,6 +6,7 @@
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
+#   make wheel      build/hostpin-VERSION-py3-none-manylinux_2_28_x86_64.whl (pip install it)
 CC ?= cc
 CFLAGS ?= -O2 -g
 # The one version string: the library (HOSTPIN_LOG=info, the report), the
@@ -35,7 +36,7 @@ PYDIR_PY := import os, site, sys, sysconfig; p = os.path.abspath(sys.argv[1]); \
 	sysconfig.get_path("purelib", "posix_prefix", vars={"base": p, "platbase": p})))
 PYDIR ?= $(shell $(PYTHON) -c '$(PYDIR_PY)' '$(PREFIX)' 2>/dev/null || echo '$(PREFIX)/lib/python3/dist-packages')
 
-CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config
+CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config python3-venv
 RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang \
 	openmpi-bin
 DEPS_STAMP := $(B)/.deps
@@ -54,7 +55,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench bench-peers install uninstall deb pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: all check demo bench bench-peers install uninstall deb wheel pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -207,5 +208,13 @@ deb: all
 		' copies run at DMA speed.  Launcher, library, header, pkg-config file,' \
 		' bash completion, Python module and manual pages.' > $(B)/deb/root/DEBIAN/control
 	dpkg-deb --root-owner-group -Zxz --build $(B)/deb/root $(DEB)
+
+# A wheel written by scripts/make-wheel (zipfile: no pip, setuptools or
+# network): as root the library and hostpin-status built in make compat's
+# Debian 11 root, whose glibc symbol check backs the manylinux_2_28 tag;
+# without root the host's build, tagged with the glibc it needs.
+wheel: all
+	scripts/make-wheel
+
 clean:
 	rm -rf $(B)

@@ -5,16 +5,22 @@
     hostpin.stats()         # dict of the counters (hostpin_stats), or None
     hostpin.query(x)        # what hostpin knows about x, or None
     hostpin.backend()       # "mlock", "cuda", ... or None
+    hostpin.library_path()  # the libhostpin.so to preload, or None
 
 x is a numpy array, a torch tensor, a ctypes object, a writable buffer, or
 an address (int).  Without hostpin every call returns None (or False) and
 hostpin.why_not() says why; nothing raises.  `python3 -m hostpin` prints
-the counters.  The functions exist only while libhostpin.so is loaded: run
-the program under `hostpin` or LD_PRELOAD=.../libhostpin.so.
+the counters; `python3 -m hostpin [options] CMD...` runs CMD under the
+launcher, as `hostpin [options] CMD...` does.  The functions exist only while
+libhostpin.so is loaded: run the program under `hostpin` or
+LD_PRELOAD=.../libhostpin.so.  Installed from the wheel (make wheel) this is
+a package that carries libhostpin.so, hostpin-status and the launcher.
 """
 import ctypes
+import os
 
 __all__ = ["loaded", "why_not", "stats", "query", "backend", "address_of",
+           "library_path", "run",
            "KIND_MALLOC", "KIND_MMAP", "LOCKED", "REGISTERED", "PENDING"]
 
 # hostpin_range.flags (hostpin.h)
@@ -145,8 +151,67 @@ def query(obj):
             "pending": bool(f & PENDING)}
 
 
-def _main():
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def library_path():
+    """The libhostpin.so to preload (for LD_PRELOAD in a torchrun or srun
+    line): the one installed with this module (the wheel), else the one
+    loaded in this process, else None."""
+    own = os.path.join(_HERE, "libhostpin.so")
+    if os.path.isfile(own):
+        return own
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                f = line.split(None, 5)
+                if len(f) == 6 and os.path.basename(f[5].strip()) == "libhostpin.so":
+                    return f[5].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _launcher():
+    """The launcher: the wheel's (beside libhostpin.so and hostpin-status
+    in this package), else `hostpin` on PATH (make install, the package)."""
+    own = os.path.join(_HERE, "hostpin")
+    if os.path.isfile(own):
+        return own
+    import shutil
+    return shutil.which("hostpin")
+
+
+def run(args):
+    """Replace this process with `hostpin ARGS...` (the launcher: options,
+    then the command).  Returns only on failure, with an exit status."""
     import sys
+    launcher = _launcher()
+    if launcher is None:
+        print("hostpin: no launcher: neither installed with this module nor "
+              "`hostpin` on PATH", file=sys.stderr)
+        return 127
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execv("/bin/sh", ["sh", launcher] + list(args))
+    except OSError as e:
+        print("hostpin: cannot run %s: %s" % (launcher, e), file=sys.stderr)
+        return 127
+
+
+def _console():
+    """The wheel's `hostpin` console script: the launcher."""
+    import sys
+    return run(sys.argv[1:])
+
+
+def _main(args=None):
+    import sys
+    if args is None:
+        args = sys.argv[1:]
+    if args:
+        return run(args)
     if not loaded():
         print("hostpin: " + _WHY, file=sys.stderr)
         return 1

@@ -74,6 +74,11 @@ class Loaded(unittest.TestCase):
         q = hostpin.query(p)
         self.assertTrue(q is None or q["base"] != p)
 
+    def test_library_path(self):
+        # the library loaded in this process (python/ holds none of its own)
+        self.assertTrue(os.path.samefile(hostpin.library_path(),
+                                         os.environ["LD_PRELOAD"].split(":")[0]))
+
     def test_cli(self):
         out = subprocess.run([sys.executable, "-m", "hostpin"], capture_output=True,
                              text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
@@ -92,6 +97,27 @@ class NotLoaded(unittest.TestCase):
         self.assertIsNone(hostpin.query(12345))
         if numpy is not None:
             self.assertIsNone(hostpin.query(numpy.ones(BIG // 8)))
+
+    def test_no_library_path(self):
+        self.assertIsNone(hostpin.library_path())
+
+    def test_cli_runs_the_launcher(self):
+        # python3 -m hostpin CMD...: the launcher on PATH (here a stand-in
+        # that prints its arguments and HOSTPIN_LIB); none on PATH: 127
+        import tempfile
+        here = os.path.dirname(os.path.abspath(__file__))
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "hostpin"), "w") as f:
+                f.write('#!/bin/sh\necho "launcher $*"\n')
+            os.chmod(os.path.join(d, "hostpin"), 0o755)
+            out = subprocess.run([sys.executable, "-m", "hostpin", "-b", "mlock", "true"],
+                                 capture_output=True, text=True, cwd=here,
+                                 env=dict(os.environ, PATH=d))
+            self.assertEqual((out.returncode, out.stdout), (0, "launcher -b mlock true\n"))
+            out = subprocess.run([sys.executable, "-m", "hostpin", "true"], capture_output=True,
+                                 text=True, cwd=here, env=dict(os.environ, PATH="/nonexistent"))
+            self.assertEqual(out.returncode, 127)
+            self.assertIn("no launcher", out.stderr)
 
     def test_cli_says_why(self):
         out = subprocess.run([sys.executable, "-m", "hostpin"], capture_output=True,
