@@ -271,8 +271,9 @@ static int man_type(const hp_optdesc_t *o, char *buf, size_t n)
 	case HP_K_BOOL:
 		return snprintf(buf, n, "Boolean.\n"), 1;
 	case HP_K_CAP:
-		return snprintf(buf, n, "Cap: a size, or 1%% to 100%% of the "
-			       "memory base.\n"), 1;
+		man_size(hi, sizeof(hi), o->max);
+		return snprintf(buf, n, "Cap: a size up to %s, or 1%% to 100%% "
+				"of the memory base.\n", hi), 1;
 	case HP_K_SIZE:
 		man_size(lo, sizeof(lo), o->min);
 		man_size(hi, sizeof(hi), o->max);
