@@ -1,6 +1,7 @@
 /* Check suite for preload/options.c and the man page: every knob parses its
  * own default, rejects bad values with a useful "expected", and is
- * documented in man/hostpin.7 with its default. */
+ * documented in man/hostpin.7: one alphabetical ENVIRONMENT list whose
+ * entries give the type, range, choices and default of options.def. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -246,6 +247,47 @@ START_TEST(enums_and_bools_name_their_choices)
 }
 END_TEST
 
+/* A size as the man page writes a range: plain bytes below 1 MiB, else the
+ * largest unit that divides it (1T, 1P). */
+static void man_size(char *buf, size_t n, unsigned long long v)
+{
+	static const char unit[] = "KMGTP";
+	int u = -1;
+	if (v >= (1ull << 20))
+		while (u < 4 && v % (1ull << (10 * (u + 2))) == 0)
+			u++;
+	if (u < 0)
+		snprintf(buf, n, "%llu", v);
+	else
+		snprintf(buf, n, "%llu%c", v >> (10 * (u + 1)), unit[u]);
+}
+
+/* Text that must appear in an entry between its name and its default: the
+ * type line, from options.def (STR knobs describe their own type). */
+static int man_type(const hp_optdesc_t *o, char *buf, size_t n)
+{
+	char lo[32], hi[32];
+	switch (o->kind) {
+	case HP_K_BOOL:
+		return snprintf(buf, n, "Boolean.\n"), 1;
+	case HP_K_CAP:
+		man_size(hi, sizeof(hi), o->max);
+		return snprintf(buf, n, "Cap: a size up to %s, or 1%% to 100%% "
+				"of the memory base.\n", hi), 1;
+	case HP_K_SIZE:
+		man_size(lo, sizeof(lo), o->min);
+		man_size(hi, sizeof(hi), o->max);
+		return snprintf(buf, n, "Size, %s to %s.\n", lo, hi), 1;
+	case HP_K_COUNT:
+		return snprintf(buf, n, "Integer, %llu to %llu", o->min,
+				o->max), 1;
+	case HP_K_ENUM:
+		return snprintf(buf, n, "One of\n"), 1;
+	default:
+		return 0;
+	}
+}
+
 START_TEST(every_knob_is_documented_in_the_man_page)
 {
 	FILE *f = fopen(HP_SRCDIR "/man/hostpin.7", "r");
@@ -254,24 +296,69 @@ START_TEST(every_knob_is_documented_in_the_man_page)
 	size_t n = fread(man, 1, sizeof(man) - 1, f);
 	man[n] = '\0';
 	fclose(f);
+	/* every entry lives in ENVIRONMENT, the knobs in alphabetical order */
+	const char *env = strstr(man, "\n.SH ENVIRONMENT\n");
+	ck_assert_msg(env != NULL, "hostpin.7 has no ENVIRONMENT section");
+	const char *env_end = strstr(env + 1, "\n.SH ");
+	ck_assert_ptr_nonnull(env_end);
 	for (int i = 0; i < HP_OPT_COUNT; i++) {
+		const hp_optdesc_t *o = &hp_optdesc[i];
 		char key[80];
 		/* the entry header: .TP, .B HOSTPIN_NAME, then its default */
-		snprintf(key, sizeof(key), ".TP\n.B HOSTPIN_%s\n",
-			 hp_optdesc[i].name);
+		snprintf(key, sizeof(key), ".TP\n.B HOSTPIN_%s\n", o->name);
 		const char *at = strstr(man, key);
 		ck_assert_msg(at != NULL, "HOSTPIN_%s has no entry in hostpin.7",
-			      hp_optdesc[i].name);
+			      o->name);
+		ck_assert_msg(at > env && at < env_end,
+			      "HOSTPIN_%s: its entry is not under ENVIRONMENT",
+			      o->name);
 		const char *next = strstr(at + 1, ".TP\n.B HOSTPIN_");
+		if (next == NULL || next > env_end)
+			next = env_end;
 		char def[80];
 		snprintf(def, sizeof(def), "Default: %s%s%s.",
-			 hp_optdesc[i].kind == HP_K_STR ? "empty" : "\\fB",
-			 hp_optdesc[i].kind == HP_K_STR ? "" : hp_optdesc[i].def,
-			 hp_optdesc[i].kind == HP_K_STR ? "" : "\\fP");
+			 o->kind == HP_K_STR ? "empty" : "\\fB",
+			 o->kind == HP_K_STR ? "" : o->def,
+			 o->kind == HP_K_STR ? "" : "\\fP");
 		const char *d = strstr(at, def);
-		ck_assert_msg(d != NULL && (next == NULL || d < next),
+		ck_assert_msg(d != NULL && d < next,
 			      "HOSTPIN_%s: man page lacks \"%s\" in its entry",
-			      hp_optdesc[i].name, def);
+			      o->name, def);
+		/* the type line, right after the name */
+		char type[160];
+		if (man_type(o, type, sizeof(type)))
+			ck_assert_msg(strncmp(at + strlen(key), type,
+					      strlen(type)) == 0,
+				      "HOSTPIN_%s: entry does not start with "
+				      "\"%.*s\" (options.def)", o->name,
+				      (int)strcspn(type, "\n"), type);
+		/* every choice of an enum named before the default */
+		for (const char *c = o->choices; o->kind == HP_K_ENUM && *c;) {
+			size_t len = strcspn(c, "|");
+			char ch[80];
+			snprintf(ch, sizeof(ch), "\n.BR %.*s ", (int)len, c);
+			const char *hit = strstr(at, ch);
+			ck_assert_msg(hit != NULL && hit < d,
+				      "HOSTPIN_%s: choice %.*s not listed "
+				      "before the default", o->name, (int)len, c);
+			c += len + (c[len] == '|');
+		}
+		const char *pit = strstr(at, "\\fIPitfalls:\\fP");
+		ck_assert_msg(pit != NULL && pit < next,
+			      "HOSTPIN_%s: entry has no Pitfalls paragraph",
+			      o->name);
+		/* alphabetical: no knob sorting before this one comes after */
+		for (int j = 0; j < HP_OPT_COUNT; j++) {
+			if (strcmp(hp_optdesc[j].name, o->name) >= 0)
+				continue;
+			snprintf(key, sizeof(key), ".TP\n.B HOSTPIN_%s\n",
+				 hp_optdesc[j].name);
+			const char *other = strstr(man, key);
+			ck_assert_msg(other == NULL || other < at,
+				      "HOSTPIN_%s comes before HOSTPIN_%s in "
+				      "ENVIRONMENT: keep the list alphabetical",
+				      o->name, hp_optdesc[j].name);
+		}
 	}
 }
 END_TEST
