@@ -315,7 +315,8 @@ static void prom_label(FILE *o, const char *v)
 static void prom_value(FILE *o, int kind, uint64_t v)
 {
 	if (kind == PM_NS)
-		fprintf(o, " %llu.%09llu\n", (unsigned long long)(v / 1000000000u),
+		fprintf(o, " %llu.%09llu\n",
+			(unsigned long long)(v / 1000000000u),
 			(unsigned long long)(v % 1000000000u));
 	else
 		fprintf(o, " %llu\n", (unsigned long long)v);
@@ -352,8 +353,8 @@ static void prometheus(FILE *o, struct hp_ledger *l, int all)
 		live++;
 		if (!all && !did_something(s))
 			continue;
-		p->pid = s->pid, p->rank = s->rank, p->local_rank = s->local_rank;
-		p->job = s->job_pid, p->born = s->born;
+		p->pid = s->pid, p->job = s->job_pid, p->born = s->born;
+		p->rank = s->rank, p->local_rank = s->local_rank;
 		memcpy(p->cmd, s->cmd, HP_LEDGER_CMD);
 		p->cmd[HP_LEDGER_CMD] = '\0';
 		n++;
@@ -379,8 +380,8 @@ static void prometheus(FILE *o, struct hp_ledger *l, int all)
 				snprintf(lr, sizeof(lr), "%d", p->local_rank);
 			if (p->job > 0)
 				snprintf(jb, sizeof(jb), "%d", p->job);
-			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",rank=\"%s\","
-				"local_rank=\"%s\",job_pid=\"%s\",command=\"",
+			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",rank=\"%s\""
+				",local_rank=\"%s\",job_pid=\"%s\",command=\"",
 				k ? pmet[k - 1].name : "start_time",
 				!k ? "_seconds"
 				: pmet[k - 1].kind == PM_GAUGE ? "" : "_total",
@@ -395,8 +396,8 @@ static void prometheus(FILE *o, struct hp_ledger *l, int all)
 	}
 	const char *sum = "Summed over the hostpin processes running on the "
 			  "node (falls when one exits).";
-	prom_family(o, "node", "processes", "", "gauge",
-		    "hostpin processes running on the node, idle ones too.", "");
+	prom_family(o, "node", "processes", "", "gauge", "hostpin processes "
+		    "running on the node, idle ones too.", "");
 	fprintf(o, "hostpin_node_processes %d\n", live);
 	for (size_t k = 0; k < NPMET; k++) {
 		if (!pmet[k].node)
@@ -573,8 +574,8 @@ static void usage(FILE *f)
 		"usage: hostpin status [--all] [--watch [SECONDS]] [--count N]\n"
 		"       hostpin status --total COUNTER\n"
 		"       hostpin status --report JOB_PID\n"
-		"       hostpin status [--all] --prometheus | --prometheus-file "
-		"PATH [--watch [S]]\n"
+		"       hostpin status [--all] --prometheus | "
+		"--prometheus-file PATH [--watch [S]]\n"
 		"  (no option)       one line per hostpin process of this user "
 		"that did something\n"
 		"  -a, --all         every live hostpin process, idle ones too\n"
@@ -597,8 +598,8 @@ static void usage(FILE *f)
 		"(0.0.4): hostpin_process_*\n"
 		"                    (labels pid, rank, local_rank, job_pid, "
 		"command) and hostpin_node_*\n"
-		"                    (summed over the running processes); bytes, "
-		"seconds, _total\n"
+		"                    (summed over the running processes); "
+		"bytes, seconds, _total\n"
 		"      --prometheus-file PATH  the same into PATH, atomically "
 		"(PATH.tmp.PID, mode 0644,\n"
 		"                    renamed): for node_exporter's textfile "

@@ -7,7 +7,8 @@
 # (SLURM_PROCID=5, SLURM_LOCALID=2, no RANK), and a program whose path
 # holds a double quote and a backslash, with an ESC byte in an argument,
 # in a launcher job (HOSTPIN_JOB).  The cache never decays while they are
-# held (HOSTPIN_CACHE_DECAY_MS a day), so every figure is still.
+# held (HOSTPIN_CACHE_DECAY_MS a day; caches of 1G, whatever the RAM), so
+# every figure is still.
 # Must hold: promtool check metrics passes (SKIP for that part without
 # promtool; a strict awk check of the format runs anyway); the node's
 # figures are --total's and the sums of the per-process series; the
@@ -21,7 +22,7 @@ build ledger_holder ledger_holder.c
 pm=$(mktemp -d)
 chmod 755 "$pm"
 pl=$pm/ledger
-PE="$P HOSTPIN_PIN_AFTER=0 HOSTPIN_CACHE_DECAY_MS=86400000 HOSTPIN_LEDGER=$pl"
+PE="$P HOSTPIN_PIN_AFTER=0 HOSTPIN_CACHE_DECAY_MS=86400000 HOSTPIN_CACHE=1G HOSTPIN_NODE_CACHE=1G HOSTPIN_LEDGER=$pl"
 odd=$pm/'hold"er\x'
 cp "$B/ledger_holder" "$odd"
 mkfifo "$pm/in"
@@ -105,16 +106,19 @@ for pair in live_bytes:bytes_now pinned_bytes:pinned_bytes_now cached_bytes:cach
 	[ -n "$v" ] && [ "$v" = "$t" ] && [ "$v" = "$s" ] || wrong="$wrong $m=$v/--total $c=$t/sum=$s"
 	[ "${v:-0}" != 0 ] || zero="$zero $m"
 done
-[ -z "$wrong$zero" ] && ok "prometheus: the node's figures equal --total's and the per-process sums (pinned $(pnode "$pm/a.prom" pinned_bytes), cached $(pnode "$pm/a.prom" cached_bytes), registered copies $(pnode "$pm/a.prom" registered_copies))" ||
+fig="pinned $(pnode "$pm/a.prom" pinned_bytes), cached $(pnode "$pm/a.prom" cached_bytes)"
+fig="$fig, registered copies $(pnode "$pm/a.prom" registered_copies)"
+[ -z "$wrong$zero" ] && ok "prometheus: the node's figures equal --total's and the per-process sums ($fig)" ||
 	bad "prometheus: node figures:${wrong:- equal}; zero:${zero:- none}"
 v=$(psample "$pm/a.prom" hostpin_process_pinned_bytes $p2)
-[ "$v" = $((4 << 20)) ] && ok "prometheus: the mlock process's pinned bytes (4 MiB)" || bad "prometheus: pid $p2 pinned '$v' (want $((4 << 20)))"
+[ "$v" = $((4 << 20)) ] && ok "prometheus: the mlock process's pinned bytes (4 MiB)" ||
+	bad "prometheus: pid $p2 pinned '$v' (want $((4 << 20)))"
 
 # labels
-got="rank=$(plabel "$pm/a.prom" hostpin_process_pinned_bytes $p1 rank),$(plabel "$pm/a.prom" hostpin_process_pinned_bytes $p1 local_rank)"
-got="$got slurm=$(plabel "$pm/a.prom" hostpin_process_pinned_bytes $p2 rank),$(plabel "$pm/a.prom" hostpin_process_pinned_bytes $p2 local_rank)"
-got="$got job=$(plabel "$pm/a.prom" hostpin_process_pinned_bytes $p3 job_pid)"
-[ "$got" = "rank=1,1 slurm=5,2 job=$$" ] && ok "prometheus: rank and local_rank from RANK and from SLURM_PROCID/SLURM_LOCALID; job_pid from HOSTPIN_JOB" ||
+lab() { plabel "$pm/a.prom" hostpin_process_pinned_bytes "$@"; }
+got="rank=$(lab $p1 rank),$(lab $p1 local_rank) slurm=$(lab $p2 rank),$(lab $p2 local_rank) job=$(lab $p3 job_pid)"
+[ "$got" = "rank=1,1 slurm=5,2 job=$$" ] &&
+	ok "prometheus: rank and local_rank from RANK and from SLURM_PROCID/SLURM_LOCALID; job_pid from HOSTPIN_JOB" ||
 	bad "prometheus labels: $got (want rank=1,1 slurm=5,2 job=$$)"
 want="command=\"$pm"'/hold\"er\\x 4 a\\x1bb"'
 n=$(grep "^hostpin_process_[a-z_]*{pid=\"$p3\"," "$pm/a.prom" | grep -cF "$want")
@@ -144,11 +148,17 @@ ln "$t/hostpin.prom" "$t/old"
 mode=$(stat -c %a "$t/hostpin.prom")
 left=$(ls -a "$t" | grep -c 'tmp')
 why=$(promcheck "$pm/none.prom")
-if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$mode" = 644 ] && [ "$left" = 0 ] && cmp -s "$t/hostpin.prom" "$pm/a.prom" &&
-	cmp -s "$t/old" "$pm/none.prom" && [ "$(pnode "$t/old" processes)" = 0 ] && [ "$(pnode "$t/old" pinned_bytes)" = 0 ] &&
-	[ "$(stat -c %i "$t/old")" != "$(stat -c %i "$t/hostpin.prom")" ] && { [ -z "$why" ] || [ "$why" = SKIP ]; }; then
+same=no
+cmp -s "$t/hostpin.prom" "$pm/a.prom" && same=yes
+if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$mode" = 644 ] && [ "$left" = 0 ] && [ $same = yes ] &&
+	cmp -s "$t/old" "$pm/none.prom" && [ "$(pnode "$t/old" processes)" = 0 ] &&
+	[ "$(pnode "$t/old" pinned_bytes)" = 0 ] && [ "$(stat -c %i "$t/old")" != "$(stat -c %i "$t/hostpin.prom")" ] &&
+	{ [ -z "$why" ] || [ "$why" = SKIP ]; }; then
 	ok "prometheus-file: mode 0644 under umask 077, replaced by rename (the old link keeps the no-ledger file, node figures 0), no tmp file left"
-else bad "prometheus-file: rc $r1/$r2, mode $mode, $left tmp files, same as --prometheus: $(cmp -s "$t/hostpin.prom" "$pm/a.prom" && echo yes || echo no), old link: $(pnode "$t/old" processes) processes, no-ledger check: ${why:-ok}"; ls -la "$t" | sed 's/^/    /'; fi
+else
+	bad "prometheus-file: rc $r1/$r2, mode $mode, $left tmp files, same as --prometheus: $same, old link: $(pnode "$t/old" processes) processes, no-ledger check: ${why:-ok}"
+	ls -la "$t" | sed 's/^/    /'
+fi
 HOSTPIN_LEDGER=$pl "$ST" --prometheus-file "$t/w.prom" --watch 1 --count 2; rc=$?
 [ $rc -eq 0 ] && cmp -s "$t/w.prom" "$pm/a.prom" && [ "$(ls -a "$t" | grep -c tmp)" = 0 ] &&
 	ok "prometheus-file --watch 1 --count 2: rewritten, no tmp file left" || bad "prometheus-file --watch (rc $rc)"
