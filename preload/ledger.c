@@ -22,11 +22,15 @@ static int proc_ok;   /* /proc is our namespace's */
 
 int hp_ledger_on(void) { return self != NULL; }
 
-static int env_int(const char *a, const char *b)
+/* The first of names a, b, c that is set (b, c may be NULL), as a
+ * number; -1 if none is a whole number. */
+static int env_int(const char *a, const char *b, const char *c)
 {
 	const char *v = getenv(a);
 	if (!v || !*v)
 		v = b ? getenv(b) : NULL;
+	if (!v || !*v)
+		v = c ? getenv(c) : NULL;
 	if (!v || *v < '0' || *v > '9')
 		return -1;
 	long n = strtol(v, NULL, 10);
@@ -147,8 +151,9 @@ static void fill(struct hp_lslot *s, uint32_t w,
 	s->ppid = (int32_t)getppid();
 	s->start = hp_proc_start(0);
 	s->pidns = myns;
-	s->rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
-	s->local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK");
+	s->rank = env_int("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID");
+	s->local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+				"SLURM_LOCALID");
 	const char *job = hp_optstr[HP_OPT_JOB];
 	if (job[0] >= '1' && job[0] <= '9') {
 		s->job_pid = (int32_t)strtol(job, NULL, 10);

@@ -3,6 +3,10 @@
  *                                               one line per hostpin process
  *   hostpin-status --total COUNTER               a counter summed over the
  *                                                live processes (for tests)
+ *   hostpin-status [--all] --prometheus | --prometheus-file PATH
+ *                                                the figures in Prometheus'
+ *                                                text format, per process
+ *                                                and for the node
  *   hostpin-status --report JOB                  the merged report of the
  *                                                processes of launcher JOB;
  *                                                their slots are freed
@@ -228,6 +232,224 @@ static uint64_t total(struct hp_ledger *l, const char *name)
 	exit(2);
 }
 
+/* ---- --prometheus: the text exposition format, version 0.0.4 ----
+ * Per process (the processes the table lists) hostpin_process_*, labelled
+ * pid, rank, local_rank, job_pid and command; over every live process (as
+ * --total sums them) hostpin_node_*, without labels.  A counter of one
+ * process only grows while that process lives (a new pid is a new
+ * series), so it is a counter (_total); its sum over the running
+ * processes falls when one exits, so the node's sums are gauges. */
+enum { PM_GAUGE, PM_COUNTER, PM_NS };
+static const struct pmet {
+	const char *name; /* after hostpin_process_ / hostpin_node_ */
+	int kind;	  /* PM_NS: a counter of nanoseconds, in seconds */
+	int node;	  /* also summed for the node */
+	size_t off;	  /* in struct hp_counters */
+	const char *help;
+} pmet[] = {
+#define PM(n, k, node, f, h) {n, k, node, offsetof(struct hp_counters, f), h},
+	PM("live_bytes", PM_GAUGE, 1, bytes_now,
+	   "Bytes in hostpin's large blocks and ranges now (LIVE).")
+	PM("blocks", PM_GAUGE, 1, blocks_now,
+	   "hostpin's large blocks and ranges now.")
+	PM("pinned_bytes", PM_GAUGE, 1, pinned_bytes_now,
+	   "Bytes registered with the device (or locked) now (PINNED).")
+	PM("pinned_blocks", PM_GAUGE, 1, pinned_blocks_now,
+	   "Blocks registered with the device (or locked) now.")
+	PM("pinned_peak_bytes", PM_GAUGE, 0, pinned_bytes_peak,
+	   "The most bytes registered at once since the process started.")
+	PM("cached_bytes", PM_GAUGE, 1, cached_bytes,
+	   "Bytes of freed blocks kept registered for reuse now (CACHED).")
+	PM("cached_blocks", PM_GAUGE, 1, cached_blocks,
+	   "Freed blocks kept registered for reuse now.")
+	PM("registrations", PM_COUNTER, 1, pin_calls,
+	   "Registrations made (REGS).")
+	PM("unregistrations", PM_COUNTER, 1, unpin_calls,
+	   "Registrations released.")
+	PM("registration_failures", PM_COUNTER, 1, fail_count,
+	   "Registrations that failed, every reason (FAILS).")
+	PM("registration_seconds", PM_NS, 1, pin_ns,
+	   "Time spent registering.")
+	PM("over_cap_blocks", PM_COUNTER, 1, over_cap,
+	   "Blocks served unregistered because a cap was reached.")
+	PM("copies", PM_COUNTER, 1, copies_seen,
+	   "Device copies from or to host memory seen.")
+	PM("registered_copies", PM_COUNTER, 1, copies_registered,
+	   "Device copies through registered memory (COPIES).")
+	PM("registered_copy_bytes", PM_COUNTER, 1, copy_bytes_registered,
+	   "Bytes copied through registered memory.")
+	PM("cache_hits", PM_COUNTER, 1, cache_hits,
+	   "Allocations served from the cache of registered blocks.")
+#undef PM
+};
+#define NPMET (sizeof(pmet) / sizeof(pmet[0]))
+
+/* one process, read once, so that every family shows the same moment */
+struct psnap {
+	int pid, rank, local_rank, job;
+	uint64_t born;
+	char cmd[HP_LEDGER_CMD + 1];
+	uint64_t v[NPMET];
+};
+static struct psnap snap[HP_LEDGER_SLOTS];
+
+/* A label value: backslash, double quote and newline escaped as the format
+ * wants (\\ \" \n); any other byte outside printable ASCII (a control
+ * character, or a UTF-8 sequence the slot's 96 bytes may have cut) as the
+ * text \xHH, its backslash escaped: the value is always valid UTF-8. */
+static void prom_label(FILE *o, const char *v)
+{
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+		if (c == '\\' || c == '"')
+			fprintf(o, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", o);
+		else if (c >= 0x20 && c < 0x7f)
+			putc(c, o);
+		else
+			fprintf(o, "\\\\x%02x", c);
+	}
+}
+
+static void prom_value(FILE *o, int kind, uint64_t v)
+{
+	if (kind == PM_NS)
+		fprintf(o, " %llu.%09llu\n",
+			(unsigned long long)(v / 1000000000u),
+			(unsigned long long)(v % 1000000000u));
+	else
+		fprintf(o, " %llu\n", (unsigned long long)v);
+}
+
+static void prom_family(FILE *o, const char *scope, const char *name,
+			const char *suffix, const char *type, const char *help,
+			const char *what)
+{
+	fprintf(o, "# HELP hostpin_%s_%s%s %s%s%s\n", scope, name, suffix,
+		help, *what ? " " : "", what);
+	fprintf(o, "# TYPE hostpin_%s_%s%s %s\n", scope, name, suffix, type);
+}
+
+/* The exposition of ledger l (NULL: none, every node figure 0) into o;
+ * all: idle processes get series too. */
+static void prometheus(FILE *o, struct hp_ledger *l, int all)
+{
+	int n = 0, live = 0;
+	uint64_t node[NPMET];
+	memset(node, 0, sizeof(node));
+	uint32_t hw = l ? atomic_load(&l->hiwater) : 0;
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &l->slot[i];
+		if (state_of(s, 1) != HP_LS_LIVE)
+			continue;
+		struct psnap *p = &snap[n];
+		for (size_t k = 0; k < NPMET; k++) {
+			p->v[k] = atomic_load_explicit(
+			    (_Atomic uint64_t *)((char *)&s->ctr + pmet[k].off),
+			    memory_order_relaxed);
+			node[k] += p->v[k];
+		}
+		live++;
+		if (!all && !did_something(s))
+			continue;
+		p->pid = s->pid, p->job = s->job_pid, p->born = s->born;
+		p->rank = s->rank, p->local_rank = s->local_rank;
+		memcpy(p->cmd, s->cmd, HP_LEDGER_CMD);
+		p->cmd[HP_LEDGER_CMD] = '\0';
+		n++;
+	}
+	const char *each = "Per hostpin process.";
+	prom_family(o, "process", "start_time", "_seconds", "gauge",
+		    "When the process attached to the ledger, seconds since "
+		    "the Epoch.", each);
+	for (size_t k = 0; k <= NPMET; k++) {
+		if (k > 0) {
+			const struct pmet *m = &pmet[k - 1];
+			prom_family(o, "process", m->name,
+				    m->kind == PM_GAUGE ? "" : "_total",
+				    m->kind == PM_GAUGE ? "gauge" : "counter",
+				    m->help, each);
+		}
+		for (int j = 0; j < n; j++) {
+			struct psnap *p = &snap[j];
+			char r[16] = "", lr[16] = "", jb[16] = "";
+			if (p->rank >= 0)
+				snprintf(r, sizeof(r), "%d", p->rank);
+			if (p->local_rank >= 0)
+				snprintf(lr, sizeof(lr), "%d", p->local_rank);
+			if (p->job > 0)
+				snprintf(jb, sizeof(jb), "%d", p->job);
+			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",rank=\"%s\""
+				",local_rank=\"%s\",job_pid=\"%s\",command=\"",
+				k ? pmet[k - 1].name : "start_time",
+				!k ? "_seconds"
+				: pmet[k - 1].kind == PM_GAUGE ? "" : "_total",
+				p->pid, r, lr, jb);
+			prom_label(o, p->cmd);
+			fputs("\"}", o);
+			if (k)
+				prom_value(o, pmet[k - 1].kind, p->v[k - 1]);
+			else
+				prom_value(o, PM_GAUGE, p->born);
+		}
+	}
+	const char *sum = "Summed over the hostpin processes running on the "
+			  "node (falls when one exits).";
+	prom_family(o, "node", "processes", "", "gauge", "hostpin processes "
+		    "running on the node, idle ones too.", "");
+	fprintf(o, "hostpin_node_processes %d\n", live);
+	for (size_t k = 0; k < NPMET; k++) {
+		if (!pmet[k].node)
+			continue;
+		prom_family(o, "node", pmet[k].name, "", "gauge", pmet[k].help,
+			    sum);
+		fprintf(o, "hostpin_node_%s", pmet[k].name);
+		prom_value(o, pmet[k].kind, node[k]);
+	}
+}
+
+/* --prometheus-file: the exposition written to PATH.tmp.PID, mode 0644
+ * (node_exporter may run as another user), then renamed over PATH, so a
+ * reader (node_exporter's textfile collector reads *.prom) sees the old
+ * file or the new one whole.  0, or 1 with a message. */
+static int prometheus_file(const char *path, struct hp_ledger *l, int all)
+{
+	char tmp[4200];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
+	    (int)sizeof(tmp)) {
+		fprintf(stderr, "hostpin status: --prometheus-file: name too "
+			"long\n");
+		return 1;
+	}
+	unlink(tmp); /* a stale one of an earlier process of our pid */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		      0644);
+	FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!o) {
+		fprintf(stderr, "hostpin status: --prometheus-file: cannot "
+			"create %s: %s\n", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd), unlink(tmp);
+		return 1;
+	}
+	int err = fchmod(fd, 0644) ? errno : 0; /* whatever the umask */
+	prometheus(o, l, all);
+	if (ferror(o) && !err)
+		err = errno ? errno : EIO;
+	if (fclose(o) && !err)
+		err = errno;
+	if (!err && rename(tmp, path))
+		err = errno;
+	if (err) {
+		fprintf(stderr, "hostpin status: --prometheus-file: cannot "
+			"write %s: %s\n", path, strerror(err));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}
+
 /* The merged report of launcher job's processes: one report, every
  * process that did something (whatever way it ended) counted once. */
 static int report(struct hp_ledger *l, int job)
@@ -352,6 +574,8 @@ static void usage(FILE *f)
 		"usage: hostpin status [--all] [--watch [SECONDS]] [--count N]\n"
 		"       hostpin status --total COUNTER\n"
 		"       hostpin status --report JOB_PID\n"
+		"       hostpin status [--all] --prometheus | "
+		"--prometheus-file PATH [--watch [S]]\n"
 		"  (no option)       one line per hostpin process of this user "
 		"that did something\n"
 		"  -a, --all         every live hostpin process, idle ones too\n"
@@ -370,6 +594,17 @@ static void usage(FILE *f)
 		"by launcher PID\n"
 		"                    (hostpin --stats prints it; frees their "
 		"slots)\n"
+		"      --prometheus  the figures in Prometheus' text format "
+		"(0.0.4): hostpin_process_*\n"
+		"                    (labels pid, rank, local_rank, job_pid, "
+		"command) and hostpin_node_*\n"
+		"                    (summed over the running processes); "
+		"bytes, seconds, _total\n"
+		"      --prometheus-file PATH  the same into PATH, atomically "
+		"(PATH.tmp.PID, mode 0644,\n"
+		"                    renamed): for node_exporter's textfile "
+		"collector; with --watch S,\n"
+		"                    rewritten every S seconds\n"
 		"  -h, --help        this text\n"
 		"BACKEND: the backend in use (auto>cuda: auto chose cuda); "
 		"STATE: ready, not-ready\n"
@@ -452,8 +687,8 @@ static int ledger_unusable(char *why, size_t cap)
 
 int main(int argc, char **argv)
 {
-	int all = 0, watch = 0, job = 0, count = 0;
-	const char *tot = NULL;
+	int all = 0, watch = 0, job = 0, count = 0, prom = 0;
+	const char *tot = NULL, *promfile = NULL;
 	if (argc >= 5 && !strcmp(argv[1], "--run") && !strcmp(argv[3], "--")) {
 		char why[512];
 		int merged = !ledger_unusable(why, sizeof(why));
@@ -488,8 +723,11 @@ int main(int argc, char **argv)
 					return 2;
 				}
 			}
+		} else if (!strcmp(a, "--prometheus")) {
+			prom = 1;
 		} else if (!strcmp(a, "--count") || !strcmp(a, "-n") ||
-			   !strcmp(a, "--total") || !strcmp(a, "--report")) {
+			   !strcmp(a, "--total") || !strcmp(a, "--report") ||
+			   !strcmp(a, "--prometheus-file")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "hostpin status: %s needs a "
 					"value\n", a);
@@ -499,7 +737,14 @@ int main(int argc, char **argv)
 			const char *v = argv[++i];
 			if (!strcmp(a, "--total"))
 				tot = v;
-			else if ((a[2] == 'r' ? (job = count_arg(v))
+			else if (a[2] == 'p') {
+				if (!*v) {
+					fprintf(stderr, "hostpin status: %s "
+						"needs a file name\n", a);
+					return 2;
+				}
+				promfile = v;
+			} else if ((a[2] == 'r' ? (job = count_arg(v))
 					      : (count = count_arg(v))) < 0) {
 				fprintf(stderr, "hostpin status: %s: '%s' is not "
 					"%s\n", a, v,
@@ -526,6 +771,26 @@ int main(int argc, char **argv)
 	}
 	if (job)
 		return l ? report(l, job) : 0;
+	if (prom && watch) {
+		/* one exposition per output: a stream of them parses as
+		 * nothing */
+		fprintf(stderr, "hostpin status: --prometheus prints one "
+			"snapshot; --watch goes with --prometheus-file\n");
+		return 2;
+	}
+	if (prom || promfile) {
+		for (;;) {
+			if (prom)
+				prometheus(stdout, l, all);
+			if (promfile && prometheus_file(promfile, l, all))
+				return 1;
+			if (!watch || (count && --count == 0))
+				return fflush(stdout) ? 1 : 0;
+			sleep((unsigned)watch);
+			if (!l)
+				l = open_ledger(1);
+		}
+	}
 	/* the screen is redrawn only on a terminal: into a pipe or a file,
 	 * plain snapshots, a blank line between them */
 	int tty = isatty(1);
