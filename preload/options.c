@@ -398,8 +398,8 @@ static int show_line(int i, char *out, size_t cap)
 			    (unsigned long long)hp_opt[i], hp_cpu_limit());
 	} else if (i == HP_OPT_HUGEPAGES && hp_opt[i] && !hp_thp_ok()) {
 		hp_snprintf(val, sizeof(val), "0");
-		hp_snprintf(note, sizeof(note), "asked: 1; the transparent huge page "
-			    "mode is not always or madvise");
+		hp_snprintf(note, sizeof(note), "asked: 1; the transparent "
+			    "huge page mode is not always or madvise");
 	} else if (i == HP_OPT_BACKEND && hp_backend &&
 		   strcmp(val, hp_backend->name) != 0) {
 		hp_snprintf(note, sizeof(note), "asked: %s", val);
