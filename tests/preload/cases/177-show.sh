@@ -48,6 +48,18 @@ if echo "$out" | grep -q "^HOSTPIN_THRESHOLD=" && ! echo "$out" | grep -q "SYSFS
 	ok "hostpin --show leaves out the test-only HOSTPIN_SYSFS_ROOT"
 else bad "hostpin --show lists test-only knobs: $(echo "$out" | grep SYSFS_ROOT)"; fi
 
+# -- a fallback: huge pages asked for where the THP mode is never --
+# Injected: the THP mode file under HOSTPIN_SYSFS_ROOT, madvise then never.
+# Must hold: HOSTPIN_HUGEPAGES=1 under madvise; 0, saying why, under never.
+mkdir -p "$sd/cg/sys/kernel/mm/transparent_hugepage"
+echo 'always [madvise] never' > "$sd/cg/sys/kernel/mm/transparent_hugepage/enabled"
+a=$("$H" -e HOSTPIN_SYSFS_ROOT="$sd/cg" --show 2>&1 | grep "^HOSTPIN_HUGEPAGES=")
+echo 'always madvise [never]' > "$sd/cg/sys/kernel/mm/transparent_hugepage/enabled"
+b=$("$H" -e HOSTPIN_SYSFS_ROOT="$sd/cg" --show 2>&1 | grep "^HOSTPIN_HUGEPAGES=")
+if [ "$a" = "HOSTPIN_HUGEPAGES=1" ] && [ "$b" = "HOSTPIN_HUGEPAGES=0 (asked: 1; the transparent huge page mode is not always or madvise)" ]; then
+	ok "hostpin --show: HOSTPIN_HUGEPAGES as the THP mode allows (madvise: 1; never: 0, asked 1)"
+else bad "hostpin --show huge pages: madvise '$a', never '$b'"; fi
+
 # -- HOSTPIN_LOG=info logs the same list --
 # Injected: the same cgroup and options, a program run with the preload at
 # info.  Must hold: its HOSTPIN_* lines are --show's (at the same level).
