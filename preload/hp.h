@@ -61,7 +61,10 @@ HP_HIDDEN int hp_options_load(void);
  * edit distance; whether name[0..len) is known. */
 HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);
 HP_HIDDEN int hp_opt_known(const char *name, size_t len);
-HP_HIDDEN void hp_options_dump(void);
+/* The settings list (hostpin --show, and the HOSTPIN_LOG=info dump): one
+ * line per knob, its effective value, sizes as people read them, the
+ * test-only knobs left out; to fd, or to the log at info if fd < 0. */
+HP_HIDDEN void hp_options_show(int fd);
 /* path under HOSTPIN_SYSFS_ROOT (test only: /sys and the cgroup files of
  * an injected machine), into out; 0 or ENAMETOOLONG.  The one place the
  * test root is applied. */
@@ -70,6 +73,7 @@ HP_HIDDEN int hp_sys_path(char *out, size_t cap, const char *path);
  * cgroup's memory limit; the base of every percent knob), the CPUs it may
  * use, and the info line that says which and why. */
 HP_HIDDEN uint64_t hp_mem_base(void);
+HP_HIDDEN const char *hp_mem_base_why(void); /* "RAM, ...", "cgroup v2 PATH" */
 HP_HIDDEN unsigned hp_cpu_limit(void);
 HP_HIDDEN void hp_limits_log(void);
 

@@ -2,12 +2,30 @@
  * constructor), options to backend choice, fork handlers, the at-exit
  * report. */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ledger.h"
 
 const hp_backend_t *hp_backend = &hp_backend_none;
+
+/* HOSTPIN_SHOW=1 (the launcher's --show): print the settings this process
+ * got to stdout, then end it (status 0) before it does anything else. */
+static void show_and_exit(const char *state)
+{
+	char line[PATH_MAX + 256], h[24];
+	int n = hp_snprintf(line, sizeof(line),
+			    "hostpin %s: %s; memory base %s (%s); CPUs %u\n",
+			    HP_VERSION, state, hp_human(hp_mem_base(), h),
+			    hp_mem_base_why(), hp_cpu_limit());
+	hp_write_all(1, line, (size_t)n < sizeof(line) ? (size_t)n
+						       : sizeof(line) - 1);
+	hp_options_show(1);
+	_exit(0);
+}
 
 /* ---- fork ---- */
 static void fork_prepare(void)
@@ -64,6 +82,8 @@ void hp_init_slow(void)
 			hp_log_use(fd);
 	}
 	int st = HP_ST_READY;
+	const char *show = secure_getenv("HOSTPIN_SHOW");
+	show = show && strcmp(show, "1") == 0 ? show : NULL;
 	if (bad && hp_opt[HP_OPT_STRICT])
 		hp_fatal("HOSTPIN_STRICT=1 and %d invalid or unknown "
 			 "HOSTPIN_* variable(s): aborting", bad);
@@ -77,6 +97,12 @@ void hp_init_slow(void)
 			       "nothing", hp_backend->name);
 			hp_backend = &hp_backend_none;
 		}
+		if (show) {
+			char state[64];
+			hp_snprintf(state, sizeof(state), "backend %s",
+				    hp_backend->name);
+			show_and_exit(state);
+		}
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		atomic_store_explicit(&hp_threshold,
 				      (size_t)hp_opt[HP_OPT_THRESHOLD],
@@ -88,8 +114,13 @@ void hp_init_slow(void)
 #ifndef HP_EMBEDDED_TEST /* unit tests keep their counters private */
 		hp_ledger_attach();
 #endif
-		hp_options_dump();
+		hp_options_show(-1);
 	} else {
+		if (show)
+			show_and_exit(hp_opt[HP_OPT_DISABLE]
+					  ? "pass-through (HOSTPIN_DISABLE=1)"
+					  : "pass-through (another allocator "
+					    "is preloaded)");
 		atomic_store_explicit(&hp_threshold, SIZE_MAX,
 				      memory_order_relaxed);
 		hp_log(HP_LOG_INFO, "pass-through");

@@ -207,6 +207,8 @@ static inline const char *hp_human(uint64_t b, char *buf)
 	uint64_t whole = b / d, tenth = ((b % d) * 10 + d / 2) / d;
 	if (tenth == 10)
 		whole++, tenth = 0;
+	if (whole == 1024 && i < 4) /* 1023.96M rounds to 1.0G, not 1024.0M */
+		whole = 1, i++;
 	hp_snprintf(buf, 24, "%llu.%llu%c", (unsigned long long)whole,
 		    (unsigned long long)tenth, "KMGTP"[i]);
 	return buf;

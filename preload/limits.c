@@ -284,6 +284,12 @@ uint64_t hp_mem_base(void)
 	return mem_base;
 }
 
+const char *hp_mem_base_why(void)
+{
+	hp_mem_base();
+	return mem_why;
+}
+
 /* ---- CPUs ---- */
 static _Atomic unsigned cpu_cached;
 static pthread_mutex_t cpu_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "hp.h"
+#include "ledger.h" /* hp_human */
+#include "record.h" /* hp_thp_ok */
 
 const hp_optdesc_t hp_optdesc[HP_OPT_COUNT] = {
 #define HP_OPT(name, kind, def, choices, min, max, doc)                        \
@@ -18,6 +20,9 @@ const hp_optdesc_t hp_optdesc[HP_OPT_COUNT] = {
 
 uint64_t hp_opt[HP_OPT_COUNT];
 char hp_optstr[HP_OPT_COUNT][256];
+/* A percent knob's N (N% of the memory base), 0 for a plain size: what
+ * the settings list says beside the bytes it became. */
+static unsigned char cap_pct[HP_OPT_COUNT];
 
 static int parse_u64(const char *s, const char **end, uint64_t *out)
 {
@@ -288,6 +293,13 @@ static void load_one(int i, const char **badval, const char **badexp)
 		hp_opt_parse(i, d->def, &hp_opt[i], &expect);
 		v = d->def;
 	}
+	cap_pct[i] = 0;
+	if (d->kind == HP_K_CAP && v[0] && v[strlen(v) - 1] == '%') {
+		const char *e;
+		uint64_t pct;
+		if (parse_u64(v, &e, &pct) == 0)
+			cap_pct[i] = (unsigned char)pct;
+	}
 	if (d->kind == HP_K_STR) {
 		strncpy(hp_optstr[i], v, sizeof(hp_optstr[i]) - 1);
 		hp_optstr[i][sizeof(hp_optstr[i]) - 1] = '\0';
@@ -331,32 +343,85 @@ int hp_options_load(void)
 	return bad + report_unknown();
 }
 
-void hp_options_dump(void)
+/* A knob the settings list leaves out: the tests' own (options.def marks
+ * them by a doc starting "test only:"). */
+static int test_only(const hp_optdesc_t *d)
 {
+	return strncmp(d->doc, "test only:", 10) == 0;
+}
+
+/* Knob i's line in the settings list, into out[cap]: its effective value
+ * (after the memory base, the CPU limit and the fallbacks), sizes as
+ * people read them; 0 for a knob the list leaves out. */
+static int show_line(int i, char *out, size_t cap)
+{
+	const hp_optdesc_t *d = &hp_optdesc[i];
+	char val[300], note[400], h2[24];
+	note[0] = '\0';
+	if (test_only(d))
+		return 0;
+	switch (d->kind) {
+	case HP_K_STR:
+		hp_snprintf(val, sizeof(val), "\"%s\"", hp_optstr[i]);
+		break;
+	case HP_K_ENUM: {
+		const char *c = d->choices;
+		for (uint64_t k = 0; k < hp_opt[i] && c; k++) {
+			c = strchr(c, '|');
+			c = c ? c + 1 : NULL;
+		}
+		size_t n = c ? strcspn(c, "|") : 0;
+		if (n > sizeof(val) - 1)
+			n = sizeof(val) - 1;
+		memcpy(val, c ? c : "", n);
+		val[n] = '\0';
+		break;
+	}
+	case HP_K_SIZE:
+	case HP_K_CAP:
+		hp_human(hp_opt[i], val);
+		if (cap_pct[i])
+			hp_snprintf(note, sizeof(note),
+				    "%u%% of the memory base %s: %s",
+				    (unsigned)cap_pct[i],
+				    hp_human(hp_mem_base(), h2),
+				    hp_mem_base_why());
+		break;
+	default:
+		hp_snprintf(val, sizeof(val), "%llu",
+			    (unsigned long long)hp_opt[i]);
+	}
+	/* the fallbacks: what the job gets where it differs from the knob */
+	if (i == HP_OPT_PREFAULT_THREADS && hp_opt[i] > hp_cpu_limit()) {
+		hp_snprintf(val, sizeof(val), "%u", hp_cpu_limit());
+		hp_snprintf(note, sizeof(note), "asked: %llu; CPUs %u",
+			    (unsigned long long)hp_opt[i], hp_cpu_limit());
+	} else if (i == HP_OPT_HUGEPAGES && hp_opt[i] && !hp_thp_ok()) {
+		hp_snprintf(val, sizeof(val), "0");
+		hp_snprintf(note, sizeof(note), "asked: 1; the transparent "
+			    "huge page mode is not always or madvise");
+	} else if (i == HP_OPT_BACKEND && hp_backend &&
+		   strcmp(val, hp_backend->name) != 0) {
+		hp_snprintf(note, sizeof(note), "asked: %s", val);
+		hp_snprintf(val, sizeof(val), "%s", hp_backend->name);
+	}
+	hp_snprintf(out, cap, "HOSTPIN_%s=%s%s%s%s", d->name, val,
+		    note[0] ? " (" : "", note, note[0] ? ")" : "");
+	return 1;
+}
+
+void hp_options_show(int fd)
+{
+	char line[800];
 	for (int i = 0; i < HP_OPT_COUNT; i++) {
-		const hp_optdesc_t *d = &hp_optdesc[i];
-		char val[300];
-		switch (d->kind) {
-		case HP_K_STR:
-			hp_snprintf(val, sizeof(val), "\"%s\"", hp_optstr[i]);
-			break;
-		case HP_K_ENUM: {
-			const char *c = d->choices;
-			for (uint64_t k = 0; k < hp_opt[i] && c; k++) {
-				c = strchr(c, '|');
-				c = c ? c + 1 : NULL;
-			}
-			size_t n = c ? strcspn(c, "|") : 0;
-			if (n > sizeof(val) - 1)
-				n = sizeof(val) - 1;
-			memcpy(val, c ? c : "", n);
-			val[n] = '\0';
-			break;
+		if (!show_line(i, line, sizeof(line)))
+			continue;
+		if (fd < 0) {
+			hp_log(HP_LOG_INFO, "%s", line);
+			continue;
 		}
-		default:
-			hp_snprintf(val, sizeof(val), "%llu",
-				    (unsigned long long)hp_opt[i]);
-		}
-		hp_log(HP_LOG_INFO, "HOSTPIN_%s=%s (%s)", d->name, val, d->doc);
+		size_t n = strlen(line);
+		line[n] = '\n'; /* show_line left room: 800 > its widest */
+		hp_write_all(fd, line, n + 1);
 	}
 }

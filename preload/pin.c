@@ -128,12 +128,13 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 	}
 	if (!cap_reserve(len)) {
 		HP_CTR_ADD(over_cap, 1);
+		char h1[24], h2[24];
 		HP_LOG_ONCE(HP_LOG_WARN,
-			    "HOSTPIN_MAX_PINNED (%llu bytes) or "
-			    "HOSTPIN_NODE_MAX_PINNED (%llu bytes) reached: "
+			    "HOSTPIN_MAX_PINNED (%s) or "
+			    "HOSTPIN_NODE_MAX_PINNED (%s) reached: "
 			    "further blocks are served unpinned",
-			    (unsigned long long)hp_opt[HP_OPT_MAX_PINNED],
-			    (unsigned long long)hp_opt[HP_OPT_NODE_MAX_PINNED]);
+			    hp_human(hp_opt[HP_OPT_MAX_PINNED], h1),
+			    hp_human(hp_opt[HP_OPT_NODE_MAX_PINNED], h2));
 		return;
 	}
 	const char *why = "unknown";

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hp.h"
+#include "ledger.h" /* hp_human */
 
 #define SITES 1024 /* site 0 means "none" */
 #define MAXF 16
@@ -106,11 +107,12 @@ void hp_sites_report(int fd)
 		if (!best)
 			break;
 		struct site *s = &sites[best];
+		char h1[24], h2[24];
 		int n = hp_snprintf(line, sizeof(line),
-				    "hostpin[%d]:   site %d: %llu bytes pinned at "
-				    "peak, %llu now, %llu blocks\n",
-				    pid, rank + 1, (unsigned long long)s->peak,
-				    (unsigned long long)s->now,
+				    "hostpin[%d]:   site %d: %s pinned at "
+				    "peak, %s now, %llu blocks\n",
+				    pid, rank + 1, hp_human(s->peak, h1),
+				    hp_human(s->now, h2),
 				    (unsigned long long)s->blocks);
 		hp_write_all(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 		for (int k = 0; k < s->nframes && s->frames[k]; k++) {

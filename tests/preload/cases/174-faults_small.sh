@@ -49,7 +49,7 @@ build closefds closefds.c
 ck=$sd/ckpt lg=$sd/log
 LOGENV="HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 HOSTPIN_MAX_PINNED=4M HOSTPIN_STATS=1 HOSTPIN_LOG=debug"
 out=$(env $P $LOGENV HOSTPIN_LOG_FILE="$lg" "$B/closefds" "$ck" low 2>&1); rc=$?
-if [ $rc -eq 0 ] && grep -q "HOSTPIN_MAX_PINNED (4194304 bytes).*reached" "$lg" &&
+if [ $rc -eq 0 ] && grep -q "HOSTPIN_MAX_PINNED (4.0M).*reached" "$lg" &&
 	grep -q "report (backend mlock" "$lg"; then
 	ok "closes every descriptor, checkpoint at the lowest number ($(echo "$out" | head -1)): exactly its data; the log lines in HOSTPIN_LOG_FILE"
 else bad "closes every descriptor, checkpoint at the lowest number (rc $rc; log has the cap line: $(grep -c "reached" "$lg")): $(echo "$out" | tail -3)"; fi
