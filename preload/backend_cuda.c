@@ -47,6 +47,8 @@ static struct {
 #undef HP_FN_FIELD
 } pf;
 static _Atomic int pf_state;
+/* the staged copies' entry points: 0 not resolved; 1 usable; -1 not */
+static _Atomic int sf_state;
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
  * (tens of microseconds) is not repeated for every
@@ -76,6 +78,7 @@ static void forget_driver(void)
 	/* release: pairs with the acquire in hp_cuda_copy_fns, which
 	 * resolves the loaded driver's again */
 	atomic_store_explicit(&pf_state, 0, memory_order_release);
+	atomic_store_explicit(&sf_state, 0, memory_order_release);
 	/* the policy sends the blocks back to pending */
 	hp_backend_report(HP_EV_DEVICE_LOST);
 }
@@ -703,6 +706,109 @@ void hp_cuda_forget(hp_rec_t *r)
 	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
 	unlock(l);
+}
+
+/* ---- staged copies (stage.c decides; these make the driver calls) ----
+ * The driver's own definitions (never hostpin's hooks), resolved once per
+ * loaded driver; cuPointerGetAttribute is optional (without it, only
+ * hostpin's registry says what is registered). */
+typedef hp_CUresult (*htod_fn)(hp_CUdeviceptr, const void *, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*dtoh_fn)(void *, hp_CUdeviceptr, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*ptrattr_fn)(void *, int, hp_CUdeviceptr);
+static struct {
+	htod_fn htod;
+	dtoh_fn dtoh;
+	ptrattr_fn attr;
+} sf;
+
+int hp_cuda_stage_fns(void)
+{
+	if (hp_in_child || !load() || hp_cuda_copy_fns() != 1)
+		return 0;
+	int st = atomic_load_explicit(&sf_state, memory_order_acquire);
+	if (st)
+		return st > 0;
+	*(void **)&sf.htod = hp_cuda_sym("cuMemcpyHtoDAsync_v2");
+	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
+	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
+	st = sf.htod && sf.dtoh ? 1 : -1;
+	/* release: pairs with the acquire above; sf is complete */
+	atomic_store_explicit(&sf_state, st, memory_order_release);
+	return st > 0;
+}
+
+int hp_cuda_ctx_current(void)
+{
+	hp_CUcontext cur = NULL;
+	return cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL;
+}
+
+#define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+int hp_cuda_host_known(const void *p)
+{
+	unsigned type = 0;
+	return sf.attr && sf.attr(&type, HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				  (hp_CUdeviceptr)(uintptr_t)p) ==
+			      HP_CUDA_SUCCESS;
+}
+
+int hp_cuda_ring_register(void *p, size_t n)
+{
+	if (!hp_capture_enter())
+		return -1;
+	hp_CUresult r = cu.cuMemHostRegister_v2(p, n,
+						HP_CU_MEMHOSTREGISTER_PORTABLE);
+	hp_capture_leave();
+	return r;
+}
+
+int hp_cuda_ring_unregister(void *p)
+{
+	if (hp_in_child || atomic_load_explicit(&cu_loaded,
+						memory_order_acquire) <= 0 ||
+	    driver_gone() || !hp_capture_enter())
+		return -1;
+	int pushed = enter_ctx(), r = -1;
+	if (pushed >= 0) {
+		r = cu.cuMemHostUnregister(p);
+		leave_ctx(pushed);
+	}
+	hp_capture_leave();
+	return r;
+}
+
+int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
+		       hp_cudaStream_t s)
+{
+	return sf.htod((hp_CUdeviceptr)d, h, n, s);
+}
+
+int hp_cuda_dtoh_async(void *h, uintptr_t d, size_t n, hp_cudaStream_t s)
+{
+	return sf.dtoh(h, (hp_CUdeviceptr)d, n, s);
+}
+
+int hp_cuda_event_new(void **ev)
+{
+	return pf.cuEventCreate((hp_cudaEvent_t *)ev,
+				HP_CU_EVENT_DISABLE_TIMING);
+}
+
+int hp_cuda_event_record(void *ev, hp_cudaStream_t s)
+{
+	return pf.cuEventRecord((hp_cudaEvent_t)ev, s);
+}
+
+int hp_cuda_event_wait(void *ev)
+{
+	return pf.cuEventSynchronize((hp_cudaEvent_t)ev);
+}
+
+int hp_cuda_stream_wait(hp_cudaStream_t s)
+{
+	return pf.cuStreamSynchronize(s);
 }
 
 void hp_cuda_fence_fork_child(void)

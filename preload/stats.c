@@ -199,6 +199,11 @@ void hp_stats_report(void)
 		     (unsigned long long)s.copies_registered,
 		     (unsigned long long)s.copy_bytes_registered,
 		     (unsigned long long)s.copy_waits);
+		uint64_t sc, sb, sr;
+		hp_stage_counts(&sc, &sb, &sr);
+		emit(fd, "hostpin[%d]:   staged copies %llu (%llu bytes), "
+		     "staging ring %llu bytes\n", pid, (unsigned long long)sc,
+		     (unsigned long long)sb, (unsigned long long)sr);
 		emit(fd, "hostpin[%d]:   cache: %llu blocks (%llu bytes), "
 		     "%llu hits, %llu evictions\n", pid,
 		     (unsigned long long)s.cached_blocks,
