@@ -90,14 +90,17 @@ void hp_cuda_quiesce(struct hp_rec *r);
 void hp_cuda_forget(struct hp_rec *r);
 /* backend_cuda.c, for staged copies (stage.c): the driver calls of the
  * copy engine.  hp_cuda_stage_fns: 1 if the driver has what staging needs
- * (resolved once per loaded driver), else 0.  hp_cuda_ctx_current: 1 if
- * this thread has a current context (staging never makes one).
+ * (resolved once per loaded driver), else 0.  hp_cuda_ctx_current: the
+ * context current on this thread, 0 if none (staging never makes one).
+ * hp_cuda_ctx_epoch: changes whenever a context ends or the driver is
+ * forgotten (what was registered and created through it died).
  * hp_cuda_host_known: 1 if the driver knows the host address p (registered
  * or allocated through it by anyone, managed): such memory is not staged.
  * hp_cuda_ring_register: register [p, p+n) through the current context.
  * The rest: the driver's own entry points, returning its CUresult. */
 int hp_cuda_stage_fns(void);
-int hp_cuda_ctx_current(void);
+uintptr_t hp_cuda_ctx_current(void);
+unsigned hp_cuda_ctx_epoch(void);
 int hp_cuda_host_known(const void *p);
 int hp_cuda_ring_register(void *p, size_t n);
 /* At exit: unregister the ring at p (through a context hostpin knows). */

@@ -49,6 +49,9 @@ static struct {
 static _Atomic int pf_state;
 /* the staged copies' entry points: 0 not resolved; 1 usable; -1 not */
 static _Atomic int sf_state;
+/* Counts the contexts that ended and the drivers forgotten: the staging
+ * ring (hp_cuda_ctx_epoch) is made again after either. */
+static _Atomic unsigned ctx_epoch;
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
  * (tens of microseconds) is not repeated for every
@@ -79,6 +82,7 @@ static void forget_driver(void)
 	 * resolves the loaded driver's again */
 	atomic_store_explicit(&pf_state, 0, memory_order_release);
 	atomic_store_explicit(&sf_state, 0, memory_order_release);
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	/* the policy sends the blocks back to pending */
 	hp_backend_report(HP_EV_DEVICE_LOST);
 }
@@ -339,6 +343,7 @@ static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
  * caller's policy, told through ended[]). */
 static int ctx_ended(hp_CUcontext ctx, uintptr_t *ended, int n)
 {
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	mark_ended(ctx);
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
 	ended[n] = (uintptr_t)ctx;
@@ -354,6 +359,9 @@ int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
 		if (ctxs[i].dev == dev && ctxs[i].alive)
 			lost[n++] = ctxs[i].ctx;
 	pthread_mutex_unlock(&own_mu);
+	/* the staging ring is made again (its context may not be in the
+	 * table: learnt only when a block was registered) */
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	/* readiness is asked again all the same; the contexts of other
 	 * devices, and the one last known among them, stay */
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
@@ -376,6 +384,7 @@ int hp_cuda_ctxs_released(int dev, uintptr_t *ended)
 
 int hp_cuda_ctx_end(hp_CUcontext ctx, uintptr_t *ended)
 {
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	return ctx != NULL ? ctx_ended(ctx, ended, 0) : 0;
 }
 
@@ -739,10 +748,17 @@ int hp_cuda_stage_fns(void)
 	return st > 0;
 }
 
-int hp_cuda_ctx_current(void)
+uintptr_t hp_cuda_ctx_current(void)
 {
 	hp_CUcontext cur = NULL;
-	return cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL;
+	if (cu.cuCtxGetCurrent(&cur) != HP_CUDA_SUCCESS)
+		return 0;
+	return (uintptr_t)cur;
+}
+
+unsigned hp_cuda_ctx_epoch(void)
+{
+	return atomic_load_explicit(&ctx_epoch, memory_order_relaxed);
 }
 
 #define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2

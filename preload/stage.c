@@ -44,6 +44,8 @@ static struct {
 	char *base;
 	size_t slot, len;
 	int next; /* the slot the next chunk takes */
+	uintptr_t ctx; /* the context it was made through */
+	unsigned epoch; /* hp_cuda_ctx_epoch then */
 	void *ev[SLOTS];
 	int used[SLOTS]; /* ev[i] recorded after slot i's last DMA */
 } ring = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -83,15 +85,31 @@ static void ring_exit(void)
 
 /* Under ring.mu: make the ring once: its events, then its mapping,
  * registered through the context current on this thread.  1 if ready. */
-static int ring_ready(void)
+static int ring_ready(uintptr_t ctx)
 {
+	if (ring.state > 0 && ring.epoch != hp_cuda_ctx_epoch()) {
+		/* A context ended (perhaps the ring's: its registration and
+		 * events died with it, and no DMA of it runs) or the driver
+		 * was unloaded: made again, through the context current now.
+		 * Its events are not destroyed (they may be dead). */
+		for (int i = 0; i < SLOTS; i++)
+			slot_free(i); /* an error: its context ended */
+		if (hp_cuda_ring_unregister(ring.base) != 0)
+			hp_log(HP_LOG_INFO, "staging ring: its context ended; "
+			       "made again");
+		hp_real.munmap(ring.base, ring.len);
+		for (int i = 0; i < SLOTS; i++)
+			ring.ev[i] = NULL, ring.used[i] = 0;
+		ring.state = 0;
+	}
 	if (ring.state)
-		return ring.state > 0;
+		return ring.state > 0 && ring.ctx == ctx;
 	size_t len = (size_t)hp_opt[HP_OPT_STAGE_BUFFER];
 	size_t slot = (len / SLOTS) & ~(size_t)(HP_PAGE_SIZE - 1);
 	if (slot < HP_PAGE_SIZE)
 		slot = HP_PAGE_SIZE;
 	len = slot * SLOTS;
+	unsigned epoch = hp_cuda_ctx_epoch();
 	const char *what = "given its events";
 	int r = 0;
 	char *b = MAP_FAILED;
@@ -119,8 +137,11 @@ static int ring_ready(void)
 		return 0;
 	}
 	ring.base = b, ring.slot = slot, ring.len = len;
+	ring.ctx = ctx, ring.epoch = epoch;
 	atomic_store_explicit(&st_ring, len, memory_order_relaxed);
-	atexit(ring_exit);
+	static int exit_hook;
+	if (!exit_hook)
+		exit_hook = atexit(ring_exit) == 0;
 	hp_log(HP_LOG_INFO, "staging ring: %d slots of %zu bytes, registered",
 	       SLOTS, slot);
 	ring.state = 1;
@@ -139,7 +160,8 @@ static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
 	for (int i = 0; i < c->n; i++)
 		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
 			return 0;
-	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
+	uintptr_t ctx;
+	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
 	    hp_cuda_host_known(h))
 		return 0; /* no context here, or memory the driver knows */
 	/* A stream capturing a graph records the copy instead of running it;
@@ -147,7 +169,9 @@ static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
 	if (hp_cuda_capturing(s) || !hp_capture_enter())
 		return 0;
 	pthread_mutex_lock(&ring.mu);
-	if (!ring_ready()) {
+	/* the ring is used through the context it was made in (its
+	 * events are that context's); other contexts' copies pass */
+	if (!ring_ready(ctx)) {
 		pthread_mutex_unlock(&ring.mu);
 		hp_capture_leave();
 		return 0;

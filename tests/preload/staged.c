@@ -39,6 +39,7 @@ CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, void **);
 CUresult cuCtxSynchronize(void);
+CUresult cuDevicePrimaryCtxReset_v2(int);
 int fake_cuda_capture_broken(void);
 typedef int cudaError_t;
 cudaError_t cudaSetDevice(int);
@@ -336,6 +337,18 @@ static int mode_fork(void)
 	return 0;
 }
 
+/* The primary context is reset (the ring's registration and events die
+ * with it) and made again: staging goes on through a ring made again. */
+static int mode_reset(void)
+{
+	roundtrip(NULL, 16 * MB, 70, 0);
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	roundtrip(NULL, 16 * MB, 71, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -352,6 +365,7 @@ int main(int argc, char **argv)
 	    {"threads", mode_threads}, {"sync", mode_sync},
 	    {"sources", mode_sources}, {"error", mode_error},
 	    {"capture", mode_capture}, {"fork", mode_fork},
+	    {"reset", mode_reset},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(argv[1], modes[i].name) == 0) {

@@ -46,7 +46,7 @@ stage() {
 }
 if [ -x "$B/staged" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
-for m in basic bigger order two_streams threads sync sources capture fork; do
+for m in basic bigger order two_streams threads sync sources capture fork reset; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged" $m 2>&1) ||
 		bad "staged $m fails without hostpin: $out"
 done
@@ -59,6 +59,10 @@ stage "eight threads copying at once" staged -- threads
 stage "synchronous copies: cuMemcpyHtoD/DtoH (and _ptds), cudaMemcpy, cudaMemcpyAsync" staged -- sync
 stage "sources: MAP_SHARED /dev/shm, the heap, a hostpin block not yet registered" staged \
 	HOSTPIN_THRESHOLD=24M HP_BLOCK=1 -- sources
+stage "the primary context reset: the ring is made again through the new one" staged -- reset
+n=$(echo "$STAGE_LOG" | grep -c " REG .* 67108864 ")
+[ "$n" = 2 ] && ok "staged: reset: the ring was registered twice" ||
+	bad "staged: reset: the ring was registered $n times"
 # an enqueue fails mid-pipeline (third H2D chunk, second D2H chunk of 64 MiB
 # through 16 MiB slots): each call returns the driver's error
 stage "an enqueue error mid-pipeline is the call's error" staged \
