@@ -742,7 +742,9 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.htod = hp_cuda_sym("cuMemcpyHtoDAsync_v2");
 	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
-	st = sf.htod && sf.dtoh ? 1 : -1;
+	/* without cuStreamIsCapturing a capturing stream cannot be told
+	 * apart: nothing is staged */
+	st = sf.htod && sf.dtoh && pf.cuStreamIsCapturing ? 1 : -1;
 	/* release: pairs with the acquire above; sf is complete */
 	atomic_store_explicit(&sf_state, st, memory_order_release);
 	return st > 0;

@@ -218,9 +218,9 @@ static hp_cudaStream_t program_stream(hp_cudaStream_t s, int ptsz)
 int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 		  hp_cudaStream_t s, int ptsz, int sync, int *res)
 {
+	s = program_stream(s, ptsz);
 	if (!stage_begin(c, h, n, s))
 		return 0;
-	s = program_stream(s, ptsz);
 	int r = 0;
 	for (size_t off = 0; off < n && r == 0;) {
 		size_t len = n - off < ring.slot ? n - off : ring.slot;
@@ -248,9 +248,9 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		  hp_cudaStream_t s, int ptsz, int *res)
 {
+	s = program_stream(s, ptsz);
 	if (!stage_begin(c, h, n, s))
 		return 0;
-	s = program_stream(s, ptsz);
 	size_t m = (n + ring.slot - 1) / ring.slot; /* chunks */
 	int base = ring.next, r = 0;
 	size_t issued = 0, drained = 0;

@@ -316,6 +316,23 @@ static int mode_capture(void)
 	return 0;
 }
 
+/* The per-thread default stream captures in relaxed mode (no other
+ * thread's call is prohibited): a _ptsz copy on stream 0 is a copy on that
+ * capturing stream, and passes through. */
+static int mode_capture_ptsz(void)
+{
+	size_t n = 16 * MB;
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	fill(h, n, 55);
+	CHECK(cuStreamBeginCapture_v2((CUstream)0x2, 2) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(d, h, n, NULL) == 0);
+	void *g = NULL;
+	CHECK(cuStreamEndCapture((CUstream)0x2, &g) == 0);
+	CHECK(!fake_cuda_capture_broken());
+	return 0;
+}
+
 /* A forked child's copies go to the driver as they are. */
 static int mode_fork(void)
 {
@@ -365,7 +382,7 @@ int main(int argc, char **argv)
 	    {"threads", mode_threads}, {"sync", mode_sync},
 	    {"sources", mode_sources}, {"error", mode_error},
 	    {"capture", mode_capture}, {"fork", mode_fork},
-	    {"reset", mode_reset},
+	    {"reset", mode_reset},     {"capture_ptsz", mode_capture_ptsz},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(argv[1], modes[i].name) == 0) {

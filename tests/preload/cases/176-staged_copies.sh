@@ -72,6 +72,7 @@ if echo "$STAGE_OUT" | grep -q "^htod 700$" && echo "$STAGE_OUT" | grep -q "^dto
 else bad "staged: injected errors not returned: $(echo "$STAGE_OUT" | grep -E '^(htod|dtoh)' | tr '\n' ' ')"; fi
 # passed through unchanged
 stage "a capturing stream, and a copy during a capture elsewhere, pass through; capture intact" through -- capture
+stage "a relaxed-mode capture of the per-thread stream: a _ptsz copy on stream 0 passes through" through -- capture_ptsz
 stage "a forked child's copies pass through" through -- fork
 child=$(echo "$STAGE_OUT" | sed -n 's/^child \([0-9]*\)$/\1/p')
 main=$(echo "$STAGE_LOG" | head -1 | cut -d' ' -f1)
