@@ -11,11 +11,13 @@
  * source is staged (the DMA may still run), a D2H call once the data is in
  * the program's memory, a synchronous call once the copy completed.
  *
- * This version copies into and out of the slots on the calling thread,
- * pipelined against the DMA of the other slots; a copy holds the whole ring
- * (copies of several threads are staged one after the other).  Driver calls
+ * The copy threads (HOSTPIN_STAGE_THREADS, the calling thread counted)
+ * copy each chunk into or out of its slot together, pipelined against the
+ * DMA of the other slots; a copy holds the whole ring (copies of several
+ * program threads are staged one after the other).  Driver calls
  * go through the backend contract (backend_cuda.c). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,6 +62,117 @@ static int stage_backend(void)
 	const hp_backend_t *c = hp_backend_auto_chosen();
 	return hp_backend == &hp_backend_auto &&
 	       (c == NULL || c == &hp_backend_cuda);
+}
+
+/* ---- copy threads (HOSTPIN_STAGE_THREADS) ----
+ * The threads that copy into and out of the ring, the calling thread
+ * counted: each chunk's memcpy is split in parts that the calling thread
+ * and the helpers take, and the chunk is done when every part is.  One job
+ * at a time (the ring's lock is held).  Helpers are started the first time
+ * staging is used, block every signal (invariant 11), and live as long as
+ * the process; a forked child stages nothing and so never needs them. */
+#define MAX_HELPERS 63
+#define PART_MIN ((size_t)1 << 20) /* below: the calling thread alone */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	int helpers;
+	unsigned gen; /* the job's number */
+	char *dst;
+	const char *src;
+	size_t len, part;
+	int parts, next, left;
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
+	  .go = PTHREAD_COND_INITIALIZER,
+	  .done = PTHREAD_COND_INITIALIZER};
+
+/* Under pool.mu: take and copy parts of the job until none is left. */
+static void pool_take(void)
+{
+	while (pool.next < pool.parts) {
+		int i = pool.next++;
+		size_t off = (size_t)i * pool.part;
+		size_t len = pool.len - off < pool.part ? pool.len - off
+							: pool.part;
+		char *d = pool.dst + off;
+		const char *sr = pool.src + off;
+		pthread_mutex_unlock(&pool.mu);
+		memcpy(d, sr, len);
+		pthread_mutex_lock(&pool.mu);
+		if (--pool.left == 0)
+			pthread_cond_broadcast(&pool.done);
+	}
+}
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pool.mu);
+	unsigned seen = pool.gen;
+	for (;;) {
+		while (pool.gen == seen)
+			pthread_cond_wait(&pool.go, &pool.mu);
+		seen = pool.gen;
+		pool_take();
+	}
+	return NULL;
+}
+
+/* Under ring.mu, once: start the helpers (HOSTPIN_STAGE_THREADS - 1; by
+ * default min(2, CPUs the process may use) - 1). */
+static void pool_start(void)
+{
+	unsigned n = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
+	if (n == 0) {
+		unsigned c = hp_cpu_limit();
+		n = c < 2 ? 1 : 2;
+	}
+	if (n > MAX_HELPERS + 1)
+		n = MAX_HELPERS + 1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int k = 0;
+	for (unsigned i = 1; i < n; i++) {
+		pthread_t t;
+		if (pthread_create(&t, &a, helper_main, NULL) != 0)
+			break;
+		k++;
+	}
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (k + 1 < (int)n)
+		hp_log(HP_LOG_WARN, "staging: started %d of %u copy threads",
+		       k + 1, n);
+	pthread_mutex_lock(&pool.mu);
+	pool.helpers = k;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+/* memcpy, by the copy threads together. */
+static void pcopy(void *dst, const void *src, size_t len)
+{
+	pthread_mutex_lock(&pool.mu);
+	int parts = pool.helpers + 1;
+	if (parts == 1 || len < 2 * PART_MIN) {
+		pthread_mutex_unlock(&pool.mu);
+		memcpy(dst, src, len);
+		return;
+	}
+	size_t part = (len + (size_t)parts - 1) / (size_t)parts;
+	part = (part + 4095) & ~(size_t)4095;
+	pool.dst = dst, pool.src = src, pool.len = len, pool.part = part;
+	pool.parts = (int)((len + part - 1) / part);
+	pool.next = 0, pool.left = pool.parts;
+	pool.gen++;
+	pthread_cond_broadcast(&pool.go);
+	pool_take();
+	while (pool.left > 0)
+		pthread_cond_wait(&pool.done, &pool.mu);
+	pthread_mutex_unlock(&pool.mu);
 }
 
 static int slot_free(int k);
@@ -139,9 +252,11 @@ static int ring_ready(uintptr_t ctx)
 	ring.base = b, ring.slot = slot, ring.len = len;
 	ring.ctx = ctx, ring.epoch = epoch;
 	atomic_store_explicit(&st_ring, len, memory_order_relaxed);
-	static int exit_hook;
+	static int exit_hook, threads;
 	if (!exit_hook)
 		exit_hook = atexit(ring_exit) == 0;
+	if (!threads++)
+		pool_start();
 	hp_log(HP_LOG_INFO, "staging ring: %d slots of %zu bytes, registered",
 	       SLOTS, slot);
 	ring.state = 1;
@@ -228,8 +343,8 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 		ring.next = (k + 1) % SLOTS;
 		if ((r = slot_free(k)) != 0)
 			break;
-		memcpy(ring.base + (size_t)k * ring.slot,
-		       (const char *)h + off, len);
+		pcopy(ring.base + (size_t)k * ring.slot, (const char *)h + off,
+		      len);
 		r = hp_cuda_htod_async(d + off,
 				       ring.base + (size_t)k * ring.slot, len, s);
 		if (r == 0)
@@ -276,7 +391,7 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		size_t len = n - off < ring.slot ? n - off : ring.slot;
 		if ((r = slot_free(k)) != 0)
 			break;
-		memcpy((char *)h + off, ring.base + (size_t)k * ring.slot, len);
+		pcopy((char *)h + off, ring.base + (size_t)k * ring.slot, len);
 		drained++;
 	}
 	ring.next = (int)((base + issued) % SLOTS);

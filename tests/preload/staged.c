@@ -7,7 +7,9 @@
  * or more) or passed the copy through is the case file's check, on the
  * fake's log.  Device memory of the fake is host memory: read directly
  * once the stream was synchronised. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -366,6 +368,41 @@ static int mode_reset(void)
 	return 0;
 }
 
+/* The copy threads hostpin starts (HOSTPIN_STAGE_THREADS=3: two helpers)
+ * block every signal the program could send: the program's handlers run
+ * on its own threads only. */
+static int mode_signals(void)
+{
+	roundtrip(NULL, 16 * MB, 80, 0);
+	DIR *dir = opendir("/proc/self/task");
+	CHECK(dir != NULL);
+	struct dirent *e;
+	int others = 0;
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == (int)getpid())
+			continue;
+		char path[96], line[256];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 e->d_name);
+		FILE *f = fopen(path, "r");
+		CHECK(f != NULL);
+		unsigned long long blk = 0;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+				break;
+		fclose(f);
+		int sigs[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD,
+			      SIGALRM, SIGHUP, SIGPIPE, SIGRTMIN + 1};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			CHECK(blk & (1ull << (sigs[i] - 1)));
+		others++;
+	}
+	closedir(dir);
+	printf("copy threads besides main: %d\n", others);
+	CHECK(others == 2);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -382,7 +419,7 @@ int main(int argc, char **argv)
 	    {"threads", mode_threads}, {"sync", mode_sync},
 	    {"sources", mode_sources}, {"error", mode_error},
 	    {"capture", mode_capture}, {"fork", mode_fork},
-	    {"reset", mode_reset},     {"capture_ptsz", mode_capture_ptsz},
+	    {"reset", mode_reset},     {"signals", mode_signals},     {"capture_ptsz", mode_capture_ptsz},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(argv[1], modes[i].name) == 0) {
