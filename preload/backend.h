@@ -99,6 +99,30 @@ void hp_cuda_wait_stream(struct CUstream_st *s);
 int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s);
 void hp_cuda_quiesce(struct hp_rec *r);
 void hp_cuda_forget(struct hp_rec *r);
+/* backend_cuda.c, for staged copies (stage.c): the driver calls of the
+ * copy engine.  hp_cuda_stage_fns: 1 if the driver has what staging needs
+ * (resolved once per loaded driver), else 0.  hp_cuda_ctx_current: the
+ * context current on this thread, 0 if none (staging never makes one).
+ * hp_cuda_ctx_epoch: changes whenever a context ends or the driver is
+ * forgotten (what was registered and created through it died).
+ * hp_cuda_host_known: 1 if the driver knows the host address p (registered
+ * or allocated through it by anyone, managed): such memory is not staged.
+ * hp_cuda_ring_register: register [p, p+n) through the current context.
+ * The rest: the driver's own entry points, returning its CUresult. */
+int hp_cuda_stage_fns(void);
+uintptr_t hp_cuda_ctx_current(void);
+unsigned hp_cuda_ctx_epoch(void);
+int hp_cuda_host_known(const void *p);
+int hp_cuda_ring_register(void *p, size_t n);
+/* At exit: unregister the ring at p (through a context hostpin knows). */
+int hp_cuda_ring_unregister(void *p);
+int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
+		       struct CUstream_st *s);
+int hp_cuda_dtoh_async(void *h, uintptr_t d, size_t n, struct CUstream_st *s);
+int hp_cuda_event_new(void **ev);
+int hp_cuda_event_record(void *ev, struct CUstream_st *s);
+int hp_cuda_event_wait(void *ev);
+int hp_cuda_stream_wait(struct CUstream_st *s);
 /* backend_cuda.c, the fork child handler: the fence locks are free again
  * (a thread of the parent may have held one at the fork; it does not
  * exist here). */

@@ -47,6 +47,11 @@ static struct {
 #undef HP_FN_FIELD
 } pf;
 static _Atomic int pf_state;
+/* the staged copies' entry points: 0 not resolved; 1 usable; -1 not */
+static _Atomic int sf_state;
+/* Counts the contexts that ended and the drivers forgotten: the staging
+ * ring (hp_cuda_ctx_epoch) is made again after either. */
+static _Atomic unsigned ctx_epoch;
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
  * (tens of microseconds) is not repeated for every
@@ -76,6 +81,8 @@ static void forget_driver(void)
 	/* release: pairs with the acquire in hp_cuda_copy_fns, which
 	 * resolves the loaded driver's again */
 	atomic_store_explicit(&pf_state, 0, memory_order_release);
+	atomic_store_explicit(&sf_state, 0, memory_order_release);
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	/* the policy sends the blocks back to pending */
 	hp_backend_report(HP_EV_DEVICE_LOST);
 }
@@ -344,6 +351,7 @@ static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
  * caller's policy, told through ended[]). */
 static int ctx_ended(hp_CUcontext ctx, uintptr_t *ended, int n)
 {
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	mark_ended(ctx);
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
 	ended[n] = (uintptr_t)ctx;
@@ -359,6 +367,9 @@ int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
 		if (ctxs[i].dev == dev && ctxs[i].alive)
 			lost[n++] = ctxs[i].ctx;
 	pthread_mutex_unlock(&own_mu);
+	/* the staging ring is made again (its context may not be in the
+	 * table: learnt only when a block was registered) */
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	/* readiness is asked again all the same; the contexts of other
 	 * devices, and the one last known among them, stay */
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
@@ -381,6 +392,7 @@ int hp_cuda_ctxs_released(int dev, uintptr_t *ended)
 
 int hp_cuda_ctx_end(hp_CUcontext ctx, uintptr_t *ended)
 {
+	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
 	return ctx != NULL ? ctx_ended(ctx, ended, 0) : 0;
 }
 
@@ -711,6 +723,118 @@ void hp_cuda_forget(hp_rec_t *r)
 	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
 	unlock(l);
+}
+
+/* ---- staged copies (stage.c decides; these make the driver calls) ----
+ * The driver's own definitions (never hostpin's hooks), resolved once per
+ * loaded driver; cuPointerGetAttribute is optional (without it, only
+ * hostpin's registry says what is registered). */
+typedef hp_CUresult (*htod_fn)(hp_CUdeviceptr, const void *, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*dtoh_fn)(void *, hp_CUdeviceptr, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*ptrattr_fn)(void *, int, hp_CUdeviceptr);
+static struct {
+	htod_fn htod;
+	dtoh_fn dtoh;
+	ptrattr_fn attr;
+} sf;
+
+int hp_cuda_stage_fns(void)
+{
+	if (hp_in_child || !load() || hp_cuda_copy_fns() != 1)
+		return 0;
+	int st = atomic_load_explicit(&sf_state, memory_order_acquire);
+	if (st)
+		return st > 0;
+	*(void **)&sf.htod = hp_cuda_sym("cuMemcpyHtoDAsync_v2");
+	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
+	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
+	/* without cuStreamIsCapturing a capturing stream cannot be told
+	 * apart: nothing is staged */
+	st = sf.htod && sf.dtoh && pf.cuStreamIsCapturing ? 1 : -1;
+	/* release: pairs with the acquire above; sf is complete */
+	atomic_store_explicit(&sf_state, st, memory_order_release);
+	return st > 0;
+}
+
+uintptr_t hp_cuda_ctx_current(void)
+{
+	hp_CUcontext cur = NULL;
+	if (cu.cuCtxGetCurrent(&cur) != HP_CUDA_SUCCESS)
+		return 0;
+	return (uintptr_t)cur;
+}
+
+unsigned hp_cuda_ctx_epoch(void)
+{
+	return atomic_load_explicit(&ctx_epoch, memory_order_relaxed);
+}
+
+#define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+int hp_cuda_host_known(const void *p)
+{
+	unsigned type = 0;
+	return sf.attr && sf.attr(&type, HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				  (hp_CUdeviceptr)(uintptr_t)p) ==
+			      HP_CUDA_SUCCESS;
+}
+
+int hp_cuda_ring_register(void *p, size_t n)
+{
+	if (!hp_capture_enter())
+		return -1;
+	hp_CUresult r = cu.cuMemHostRegister_v2(p, n,
+						HP_CU_MEMHOSTREGISTER_PORTABLE);
+	hp_capture_leave();
+	return r;
+}
+
+int hp_cuda_ring_unregister(void *p)
+{
+	if (hp_in_child || atomic_load_explicit(&cu_loaded,
+						memory_order_acquire) <= 0 ||
+	    driver_gone() || !hp_capture_enter())
+		return -1;
+	int pushed = enter_ctx(), r = -1;
+	if (pushed >= 0) {
+		r = cu.cuMemHostUnregister(p);
+		leave_ctx(pushed);
+	}
+	hp_capture_leave();
+	return r;
+}
+
+int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
+		       hp_cudaStream_t s)
+{
+	return sf.htod((hp_CUdeviceptr)d, h, n, s);
+}
+
+int hp_cuda_dtoh_async(void *h, uintptr_t d, size_t n, hp_cudaStream_t s)
+{
+	return sf.dtoh(h, (hp_CUdeviceptr)d, n, s);
+}
+
+int hp_cuda_event_new(void **ev)
+{
+	return pf.cuEventCreate((hp_cudaEvent_t *)ev,
+				HP_CU_EVENT_DISABLE_TIMING);
+}
+
+int hp_cuda_event_record(void *ev, hp_cudaStream_t s)
+{
+	return pf.cuEventRecord((hp_cudaEvent_t)ev, s);
+}
+
+int hp_cuda_event_wait(void *ev)
+{
+	return pf.cuEventSynchronize((hp_cudaEvent_t)ev);
+}
+
+int hp_cuda_stream_wait(hp_cudaStream_t s)
+{
+	return pf.cuStreamSynchronize(s);
 }
 
 void hp_cuda_fence_fork_child(void)

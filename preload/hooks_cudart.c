@@ -13,6 +13,7 @@
 
 #include "hooks.h"
 #include "resolve.h"
+#include "stage.h"
 
 /* Per entry point: next_NAME, where its calls go on. */
 #define HP_CUDART(name) static hp_fwd_t next_##name = HP_FWD_INIT(#name);
@@ -148,13 +149,38 @@ static int rt_version(const void *ra)
 #define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == 0)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == 0)
 
+/* Staged copies (stage.c), for the kinds that name their direction: the
+ * DMA goes through the driver on the program's stream (the runtime's
+ * streams are the driver's).  A driver error is not in the runtime's
+ * terms: the whole copy then goes to the runtime as it is (it is
+ * idempotent, and queued after what was staged), which answers in its
+ * own terms. */
+static int stage_kind(const hp_copy_t *c, void *dst, const void *src,
+		      size_t n, int kind, hp_cudaStream_t s, int ptsz,
+		      int sync)
+{
+	int r = 0;
+	if (kind == HP_cudaMemcpyHostToDevice)
+		return hp_stage_htod(c, (uintptr_t)dst, src, n, s, ptsz, sync,
+				     &r) && r == 0;
+	if (kind == HP_cudaMemcpyDeviceToHost)
+		return hp_stage_dtoh(c, dst, (uintptr_t)src, n, s, ptsz, &r) &&
+		       r == 0;
+	return 0;
+}
+#define STAGED_KIND(sync)                                                     \
+	if (stage_kind(&c_, dst, src, n, kind, s, ptsz, sync)) {             \
+		hp_copy_sync_end(&c_, 1);                                     \
+		return 0;                                                     \
+	}
+
 static hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 				 size_t n, hp_cudaMemcpyKind kind,
 				 hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cudaMemcpyAsync_t, hp_cudaError_t,
-		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n),
-		     ASYNC_END)
+		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n);
+		     STAGED_KIND(0), ASYNC_END)
 }
 static hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 				   const void *src, size_t sp, size_t w,
@@ -245,11 +271,13 @@ static hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
 }
 
 /* Synchronous copies: the per-thread default stream form is _ptds. */
-static hp_cudaError_t copy_sync(void *f, void *dst, const void *src, size_t n,
-				hp_cudaMemcpyKind kind)
+static hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
+				size_t n, hp_cudaMemcpyKind kind)
 {
+	hp_cudaStream_t s = NULL; /* the legacy or per-thread default stream */
 	HP_COPY_BODY(f, hp_cudaMemcpy_t, hp_cudaError_t, (dst, src, n, kind),
-		     host_kind(&c_, kind, dst, src, n), SYNC_END)
+		     host_kind(&c_, kind, dst, src, n);
+		     STAGED_KIND(1), SYNC_END)
 }
 static hp_cudaError_t copy2d_sync(void *f, void *dst, size_t dp,
 				  const void *src, size_t sp, size_t w,
@@ -551,13 +579,13 @@ HP_EXPORT hp_cudaError_t cudaMemcpy3DBatchAsync_ptsz(
 HP_EXPORT hp_cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 				    hp_cudaMemcpyKind kind)
 {
-	return copy_sync(NEXT(cudaMemcpy), dst, src, n, kind);
+	return copy_sync(NEXT(cudaMemcpy), 0, dst, src, n, kind);
 }
 
 HP_EXPORT hp_cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n,
 					 hp_cudaMemcpyKind kind)
 {
-	return copy_sync(NEXT(cudaMemcpy_ptds), dst, src, n, kind);
+	return copy_sync(NEXT(cudaMemcpy_ptds), 1, dst, src, n, kind);
 }
 
 HP_EXPORT hp_cudaError_t cudaMemcpy2D(void *dst, size_t dp, const void *src,

@@ -15,6 +15,7 @@
 
 #include "hooks.h"
 #include "resolve.h"
+#include "stage.h"
 
 /* One side of a 2D or 3D descriptor, if it is host memory (or unified,
  * which may be): every byte from its first to its last row. */
@@ -128,18 +129,30 @@ static void *lk_next(_Atomic(void *) *slot)
  * is counted towards registration, with no wait (hp_copy_sync_end). */
 #define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == HP_CUDA_SUCCESS)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS)
+/* Staged copies (stage.c): when the copy is staged, it ends here with the
+ * staging's result, counted as a copy through unregistered memory. */
+#define STAGED(call)                                                          \
+	int st_;                                                              \
+	if (call) {                                                           \
+		hp_copy_sync_end(&c_, st_ == 0);                              \
+		return (hp_CUresult)st_;                                      \
+	}
 
 static hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
 			      const void *h, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoDAsync_v2_t, hp_CUresult, (d, h, n, s),
-		     hp_copy_host(&c_, h, n), ASYNC_END)
+		     hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0, &st_)),
+		     ASYNC_END)
 }
 static hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			      size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoHAsync_v2_t, hp_CUresult, (h, d, n, s),
-		     hp_copy_host(&c_, h, n), ASYNC_END)
+		     hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, &st_)),
+		     ASYNC_END)
 }
 static hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 			      hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s)
@@ -215,16 +228,21 @@ static hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
 }
 
 /* Synchronous copies: the per-thread default stream form is _ptds. */
-static hp_CUresult htod_sync(void *f, hp_CUdeviceptr d, const void *h,
-			     size_t n)
+static hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
+			     const void *h, size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoD_v2_t, hp_CUresult, (d, h, n),
-		     hp_copy_host(&c_, h, n), SYNC_END)
+		     hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, 1, &st_)),
+		     SYNC_END)
 }
-static hp_CUresult dtoh_sync(void *f, void *h, hp_CUdeviceptr d, size_t n)
+static hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
+			     size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoH_v2_t, hp_CUresult, (h, d, n),
-		     hp_copy_host(&c_, h, n), SYNC_END)
+		     hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, &st_)),
+		     SYNC_END)
 }
 static hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
 			     size_t n)
@@ -788,44 +806,44 @@ static hp_CUresult lk_cuMemcpy3DBatchAsync_v2_ptsz(
  * lk_NAME_ptds. */
 HP_EXPORT hp_CUresult cuMemcpyHtoD_v2(hp_CUdeviceptr d, const void *h, size_t n)
 {
-	return htod_sync(NEXT(cuMemcpyHtoD_v2), d, h, n);
+	return htod_sync(NEXT(cuMemcpyHtoD_v2), 0, d, h, n);
 }
 
 static hp_CUresult lk_cuMemcpyHtoD_v2(hp_CUdeviceptr d, const void *h, size_t n)
 {
-	return htod_sync(LOOKED_UP(cuMemcpyHtoD_v2), d, h, n);
+	return htod_sync(LOOKED_UP(cuMemcpyHtoD_v2), 0, d, h, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyHtoD_v2_ptds(hp_CUdeviceptr d, const void *h,
 					   size_t n)
 {
-	return htod_sync(NEXT(cuMemcpyHtoD_v2_ptds), d, h, n);
+	return htod_sync(NEXT(cuMemcpyHtoD_v2_ptds), 1, d, h, n);
 }
 
 static hp_CUresult lk_cuMemcpyHtoD_v2_ptds(hp_CUdeviceptr d, const void *h,
 					   size_t n)
 {
-	return htod_sync(LOOKED_UP(cuMemcpyHtoD_v2_ptds), d, h, n);
+	return htod_sync(LOOKED_UP(cuMemcpyHtoD_v2_ptds), 1, d, h, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyDtoH_v2(void *h, hp_CUdeviceptr d, size_t n)
 {
-	return dtoh_sync(NEXT(cuMemcpyDtoH_v2), h, d, n);
+	return dtoh_sync(NEXT(cuMemcpyDtoH_v2), 0, h, d, n);
 }
 
 static hp_CUresult lk_cuMemcpyDtoH_v2(void *h, hp_CUdeviceptr d, size_t n)
 {
-	return dtoh_sync(LOOKED_UP(cuMemcpyDtoH_v2), h, d, n);
+	return dtoh_sync(LOOKED_UP(cuMemcpyDtoH_v2), 0, h, d, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyDtoH_v2_ptds(void *h, hp_CUdeviceptr d, size_t n)
 {
-	return dtoh_sync(NEXT(cuMemcpyDtoH_v2_ptds), h, d, n);
+	return dtoh_sync(NEXT(cuMemcpyDtoH_v2_ptds), 1, h, d, n);
 }
 
 static hp_CUresult lk_cuMemcpyDtoH_v2_ptds(void *h, hp_CUdeviceptr d, size_t n)
 {
-	return dtoh_sync(LOOKED_UP(cuMemcpyDtoH_v2_ptds), h, d, n);
+	return dtoh_sync(LOOKED_UP(cuMemcpyDtoH_v2_ptds), 1, h, d, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy(hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n)

@@ -269,6 +269,9 @@ enum { HP_BK_NONE = 1, HP_BK_MLOCK, HP_BK_CUDA, HP_BK_LEVEL_ZERO, HP_BK_AUTO };
  * changes only while the process is single-threaded in hostpin: during
  * initialisation (before hp_state says READY) and in a forked child. */
 HP_HIDDEN extern struct hp_counters *hp_ctrp;
+/* stage.c: copies staged, their bytes, the staging ring's bytes. */
+HP_HIDDEN void hp_stage_counts(uint64_t *copies, uint64_t *bytes,
+			       uint64_t *ring_bytes);
 #define hp_ctr (*hp_ctrp)
 /* Every counter update: relaxed, since nothing is ordered by statistics.
  * A gauge never goes below zero (never wraps to 16384 PiB), whatever

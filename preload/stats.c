@@ -199,6 +199,11 @@ void hp_stats_report(void)
 		     (unsigned long long)s.copies_registered,
 		     hp_human(s.copy_bytes_registered, h1),
 		     (unsigned long long)s.copy_waits);
+		uint64_t sc, sb, sr;
+		hp_stage_counts(&sc, &sb, &sr);
+		emit(fd, "hostpin[%d]:   staged copies %llu (%s), staging ring "
+		     "%s\n", pid, (unsigned long long)sc, hp_human(sb, h1),
+		     hp_human(sr, h2));
 		emit(fd, "hostpin[%d]:   cache: %llu blocks (%s), %llu hits, "
 		     "%llu evictions\n", pid,
 		     (unsigned long long)s.cached_blocks,

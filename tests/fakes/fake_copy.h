@@ -83,6 +83,24 @@ static int is_dev(const void *p)
 	return 0;
 }
 
+/* CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2): host memory registered with the
+ * fake, or its device memory; else CUDA_ERROR_INVALID_VALUE, as the driver
+ * answers for pageable memory. */
+CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+	if (attr != 2)
+		return 1;
+	if (is_dev((const void *)(uintptr_t)p)) {
+		*(unsigned *)data = 2;
+		return OK;
+	}
+	if (held_covers((const void *)(uintptr_t)p, 1)) {
+		*(unsigned *)data = 1;
+		return OK;
+	}
+	return 1;
+}
+
 static stream_t *S(stream_t *s)
 {
 	if (s == NULL || s == (stream_t *)0x1)
@@ -194,6 +212,17 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 	struct op *o = raw(sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->dst = dst, o->src = src, o->n = n;
+	/* FAKE_CUDA_NO_PAGEABLE=BYTES: hostpin's staging is on, so no copy
+	 * of BYTES or more may reach the driver from pageable memory. */
+	static long long nopage = -2;
+	if (nopage == -2) {
+		const char *e = getenv("FAKE_CUDA_NO_PAGEABLE");
+		nopage = e && *e ? atoll(e) : -1;
+	}
+	if (nopage >= 0 && (long long)n >= nopage &&
+	    ((hs && !ps) || (hd && !pd)))
+		logf_("VIOLATION pageable-copy %p %zu", hs && !ps ? src : dst,
+		      n);
 	if (hs && !ps) {
 		o->staging = raw(n); /* staged now: the source may change */
 		memcpy(o->staging, src, n);

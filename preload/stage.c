@@ -1,0 +1,401 @@
+/* Staged copies: the copy engine's first part (DESIGN.md, "The way data
+ * flows" 6).  A copy of HOSTPIN_STAGE_MIN bytes or more whose host side is
+ * not registered (a hostpin block pending or not yet worth registering, or
+ * memory hostpin does not own: shared and file mappings, the heap) goes
+ * through a ring of staging slots that hostpin mapped and registered once
+ * through the program's current context (never a context of its own:
+ * invariant 3), each chunk's DMA enqueued on the program's own stream, in
+ * order, and an event recorded after it, so that a slot is reused only once
+ * its event completed.  Semantics are those of pageable memory (CUDA's
+ * "API synchronization behavior"): an H2D call returns once the whole
+ * source is staged (the DMA may still run), a D2H call once the data is in
+ * the program's memory, a synchronous call once the copy completed.
+ *
+ * The copy threads (HOSTPIN_STAGE_THREADS, the calling thread counted)
+ * copy each chunk into or out of its slot together, pipelined against the
+ * DMA of the other slots; a copy holds the whole ring (copies of several
+ * program threads are staged one after the other).  Driver calls
+ * go through the backend contract (backend_cuda.c). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "backend.h"
+#include "record.h"
+#include "stage.h"
+
+#define SLOTS 4
+
+/* The statistics of staging (not in the ledger slot: its layout is
+ * unchanged). */
+static _Atomic uint64_t st_copies, st_bytes, st_ring;
+
+void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
+{
+	/* relaxed: statistics order nothing */
+	*copies = atomic_load_explicit(&st_copies, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&st_bytes, memory_order_relaxed);
+	*ring_bytes = atomic_load_explicit(&st_ring, memory_order_relaxed);
+}
+
+static struct {
+	pthread_mutex_t mu;
+	int state; /* 0: not made yet; 1: ready; -1: could not be made */
+	char *base;
+	size_t slot, len;
+	int next; /* the slot the next chunk takes */
+	uintptr_t ctx; /* the context it was made through */
+	unsigned epoch; /* hp_cuda_ctx_epoch then */
+	void *ev[SLOTS];
+	int used[SLOTS]; /* ev[i] recorded after slot i's last DMA */
+} ring = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Is staging on for this process's backend? */
+static int stage_backend(void)
+{
+	if (!hp_opt[HP_OPT_STAGE] || !hp_opt[HP_OPT_REGISTER_DEVICE])
+		return 0;
+	if (hp_backend == &hp_backend_cuda)
+		return 1;
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return hp_backend == &hp_backend_auto &&
+	       (c == NULL || c == &hp_backend_cuda);
+}
+
+/* ---- copy threads (HOSTPIN_STAGE_THREADS) ----
+ * The threads that copy into and out of the ring, the calling thread
+ * counted: each chunk's memcpy is split in parts that the calling thread
+ * and the helpers take, and the chunk is done when every part is.  One job
+ * at a time (the ring's lock is held).  Helpers are started the first time
+ * staging is used, block every signal (invariant 11), and live as long as
+ * the process; a forked child stages nothing and so never needs them. */
+#define MAX_HELPERS 63
+#define PART_MIN ((size_t)1 << 20) /* below: the calling thread alone */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	int helpers;
+	unsigned gen; /* the job's number */
+	char *dst;
+	const char *src;
+	size_t len, part;
+	int parts, next, left;
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
+	  .go = PTHREAD_COND_INITIALIZER,
+	  .done = PTHREAD_COND_INITIALIZER};
+
+/* Under pool.mu: take and copy parts of the job until none is left. */
+static void pool_take(void)
+{
+	while (pool.next < pool.parts) {
+		int i = pool.next++;
+		size_t off = (size_t)i * pool.part;
+		size_t len = pool.len - off < pool.part ? pool.len - off
+							: pool.part;
+		char *d = pool.dst + off;
+		const char *sr = pool.src + off;
+		pthread_mutex_unlock(&pool.mu);
+		memcpy(d, sr, len);
+		pthread_mutex_lock(&pool.mu);
+		if (--pool.left == 0)
+			pthread_cond_broadcast(&pool.done);
+	}
+}
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pool.mu);
+	unsigned seen = pool.gen;
+	for (;;) {
+		while (pool.gen == seen)
+			pthread_cond_wait(&pool.go, &pool.mu);
+		seen = pool.gen;
+		pool_take();
+	}
+	return NULL;
+}
+
+/* Under ring.mu, once: start the helpers (HOSTPIN_STAGE_THREADS - 1; by
+ * default min(2, CPUs the process may use) - 1). */
+static void pool_start(void)
+{
+	unsigned n = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
+	if (n == 0) {
+		unsigned c = hp_cpu_limit();
+		n = c < 2 ? 1 : 2;
+	}
+	if (n > MAX_HELPERS + 1)
+		n = MAX_HELPERS + 1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int k = 0;
+	for (unsigned i = 1; i < n; i++) {
+		pthread_t t;
+		if (pthread_create(&t, &a, helper_main, NULL) != 0)
+			break;
+		k++;
+	}
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (k + 1 < (int)n)
+		hp_log(HP_LOG_WARN, "staging: started %d of %u copy threads",
+		       k + 1, n);
+	pthread_mutex_lock(&pool.mu);
+	pool.helpers = k;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+/* memcpy, by the copy threads together. */
+static void pcopy(void *dst, const void *src, size_t len)
+{
+	pthread_mutex_lock(&pool.mu);
+	int parts = pool.helpers + 1;
+	if (parts == 1 || len < 2 * PART_MIN) {
+		pthread_mutex_unlock(&pool.mu);
+		memcpy(dst, src, len);
+		return;
+	}
+	size_t part = (len + (size_t)parts - 1) / (size_t)parts;
+	part = (part + 4095) & ~(size_t)4095;
+	pool.dst = dst, pool.src = src, pool.len = len, pool.part = part;
+	pool.parts = (int)((len + part - 1) / part);
+	pool.next = 0, pool.left = pool.parts;
+	pool.gen++;
+	pthread_cond_broadcast(&pool.go);
+	pool_take();
+	while (pool.left > 0)
+		pthread_cond_wait(&pool.done, &pool.mu);
+	pthread_mutex_unlock(&pool.mu);
+}
+
+static int slot_free(int k);
+
+/* At exit, before any library's destructor (atexit runs this before the
+ * handlers the driver and runtime registered earlier): the ring's last
+ * DMAs are waited for and its registration released, so the driver sees
+ * every registration of hostpin's released.  Skipped while a copy holds
+ * the ring (another thread still copying at exit). */
+static void ring_exit(void)
+{
+	if (hp_in_child || pthread_mutex_trylock(&ring.mu) != 0)
+		return;
+	if (ring.state > 0 && hp_capture_enter()) {
+		for (int i = 0; i < SLOTS; i++)
+			slot_free(i);
+		hp_capture_leave();
+		if (hp_cuda_ring_unregister(ring.base) == 0)
+			ring.state = -1; /* not used again */
+	}
+	pthread_mutex_unlock(&ring.mu);
+}
+
+/* Under ring.mu: make the ring once: its events, then its mapping,
+ * registered through the context current on this thread.  1 if ready. */
+static int ring_ready(uintptr_t ctx)
+{
+	if (ring.state > 0 && ring.epoch != hp_cuda_ctx_epoch()) {
+		/* A context ended (perhaps the ring's: its registration and
+		 * events died with it, and no DMA of it runs) or the driver
+		 * was unloaded: made again, through the context current now.
+		 * Its events are not destroyed (they may be dead). */
+		for (int i = 0; i < SLOTS; i++)
+			slot_free(i); /* an error: its context ended */
+		if (hp_cuda_ring_unregister(ring.base) != 0)
+			hp_log(HP_LOG_INFO, "staging ring: its context ended; "
+			       "made again");
+		hp_real.munmap(ring.base, ring.len);
+		for (int i = 0; i < SLOTS; i++)
+			ring.ev[i] = NULL, ring.used[i] = 0;
+		ring.state = 0;
+	}
+	if (ring.state)
+		return ring.state > 0 && ring.ctx == ctx;
+	size_t len = (size_t)hp_opt[HP_OPT_STAGE_BUFFER];
+	size_t slot = (len / SLOTS) & ~(size_t)(HP_PAGE_SIZE - 1);
+	if (slot < HP_PAGE_SIZE)
+		slot = HP_PAGE_SIZE;
+	len = slot * SLOTS;
+	unsigned epoch = hp_cuda_ctx_epoch();
+	const char *what = "given its events";
+	int r = 0;
+	char *b = MAP_FAILED;
+	for (int i = 0; r == 0 && i < SLOTS; i++)
+		if (ring.ev[i] == NULL)
+			r = hp_cuda_event_new(&ring.ev[i]);
+	if (r == 0) {
+		what = "mapped";
+		b = hp_real.mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			r = -1;
+	}
+	if (r == 0) {
+		what = "registered";
+		if ((r = hp_cuda_ring_register(b, len)) != 0)
+			hp_real.munmap(b, len);
+	}
+	if (r != 0) {
+		/* said once: the state is sticky */
+		hp_log(HP_LOG_WARN, "the staging ring (%zu bytes) could not be "
+		       "%s (%d): large copies from unregistered memory go to "
+		       "the driver as they are", len, what, r);
+		ring.state = -1;
+		return 0;
+	}
+	ring.base = b, ring.slot = slot, ring.len = len;
+	ring.ctx = ctx, ring.epoch = epoch;
+	atomic_store_explicit(&st_ring, len, memory_order_relaxed);
+	static int exit_hook, threads;
+	if (!exit_hook)
+		exit_hook = atexit(ring_exit) == 0;
+	if (!threads++)
+		pool_start();
+	hp_log(HP_LOG_INFO, "staging ring: %d slots of %zu bytes, registered",
+	       SLOTS, slot);
+	ring.state = 1;
+	return 1;
+}
+
+/* Whether this copy is staged; on 1 the capture gate is entered and
+ * ring.mu held (stage_done releases both). */
+static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
+		       hp_cudaStream_t s)
+{
+	if (n < hp_opt[HP_OPT_STAGE_MIN] || h == NULL || hp_in_child ||
+	    c->overflow || !stage_backend())
+		return 0;
+	/* a hostpin block registered now: the direct path */
+	for (int i = 0; i < c->n; i++)
+		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+			return 0;
+	uintptr_t ctx;
+	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
+	    hp_cuda_host_known(h))
+		return 0; /* no context here, or memory the driver knows */
+	/* A stream capturing a graph records the copy instead of running it;
+	 * any wait now would invalidate a capture elsewhere (invariant 13). */
+	if (hp_cuda_capturing(s) || !hp_capture_enter())
+		return 0;
+	pthread_mutex_lock(&ring.mu);
+	/* the ring is used through the context it was made in (its
+	 * events are that context's); other contexts' copies pass */
+	if (!ring_ready(ctx)) {
+		pthread_mutex_unlock(&ring.mu);
+		hp_capture_leave();
+		return 0;
+	}
+	return 1;
+}
+
+static void stage_done(size_t n)
+{
+	pthread_mutex_unlock(&ring.mu);
+	hp_capture_leave();
+	atomic_fetch_add_explicit(&st_copies, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st_bytes, n, memory_order_relaxed);
+}
+
+/* Slot k is free once its last DMA completed; an error that DMA raised is
+ * the answer. */
+static int slot_free(int k)
+{
+	if (!ring.used[k])
+		return 0;
+	int r = hp_cuda_event_wait(ring.ev[k]);
+	ring.used[k] = 0;
+	return r;
+}
+
+/* After the DMA of slot k was enqueued on s: its event.  If the record
+ * failed, wait for the stream instead, so that the slot is free. */
+static int slot_fence(int k, hp_cudaStream_t s)
+{
+	int r = hp_cuda_event_record(ring.ev[k], s);
+	if (r == 0)
+		ring.used[k] = 1;
+	else
+		hp_cuda_stream_wait(s);
+	return r;
+}
+
+static hp_cudaStream_t program_stream(hp_cudaStream_t s, int ptsz)
+{
+	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+}
+
+int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
+		  hp_cudaStream_t s, int ptsz, int sync, int *res)
+{
+	s = program_stream(s, ptsz);
+	if (!stage_begin(c, h, n, s))
+		return 0;
+	int r = 0;
+	for (size_t off = 0; off < n && r == 0;) {
+		size_t len = n - off < ring.slot ? n - off : ring.slot;
+		int k = ring.next;
+		ring.next = (k + 1) % SLOTS;
+		if ((r = slot_free(k)) != 0)
+			break;
+		pcopy(ring.base + (size_t)k * ring.slot, (const char *)h + off,
+		      len);
+		r = hp_cuda_htod_async(d + off,
+				       ring.base + (size_t)k * ring.slot, len, s);
+		if (r == 0)
+			r = slot_fence(k, s);
+		off += len;
+	}
+	/* the source is staged: an async call returns (the DMA may run);
+	 * a synchronous one after the copy, with its error if it failed */
+	if (r == 0 && sync)
+		r = hp_cuda_stream_wait(s);
+	stage_done(n);
+	*res = r;
+	return 1;
+}
+
+int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
+		  hp_cudaStream_t s, int ptsz, int *res)
+{
+	s = program_stream(s, ptsz);
+	if (!stage_begin(c, h, n, s))
+		return 0;
+	size_t m = (n + ring.slot - 1) / ring.slot; /* chunks */
+	int base = ring.next, r = 0;
+	size_t issued = 0, drained = 0;
+	/* Up to SLOTS chunks in flight; each drained in order once its event
+	 * completed.  The call returns when the data is in h. */
+	while (drained < m && r == 0) {
+		while (issued < m && issued - drained < SLOTS && r == 0) {
+			int k = (int)((base + issued) % SLOTS);
+			size_t off = issued * ring.slot;
+			size_t len = n - off < ring.slot ? n - off : ring.slot;
+			if ((r = slot_free(k)) != 0)
+				break;
+			r = hp_cuda_dtoh_async(ring.base + (size_t)k * ring.slot,
+					       d + off, len, s);
+			if (r == 0)
+				r = slot_fence(k, s);
+			issued++;
+		}
+		if (r)
+			break;
+		int k = (int)((base + drained) % SLOTS);
+		size_t off = drained * ring.slot;
+		size_t len = n - off < ring.slot ? n - off : ring.slot;
+		if ((r = slot_free(k)) != 0)
+			break;
+		pcopy((char *)h + off, ring.base + (size_t)k * ring.slot, len);
+		drained++;
+	}
+	ring.next = (int)((base + issued) % SLOTS);
+	stage_done(n);
+	*res = r;
+	return 1;
+}

@@ -1,0 +1,22 @@
+/* Staged copies (stage.c): a large copy whose host side is not registered
+ * goes through a ring of staging slots hostpin registered once, with the
+ * semantics of pageable memory (CUDA's "API synchronization behavior"). */
+#ifndef HP_STAGE_H
+#define HP_STAGE_H
+
+#include "hooks.h"
+
+/* For a copy hook that entered (hp_hook_enter) and handed its host side to
+ * hp_copy_host: 1 if the copy was staged, its driver result in *res; 0 if
+ * it must go to the driver as it is (HOSTPIN_STAGE=0, small, registered
+ * memory, another backend, a capture, a forked child, no context on this
+ * thread, no ring).  s: the program's stream; ptsz: stream 0 means the
+ * per-thread default stream; sync: the synchronous form (it returns after
+ * the copy completed, H2D included). */
+HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
+			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
+			    int *res);
+HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
+			    size_t n, hp_cudaStream_t s, int ptsz, int *res);
+
+#endif

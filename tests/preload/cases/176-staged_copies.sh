@@ -1,0 +1,100 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- staged copies (stage.c, HOSTPIN_STAGE) ----
+# The program (staged.c) copies host memory hostpin has not registered
+# (memory below HOSTPIN_THRESHOLD, /dev/shm, the heap, a pending block)
+# to and from the fake device and checks the data and pageable-memory
+# semantics: H2D sources overwritten right after the call, D2H data there
+# on return, stream order, two streams, eight threads, a copy far larger
+# than the ring (slot reuse guarded by events: the fake runs a DMA only when
+# the program synchronises), sync copies (driver and runtime).  The fake
+# driver flags every copy of FAKE_CUDA_NO_PAGEABLE bytes or more that
+# reaches it from pageable memory (VIOLATION pageable-copy): with staging
+# on there must be none; where hostpin must pass a copy through (capture,
+# forked child, HOSTPIN_STAGE=0, small copies, mlock backend, no ring) there
+# must be some, and only those.
+F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+build staged staged.c $F_FLAGS || true
+NOPAGE=FAKE_CUDA_NO_PAGEABLE=4194304
+# stage NAME WANT(staged|through) ENV... -- MODE
+stage() {
+	local name=$1 want=$2; shift 2
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log out rc why=""
+	log=$(mktemp)
+	out=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=256M $NOPAGE \
+		FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/staged" "$@" 2>&1); rc=$?
+	STAGE_OUT=$out STAGE_LOG=$(cat "$log")
+	[ $rc -eq 0 ] || why="$why rc=$rc"
+	echo "$out" | grep -q "staged $1: ok" || why="$why no-ok-line"
+	local pv ov
+	pv=$(grep -c "VIOLATION pageable-copy" "$log")
+	ov=$(grep VIOLATION "$log" | grep -vc "pageable-copy")
+	[ "$ov" = 0 ] || why="$why $(grep VIOLATION "$log" | grep -v pageable-copy | head -2)"
+	if [ "$want" = staged ]; then
+		[ "$pv" = 0 ] || why="$why pageable-copies-reached-the-driver:$pv"
+	else
+		[ "$pv" -gt 0 ] || why="$why not-passed-through"
+	fi
+	grep -q OVERLAP "$log" && why="$why overlapping-registration"
+	grep -q CTXCREATE "$log" && why="$why context-created"
+	# every registration released at exit (the ring's included)
+	grep -q "EXIT live=0\$" "$log" || why="$why $(grep EXIT "$log" | head -1)"
+	if [ -z "$why" ]; then ok "staged: $name"
+	else bad "staged: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	rm -f "$log"
+}
+if [ -x "$B/staged" ]; then
+# without hostpin the program's own checks hold (pageable semantics)
+for m in basic bigger order two_streams threads sync sources capture fork reset; do
+	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged" $m 2>&1) ||
+		bad "staged $m fails without hostpin: $out"
+done
+stage "H2D source overwritten at return, D2H there at return (stream, legacy, per-thread)" staged -- basic
+stage "200 MiB through the 64 MiB ring: slots reused only after their events" staged -- bigger
+stage "200 MiB through a 1 MiB ring" staged HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M -- bigger
+stage "200 MiB, 4 copy threads" staged HOSTPIN_STAGE_THREADS=4 -- bigger
+stage "eight program threads, 3 copy threads" staged HOSTPIN_STAGE_THREADS=3 -- threads
+stage "synchronous copies, 1 copy thread" staged HOSTPIN_STAGE_THREADS=1 -- sync
+stage "copy threads (2 helpers) block every signal" staged HOSTPIN_STAGE_THREADS=3 -- signals
+stage "order against direct copies before and after on the same stream" staged -- order
+stage "two streams" staged -- two_streams
+stage "eight threads copying at once" staged -- threads
+stage "synchronous copies: cuMemcpyHtoD/DtoH (and _ptds), cudaMemcpy, cudaMemcpyAsync" staged -- sync
+stage "sources: MAP_SHARED /dev/shm, the heap, a hostpin block not yet registered" staged \
+	HOSTPIN_THRESHOLD=24M HP_BLOCK=1 -- sources
+stage "the primary context reset: the ring is made again through the new one" staged -- reset
+n=$(echo "$STAGE_LOG" | grep -c " REG .* 67108864 ")
+[ "$n" = 2 ] && ok "staged: reset: the ring was registered twice" ||
+	bad "staged: reset: the ring was registered $n times"
+# an enqueue fails mid-pipeline (third H2D chunk, second D2H chunk of 64 MiB
+# through 16 MiB slots): each call returns the driver's error
+stage "an enqueue error mid-pipeline is the call's error" staged \
+	FAKE_CUDA_FAIL=cuMemcpyHtoDAsync_v2:3:700,cuMemcpyDtoHAsync_v2:2:701 -- error
+if echo "$STAGE_OUT" | grep -q "^htod 700$" && echo "$STAGE_OUT" | grep -q "^dtoh 701$"; then
+	ok "staged: the injected errors surfaced (700, 701)"
+else bad "staged: injected errors not returned: $(echo "$STAGE_OUT" | grep -E '^(htod|dtoh)' | tr '\n' ' ')"; fi
+# passed through unchanged
+stage "a capturing stream, and a copy during a capture elsewhere, pass through; capture intact" through -- capture
+stage "a relaxed-mode capture of the per-thread stream: a _ptsz copy on stream 0 passes through" through -- capture_ptsz
+stage "a forked child's copies pass through" through -- fork
+child=$(echo "$STAGE_OUT" | sed -n 's/^child \([0-9]*\)$/\1/p')
+main=$(echo "$STAGE_LOG" | head -1 | cut -d' ' -f1)
+if [ -n "$child" ] && echo "$STAGE_LOG" | grep -q "^$child VIOLATION pageable-copy" &&
+	! echo "$STAGE_LOG" | grep -q "^$main VIOLATION"; then
+	ok "staged: fork: only the child's copy reached the driver pageable"
+else bad "staged: fork: child $child, parent $main: $(echo "$STAGE_LOG" | grep VIOLATION | head -2)"; fi
+stage "HOSTPIN_STAGE=0: the driver sees the program's pointers, as before" through HOSTPIN_STAGE=0 -- basic
+stage "copies below HOSTPIN_STAGE_MIN pass through" through HOSTPIN_STAGE_MIN=32M -- basic
+stage "the mlock backend stages nothing" through HOSTPIN_BACKEND=mlock -- basic
+stage "a ring the driver refuses to register: said once, copies pass through" through \
+	FAKE_CUDA_FAIL=cuMemHostRegister_v2:1 -- basic
+n=$(echo "$STAGE_OUT" | grep -c "staging ring")
+[ "$n" = 1 ] && ok "staged: the refused ring was reported once" ||
+	bad "staged: the refused ring was reported $n times"
+# the statistics report counts the staged copies and the ring
+stage "statistics" staged HOSTPIN_STATS=1 -- basic
+echo "$STAGE_OUT" | grep -q "staged copies 8 (.*), staging ring 64.0M$" &&
+	ok "staged: the report counts 8 staged copies and the 64 MiB ring" ||
+	bad "staged: report: $(echo "$STAGE_OUT" | grep 'staged copies')"
+fi

@@ -1,0 +1,434 @@
+/* Staged copies over the fake driver and runtime, run under hostpin.
+ *   staged MODE   (see main)
+ * Each mode checks the data and the semantics of pageable memory (H2D
+ * returns once the source is staged; D2H once the data is in host memory;
+ * stream order kept) and exits non-zero when they differ.  Whether hostpin
+ * staged (the fake saw no pageable pointer of FAKE_CUDA_NO_PAGEABLE bytes
+ * or more) or passed the copy through is the case file's check, on the
+ * fake's log.  Device memory of the fake is host memory: read directly
+ * once the stream was synchronised. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUctx_st *CUcontext;
+CUresult cuInit(unsigned);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, int);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t,
+				   CUstream);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2_ptds(void *, CUdeviceptr, size_t);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, void **);
+CUresult cuCtxSynchronize(void);
+CUresult cuDevicePrimaryCtxReset_v2(int);
+int fake_cuda_capture_broken(void);
+typedef int cudaError_t;
+cudaError_t cudaSetDevice(int);
+cudaError_t cudaMemcpy(void *, const void *, size_t, int);
+cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, CUstream);
+enum { H2D = 1, D2H = 2 };
+
+#define MB ((size_t)1 << 20)
+static CUcontext ctx;
+
+static void fill(void *p, size_t n, unsigned seed)
+{
+	uint32_t *w = p;
+	for (size_t i = 0; i < n / 4; i++)
+		w[i] = seed * 2654435761u + (uint32_t)i;
+}
+
+static int same(const void *p, size_t n, unsigned seed)
+{
+	const uint32_t *w = p;
+	for (size_t i = 0; i < n / 4; i++)
+		if (w[i] != seed * 2654435761u + (uint32_t)i) {
+			fprintf(stderr, "word %zu differs (seed %u)\n", i, seed);
+			return 0;
+		}
+	return 1;
+}
+
+static CUdeviceptr dev(size_t n)
+{
+	CUdeviceptr d = 0;
+	CHECK(cuMemAlloc_v2(&d, n) == 0);
+	return d;
+}
+#define D(d) ((void *)(uintptr_t)(d))
+
+/* Memory hostpin does not own: below HOSTPIN_THRESHOLD (the case sets it
+ * high), straight from the kernel. */
+static void *plain(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+/* H2D async, source overwritten at once; then D2H async into fresh memory,
+ * checked before any synchronisation. */
+static void roundtrip(CUstream s, size_t n, unsigned seed, int ptsz)
+{
+	char *h = plain(n), *back = plain(n);
+	CUdeviceptr d = dev(n);
+	fill(h, n, seed);
+	CHECK((ptsz ? cuMemcpyHtoDAsync_v2_ptsz : cuMemcpyHtoDAsync_v2)(
+		  d, h, n, s) == 0);
+	memset(h, 0xee, n); /* the source was staged: this changes nothing */
+	CHECK((ptsz ? cuMemcpyDtoHAsync_v2_ptsz : cuMemcpyDtoHAsync_v2)(
+		  back, d, n, s) == 0);
+	CHECK(same(back, n, seed)); /* there on return */
+	CHECK(cuStreamSynchronize(ptsz && !s ? (CUstream)0x2 : s) == 0);
+	CHECK(same(D(d), n, seed));
+	munmap(h, n), munmap(back, n);
+}
+
+static int mode_basic(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	roundtrip(s, 16 * MB, 1, 0);
+	roundtrip(NULL, 16 * MB, 2, 0); /* legacy default stream */
+	roundtrip(NULL, 16 * MB, 3, 1); /* per-thread default stream */
+	roundtrip(s, 16 * MB + 12345 * 4, 4, 1);
+	return 0;
+}
+
+/* Bigger than the ring many times over: slots reused, guarded by events
+ * (the fake runs a DMA only when the program synchronises, so a slot
+ * refilled before its DMA ran would carry the wrong chunk). */
+static int mode_bigger(void)
+{
+	size_t n = 200 * MB;
+	roundtrip(NULL, n, 5, 0);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	roundtrip(s, n, 6, 0);
+	return 0;
+}
+
+/* Order on one stream: a small direct copy before, the staged one, a small
+ * one after; and a second staged copy over the first. */
+static int mode_order(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	size_t n = 16 * MB, k = 4096;
+	char *a = plain(n), *b = plain(n), *before = plain(k), *after = plain(k);
+	CUdeviceptr d = dev(n);
+	memset(before, 1, k), memset(a, 2, n), memset(after, 3, k);
+	CHECK(cuMemcpyHtoDAsync_v2(d, before, k, s) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, a, n, s) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, after, k, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	const char *dv = D(d);
+	for (size_t i = 0; i < n; i++)
+		CHECK(dv[i] == (i < k ? 3 : 2));
+	/* two staged copies to one place: the later one wins */
+	fill(a, n, 7), fill(b, n, 8);
+	CHECK(cuMemcpyHtoDAsync_v2(d, a, n, s) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, b, n, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 8));
+	/* a D2H after queued H2D work sees that work */
+	fill(a, n, 9);
+	CHECK(cuMemcpyHtoDAsync_v2(d, a, n, s) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(b, d, n, s) == 0);
+	CHECK(same(b, n, 9));
+	return 0;
+}
+
+static int mode_two_streams(void)
+{
+	CUstream s1, s2;
+	CHECK(cuStreamCreate(&s1, 0) == 0 && cuStreamCreate(&s2, 0) == 0);
+	size_t n = 40 * MB;
+	char *a = plain(n), *b = plain(n), *ra = plain(n), *rb = plain(n);
+	CUdeviceptr da = dev(n), db = dev(n);
+	fill(a, n, 10), fill(b, n, 11);
+	CHECK(cuMemcpyHtoDAsync_v2(da, a, n, s1) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(db, b, n, s2) == 0);
+	memset(a, 0, n), memset(b, 0, n);
+	CHECK(cuMemcpyDtoHAsync_v2(rb, db, n, s2) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(ra, da, n, s1) == 0);
+	CHECK(same(ra, n, 10) && same(rb, n, 11));
+	return 0;
+}
+
+static void *thread_main(void *arg)
+{
+	unsigned i = (unsigned)(uintptr_t)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	for (unsigned r = 0; r < 3; r++)
+		roundtrip(i & 1 ? s : NULL, 12 * MB + i * 4096, 100 + i * 8 + r,
+			  i & 2);
+	return NULL;
+}
+
+static int mode_threads(void)
+{
+	pthread_t t[8];
+	for (unsigned i = 0; i < 8; i++)
+		CHECK(pthread_create(&t[i], NULL, thread_main,
+				     (void *)(uintptr_t)i) == 0);
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+/* Synchronous copies, driver and runtime: they return after the copy. */
+static int mode_sync(void)
+{
+	size_t n = 24 * MB;
+	char *h = plain(n), *back = plain(n);
+	CUdeviceptr d = dev(n);
+	fill(h, n, 20);
+	CHECK(cuMemcpyHtoD_v2(d, h, n) == 0);
+	CHECK(same(D(d), n, 20)); /* complete on return */
+	CHECK(cuMemcpyDtoH_v2(back, d, n) == 0);
+	CHECK(same(back, n, 20));
+	fill(h, n, 21);
+	CHECK(cuMemcpyHtoD_v2_ptds(d, h, n) == 0);
+	CHECK(same(D(d), n, 21));
+	CHECK(cuMemcpyDtoH_v2_ptds(back, d, n) == 0);
+	CHECK(same(back, n, 21));
+	CHECK(cudaSetDevice(0) == 0);
+	fill(h, n, 22);
+	CHECK(cudaMemcpy(D(d), h, n, H2D) == 0);
+	CHECK(same(D(d), n, 22));
+	memset(back, 0, n);
+	CHECK(cudaMemcpy(back, D(d), n, D2H) == 0);
+	CHECK(same(back, n, 22));
+	fill(h, n, 23);
+	CHECK(cudaMemcpyAsync(D(d), h, n, H2D, NULL) == 0);
+	memset(h, 0, n);
+	CHECK(cudaMemcpyAsync(back, D(d), n, D2H, NULL) == 0);
+	CHECK(same(back, n, 23));
+	return 0;
+}
+
+/* Sources hostpin does not own: a MAP_SHARED /dev/shm mapping, the heap
+ * below HOSTPIN_THRESHOLD; and a hostpin block before it is registered. */
+static int mode_sources(void)
+{
+	size_t n = 16 * MB;
+	char name[64];
+	snprintf(name, sizeof(name), "/hp-staged-%d", (int)getpid());
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0);
+	shm_unlink(name);
+	CHECK(ftruncate(fd, (off_t)n) == 0);
+	char *sh = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(sh != MAP_FAILED);
+	char *heap = malloc(n), *back = plain(n);
+	CHECK(heap != NULL);
+	CHECK(tp_flags(heap) == 0); /* not hostpin's */
+	CUdeviceptr d = dev(n);
+	fill(sh, n, 30);
+	CHECK(cuMemcpyHtoDAsync_v2(d, sh, n, NULL) == 0);
+	memset(sh, 0, n);
+	CHECK(cuMemcpyDtoHAsync_v2(heap, d, n, NULL) == 0);
+	CHECK(same(heap, n, 30));
+	fill(heap, n, 31);
+	CHECK(cuMemcpyHtoDAsync_v2(d, heap, n, NULL) == 0);
+	memset(heap, 0, n);
+	CHECK(cuMemcpyDtoHAsync_v2(sh, d, n, NULL) == 0);
+	CHECK(same(sh, n, 31));
+	free(heap);
+	/* a hostpin block (the case sets the threshold between n and 2n) */
+	size_t m = 2 * n;
+	char *blk = getenv("HP_BLOCK") ? malloc(m) : NULL, *back2 = plain(m);
+	if (blk) {
+		CUdeviceptr d2 = dev(m);
+		CHECK(tp_flags(blk) != 0);
+		CHECK(!(tp_flags(blk) & HOSTPIN_REGISTERED));
+		fill(blk, m, 32);
+		CHECK(cuMemcpyHtoDAsync_v2(d2, blk, m, NULL) == 0); /* staged */
+		memset(blk, 0, m);
+		CHECK(cuMemcpyDtoHAsync_v2(back2, d2, m, NULL) == 0);
+		CHECK(same(back2, m, 32));
+		free(blk);
+	}
+	(void)back;
+	return 0;
+}
+
+/* An enqueue fails mid-pipeline (the case injects it): the call returns the
+ * driver's error; nothing is left half-done for the next call. */
+static int mode_error(void)
+{
+	size_t n = 4 * 16 * MB;
+	char *h = plain(n), *back = plain(n);
+	CUdeviceptr d = dev(n);
+	fill(h, n, 40);
+	CUresult r = cuMemcpyHtoDAsync_v2(d, h, n, NULL);
+	printf("htod %d\n", r);
+	r = cuMemcpyDtoHAsync_v2(back, d, n, NULL);
+	printf("dtoh %d\n", r);
+	/* the next calls work and carry the data */
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(back, d, n, NULL) == 0);
+	CHECK(same(back, n, 40));
+	return 0;
+}
+
+/* A stream capturing a graph (global mode): its copy passes through, and a
+ * copy on another stream meanwhile too (a wait would break the capture). */
+static int mode_capture(void)
+{
+	CUstream s, o;
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuStreamCreate(&o, 0) == 0);
+	size_t n = 16 * MB;
+	char *h = plain(n), *back = plain(n);
+	CUdeviceptr d = dev(n), d2 = dev(n);
+	fill(h, n, 50);
+	CHECK(cuStreamBeginCapture_v2(s, 0) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d2, h, n, o) == 0);
+	void *g = NULL;
+	CHECK(cuStreamEndCapture(s, &g) == 0);
+	CHECK(!fake_cuda_capture_broken());
+	CHECK(cuMemcpyDtoHAsync_v2(back, d2, n, o) == 0);
+	CHECK(same(back, n, 50));
+	return 0;
+}
+
+/* The per-thread default stream captures in relaxed mode (no other
+ * thread's call is prohibited): a _ptsz copy on stream 0 is a copy on that
+ * capturing stream, and passes through. */
+static int mode_capture_ptsz(void)
+{
+	size_t n = 16 * MB;
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	fill(h, n, 55);
+	CHECK(cuStreamBeginCapture_v2((CUstream)0x2, 2) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(d, h, n, NULL) == 0);
+	void *g = NULL;
+	CHECK(cuStreamEndCapture((CUstream)0x2, &g) == 0);
+	CHECK(!fake_cuda_capture_broken());
+	return 0;
+}
+
+/* A forked child's copies go to the driver as they are. */
+static int mode_fork(void)
+{
+	size_t n = 16 * MB;
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	fill(h, n, 60);
+	CHECK(cuMemcpyHtoD_v2(d, h, n) == 0); /* parent: staged */
+	pid_t p = fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		printf("child %d\n", (int)getpid());
+		fflush(stdout);
+		_exit(cuMemcpyHtoD_v2(d, h, n) == 0 ? 0 : 1);
+	}
+	int st;
+	CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0);
+	return 0;
+}
+
+/* The primary context is reset (the ring's registration and events die
+ * with it) and made again: staging goes on through a ring made again. */
+static int mode_reset(void)
+{
+	roundtrip(NULL, 16 * MB, 70, 0);
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	roundtrip(NULL, 16 * MB, 71, 0);
+	return 0;
+}
+
+/* The copy threads hostpin starts (HOSTPIN_STAGE_THREADS=3: two helpers)
+ * block every signal the program could send: the program's handlers run
+ * on its own threads only. */
+static int mode_signals(void)
+{
+	roundtrip(NULL, 16 * MB, 80, 0);
+	DIR *dir = opendir("/proc/self/task");
+	CHECK(dir != NULL);
+	struct dirent *e;
+	int others = 0;
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == (int)getpid())
+			continue;
+		char path[96], line[256];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 e->d_name);
+		FILE *f = fopen(path, "r");
+		CHECK(f != NULL);
+		unsigned long long blk = 0;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+				break;
+		fclose(f);
+		int sigs[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD,
+			      SIGALRM, SIGHUP, SIGPIPE, SIGRTMIN + 1};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			CHECK(blk & (1ull << (sigs[i] - 1)));
+		others++;
+	}
+	closedir(dir);
+	printf("copy threads besides main: %d\n", others);
+	CHECK(others == 2);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	CHECK(argc == 2);
+	CHECK(cuInit(0) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	static const struct {
+		const char *name;
+		int (*fn)(void);
+	} modes[] = {
+	    {"basic", mode_basic},     {"bigger", mode_bigger},
+	    {"order", mode_order},     {"two_streams", mode_two_streams},
+	    {"threads", mode_threads}, {"sync", mode_sync},
+	    {"sources", mode_sources}, {"error", mode_error},
+	    {"capture", mode_capture}, {"fork", mode_fork},
+	    {"reset", mode_reset},     {"signals", mode_signals},     {"capture_ptsz", mode_capture_ptsz},
+	};
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (strcmp(argv[1], modes[i].name) == 0) {
+			int r = modes[i].fn();
+			CHECK(cuCtxSynchronize() == 0);
+			if (r == 0)
+				printf("staged %s: ok\n", argv[1]);
+			return r;
+		}
+	fprintf(stderr, "unknown mode %s\n", argv[1]);
+	return 2;
+}
