@@ -30,7 +30,7 @@ else bad "gpu_check.py selftest: $out"; fi
 # passing results (gpu_check.synth), with one check forced to fail
 # (GPU_CHECK_FORCE_FAIL) or one run crashing.
 d=$(mktemp -d)
-python3 -c "import json, sys; sys.path.insert(0, '$top/scripts'); import gpu_check as g
+python3 -B -c "import json, sys; sys.path.insert(0, '$top/scripts'); import gpu_check as g
 for m in g.ALL_RUNS:
     json.dump(g.synth_any(m), open('$d/' + m + '.json', 'w'))"
 cat > "$d/py" <<STUB
