@@ -251,6 +251,12 @@ def verdict(res):
     for run in REGCOST_RUNS:
         if not isinstance(res.get(run), dict):
             bad.append(f"{run}: no result")
+    for run, checks in ENG_RUNS.items():
+        r = res.get(run)
+        if not isinstance(r, dict):
+            bad.append(f"{run}: no result")
+            continue
+        bad += [f"{run}: {c}" for c in checks if r.get(c) is not True]
     return bad
 
 
@@ -281,12 +287,13 @@ def synth(mode):
 def selftest():
     """The verdict passes on passing results and fails on each check
     forced to fail, and on each run missing."""
-    runs = list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS)
-    good = {m: synth(m) for m in runs}
+    runs = list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(ENG_RUNS)
+    good = {m: synth_any(m) for m in runs}
     fails = []
     if verdict(good):
         fails.append(f"passing results judged failed: {verdict(good)}")
-    specs = [f"{r}.{c}" for r, cs in RUNTIME_RUNS.items() for c in cs]
+    specs = [f"{r}.{c}" for r, cs in list(RUNTIME_RUNS.items()) + list(ENG_RUNS.items())
+             for c in cs]
     specs += [f"{r}.paths.{p}.{c}" for r in DRIVER_RUNS for p in DRIVER_PATHS
               for c in DRIVER_CHECKS + ("rc",)]
     for spec in specs:
@@ -452,6 +459,7 @@ def report(d, out):
             print(f"registration {k[8:]:>5}: {res[k]['pin_s_per_gib']:.3f} s/GiB pinning, "
                   f"{res[k]['alloc_s_per_gib']:.3f} s/GiB allocation")
     report_lazy(res)
+    report_engine(res)
     print(f"performance goal (hostpin >= 95% of pin_memory and >= 3x pageable): "
           f"{'met' if ok else 'NOT met'}")
     bad = verdict(res)
@@ -466,6 +474,444 @@ def report(d, out):
     return 1 if bad else 0
 
 
+# ---- the copy engine's tables (issue 24): three repetitions per cell ----
+# Runs (scripts/gpu-check gives each its environment):
+#   eng_pageable    no hostpin: the pageable and pin_memory() rows and baselines
+#   eng_staged      HOSTPIN_STAGE=1, a buffer never registered (PIN_AFTER high)
+#   eng_registered  HOSTPIN_STAGE=1, blocks registered at allocation; the
+#                   torch.cuda.graph check with a fast-decaying cache
+#   eng_default     HOSTPIN_STAGE=1, the default policy: first copy and steady
+#                   state, weights, a fresh tensor per step, DataLoader,
+#                   checkpoint
+# Buffers of one cell's repetitions stay alive until the cell is done so that
+# a "fresh" buffer is never a block hostpin's cache hands back.
+ENG_MIB = (4, 64, 256, 1024)
+REPS = 3
+WARM = 4  # copies between a buffer's first and its steady-state copies
+ENG_RUNS = {
+    "eng_pageable": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
+                     "loader_data_ok", "h2d_source_overwrite_unseen",
+                     "d2h_data_there_on_return"),
+    "eng_staged": ("sweep_data_ok", "h2d_source_overwrite_unseen",
+                   "d2h_data_there_on_return"),
+    "eng_registered": ("sweep_data_ok", "graph_pinned_before_capture",
+                       "graph_capture_ok", "graph_replays_correct"),
+    "eng_default": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
+                    "loader_data_ok", "h2d_source_overwrite_unseen",
+                    "d2h_data_there_on_return"),
+}
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def cell(xs):
+    """median (min-max) of a list of numbers, as a dict."""
+    return {"med": statistics.median(xs), "min": min(xs), "max": max(xs),
+            "all": list(xs)}
+
+
+def semantics(dev):
+    """Pageable semantics of a 64 MiB non_blocking copy as the program sees
+    them: the H2D source overwritten right after the call, the D2H data
+    there on return."""
+    import torch
+    n = 64 * MB
+    src = torch.empty(n, dtype=torch.uint8).fill_(3)
+    g = torch.empty(n, dtype=torch.uint8, device=dev)
+    g.copy_(src, non_blocking=True)
+    src.fill_(4)
+    torch.cuda.synchronize()
+    r = {"h2d_source_overwrite_unseen": bool((g[:: 4099] == 3).all())}
+    g.fill_(5)
+    dst = torch.empty(n, dtype=torch.uint8).fill_(0)
+    dst.copy_(g, non_blocking=True)
+    r["d2h_data_there_on_return"] = bool((dst[:: 4099] == 5).all())
+    torch.cuda.synchronize()
+    return r
+
+
+def sweep(dev, pinned):
+    """H2D/D2H GB/s at ENG_MIB: per repetition a fresh source (filled) and a
+    fresh, untouched destination; the first copy of each, then WARM copies,
+    then the steady state (enough copies to move >= 256 MiB)."""
+    import torch
+    import resource
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    out, ok, tmax = {}, True, threads()
+    for mib in ENG_MIB:
+        n = mib * MB
+        k = max(1, 256 // mib)
+        g = torch.empty(n, dtype=torch.uint8, device=dev).fill_(2)
+        keep = []
+        t = {"h2d_first": [], "h2d": [], "d2h_first": [], "d2h": []}
+
+        def timed(fn, times=1):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(times):
+                fn()
+            torch.cuda.synchronize()
+            return n * times / (time.perf_counter() - t0) / 1e9
+        for r in range(REPS):
+            v = 10 + r
+            x = torch.empty(n, dtype=torch.uint8, pin_memory=pinned).fill_(v)
+            y = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
+            keep += [x, y]
+            h2d = lambda: g.copy_(x, non_blocking=True)  # noqa: E731
+            d2h = lambda: y.copy_(g, non_blocking=True)  # noqa: E731
+            t["h2d_first"].append(timed(h2d))
+            timed(h2d, WARM)
+            t["h2d"].append(timed(h2d, k))
+            ok &= bool((g[:: 4099] == v).all())
+            t["d2h_first"].append(timed(d2h))
+            timed(d2h, WARM)
+            t["d2h"].append(timed(d2h, k))
+            ok &= bool((y[:: 4099] == v).all())
+            tmax = max(tmax, threads())
+        out[str(mib)] = {key: cell(xs) for key, xs in t.items()}
+        out[str(mib)]["is_pinned"] = bool(keep[0].is_pinned())
+        del keep, g, x, y
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    return out, ok, tmax, cpu
+
+
+def weights_once(dev, how):
+    """8 x 256 MiB buffers (filled beforehand, not timed) copied to the
+    device once each; how == "pin_memory": pin_memory() of each, timed
+    with its own copy.  Seconds per repetition.  Every buffer (and pinned
+    copy) is returned to be kept alive: no repetition reuses a block."""
+    import torch
+    n, ts, ok, keep = 256 * MB, [], True, []
+    gs = [torch.empty(n, dtype=torch.uint8, device=dev) for _ in range(8)]
+    for r in range(REPS):
+        bufs = [torch.empty(n, dtype=torch.uint8).fill_(16 * r + i) for i in range(8)]
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for g, b in zip(gs, bufs):
+            if how == "pin_memory":
+                b = b.pin_memory()
+                keep.append(b)
+            g.copy_(b, non_blocking=True)
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+        ok &= all(bool((g[:: 4099] == 16 * r + i).all()) for i, g in enumerate(gs))
+        keep += bufs
+    return cell(ts), ok, keep
+
+
+def checkpoint(dev, how):
+    """1 GiB D2H into fresh host memory (allocation timed): GB/s; the
+    buffers are returned to be kept alive."""
+    import torch
+    n, gbps, ok, keep = 1024 * MB, [], True, []
+    g = torch.empty(n, dtype=torch.uint8, device=dev)
+    for r in range(REPS):
+        g.fill_(40 + r)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        if how == "pin_memory":
+            h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+            h.copy_(g, non_blocking=True)
+        else:
+            h = g.cpu()
+        torch.cuda.synchronize()
+        gbps.append(n / (time.perf_counter() - t0) / 1e9)
+        ok &= bool((h[:: 4099] == 40 + r).all())
+        keep.append(h)
+    return cell(gbps), ok, keep
+
+
+def fresh_loop(dev, pinned):
+    """A fresh 256 MiB tensor per step (allocated, filled, copied): ms per
+    step, each repetition the mean of 4 steps after 4 warm-up steps."""
+    import torch
+    reps = []
+    for r in range(REPS + 1):
+        t0 = time.perf_counter()
+        for _ in range(4):
+            x = torch.empty(256 * MB, dtype=torch.uint8, pin_memory=pinned).fill_(1)
+            x.to(dev, non_blocking=True)
+            torch.cuda.synchronize()
+            del x
+        if r:
+            reps.append((time.perf_counter() - t0) / 4 * 1e3)
+    return cell(reps)
+
+
+class _Batches:
+    """16 batches of 64 MiB made by the workers (shared memory)."""
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        import torch
+        return torch.full((64 * MB,), i + 1, dtype=torch.uint8)
+
+
+def loader(dev, pin):
+    """DataLoader, 4 workers: the H2D time of a batch (ms, median of the
+    epoch) and the wall time per batch, one epoch per repetition."""
+    import torch
+    from torch.utils.data import DataLoader
+    h2d, wall, ok = [], [], True
+    for r in range(REPS):
+        dl = DataLoader(_Batches(), batch_size=None, num_workers=4, pin_memory=pin)
+        ts = []
+        t0 = time.perf_counter()
+        for i, b in enumerate(dl):
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            gb = b.to(dev, non_blocking=True)
+            torch.cuda.synchronize()
+            ts.append(time.perf_counter() - t1)
+            ok &= bool((gb[:: 4099] == i + 1).all())
+        wall.append((time.perf_counter() - t0) / 16 * 1e3)
+        h2d.append(statistics.median(ts) * 1e3)
+    return {"h2d_ms": cell(h2d), "wall_ms": cell(wall)}, ok
+
+
+def graph_check(dev):
+    """A step captured with torch.cuda.graph copies from a hostpin block
+    (registered: HOSTPIN_PIN_AFTER=0) while other freed blocks sit in a
+    cache that decays (HOSTPIN_CACHE_DECAY_MS short): four blocks are freed
+    just before the capture, which lasts longer than their decay time (the
+    decay thread must not unregister them meanwhile: that would invalidate
+    a global-mode capture), and one more between replays.  Capture
+    succeeds, each replay sees the block's current contents."""
+    import torch
+    n = 64 * MB
+    r = {}
+    s0 = hostpin_stats() or {}
+    junk = [torch.empty(n, dtype=torch.uint8).fill_(1) for _ in range(4)]
+    for j in junk:
+        j.to(dev)
+    x = torch.empty(n, dtype=torch.uint8).fill_(0)
+    # registered at allocation, or (a registration in the background) soon
+    for _ in range(100):
+        if x.is_pinned():
+            break
+        x.to(dev)
+        torch.cuda.synchronize()
+        time.sleep(0.05)
+    r["graph_pinned_before_capture"] = bool(x.is_pinned())
+    g = torch.empty(n, dtype=torch.uint8, device=dev)
+    out = torch.empty(n, dtype=torch.uint8, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        g.copy_(x, non_blocking=True)
+        out.copy_(g)
+        out.add_(1)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    del junk  # cached now; decaying during the capture
+    s1 = hostpin_stats() or {}
+    try:
+        with torch.cuda.graph(graph):
+            g.copy_(x, non_blocking=True)
+            time.sleep(0.2)  # > HOSTPIN_CACHE_DECAY_MS: the decay is due
+            out.copy_(g)
+            out.add_(1)
+        r["graph_capture_ok"] = True
+    except Exception as e:  # noqa: BLE001 - reported, fails the check
+        r["graph_capture_ok"] = False
+        r["graph_capture_error"] = str(e)[:300]
+        r["graph_replays_correct"] = False
+        return r
+    s2 = hostpin_stats() or {}
+    r["graph_evictions_during_capture"] = s2.get("cache_evictions", 0) - s1.get("cache_evictions", 0)
+    ok = True
+    for i in range(8):
+        x.fill_(i + 1)
+        graph.replay()
+        torch.cuda.synchronize()
+        ok &= bool((out[:: 4099] == i + 2).all())
+        t = torch.empty(n, dtype=torch.uint8).fill_(9)
+        t.to(dev)
+        del t
+        time.sleep(0.05)
+    r["graph_replays_correct"] = ok
+    r["graph_replays"] = 8
+    s3 = hostpin_stats() or {}
+    r["graph_cache_evictions"] = s3.get("cache_evictions", 0) - s0.get("cache_evictions", 0)
+    r["graph_pinned_after"] = bool(x.is_pinned())
+    return r
+
+
+def measure_engine(mode):
+    import torch
+    r = {"mode": mode, "preloaded": "LD_PRELOAD" in os.environ,
+         "env": {k: v for k, v in os.environ.items() if k.startswith("HOSTPIN_")},
+         "cpus": len(os.sched_getaffinity(0)), "threads_start": threads()}
+    torch.cuda.init()
+    torch.cuda.set_device(0)
+    dev = torch.device("cuda", 0)
+    torch.empty(1, device=dev)
+    r["threads_cuda"] = threads()
+    oks = {}
+    # The checkpoint's and the weights' buffers stay alive until the end:
+    # freed, they would be cached (hostpin's cache, PyTorch's pinned one)
+    # and handed to the sweep's buffers of the same size as "fresh" ones.
+    hold = []
+    if mode in ("eng_pageable", "eng_default"):
+        r["checkpoint_gbps"], oks["c"], k1 = checkpoint(dev, "pageable")
+        r["weights_s"], oks["w"], k2 = weights_once(dev, "pageable")
+        hold += k1 + k2
+        if mode == "eng_pageable":
+            r["checkpoint_pin_memory_gbps"], oks["c2"], k1 = checkpoint(dev, "pin_memory")
+            r["weights_pin_memory_s"], oks["w2"], k2 = weights_once(dev, "pin_memory")
+            hold += k1 + k2
+        r["checkpoint_data_ok"] = oks["c"] and oks.get("c2", True)
+        r["weights_data_ok"] = oks["w"] and oks.get("w2", True)
+    r["sweep"], ok, tmax, cpu = sweep(dev, False)
+    r["sweep_cpu_s"] = cpu
+    if mode == "eng_pageable":
+        r["sweep_pin_memory"], ok2, _, r["sweep_pin_memory_cpu_s"] = sweep(dev, True)
+        ok &= ok2
+    r["sweep_data_ok"] = ok
+    r["threads_max"] = tmax
+    del hold  # the DataLoader forks: a smaller parent
+    if mode in ("eng_pageable", "eng_default"):
+        r["loop_ms"] = fresh_loop(dev, False)
+        if mode == "eng_pageable":
+            r["loop_pin_memory_ms"] = fresh_loop(dev, True)
+        r["loader"], ok = loader(dev, False)
+        r["loader_pin_memory"], ok2 = loader(dev, True)
+        r["loader_data_ok"] = ok and ok2
+    if mode in ("eng_pageable", "eng_staged", "eng_default"):
+        r.update(semantics(dev))
+    if mode == "eng_registered":
+        r.update(graph_check(dev))
+    r["threads_end"] = threads()
+    r["stats"] = hostpin_stats()
+    return r
+
+
+def synth_engine(mode):
+    """A measure_engine result with every check passing (no torch, no GPU)."""
+    c = lambda v: {"med": v, "min": v * 0.9, "max": v * 1.1, "all": [v] * REPS}  # noqa: E731
+    def sw(g, pinned):
+        return {str(m): {"h2d_first": c(g), "h2d": c(g), "d2h_first": c(g), "d2h": c(g),
+                         "is_pinned": pinned} for m in ENG_MIB}
+    g = 5.0 if mode in ("eng_pageable", "eng_staged") else 50.0
+    r = {"mode": mode, "preloaded": mode != "eng_pageable", "env": {}, "cpus": 16,
+         "threads_start": 1, "threads_cuda": 4, "threads_max": 6, "threads_end": 6,
+         "sweep": sw(g, mode in ("eng_registered", "eng_default")), "sweep_cpu_s": 1.0,
+         "stats": None}
+    if mode == "eng_pageable":
+        r["sweep_pin_memory"] = sw(50.0, True)
+        r.update({"checkpoint_pin_memory_gbps": c(20.0), "weights_pin_memory_s": c(0.2),
+                  "loop_pin_memory_ms": c(10.0)})
+    if mode in ("eng_pageable", "eng_default"):
+        r.update({"checkpoint_gbps": c(10.0), "weights_s": c(0.3), "loop_ms": c(20.0),
+                  "loader": {"h2d_ms": c(5.0), "wall_ms": c(30.0)},
+                  "loader_pin_memory": {"h2d_ms": c(2.0), "wall_ms": c(25.0)}})
+    if mode == "eng_registered":
+        r.update({"graph_replays": 8, "graph_evictions_during_capture": 0,
+                  "graph_cache_evictions": 5, "graph_pinned_after": True})
+    r.update({k: True for k in ENG_RUNS[mode]})
+    return r
+
+
+def synth_any(mode):
+    """A passing result for any run (for scripts/gpu-check's own test)."""
+    if mode in LAZY_RUNS:
+        return synth_lazy(mode)
+    if mode in ENG_RUNS:
+        return synth_engine(mode)
+    return synth(mode)
+
+
+ALL_RUNS = (list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(LAZY_RUNS)
+            + list(ENG_RUNS))
+
+
+def fmt(c, f="{:.2f}"):
+    """A cell: median (min-max)."""
+    if not isinstance(c, dict):
+        return "-"
+    return f"{f.format(c['med'])} ({f.format(c['min'])}-{f.format(c['max'])})"
+
+
+def report_engine(res):
+    """The copy engine's tables; the goals printed, not enforced."""
+    P, S, R, D = (res.get(k) if isinstance(res.get(k), dict) else None
+                  for k in ("eng_pageable", "eng_staged", "eng_registered", "eng_default"))
+    if not any((P, S, R, D)):
+        return
+    print(f"copy engine: GB/s, median (min-max) of {REPS}; first = a fresh buffer's first "
+          f"copy, steady = after {WARM} more copies")
+    rows = [("pageable", P and P.get("sweep")), ("staged", S and S.get("sweep")),
+            ("registered", R and R.get("sweep")), ("pin_memory", P and P.get("sweep_pin_memory")),
+            ("default", D and D.get("sweep"))]
+    print(f"{'MiB':>6} {'dir':>4} {'memory':>10} {'first':>22} {'steady':>22} is_pinned")
+    med = {}
+    for mib in ENG_MIB:
+        for d in ("h2d", "d2h"):
+            for name, sw in rows:
+                e = (sw or {}).get(str(mib))
+                if not isinstance(e, dict):
+                    continue
+                med[(name, mib, d)] = (e[d + "_first"]["med"], e[d]["med"])
+                print(f"{mib:>6} {d:>4} {name:>10} {fmt(e[d + '_first']):>22} "
+                      f"{fmt(e[d]):>22} {e.get('is_pinned')}")
+    goals = []
+    first_ok = steady_ok = slower_ok = None
+    for mib in ENG_MIB:
+        for d in ("h2d", "d2h"):
+            pin = med.get(("pin_memory", mib, d))
+            pg = med.get(("pageable", mib, d))
+            df = med.get(("default", mib, d))
+            if pin and df:
+                if mib >= 64:
+                    first_ok = (first_ok is not False) and df[0] >= 0.8 * pin[1]
+                steady_ok = (steady_ok is not False) and df[1] >= 0.98 * pin[1]
+            if pg:
+                for name in ("staged", "registered", "default"):
+                    v = med.get((name, mib, d))
+                    if v:
+                        slower_ok = (slower_ok is not False) and v[0] >= pg[0] and v[1] >= pg[1]
+    word = lambda b: "not measured" if b is None else ("met" if b else "NOT met")  # noqa: E731
+    goals.append(f"default policy: a buffer's first copy >= 0.8x pin_memory() from 64 MiB: {word(first_ok)}")
+    goals.append(f"default policy: steady state >= 0.98x pin_memory() from 4 MiB: {word(steady_ok)}")
+    goals.append(f"no copy (staged, registered, default) slower than pageable (first against first, "
+                 f"steady against steady): {word(slower_ok)}")
+    if P and D:
+        print(f"weights 8x256 MiB copied once, s: pageable {fmt(P.get('weights_s'), '{:.3f}')}, "
+              f"pin_memory() with its own copy {fmt(P.get('weights_pin_memory_s'), '{:.3f}')}, "
+              f"hostpin default {fmt(D.get('weights_s'), '{:.3f}')}")
+        print(f"fresh 256 MiB tensor per step, ms/step: pageable {fmt(P.get('loop_ms'))}, "
+              f"pin_memory() {fmt(P.get('loop_pin_memory_ms'))}, hostpin default {fmt(D.get('loop_ms'))}")
+        for key, pin in (("loader", "False"), ("loader_pin_memory", "True")):
+            a, b = P.get(key) or {}, D.get(key) or {}
+            print(f"DataLoader 4 workers, 16x64 MiB, pin_memory={pin}: batch H2D ms without "
+                  f"hostpin {fmt(a.get('h2d_ms'))}, with {fmt(b.get('h2d_ms'))}; wall ms/batch "
+                  f"without {fmt(a.get('wall_ms'))}, with {fmt(b.get('wall_ms'))}")
+        print(f"checkpoint 1 GiB D2H into fresh host memory, GB/s: pageable "
+              f"{fmt(P.get('checkpoint_gbps'))}, pin_memory() {fmt(P.get('checkpoint_pin_memory_gbps'))}, "
+              f"hostpin default {fmt(D.get('checkpoint_gbps'))}")
+    if R:
+        print(f"torch.cuda.graph from a hostpin block while the cache decays: pinned before capture "
+              f"{R.get('graph_pinned_before_capture')}, capture {R.get('graph_capture_ok')}"
+              f"{' (' + R['graph_capture_error'] + ')' if R.get('graph_capture_error') else ''}, "
+              f"{R.get('graph_replays', 0)} replays correct {R.get('graph_replays_correct')}, "
+              f"cache evictions counted during the capture {R.get('graph_evictions_during_capture')}, "
+              f"in all {R.get('graph_cache_evictions')}, pinned after "
+              f"{R.get('graph_pinned_after')}")
+    for name, r in (("pageable", P), ("staged", S), ("registered", R), ("default", D)):
+        if r:
+            print(f"CPU threads ({name}, /proc/self/task; {r.get('cpus')} CPUs allowed): start "
+                  f"{r.get('threads_start')}, after CUDA init {r.get('threads_cuda')}, max during "
+                  f"the sweep {r.get('threads_max')}, end {r.get('threads_end')}; sweep CPU time "
+                  f"{r.get('sweep_cpu_s', 0):.2f} s")
+    for gl in goals:
+        print(f"goal (printed, not enforced): {gl}")
+
+
 if __name__ == "__main__":
     m = sys.argv[1]
     if m == "report":
@@ -473,10 +919,11 @@ if __name__ == "__main__":
     if m == "selftest":
         sys.exit(selftest())
     if m == "synth":
-        print(json.dumps(synth_lazy(sys.argv[2]) if sys.argv[2] in LAZY_RUNS
-                         else synth(sys.argv[2])))
+        print(json.dumps(synth_any(sys.argv[2])))
         sys.exit(0)
-    if m.startswith("regcost"):
+    if m.startswith("eng_"):
+        print(json.dumps(measure_engine(m)))
+    elif m.startswith("regcost"):
         print(json.dumps(regcost()))
     elif m.startswith("lazy"):
         print(json.dumps(measure_lazy()))
