@@ -125,36 +125,51 @@ if echo "$out" | grep -q '^rc=0$' && [ "$(echo "$out" | head -1)" -ge 65536 ] 2>
 else bad "containers: CAP_IPC_LOCK under 64 KiB (want VmLck >= 64 MiB):"; echo "$out" | sed 's/^/    /'; fi
 
 # 5. The image: README's "RUN dpkg -i" and "ENV LD_PRELOAD=libhostpin.so"
-# lines in make compat's Debian 11 root, used as a container (a chroot on
-# an overlay, so the root is not changed), and its /etc/ld.so.preload line.
-# Must hold: dpkg -i installs the package from make deb; /bin/true and
-# python3 under LD_PRELOAD=libhostpin.so (by name) exit 0 with hostpin
-# mapped; with README's ld.so.preload line, env -i /bin/grep has it mapped.
-croot=${HOSTPIN_COMPAT_ROOT:-$top/build/bullseye}
-if [ ! -x "$croot/usr/bin/python3" ]; then
-	echo "SKIP: no Debian 11 root at $croot (make compat makes it; HOSTPIN_COMPAT_ROOT): the image's dpkg -i line not run"
-elif ! make -s --no-print-directory -C "$top" deb > "$d/deb.log" 2>&1; then
+# lines, and its /etc/ld.so.preload line, in two images used as containers
+# (a chroot on an overlay with a tmpfs upper layer, so neither root
+# changes): this machine's own root, and make compat's Debian 11 root where
+# the package's library asks for no glibc newer than that root's (a deb
+# built on a newer distribution does not fit it: said, not run).  Must
+# hold: dpkg -i installs the package from make deb; /bin/true and python3
+# under LD_PRELOAD=libhostpin.so (by name) exit 0 with hostpin mapped and
+# say nothing; with README's ld.so.preload line, env -i /bin/grep has it
+# mapped.
+if ! make -s --no-print-directory -C "$top" deb > "$d/deb.log" 2>&1; then
 	bad "containers: make deb failed"; sed 's/^/    /' "$d/deb.log" | tail -5
 else
 	deb=$(ls -t "$top"/build/hostpin_*.deb | head -1)
-	out=$(unshare -m bash -c "$hdr"'
-		mkdir -p "$d/r-up/tmp" "$d/r-work" "$d/r"
-		mount -t overlay overlay -o lowerdir="'"$croot"'",upperdir="$d/r-up",workdir="$d/r-work" "$d/r" ||
-			{ echo "no overlay"; exit; }
-		cp "'"$deb"'" "$d/r/tmp/"
-		mount --bind /proc "$d/r/proc"; mount --bind /dev "$d/r/dev"
-		chroot "$d/r" sh -c "dpkg -i /tmp/hostpin_*.deb && rm /tmp/hostpin_*.deb" > "$d/dpkg.log" 2>&1; echo "dpkg rc=$?"
-		chroot "$d/r" env LD_PRELOAD=libhostpin.so /bin/true 2>&1; echo "true rc=$?"
-		chroot "$d/r" env LD_PRELOAD=libhostpin.so python3 -c "print(sum(1 for l in open(\"/proc/self/maps\") if \"libhostpin\" in l) > 0)" 2>&1; echo "python3 rc=$?"
-		chroot "$d/r" sh -c "echo '"$preload_line"' > /etc/ld.so.preload"
-		echo "ld.so.preload: $(chroot "$d/r" env -i /bin/grep -c libhostpin /proc/self/maps)"' 2>&1)
-	if echo "$out" | grep -q '^no overlay'; then
-		echo "SKIP: no overlay mount of $croot: the image's dpkg -i line not run"
-	elif echo "$out" | grep -q '^dpkg rc=0$' && echo "$out" | grep -q '^true rc=0$' && echo "$out" | grep -q '^True$' &&
-		echo "$out" | grep -q '^python3 rc=0$' && echo "$out" | grep -q '^ld.so.preload: [1-9]' &&
-		[ "$(echo "$out" | grep -c '^hostpin')" = 0 ]; then
-		ok "containers: dpkg -i $(basename "$deb") in the Debian 11 root; /bin/true and python3 run under LD_PRELOAD=libhostpin.so, and under /etc/ld.so.preload"
-	else bad "containers: the image lines in the Debian 11 root:"; echo "$out" | sed 's/^/    /'; sed 's/^/    dpkg: /' "$d/dpkg.log" | tail -5; fi
+	# the newest glibc symbol version the library asks for
+	need=$(objdump -T "$LIB" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+	roots=/
+	croot=${HOSTPIN_COMPAT_ROOT:-$top/build/bullseye}
+	cglibc=$(ls "$croot"/lib/x86_64-linux-gnu/libc-2.*.so 2>/dev/null | sed -n 's/.*libc-\(2\.[0-9]*\)\.so$/\1/p' | head -1)
+	if [ ! -x "$croot/usr/bin/python3" ] || [ -z "$cglibc" ]; then
+		echo "SKIP: no Debian 11 root at $croot (make compat makes it; HOSTPIN_COMPAT_ROOT): the image lines run in this machine's root only"
+	elif [ "$(printf '%s\n' "$need" "$cglibc" | sort -V | tail -1)" != "$cglibc" ]; then
+		echo "SKIP: this make deb's library asks for GLIBC_$need, the Debian 11 root has $cglibc: a deb for older images is built on the oldest"
+	else roots="/ $croot"; fi
+	for r in $roots; do
+		out=$(unshare -m bash -c "$hdr"'
+			mkdir -p "$d/img"; mount -t tmpfs tmpfs "$d/img"; mkdir "$d/img/up" "$d/img/work" "$d/img/r"
+			mount -t overlay overlay -o lowerdir="'"$r"'",upperdir="$d/img/up",workdir="$d/img/work" "$d/img/r" ||
+				{ echo "no overlay"; exit; }
+			R=$d/img/r
+			mount --bind /proc "$R/proc"; mount --bind /dev "$R/dev"; mkdir -p "$R/tmp"
+			cp "'"$deb"'" "$R/tmp/"
+			chroot "$R" sh -c "dpkg -i /tmp/hostpin_*.deb && rm /tmp/hostpin_*.deb" > "$d/dpkg.log" 2>&1; echo "dpkg rc=$?"
+			chroot "$R" env -u HOSTPIN_LOG LD_PRELOAD=libhostpin.so /bin/true 2>&1; echo "true rc=$?"
+			chroot "$R" env -u HOSTPIN_LOG LD_PRELOAD=libhostpin.so /usr/bin/python3 -c "print(sum(1 for l in open(\"/proc/self/maps\") if \"libhostpin\" in l) > 0)" 2>&1; echo "python3 rc=$?"
+			chroot "$R" sh -c "echo '"$preload_line"' > /etc/ld.so.preload"
+			echo "ld.so.preload: $(chroot "$R" env -i /bin/grep -c libhostpin /proc/self/maps)"' 2>&1)
+		what="this machine's root"; [ "$r" = / ] || what="the Debian 11 root"
+		if echo "$out" | grep -q '^no overlay'; then
+			echo "SKIP: no overlay mount of $r: the image lines not run in $what"
+		elif echo "$out" | grep -q '^dpkg rc=0$' && echo "$out" | grep -q '^true rc=0$' && echo "$out" | grep -q '^True$' &&
+			echo "$out" | grep -q '^python3 rc=0$' && echo "$out" | grep -q '^ld.so.preload: [1-9]' &&
+			[ "$(echo "$out" | grep -c '^hostpin')" = 0 ]; then
+			ok "containers: dpkg -i $(basename "$deb") in $what; /bin/true and python3 run under LD_PRELOAD=libhostpin.so, env -i under /etc/ld.so.preload"
+		else bad "containers: the image lines in $what:"; echo "$out" | sed 's/^/    /'; sed 's/^/    dpkg: /' "$d/dpkg.log" | tail -5; fi
+	done
 fi
 
 fi # root
