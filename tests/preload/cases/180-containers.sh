@@ -132,7 +132,8 @@ else bad "containers: CAP_IPC_LOCK under 64 KiB (want VmLck >= 64 MiB):"; echo "
 # built on a newer distribution does not fit it: said, not run).  Must
 # hold: dpkg -i installs the package from make deb; /bin/true and python3
 # under LD_PRELOAD=libhostpin.so (by name) exit 0 with hostpin mapped and
-# say nothing; with README's ld.so.preload line, env -i /bin/grep has it
+# say nothing; the package's launcher (the docker run line's "hostpin
+# CMD", with --stats) runs python3 to exit 0 with one report; with README's ld.so.preload line, env -i /bin/grep has it
 # mapped.
 if ! make -s --no-print-directory -C "$top" deb > "$d/deb.log" 2>&1; then
 	bad "containers: make deb failed"; sed 's/^/    /' "$d/deb.log" | tail -5
@@ -159,6 +160,8 @@ else
 			chroot "$R" sh -c "dpkg -i /tmp/hostpin_*.deb && rm /tmp/hostpin_*.deb" > "$d/dpkg.log" 2>&1; echo "dpkg rc=$?"
 			chroot "$R" env -u HOSTPIN_LOG LD_PRELOAD=libhostpin.so /bin/true 2>&1; echo "true rc=$?"
 			chroot "$R" env -u HOSTPIN_LOG LD_PRELOAD=libhostpin.so /usr/bin/python3 -c "print(sum(1 for l in open(\"/proc/self/maps\") if \"libhostpin\" in l) > 0)" 2>&1; echo "python3 rc=$?"
+			chroot "$R" hostpin --stats /usr/bin/python3 -c "b = bytearray(8 << 20)" > "$d/launch.log" 2>&1; echo "launcher rc=$?"
+			grep -c "^hostpin: job report: 1 process" "$d/launch.log" | sed "s/^/launcher reports: /"
 			chroot "$R" sh -c "echo '"$preload_line"' > /etc/ld.so.preload"
 			echo "ld.so.preload: $(chroot "$R" env -i /bin/grep -c libhostpin /proc/self/maps)"' 2>&1)
 		what="this machine's root"; [ "$r" = / ] || what="the Debian 11 root"
@@ -166,13 +169,18 @@ else
 			echo "SKIP: no overlay mount of $r: the image lines not run in $what"
 		elif echo "$out" | grep -q '^dpkg rc=0$' && echo "$out" | grep -q '^true rc=0$' && echo "$out" | grep -q '^True$' &&
 			echo "$out" | grep -q '^python3 rc=0$' && echo "$out" | grep -q '^ld.so.preload: [1-9]' &&
+			echo "$out" | grep -q '^launcher rc=0$' && echo "$out" | grep -q '^launcher reports: 1$' &&
 			[ "$(echo "$out" | grep -c '^hostpin')" = 0 ]; then
-			ok "containers: dpkg -i $(basename "$deb") in $what; /bin/true and python3 run under LD_PRELOAD=libhostpin.so, env -i under /etc/ld.so.preload"
+			ok "containers: dpkg -i $(basename "$deb") in $what; /bin/true and python3 run under LD_PRELOAD=libhostpin.so and the launcher (hostpin --stats: one job report), env -i under /etc/ld.so.preload"
 		else bad "containers: the image lines in $what:"; echo "$out" | sed 's/^/    /'; sed 's/^/    dpkg: /' "$d/dpkg.log" | tail -5; fi
 	done
 fi
 
 fi # root
+
+# The docker run line itself is not run (the case builds no image, and a
+# test machine has no Docker daemon): its parts are, above.
+echo "SKIP: docker run itself not run (no image built, no daemon needed): its --ipc=host, a small /dev/shm and --ulimit memlock are run above as mount namespaces and prlimit"
 
 # 6. The image's wheel line (pip install, then hostpin.library_path() for
 # LD_PRELOAD), run only where a wheel is already built (make wheel is item
