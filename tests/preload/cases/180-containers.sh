@@ -139,15 +139,17 @@ if ! make -s --no-print-directory -C "$top" deb > "$d/deb.log" 2>&1; then
 	bad "containers: make deb failed"; sed 's/^/    /' "$d/deb.log" | tail -5
 else
 	deb=$(ls -t "$top"/build/hostpin_*.deb | head -1)
-	# the newest glibc symbol version the library asks for
-	need=$(objdump -T "$LIB" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+	# the newest glibc symbol version the library and hostpin-status (the
+	# launcher's report) ask for (their references,
+	# *UND*: it defines dlsym@GLIBC_2.34 itself, as scripts/compat-tier says)
+	need=$(objdump -T "$LIB" "$ST" 2>/dev/null | grep -F '*UND*' | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
 	roots=/
 	croot=${HOSTPIN_COMPAT_ROOT:-$top/build/bullseye}
 	cglibc=$(ls "$croot"/lib/x86_64-linux-gnu/libc-2.*.so 2>/dev/null | sed -n 's/.*libc-\(2\.[0-9]*\)\.so$/\1/p' | head -1)
 	if [ ! -x "$croot/usr/bin/python3" ] || [ -z "$cglibc" ]; then
 		echo "SKIP: no Debian 11 root at $croot (make compat makes it; HOSTPIN_COMPAT_ROOT): the image lines run in this machine's root only"
 	elif [ "$(printf '%s\n' "$need" "$cglibc" | sort -V | tail -1)" != "$cglibc" ]; then
-		echo "SKIP: this make deb's library asks for GLIBC_$need, the Debian 11 root has $cglibc: a deb for older images is built on the oldest"
+		echo "SKIP: this make deb's library or hostpin-status asks for GLIBC_$need, the Debian 11 root has $cglibc: a deb for older images is built on the oldest"
 	else roots="/ $croot"; fi
 	for r in $roots; do
 		out=$(unshare -m bash -c "$hdr"'
