@@ -187,6 +187,10 @@ uninstall:
 DEB_ARCH = $(shell dpkg --print-architecture)
 DEB_MULTIARCH = $(shell $(CC) -print-multiarch)
 DEB := $(B)/hostpin_$(VERSION)_$(DEB_ARCH).deb
+# The package depends on the newest glibc the built binaries ask for (their
+# *UND* symbol versions; 2.28 at least): a deb built on Debian 12 needs 2.34.
+DEB_GLIBC = $(shell objdump -T $(LIB) $(B)/hostpin-status | awk '/\*UND\*/' | \
+	grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | { cat; echo 2.28; } | sort -V | tail -1)
 deb: all
 	rm -rf $(B)/deb && mkdir -p $(B)/deb/root/DEBIAN
 	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(B))/deb/root PREFIX=/usr \
@@ -201,7 +205,7 @@ deb: all
 	chmod 0644 $(B)/deb/root/usr/share/doc/hostpin/copyright
 	printf '%s\n' 'Package: hostpin' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
 		'Maintainer: hostpin developers <hostpin@localhost>' 'Section: libs' 'Priority: optional' \
-		'Depends: libc6 (>= 2.28)' 'Suggests: python3' \
+		'Depends: libc6 (>= $(DEB_GLIBC))' 'Suggests: python3' \
 		'Description: pin large host buffers for GPU copies (LD_PRELOAD)' \
 		' hostpin makes the large host buffers of an unmodified program page-locked' \
 		' and registered with the GPU driver (CUDA, Level Zero), so host-device' \
