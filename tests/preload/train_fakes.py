@@ -3,7 +3,7 @@ the same arguments and output (every step's "loss", --times), each step a
 fresh 4 MiB host batch (--batch x 256 float32s) copied to the device and a
 result copied back, through the fake CUDA driver (libcuda.so.1 on
 LD_LIBRARY_PATH: tests/fakes/fake_cuda.c) by ctypes, as PyTorch's CUDA
-allocator and copies reach the driver.  Used by 178-demo_gpu.sh to run
+allocator and copies reach the driver.  Used by 177-demo_gpu.sh to run
 make demo's GPU branch end to end."""
 import argparse
 import ctypes
