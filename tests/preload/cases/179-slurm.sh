@@ -16,8 +16,12 @@
 # Must hold: four ranks, SLURM_PROCID 0..3, four slots in the ledger while
 # they run (hostpin status: 4 rows, ranks 0-3); one merged report of 4
 # processes; scancel of a running job ends it and the report of its 4
-# processes still arrives (the launcher stays to print it); no daemon, step
-# or rank is left behind.  Without root or the packages: SKIP.
+# processes still arrives (the launcher stays to print it); under a site's
+# --export=NONE (SLURM_EXPORT_ENV) the ranks get no preload and the report
+# says so, and srun --export=LD_PRELOAD,HOSTPIN_JOB,... brings it back; the
+# README's sbatch --wrap line prints the report into the job's output; no
+# slot is left in the ledger; no daemon, step or rank is left behind and the
+# temp dir is gone.  Without root or the packages: SKIP.  About 20 s.
 sl=
 sl_pids=()
 sl_nostep() {
@@ -152,6 +156,28 @@ else
 		[ $rc -eq 0 ] && [ "$(echo "$out" | grep -c 'job report: 1 process')" = 4 ] &&
 			ok "slurm: srun -n 4 hostpin --stats runs four launchers: four reports of 1 process (why the README puts hostpin outside srun)" ||
 			{ bad "slurm: srun -n 4 hostpin --stats (rc $rc)"; echo "$out" | sed 's/^/    /'; }
+		# a site's --export=NONE: the ranks lose the preload (no report),
+		# unless srun names what hostpin needs (README's line)
+		sl_exp() { # DIR EXPORT-ENV SRUN-OPTS...
+			local d=$1 ee=$2; shift 2
+			touch "$sl/$d/go"
+			HOSTPIN_LEDGER=$sl/ledger SLURM_EXPORT_ENV=$ee timeout 300 "$H" "${slj[@]}" --stats -- \
+				srun -J hp-exp -O -n 4 "$@" /usr/bin/python3 "$sl/job.py" "$sl/$d" 2>&1
+		}
+		mkdir -p "$sl/d4" "$sl/d5"
+		out=$(sl_exp d4 NONE); rc=$?
+		out2=$(sl_exp d5 NONE --export=LD_PRELOAD,HOSTPIN_JOB,HOSTPIN_LEDGER,HOSTPIN_BACKEND,HOSTPIN_THRESHOLD,PATH); rc2=$?
+		if [ $rc -eq 0 ] && echo "$out" | grep -q 'no process of the job used hostpin' &&
+			[ $rc2 -eq 0 ] && echo "$out2" | grep -q 'job report: 4 processes'; then
+			ok "slurm: under --export=NONE the ranks get no preload; --export=LD_PRELOAD,HOSTPIN_JOB,... brings the report back"
+		else bad "slurm: --export=NONE (rc $rc, rc $rc2)"; echo "$out"; echo "$out2" | sed 's/^/    /'; fi
+		# the README's batch line
+		mkdir -p "$sl/d6"; touch "$sl/d6/go"
+		HOSTPIN_LEDGER=$sl/ledger timeout 300 sbatch --wait -Q -J hp-batch -O -n 4 -o "$sl/o6" \
+			--wrap "$H ${slj[*]} --stats -- srun /usr/bin/python3 $sl/job.py $sl/d6"; rc=$?
+		if [ $rc -eq 0 ] && [ "$(grep -c '^rank [0-3] of 4 3$' "$sl/o6")" = 4 ] && grep -q 'job report: 4 processes' "$sl/o6"; then
+			ok "slurm: sbatch -n 4 --wrap 'hostpin --stats -- srun python3 job.py': the report in the job's output"
+		else bad "slurm: sbatch (rc $rc)"; sed 's/^/    /' "$sl/o6" 2>&1; fi
 		st=$(HOSTPIN_LEDGER=$sl/ledger "$top/build/hostpin-status" --all)
 		left=$(echo "$st" | awk 'NF > 5 && $1 ~ /^[0-9]+$/ && $2 != "processes;"' | wc -l)
 		[ "$left" = 0 ] && ok "slurm: no slot left in the ledger" ||
