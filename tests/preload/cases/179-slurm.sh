@@ -53,6 +53,10 @@ if [ -n "$sl_why" ]; then
 	echo "SKIP: $sl_why: no Slurm cluster started"
 else
 	sl_t0=$SECONDS
+	# make check inside a Slurm job: its SLURM_* (job id, SLURM_CONF)
+	# belong to the outer cluster; put back after the case
+	sl_env=$(export -p | grep '^declare -x SLURM_')
+	for v in $(compgen -e | grep '^SLURM_'); do unset "$v"; done
 	trap sl_stop EXIT
 	sl=$(mktemp -d /tmp/hostpin-slurm.XXXXXX)
 	chmod 755 "$sl"
@@ -187,6 +191,7 @@ else
 	sl_stop
 	trap - EXIT
 	unset SLURM_CONF
+	eval "$sl_env"
 	# zombies left to a container's pid 1 that reaps nothing are not running
 	leftp=$({ pgrep -f "$slpat"; pgrep -x 'slurmctld|slurmd|slurmstepd|munged'; } |
 		xargs -r ps -o pid=,stat=,args= -p | awk '$2 !~ /^Z/')
