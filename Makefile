@@ -38,7 +38,7 @@ PYDIR ?= $(shell $(PYTHON) -c '$(PYDIR_PY)' '$(PREFIX)' 2>/dev/null || echo '$(P
 
 CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config python3-venv
 RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang \
-	openmpi-bin prometheus
+	openmpi-bin prometheus slurmctld slurmd munge slurm-client
 DEPS_STAMP := $(B)/.deps
 
 REG_SRC := registry/registry.c
