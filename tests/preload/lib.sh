@@ -65,6 +65,16 @@ run() {
 		bad "$name"; echo "$out" | tail -15 | sed 's/^/    /'; fi
 }
 P="LD_PRELOAD=$LIB"
+# ups FILE N: wait (a generous limit, never a fixed wait that decides the
+# result) until FILE holds N lines "up"; exported for `unshare ... bash -c`
+ups() {
+	local end=$((SECONDS + 60))
+	until [ "$(grep -c '^up$' "$1" 2>/dev/null)" -ge "$2" ]; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}
+export -f ups
 # poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
 # wait that decides the result)
 poll() {

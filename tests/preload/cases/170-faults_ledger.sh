@@ -18,16 +18,6 @@ LN=$(env -u HOSTPIN_LEDGER $P HOSTPIN_LOG=info /bin/true 2>&1 | sed -n 's|.*: le
 hdr="set -u; LIB='$LIB'; ST='$ST'; LH='$LH'; d='$d'; B='$B'; LN='${LN:-ledger}'"
 isroot=0
 [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null && isroot=1
-# ups FILE N: wait (a generous limit, never a fixed wait that decides the
-# result) until FILE holds N lines "up"
-ups() {
-	local end=$((SECONDS + 60))
-	until [ "$(grep -c '^up$' "$1" 2>/dev/null)" -ge "$2" ]; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
-export -f ups
 
 if [ $isroot = 0 ]; then
 	echo "SKIP: not root (or no unshare -m): full /dev/shm, other users' files, PID namespaces and RLIMIT_NOFILE not injected"
@@ -185,5 +175,4 @@ else
 	echo "SKIP: not root or no unshare -p: PID namespaces and the RLIMIT_NOFILE reaper not injected"
 fi
 rm -rf "$d"
-export -fn ups; unset -f ups
 unset LH LN LEDGER_SIZE hdr isroot MB

@@ -11,15 +11,6 @@ chmod 755 "$d"
 hdr="set -u; LIB='$LIB'; ST='$ST'; d='$d'"
 isroot=0
 [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null && isroot=1
-# ups FILE N: wait (a generous limit, never a wait that decides the result)
-# until FILE holds N lines "up"
-ups() {
-	local end=$((SECONDS + 60))
-	until [ "$(grep -c '^up$' "$1" 2>/dev/null)" -ge "$2" ]; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
 # The README lines the cases below run, read from README.md itself.
 rd=$top/README.md
 preload_line=$(sed -n 's/^    RUN echo \(\/[^ ]*libhostpin\.so\) > \/etc\/ld\.so\.preload.*/\1/p' "$rd")
