@@ -110,8 +110,15 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 {
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
-	/* Adoption, madvise or a foreign registration holds it briefly. */
-	while (r && hp_word_state(s->word) == HP_REC_BUSY) {
+	/* Adoption, madvise or a foreign registration holds it briefly.  A
+	 * pointer inside a block being released may be memory the kernel
+	 * handed out again: a block grown by mremap leaves its old place
+	 * before its record goes (grow_block), so wait for the record. */
+	for (unsigned spins = 0;
+	     r && (hp_word_state(s->word) == HP_REC_BUSY ||
+		   (hp_word_state(s->word) == HP_REC_RELEASING &&
+		    s->base != (uintptr_t)p && spins < (1u << 16)));
+	     spins++) {
 		sched_yield();
 		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	}
