@@ -106,9 +106,13 @@ launched() {
 	if [ -z "$why" ]; then ok "hostpin --stats sent SIG$sig$how (job traps it: $trap): job got it, rc $rc, report printed"
 	else bad "hostpin --stats sent SIG$sig$how (job traps it: $trap):$why"; sed 's/^/    /' "$d/out" | tail -4; fi
 }
-launched TERM 1 7
-launched TERM 0 143
-launched HUP 1 7
+# a signal the caller's caller ignores (nohup: SIGHUP) stays ignored in the
+# launcher, as it must: reset the two this case sends where env can
+dflt=
+env --default-signal=HUP,TERM true 2>/dev/null && dflt="env --default-signal=HUP,TERM"
+launched TERM 1 7 $dflt
+launched TERM 0 143 $dflt
+launched HUP 1 7 $dflt
 # a background command of a script starts with SIGINT ignored: undo that
 # for the launcher, as an interactive shell or a supervisor would have it
 if env --default-signal=INT true 2>/dev/null; then

@@ -187,13 +187,14 @@ else
 		[ "$left" = 0 ] && ok "slurm: no slot left in the ledger" ||
 			{ bad "slurm: $left slots left in the ledger"; echo "$st" | sed 's/^/    /'; }
 	fi
-	slpat=$sl
+	slpat=$sl mine=("${sl_pids[@]}")
 	sl_stop
 	trap - EXIT
 	unset SLURM_CONF
 	eval "$sl_env"
 	# zombies left to a container's pid 1 that reaps nothing are not running
-	leftp=$({ pgrep -f "$slpat"; pgrep -x 'slurmctld|slurmd|slurmstepd|munged'; } |
+	# this case's own daemons (another Slurm on the machine is not ours)
+	leftp=$({ pgrep -f "$slpat"; printf '%s\n' "${mine[@]}"; } |
 		xargs -r ps -o pid=,stat=,args= -p | awk '$2 !~ /^Z/')
 	[ -z "$leftp" ] && [ ! -e "$slpat" ] && ok "slurm: daemons stopped, no process left, temp dir removed ($((SECONDS - sl_t0)) s)" ||
 		{ bad "slurm: left behind"; echo "$leftp" | sed 's/^/    /'; }
