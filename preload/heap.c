@@ -114,10 +114,11 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 	 * pointer inside a block being released may be memory the kernel
 	 * handed out again: a block grown by mremap leaves its old place
 	 * before its record goes (grow_block), so wait for the record. */
+	struct timespec t0 = {0, 0};
 	for (unsigned spins = 0;
 	     r && (hp_word_state(s->word) == HP_REC_BUSY ||
 		   (hp_word_state(s->word) == HP_REC_RELEASING &&
-		    s->base != (uintptr_t)p && spins < (1u << 16)));
+		    s->base != (uintptr_t)p && !hp_waited(&t0, spins, 10)));
 	     spins++) {
 		sched_yield();
 		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);

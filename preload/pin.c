@@ -309,15 +309,15 @@ int hp_track(uintptr_t base, size_t len, unsigned kind)
 	return hp_track_as(base, len, kind, 0, 0);
 }
 
-/* Whether a record covering a is being released or held (its range may be
- * on its way out). */
-static int in_flux(uintptr_t a)
+/* Whether a record covering a is being released (1) or held (2): its range
+ * may be on its way out; 0 otherwise. */
+static unsigned in_flux(uintptr_t a)
 {
 	hp_snap_t s;
 	if (hp_registry_lookup(&hp_reg, a, &s) == NULL)
 		return 0;
 	uint32_t st = hp_word_state(s.word);
-	return st == HP_REC_RELEASING || st == HP_REC_BUSY;
+	return st == HP_REC_RELEASING ? 1 : st == HP_REC_BUSY ? 2 : 0;
 }
 
 int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
@@ -329,12 +329,19 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 	 * block on its way out (grown by mremap: its old place is free before
 	 * its record is removed); wait for that record, never for a live one,
 	 * and not for ever (a hold this thread has itself never ends here). */
-	for (unsigned spins = 0;
-	     (e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r)) ==
-		     EEXIST && spins < (1u << 16) &&
-	     (in_flux(base) || in_flux(base + len - 1));
-	     spins++)
+	struct timespec t0 = {0, 0};
+	for (unsigned spins = 0;; spins++) {
+		e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r);
+		if (e != EEXIST)
+			break;
+		unsigned f = in_flux(base) | in_flux(base + len - 1);
+		/* a release ends (10 s bounds a thread that never runs); a
+		 * hold may be this thread's own: a few spins only */
+		if (f == 0 || ((f & 2) && spins >= (1u << 16)) ||
+		    hp_waited(&t0, spins, 10))
+			break;
 		sched_yield();
+	}
 	if (e) {
 		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p: %s "
 			    "(errno %d); left to the system, untracked", len,

@@ -4,6 +4,7 @@
 #ifndef HP_RECORD_H
 #define HP_RECORD_H
 
+#include <time.h>
 #include <sched.h>
 
 #include "hostpin.h"
@@ -80,6 +81,22 @@ static inline void hp_set_rsite(hp_rec_t *r, unsigned site)
 
 /* Claim r (LIVE or CACHED) for release, waiting out a BUSY holder; 0 if it
  * is in no state to be released (someone else releases it, or it leaked). */
+/* For a wait on another thread's record: non-zero once secs seconds have
+ * passed since the first call with *t0 zeroed (the clock is read every
+ * 1024 spins). */
+static inline int hp_waited(struct timespec *t0, unsigned spins, long secs)
+{
+	if (spins & 1023)
+		return 0;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (t0->tv_sec == 0 && t0->tv_nsec == 0) {
+		*t0 = now;
+		return 0;
+	}
+	return now.tv_sec - t0->tv_sec >= secs;
+}
+
 static inline int hp_claim_release(hp_rec_t *r, hp_snap_t *s)
 {
 	for (;;) {
