@@ -174,54 +174,36 @@ size_t hp_block_usable(const void *p, int *handled)
 /* Grow a claimed block by moving its pages rather than copying them
  * (mremap, as glibc grows its mmapped chunks), with half again as much
  * headroom, so that a buffer grown in small steps costs amortised O(1) per
- * byte even when each move re-pins it.  The pages move into a destination
- * reserved first, 2 MiB-aligned as every block of 2 MiB or more is, and
- * tracked (held) before anything moves; the block is unpinned before its
- * pages move and pinned again at the new place (invariant 1).  Its record
- * stays in the registry until the move succeeded, so a failure anywhere
- * leaves it tracked, pinned again, at its old place.  NULL then (unless it
- * had to be leaked: *leaked), with the block released back to LIVE. */
+ * byte even when each move re-pins it.  The block is unpinned and forgotten
+ * before its pages move and tracked and pinned again at the new place
+ * (invariant 1).  NULL, with the block still tracked at its old place
+ * (unless it had to be leaked: *leaked), if it cannot grow this way. */
 static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
 {
 	size_t len = hp_page_up(n), more = s->len + s->len / 2;
 	if (more > len && more > s->len)
 		len = hp_page_up(more);
-	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
 	/* relaxed: a count (copy.c); the block keeps it where it goes */
 	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
 					       memory_order_relaxed);
-	hp_rec_t *nr = NULL;
-	void *d = map_aligned(len, HP_PAGE_SIZE, PROT_NONE, MAP_NORESERVE);
-	if (d == NULL || hp_registry_insert(&hp_reg, (uintptr_t)d, len,
-					    HP_REC_BUSY, &nr)) {
-		if (d)
-			hp_real.munmap(d, len);
-		hp_busy_end(r, HP_REC_LIVE); /* never touched: ours again */
+	if (hp_untrack(r, s)) {
+		*leaked = 1; /* still registered: never moved or reused */
 		return NULL;
 	}
-	if (hp_unpin(r, s->base, s->len)) {
-		/* still registered: never moved or reused */
-		hp_registry_remove(&hp_reg, nr);
-		hp_real.munmap(d, len);
-		hp_busy_end(r, HP_REC_LEAKED);
-		HP_CTR_ADD(leaked_blocks, 1);
-		*leaked = 1;
-		return NULL;
-	}
-	void *q = hp_real.mremap((void *)s->base, s->len, len,
-				 MREMAP_MAYMOVE | MREMAP_FIXED, d);
+	void *q = hp_real.mremap((void *)s->base, s->len, len, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED) {
-		hp_registry_remove(&hp_reg, nr);
-		hp_real.munmap(d, len);
-		hp_pin(r, s->base, s->len); /* as it was, where it is */
-		hp_busy_end(r, HP_REC_LIVE);
+		hp_track_as(s->base, s->len, HOSTPIN_KIND_MALLOC, 0, copies);
 		return NULL;
 	}
-	hp_count_track(kind, s->len, 0);
-	hp_registry_remove(&hp_reg, r);
-	hp_track_rec(nr, (uintptr_t)q, len, kind, 0, copies);
-	hp_busy_end(nr, HP_REC_LIVE);
-	return q;
+	if (hp_track_as((uintptr_t)q, len, HOSTPIN_KIND_MALLOC, 0, copies) == 0)
+		return q;
+	/* Cannot be tracked (no memory for the registry): hand the caller
+	 * memory of the next allocator's, which its free understands. */
+	void *m = hp_real.malloc(n);
+	if (m)
+		memcpy(m, q, s->len < n ? s->len : n);
+	hp_real.munmap(q, len);
+	return m;
 }
 
 void *hp_block_realloc(void *p, size_t n, int *handled)

@@ -76,19 +76,7 @@ if [ -n "$off" ]; then
 else
 	echo "SKIP: fork with pair locks held: no pair_lock symbol in $LIB (nm missing or stripped)"
 fi
-# Item 8.  Injects: 64 blocks of 3 MiB and more grown by realloc with a
-# block after each (no growth in place).  Holds: every grown block is
-# 2 MiB aligned (hostpin(7)), its contents kept (unfixed: mremap MAYMOVE
-# put 64 of 64 at page alignment only).
-run "realloc growth keeps blocks of 2 MiB and more 2 MiB aligned (64 blocks)" \
-	$P HOSTPIN_LEDGER=off HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- timeout 60 "$FR" align
-# Item 7.  Injects: a realloc growth whose mremap fails (ENOMEM) while
-# hostpin's record pool is exhausted for real (RLIMIT_AS at the address
-# space in use, the pool's free records taken by tracked mappings:
-# libfaults_growfail.so, preloaded after hostpin).  Holds: realloc
-# returns NULL with ENOMEM, the old block stays tracked and intact, and
-# free() of it works (unfixed: the block was left untracked and free()
-# handed it to glibc, which aborts).
-run "realloc growth failing with hostpin's record pool exhausted: NULL, ENOMEM, old block kept" \
-	LD_PRELOAD="$LIB $B/libfaults_growfail.so" HOSTPIN_LEDGER=off HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- \
-	timeout 60 "$FR" growfail
+# Items 7 and 8 (realloc growth that keeps its record until the move
+# succeeded, into a 2 MiB-aligned destination) were taken out again: that
+# order let a mapping or free of another thread land in the block's old
+# place while its record was still there (threads stress, ~1 run in 10).
