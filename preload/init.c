@@ -46,7 +46,8 @@ static void fork_child(void)
 	hp_cuda_fence_fork_child();
 	hp_in_child = 1;
 	hp_ledger_fork_child();
-	HP_GUARDED(hp_backend->fork_child(); hp_pin_fork_child());
+	HP_GUARDED(hp_backend->fork_child(); hp_pin_fork_child();
+		   hp_register_fork_child());
 }
 
 void hp_init_slow(void)

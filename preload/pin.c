@@ -409,7 +409,10 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): copy %llu, "
 		       "registering", (void *)s->base, s->len,
 		       (unsigned long long)n);
-		hp_pin(r, s->base, s->len);
+		/* registered in the background, this copy and those until
+		 * then staged; else here, before this copy */
+		if (!hp_register_later(r, s))
+			hp_pin(r, s->base, s->len);
 	}
 	hp_busy_end(r, st);
 }

@@ -41,6 +41,15 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * (a CUDA graph capture, or no context now): hp_retry_deferred unregisters
  * and unmaps it later. */
 #define HP_F_DEFER 0x800u
+/* Internal flag: earned registration; queued for the background
+ * registration thread (register.c), its copies staged meanwhile. */
+#define HP_F_QUEUED 0x1000u
+/* register.c: queue a block that earned registration (claimed by the
+ * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
+ * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
+ * for it, a forked child, no thread). */
+HP_HIDDEN int hp_register_later(hp_rec_t *r, const hp_snap_t *s);
+HP_HIDDEN uint64_t hp_register_background_done(void);
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32

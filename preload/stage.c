@@ -52,8 +52,7 @@ static struct {
 	int used[SLOTS]; /* ev[i] recorded after slot i's last DMA */
 } ring = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* Is staging on for this process's backend? */
-static int stage_backend(void)
+int hp_stage_on(void)
 {
 	if (!hp_opt[HP_OPT_STAGE] || !hp_opt[HP_OPT_REGISTER_DEVICE])
 		return 0;
@@ -269,7 +268,7 @@ static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
 		       hp_cudaStream_t s)
 {
 	if (n < hp_opt[HP_OPT_STAGE_MIN] || h == NULL || hp_in_child ||
-	    c->overflow || !stage_backend())
+	    c->overflow || !hp_stage_on())
 		return 0;
 	/* a hostpin block registered now: the direct path */
 	for (int i = 0; i < c->n; i++)

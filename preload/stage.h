@@ -19,4 +19,7 @@ HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
 HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
 			    size_t n, hp_cudaStream_t s, int ptsz, int *res);
 
+/* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
+HP_HIDDEN int hp_stage_on(void);
+
 #endif

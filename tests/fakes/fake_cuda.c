@@ -359,8 +359,46 @@ static void unreg_hook(void *p)
 		hook(p);
 }
 
+/* FAKE_CUDA_REGISTER_GATE=BYTES: a registration of BYTES or more waits,
+ * outside the fake's lock, until the program opens the gate
+ * (fake_cuda_open_gate), as a long registration holds its caller; the
+ * program sees how many wait (fake_cuda_gate_waiters). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_waiters;
+
+void fake_cuda_open_gate(void)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_open = 1;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+int fake_cuda_gate_waiters(void)
+{
+	pthread_mutex_lock(&gate_mu);
+	int n = gate_waiters;
+	pthread_mutex_unlock(&gate_mu);
+	return n;
+}
+
+static void register_gate(size_t n)
+{
+	const char *e = getenv("FAKE_CUDA_REGISTER_GATE");
+	if (!e || !*e || n < (size_t)atoll(e))
+		return;
+	pthread_mutex_lock(&gate_mu);
+	gate_waiters++;
+	while (!gate_open)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	gate_waiters--;
+	pthread_mutex_unlock(&gate_mu);
+}
+
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
+	register_gate(n);
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
 	if (capture_prohibits("cuMemHostRegister_v2"))

@@ -43,6 +43,9 @@ CUresult cuStreamEndCapture(CUstream, void **);
 CUresult cuCtxSynchronize(void);
 CUresult cuDevicePrimaryCtxReset_v2(int);
 int fake_cuda_capture_broken(void);
+int fake_cuda_is_registered(const void *, size_t);
+void fake_cuda_open_gate(void);
+int fake_cuda_gate_waiters(void);
 typedef int cudaError_t;
 cudaError_t cudaSetDevice(int);
 cudaError_t cudaMemcpy(void *, const void *, size_t, int);
@@ -403,6 +406,142 @@ static int mode_signals(void)
 	return 0;
 }
 
+/* Background registration (register.c).  Poll for what hostpin's thread
+ * does: the outcome never depends on how long it takes (60 s: a hang). */
+static int gate_held(void *arg) { (void)arg; return fake_cuda_gate_waiters() == 1; }
+static int is_reg(void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
+static void wait_for(int (*pred)(void *), void *arg, const char *what)
+{
+	for (int i = 0; i < 60000 && !pred(arg); i++)
+		usleep(1000);
+	if (!pred(arg)) {
+		fprintf(stderr, "never: %s\n", what);
+		exit(1);
+	}
+}
+
+/* A block (HOSTPIN_THRESHOLD below its size) earns registration at its
+ * second copy (HOSTPIN_PIN_AFTER=2).  The fake holds every registration of
+ * 96 MiB or more (FAKE_CUDA_REGISTER_GATE) until the program opens the
+ * gate: a copy that registered inside its own call would never return.
+ * Meanwhile copies are staged (the fake sees no pageable pointer) with the
+ * data and semantics of pageable memory; once registered, copies go
+ * direct. */
+static int mode_earn(void)
+{
+	size_t m = 96 * MB;
+	alarm(60); /* a copy stuck behind the gate: fail, not hang */
+	char *blk = malloc(m), *back = plain(m);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	CHECK(!(tp_flags(blk) & HOSTPIN_REGISTERED));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 60);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* copy 1 */
+	memset(blk, 0, m); /* staged: changes nothing */
+	CHECK(cuMemcpyDtoHAsync_v2(blk, d, m, s) == 0); /* copy 2: earns */
+	CHECK(same(blk, m, 60));
+	wait_for(gate_held, NULL, "the registration reached the driver");
+	CHECK(!is_reg(blk)); /* held in the driver, on another thread */
+	printf("copy 2 returned while its block's registration was held\n");
+	fill(blk, m, 61);
+	CHECK(cuMemcpyHtoD_v2(d, blk, m) == 0); /* staged, synchronous */
+	CHECK(cuMemcpyDtoHAsync_v2(back, d, m, s) == 0);
+	CHECK(same(back, m, 61));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	CHECK(fake_cuda_is_registered(blk, m));
+	fill(blk, m, 62);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* direct */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), m, 62));
+	free(blk);
+	CHECK(!fake_cuda_is_registered(blk, 1));
+	return 0;
+}
+
+static void *free_main(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+/* The block is freed by another thread while its registration is held in
+ * the driver: the free waits for it, then unregisters before unmapping
+ * (the fake flags an unmapped registration; EXIT live=0). */
+static int mode_earn_free(void)
+{
+	size_t m = 96 * MB;
+	alarm(60);
+	char *blk = malloc(m);
+	CUdeviceptr d = dev(m);
+	fill(blk, m, 63);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* earns */
+	wait_for(gate_held, NULL, "the registration reached the driver");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_main, blk) == 0);
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(!fake_cuda_is_registered(blk, 1));
+	return 0;
+}
+
+/* A global-mode capture on another stream is in progress when the block
+ * earns registration: nothing is registered until it ends (the fake fails
+ * a registration during it and breaks the capture); then the block is. */
+static int mode_earn_capture(void)
+{
+	size_t m = 96 * MB;
+	alarm(60);
+	CUstream s, o;
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuStreamCreate(&o, 0) == 0);
+	char *blk = malloc(m);
+	CUdeviceptr d = dev(m);
+	fill(blk, m, 64);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0);
+	CHECK(cuStreamBeginCapture_v2(o, 0) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns */
+	CHECK(!is_reg(blk));
+	void *g = NULL;
+	CHECK(cuStreamEndCapture(o, &g) == 0);
+	CHECK(!fake_cuda_capture_broken());
+	wait_for(is_reg, blk, "the block registered after the capture");
+	CHECK(cuStreamSynchronize(s) == 0);
+	free(blk);
+	return 0;
+}
+
+/* HOSTPIN_REGISTER_BACKGROUND=0: the copy that earns registration
+ * registers the block before it runs, as before. */
+static int mode_earn_inline(void)
+{
+	size_t m = 96 * MB;
+	char *blk = malloc(m);
+	CUdeviceptr d = dev(m);
+	fill(blk, m, 65);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0);
+	CHECK(!is_reg(blk));
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* earns */
+	CHECK(is_reg(blk));
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	free(blk);
+	return 0;
+}
+
+/* A block of 1.5 GiB is registered as two registrations: 1 GiB from its
+ * base, then the rest (the case reads them in the fake's log). */
+static int mode_pieces(void)
+{
+	size_t m = 1536 * MB;
+	char *blk = malloc(m);
+	CHECK(blk != NULL && is_reg(blk));
+	printf("block %p\n", (void *)blk);
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -420,6 +559,9 @@ int main(int argc, char **argv)
 	    {"sources", mode_sources}, {"error", mode_error},
 	    {"capture", mode_capture}, {"fork", mode_fork},
 	    {"reset", mode_reset},     {"signals", mode_signals},     {"capture_ptsz", mode_capture_ptsz},
+	    {"earn", mode_earn}, {"earn_free", mode_earn_free},
+	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
+	    {"earn_inline", mode_earn_inline},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(argv[1], modes[i].name) == 0) {

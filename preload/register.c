@@ -1,0 +1,193 @@
+/* Registration off the critical path: the copy engine's second part.
+ *
+ * A block that earns registration at its HOSTPIN_PIN_AFTER-th copy
+ * (pin.c's hp_pin_copied) is not registered inside that copy's hook when
+ * the copy can be staged instead (HOSTPIN_REGISTER_BACKGROUND, staging on,
+ * the block at least HOSTPIN_STAGE_MIN): it is queued here, and one thread
+ * of hostpin's (started at the first such block: invariant 9; every signal
+ * blocked: invariant 11) registers it, through the context the program
+ * used last (the CUDA backend pushes it: invariant 3), in registrations of
+ * at most 1 GiB each (backend_cuda.c).  Meanwhile the block's copies are
+ * staged (stage.c), so the copy that earned registration is never slower
+ * than a staged one, and no driver lock is held by a program thread while
+ * registration runs.
+ *
+ * The thread never registers while a CUDA graph capture in global or
+ * thread-local mode is in progress (invariant 13): it waits for the
+ * capture's end.  It holds the block (its busy claim) while it registers,
+ * as the copy hook did; a free or purge of the block meanwhile waits for
+ * it.  A queued block is marked HP_F_QUEUED; a block released before its
+ * turn is skipped (its record no longer matches), one released and tracked
+ * again at the same place is a new record without the mark.  At exit the
+ * registration in progress is finished and no other begun, so that the
+ * exit's release sees every registration. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "record.h"
+#include "stage.h"
+
+#define QUEUE 256
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* work queued, or the thread went idle */
+	int on; /* the thread runs */
+	_Atomic int stop; /* exit: begin nothing more */
+	int busy; /* a registration in progress */
+	int head, n;
+	struct job {
+		hp_rec_t *r;
+		uintptr_t base;
+		size_t len;
+	} q[QUEUE];
+} bg = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* statistics: blocks registered by the thread, and the copies that
+ * queued one (relaxed: counts) */
+static _Atomic uint64_t bg_done;
+
+uint64_t hp_register_background_done(void)
+{
+	return atomic_load_explicit(&bg_done, memory_order_relaxed);
+}
+
+/* Register job j, if its record is still the block that was queued; 0 if
+ * done (or gone), 1 if it must wait (held by another thread now). */
+static int run_job(const struct job *j)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, j->base, &s);
+	if (r != j->r || s.base != j->base || s.len != j->len ||
+	    !(hp_rflags(r) & HP_F_QUEUED))
+		return 0; /* released (or moved) before its turn */
+	uint32_t st = hp_busy_begin(r, &s);
+	if (!st) {
+		unsigned w = hp_word_state(s.word);
+		return w == HP_REC_LIVE || w == HP_REC_CACHED || w == HP_REC_BUSY;
+	}
+	if (hp_rflags(r) & HP_F_QUEUED) {
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
+		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): registering in the "
+		       "background", (void *)s.base, s.len);
+		hp_pin(r, s.base, s.len);
+		hp_backend_events_act();
+		if (hp_rflags(r) & HOSTPIN_REGISTERED)
+			atomic_fetch_add_explicit(&bg_done, 1,
+						  memory_order_relaxed);
+	}
+	hp_busy_end(r, st);
+	return 0;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void *registrar_main(void *arg)
+{
+	(void)arg;
+	hp_in_hook = 1; /* nothing this thread does is the program's */
+	pthread_mutex_lock(&bg.mu);
+	for (;;) {
+		if (bg.stop || bg.n == 0) {
+			bg.busy = 0;
+			pthread_cond_broadcast(&bg.cv);
+			pthread_cond_wait(&bg.cv, &bg.mu);
+			continue;
+		}
+		struct job j = bg.q[bg.head];
+		bg.head = (bg.head + 1) % QUEUE;
+		bg.n--;
+		bg.busy = 1;
+		pthread_mutex_unlock(&bg.mu);
+		/* A capture that prohibits other threads' registrations:
+		 * wait for its end (the capture's end wakes no one here;
+		 * the block is only staged meanwhile). */
+		while (hp_capture_busy() && !bg.stop)
+			pause_ms(20);
+		/* held by another thread (a free, a purge, a copy's claim):
+		 * tried again once it lets go */
+		while (run_job(&j) && !bg.stop)
+			pause_ms(1);
+		pthread_mutex_lock(&bg.mu);
+	}
+	return NULL;
+}
+
+/* Registered with atexit when the thread starts, so that it runs before
+ * any library's destructor (the driver's): finish the registration in
+ * progress and begin no other; queued blocks stay unregistered. */
+static void registrar_exit(void)
+{
+	if (hp_in_child)
+		return;
+	pthread_mutex_lock(&bg.mu);
+	bg.stop = 1;
+	pthread_cond_broadcast(&bg.cv);
+	while (bg.on && bg.busy)
+		pthread_cond_wait(&bg.cv, &bg.mu);
+	pthread_mutex_unlock(&bg.mu);
+}
+
+/* Under bg.mu: start the thread once. */
+static int registrar_start(void)
+{
+	if (bg.on)
+		return 1;
+	static int failed;
+	if (failed)
+		return 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	if (pthread_create(&t, &a, registrar_main, NULL) == 0) {
+		bg.on = 1;
+		static int exit_hook;
+		if (!exit_hook)
+			exit_hook = atexit(registrar_exit) == 0;
+	} else {
+		failed = 1;
+		hp_log(HP_LOG_WARN, "cannot start the registration thread: "
+		       "blocks are registered inside the copy that earns it");
+	}
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return bg.on;
+}
+
+int hp_register_later(hp_rec_t *r, const hp_snap_t *s)
+{
+	if (!hp_opt[HP_OPT_REGISTER_BACKGROUND] || hp_in_child ||
+	    s->len < hp_opt[HP_OPT_STAGE_MIN] || !hp_stage_on())
+		return 0;
+	pthread_mutex_lock(&bg.mu);
+	int ok = !bg.stop && bg.n < QUEUE && registrar_start();
+	if (ok) {
+		bg.q[(bg.head + bg.n) % QUEUE] =
+		    (struct job){.r = r, .base = s->base, .len = s->len};
+		bg.n++;
+		hp_set_rflags(r, hp_rflags(r) | HP_F_QUEUED);
+		pthread_cond_broadcast(&bg.cv);
+	}
+	pthread_mutex_unlock(&bg.mu);
+	return ok;
+}
+
+void hp_register_fork_child(void)
+{
+	/* the thread is the parent's; its lock may have been held */
+	pthread_mutex_init(&bg.mu, NULL);
+	pthread_cond_init(&bg.cv, NULL);
+	bg.on = bg.busy = 0;
+	bg.head = bg.n = 0;
+	bg.stop = 1; /* a child registers nothing in the background */
+}

@@ -1,0 +1,56 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- registration off the critical path (register.c) ----
+# A block that earns registration (its HOSTPIN_PIN_AFTER-th copy) is
+# registered by hostpin's registration thread while its copies are staged;
+# registrations are at most 1 GiB each.  The fake driver holds every
+# registration of FAKE_CUDA_REGISTER_GATE bytes or more until the program
+# opens the gate, so "the copy returned before the registration finished"
+# is decided by the program, not by timing: a copy that registered inside
+# its own call would wait for a gate that only its return opens (the
+# program's 60 s alarm then fails the case).
+F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+build staged staged.c $F_FLAGS || true
+GATE=FAKE_CUDA_REGISTER_GATE=100663296
+# bg NAME ENV... -- MODE: runs staged MODE; sets BG_OUT, BG_LOG; checks
+# the exit status, the ok line, no violation but those listed in
+# BG_ALLOW, every registration released at exit.
+bg() {
+	local name=$1; shift
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	local log rc why=""
+	log=$(mktemp)
+	BG_OUT=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=24M \
+		FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/staged" "$@" 2>&1); rc=$?
+	BG_LOG=$(cat "$log"); rm -f "$log"
+	[ $rc -eq 0 ] || why="$why rc=$rc"
+	echo "$BG_OUT" | grep -q "staged $1: ok" || why="$why no-ok-line"
+	local v
+	v=$(echo "$BG_LOG" | grep VIOLATION | grep -v "${BG_ALLOW:-^$}" | head -2)
+	[ -z "$v" ] || why="$why $v"
+	echo "$BG_LOG" | grep -q OVERLAP && why="$why overlapping-registration"
+	echo "$BG_LOG" | grep -q "EXIT live=0\$" || why="$why $(echo "$BG_LOG" | grep EXIT | head -1)"
+	if [ -z "$why" ]; then ok "background registration: $name"
+	else bad "background registration: $name:$why"; echo "$BG_OUT" | tail -4 | sed 's/^/    /'; fi
+}
+if [ -x "$B/staged" ]; then
+bg "the copy that earns registration returns while the registration is held; copies staged meanwhile, direct after" \
+	$GATE FAKE_CUDA_NO_PAGEABLE=4194304 HOSTPIN_STATS=1 -- earn
+# copies 1-4 staged (two of the block, the sync one, the D2H into plain
+# memory); the fifth, after the registration, direct through the block
+echo "$BG_OUT" | grep -q "staged copies 4 (" &&
+	ok "background registration: four copies staged, the one after the registration not" ||
+	bad "background registration: report: $(echo "$BG_OUT" | grep 'staged copies')"
+n=$(echo "$BG_LOG" | grep -c " REG .* 100663296 ")
+[ "$n" = 1 ] && ok "background registration: the block was registered once" ||
+	bad "background registration: the block was registered $n times"
+bg "freed by another thread while its registration is held: waits, then unregisters" $GATE -- earn_free
+BG_ALLOW="pageable-copy" bg "a global capture elsewhere: registered only after it ended, capture intact" -- earn_capture
+bg "HOSTPIN_REGISTER_BACKGROUND=0: registered inside the copy (no gate: the copy returns)" \
+	HOSTPIN_REGISTER_BACKGROUND=0 -- earn_inline
+bg "a 1.5 GiB block: registered as 1 GiB, then 512 MiB" HOSTPIN_PIN_AFTER=0 -- pieces
+blk=$(echo "$BG_OUT" | sed -n 's/^block \(0x[0-9a-f]*\)$/\1/p')
+regs=$(echo "$BG_LOG" | awk '$2 == "REG" && $4 >= 536870912 { print $4 }' | sort -n | tr '\n' ' ')
+[ "$regs" = "536870912 1073741824 " ] && ok "background registration: pieces of at most 1 GiB" ||
+	bad "background registration: registrations of the 1.5 GiB block: $regs"
+fi
