@@ -405,18 +405,13 @@ void hp_cuda_learn_ctx(void)
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
 }
 
-/* The most one registration covers: each driver call holds the driver's
- * locks for a short while (0.1-0.35 s/GiB), and Linux 6.11-6.13 refuse to
- * pin 2 GiB or more in one call.  A larger range (or cell) is registered as
- * consecutive registrations of this size from its base, and unregistered
- * by the same bases. */
-#define PIECE_MAX ((size_t)1 << 30)
-
+/* Registrations of at most HP_REG_PIECE_MAX (hp.h), unregistered by the
+ * same bases. */
 static size_t chunk(void)
 {
 	/* whole pages: two registrations must never share a page */
 	uint64_t c = hp_opt[HP_OPT_REGISTER_CHUNK] & ~(uint64_t)(HP_PAGE_SIZE - 1);
-	return c && c < PIECE_MAX ? (size_t)c : PIECE_MAX;
+	return c && c < HP_REG_PIECE_MAX ? (size_t)c : HP_REG_PIECE_MAX;
 }
 
 /* 0, EAGAIN (the context ended under us: another may do it later), or

@@ -159,17 +159,23 @@ static int stage_kind(const hp_copy_t *c, void *dst, const void *src,
 		      size_t n, int kind, hp_cudaStream_t s, int ptsz,
 		      int sync)
 {
-	int r = 0;
+	int r = 0, k = 0;
 	if (kind == HP_cudaMemcpyHostToDevice)
-		return hp_stage_htod(c, (uintptr_t)dst, src, n, s, ptsz, sync,
-				     &r) && r == 0;
-	if (kind == HP_cudaMemcpyDeviceToHost)
-		return hp_stage_dtoh(c, dst, (uintptr_t)src, n, s, ptsz, &r) &&
-		       r == 0;
-	return 0;
+		k = hp_stage_htod(c, (uintptr_t)dst, src, n, s, ptsz, sync, &r);
+	else if (kind == HP_cudaMemcpyDeviceToHost)
+		k = hp_stage_dtoh(c, dst, (uintptr_t)src, n, s, ptsz, sync, &r);
+	return r == 0 ? k : 0;
 }
-#define STAGED_KIND(sync)                                                     \
-	if (stage_kind(&c_, dst, src, n, kind, s, ptsz, sync)) {             \
+/* 2: went direct in parts through a registered block: ended as a copy
+ * through registered memory (END) */
+#define STAGED_KIND(sync, END)                                                \
+	int sd_ = stage_kind(&c_, dst, src, n, kind, s, ptsz, sync);         \
+	if (sd_ == 2) {                                                       \
+		hp_cudaError_t e_ = 0;                                        \
+		END;                                                          \
+		return 0;                                                     \
+	}                                                                     \
+	if (sd_) {                                                            \
 		hp_copy_sync_end(&c_, 1);                                     \
 		return 0;                                                     \
 	}
@@ -180,7 +186,7 @@ static hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 {
 	HP_COPY_BODY(f, hp_cudaMemcpyAsync_t, hp_cudaError_t,
 		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n);
-		     STAGED_KIND(0), ASYNC_END)
+		     STAGED_KIND(0, ASYNC_END), ASYNC_END)
 }
 static hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 				   const void *src, size_t sp, size_t w,
@@ -277,7 +283,7 @@ static hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
 	hp_cudaStream_t s = NULL; /* the legacy or per-thread default stream */
 	HP_COPY_BODY(f, hp_cudaMemcpy_t, hp_cudaError_t, (dst, src, n, kind),
 		     host_kind(&c_, kind, dst, src, n);
-		     STAGED_KIND(1), SYNC_END)
+		     STAGED_KIND(1, SYNC_END), SYNC_END)
 }
 static hp_cudaError_t copy2d_sync(void *f, void *dst, size_t dp,
 				  const void *src, size_t sp, size_t w,

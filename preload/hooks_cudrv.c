@@ -131,9 +131,14 @@ static void *lk_next(_Atomic(void *) *slot)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS)
 /* Staged copies (stage.c): when the copy is staged, it ends here with the
  * staging's result, counted as a copy through unregistered memory. */
-#define STAGED(call)                                                          \
-	int st_;                                                              \
-	if (call) {                                                           \
+#define STAGED(call, END)                                                     \
+	int st_, sd_ = (call);                                                \
+	if (sd_ == 2) { /* direct, split at registrations' ends */           \
+		hp_CUresult e_ = (hp_CUresult)st_;                            \
+		END;                                                          \
+		return e_;                                                    \
+	}                                                                     \
+	if (sd_) {                                                            \
 		hp_copy_sync_end(&c_, st_ == 0);                              \
 		return (hp_CUresult)st_;                                      \
 	}
@@ -143,7 +148,8 @@ static hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoDAsync_v2_t, hp_CUresult, (d, h, n, s),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0, &st_)),
+		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0, &st_),
+			    ASYNC_END),
 		     ASYNC_END)
 }
 static hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
@@ -151,7 +157,8 @@ static hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoHAsync_v2_t, hp_CUresult, (h, d, n, s),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, &st_)),
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, 0, &st_),
+			    ASYNC_END),
 		     ASYNC_END)
 }
 static hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
@@ -233,7 +240,8 @@ static hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoD_v2_t, hp_CUresult, (d, h, n),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, 1, &st_)),
+		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, 1, &st_),
+			    SYNC_END),
 		     SYNC_END)
 }
 static hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
@@ -241,7 +249,8 @@ static hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoH_v2_t, hp_CUresult, (h, d, n),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, &st_)),
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, 1, &st_),
+			    SYNC_END),
 		     SYNC_END)
 }
 static hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,

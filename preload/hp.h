@@ -166,6 +166,13 @@ HP_HIDDEN extern HP_TLS int hp_in_hook;
 HP_HIDDEN extern int hp_in_child; /* forked child: no device calls */
 /* Whatever stmt calls (dlsym, the driver, libunwind) goes straight to the
  * next allocator and makes no hook act (invariant 5). */
+/* The most one device registration covers: each driver call holds the
+ * driver's locks for a while (0.1-0.35 s/GiB), and Linux 6.11-6.13 refuse
+ * to pin 2 GiB or more in one call.  A larger range (or cell) is registered
+ * as consecutive registrations of this size from its start (backend_cuda.c)
+ * and a copy through it is split at their ends (stage.c). */
+#define HP_REG_PIECE_MAX ((size_t)1 << 30)
+
 #define HP_GUARDED(stmt)                                                      	do {                                                                  		hp_in_hook++;                                                 		stmt;                                                         		hp_in_hook--;                                                 	} while (0)
 
 #define HP_ALLOC_FNS(X)                                                       	X(malloc) X(free) X(calloc) X(realloc) X(posix_memalign)              	X(aligned_alloc) X(memalign) X(valloc) X(pvalloc)                     	X(malloc_usable_size) X(mmap) X(munmap) X(mremap) X(madvise)

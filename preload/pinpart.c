@@ -88,6 +88,26 @@ int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 	return 0;
 }
 
+uintptr_t hp_cells_piece_end(uintptr_t base, size_t len, uintptr_t x)
+{
+	size_t cell;
+	enum unit u = unit_of(1, &cell);
+	uintptr_t end = base + len, cs = base;
+	if (u == U_PAGES)
+		return end;
+	size_t piece = HP_REG_PIECE_MAX;
+	if (u == U_CELLS) {
+		cs = x - x % cell;
+		if (cs < base)
+			cs = base;
+		end = next_edge(x, cell, end);
+		if (cell < piece)
+			piece = cell;
+	}
+	uintptr_t pe = cs + ((x - cs) / piece + 1) * piece;
+	return pe < end ? pe : end;
+}
+
 int hp_cells_unpin(uintptr_t base, size_t len, const char **why)
 {
 	size_t c;

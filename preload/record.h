@@ -204,6 +204,11 @@ HP_HIDDEN int hp_pci_numa_node(const char *bdf);
  * HOSTPIN_REGISTER_CHUNK grid for a device backend. */
 HP_HIDDEN int hp_cells_pin(uintptr_t base, size_t len, const char **why);
 HP_HIDDEN int hp_cells_unpin(uintptr_t base, size_t len, const char **why);
+/* For a range [base, base+len) a device backend registered: the end of its
+ * registration that holds x (its cell's, cut every HP_REG_PIECE_MAX bytes
+ * from the cell's start); base+len where one lock covers it all. */
+HP_HIDDEN uintptr_t hp_cells_piece_end(uintptr_t base, size_t len,
+				       uintptr_t x);
 /* r held (BUSY): unpin the cells of r that [a, b) touches, call
  * discard(arg), pin them again.  0, or EBUSY if the unpin was refused
  * (discard not called). */

@@ -329,10 +329,49 @@ static hp_cudaStream_t program_stream(hp_cudaStream_t s, int ptsz)
 	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
 }
 
+/* A copy wholly inside one registered hostpin block that crosses the end
+ * of one of the block's registrations (a block over HP_REG_PIECE_MAX, or
+ * cells of HOSTPIN_REGISTER_CHUNK): one DMA per registration, in order on
+ * the program's stream, so that the driver sees each part inside one
+ * registration (a range across two is not one registered range to it).
+ * 2 if done so (*res: the first error); 0: not such a copy. */
+static int split(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
+		 hp_cudaStream_t s, int htod, int sync, int *res)
+{
+	if (h == NULL || hp_in_child || c->overflow || c->n != 1 ||
+	    !(hp_rflags(c->r[0]) & HOSTPIN_REGISTERED) || !hp_stage_on())
+		return 0;
+	hp_snap_t b;
+	uintptr_t a = (uintptr_t)h;
+	if (hp_registry_lookup(&hp_reg, a, &b) != c->r[0] ||
+	    n > b.base + b.len - a ||
+	    hp_cells_piece_end(b.base, b.len, a) >= a + n)
+		return 0;
+	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
+	    hp_cuda_capturing(s) || !hp_capture_enter())
+		return 0;
+	int r = 0;
+	for (size_t off = 0; off < n && r == 0;) {
+		size_t len = hp_cells_piece_end(b.base, b.len, a + off) - (a + off);
+		if (len > n - off)
+			len = n - off;
+		r = htod ? hp_cuda_htod_async(d + off, h + off, len, s)
+			 : hp_cuda_dtoh_async(h + off, d + off, len, s);
+		off += len;
+	}
+	if (r == 0 && sync)
+		r = hp_cuda_stream_wait(s);
+	hp_capture_leave();
+	*res = r;
+	return 2;
+}
+
 int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 		  hp_cudaStream_t s, int ptsz, int sync, int *res)
 {
 	s = program_stream(s, ptsz);
+	if (split(c, d, (char *)(uintptr_t)h, n, s, 1, sync, res))
+		return 2;
 	if (!stage_begin(c, h, n, s))
 		return 0;
 	int r = 0;
@@ -360,9 +399,11 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 }
 
 int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
-		  hp_cudaStream_t s, int ptsz, int *res)
+		  hp_cudaStream_t s, int ptsz, int sync, int *res)
 {
 	s = program_stream(s, ptsz);
+	if (split(c, d, h, n, s, 0, sync, res))
+		return 2;
 	if (!stage_begin(c, h, n, s))
 		return 0;
 	size_t m = (n + ring.slot - 1) / ring.slot; /* chunks */

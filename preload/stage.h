@@ -7,17 +7,21 @@
 #include "hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
- * hp_copy_host: 1 if the copy was staged, its driver result in *res; 0 if
- * it must go to the driver as it is (HOSTPIN_STAGE=0, small, registered
- * memory, another backend, a capture, a forked child, no context on this
- * thread, no ring).  s: the program's stream; ptsz: stream 0 means the
- * per-thread default stream; sync: the synchronous form (it returns after
- * the copy completed, H2D included). */
+ * hp_copy_host: 1 if the copy was staged, its driver result in *res; 2 if
+ * it went direct through a registered block in several DMAs, one per
+ * registration it crosses (HP_REG_PIECE_MAX, HOSTPIN_REGISTER_CHUNK), its
+ * result in *res: the hook then ends it as a copy through registered
+ * memory (hp_copy_end); 0 if it must go to the driver as it is
+ * (HOSTPIN_STAGE=0, small, registered memory, another backend, a capture,
+ * a forked child, no context on this thread, no ring).  s: the program's
+ * stream; ptsz: stream 0 means the per-thread default stream; sync: the
+ * synchronous form (it returns after the copy completed). */
 HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
 			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
 			    int *res);
 HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
-			    size_t n, hp_cudaStream_t s, int ptsz, int *res);
+			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
+			    int *res);
 
 /* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
 HP_HIDDEN int hp_stage_on(void);

@@ -48,9 +48,12 @@ bg "freed by another thread while its registration is held: waits, then unregist
 BG_ALLOW="pageable-copy" bg "a global capture elsewhere: registered only after it ended, capture intact" -- earn_capture
 bg "HOSTPIN_REGISTER_BACKGROUND=0: registered inside the copy (no gate: the copy returns)" \
 	HOSTPIN_REGISTER_BACKGROUND=0 -- earn_inline
-bg "a 1.5 GiB block: registered as 1 GiB, then 512 MiB" HOSTPIN_PIN_AFTER=0 -- pieces
+bg "a 1.5 GiB block: registered as 1 GiB, then 512 MiB; a copy of all of it: one DMA per registration" \
+	HOSTPIN_PIN_AFTER=0 FAKE_CUDA_NO_PAGEABLE=4194304 -- pieces
 blk=$(echo "$BG_OUT" | sed -n 's/^block \(0x[0-9a-f]*\)$/\1/p')
 regs=$(echo "$BG_LOG" | awk '$2 == "REG" && $4 >= 536870912 { print $4 }' | sort -n | tr '\n' ' ')
 [ "$regs" = "536870912 1073741824 " ] && ok "background registration: pieces of at most 1 GiB" ||
 	bad "background registration: registrations of the 1.5 GiB block: $regs"
+bg "copies across cells of HOSTPIN_REGISTER_CHUNK: direct in parts, every form (driver, runtime, sync, async)" \
+	HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M FAKE_CUDA_NO_PAGEABLE=4194304 -- split
 fi
