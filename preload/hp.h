@@ -326,8 +326,10 @@ HP_HIDDEN int hp_munmap_do(void *a, size_t len);
 HP_HIDDEN void hp_thp_advised(uintptr_t a, size_t len);
 /* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
-/* register.c: a forked child registers nothing in the background. */
+/* register.c: a forked child registers nothing in the background; blocks
+ * registered in the background so far (statistics). */
 HP_HIDDEN void hp_register_fork_child(void);
+HP_HIDDEN uint64_t hp_register_background_done(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
 /* The registrations of owner (backend->owner, not 0) are gone:

@@ -49,7 +49,6 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
  * for it, a forked child, no thread). */
 HP_HIDDEN int hp_register_later(hp_rec_t *r, const hp_snap_t *s);
-HP_HIDDEN uint64_t hp_register_background_done(void);
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32

@@ -204,6 +204,10 @@ void hp_stats_report(void)
 		emit(fd, "hostpin[%d]:   staged copies %llu (%s), staging ring "
 		     "%s\n", pid, (unsigned long long)sc, hp_human(sb, h1),
 		     hp_human(sr, h2));
+		uint64_t bgr = hp_register_background_done();
+		if (bgr)
+			emit(fd, "hostpin[%d]:   registered in the background: "
+			     "%llu blocks\n", pid, (unsigned long long)bgr);
 		emit(fd, "hostpin[%d]:   cache: %llu blocks (%s), %llu hits, "
 		     "%llu evictions\n", pid,
 		     (unsigned long long)s.cached_blocks,

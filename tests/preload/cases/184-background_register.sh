@@ -38,7 +38,7 @@ bg "the copy that earns registration returns while the registration is held; cop
 	$GATE FAKE_CUDA_NO_PAGEABLE=4194304 HOSTPIN_STATS=1 -- earn
 # copies 1-4 staged (two of the block, the sync one, the D2H into plain
 # memory); the fifth, after the registration, direct through the block
-echo "$BG_OUT" | grep -q "staged copies 4 (" &&
+echo "$BG_OUT" | grep -q "staged copies 4 (" && echo "$BG_OUT" | grep -q "registered in the background: 1 blocks" &&
 	ok "background registration: four copies staged, the one after the registration not" ||
 	bad "background registration: report: $(echo "$BG_OUT" | grep 'staged copies')"
 n=$(echo "$BG_LOG" | grep -c " REG .* 100663296 ")
