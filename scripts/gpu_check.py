@@ -482,7 +482,9 @@ def report(d, out):
 #                   torch.cuda.graph check with a fast-decaying cache
 #   eng_default     HOSTPIN_STAGE=1, the default policy: first copy and steady
 #                   state, weights, a fresh tensor per step, DataLoader,
-#                   checkpoint
+#                   checkpoint; the copy that earns registration (background)
+#   eng_inline      the default policy with HOSTPIN_REGISTER_BACKGROUND=0:
+#                   the copy that earns registration, registering inside it
 # Buffers of one cell's repetitions stay alive until the cell is done so that
 # a "fresh" buffer is never a block hostpin's cache hands back.
 ENG_MIB = (4, 64, 256, 1024)
@@ -498,8 +500,10 @@ ENG_RUNS = {
                        "graph_capture_ok", "graph_replays_correct"),
     "eng_default": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
                     "loader_data_ok", "h2d_source_overwrite_unseen",
-                    "d2h_data_there_on_return"),
+                    "d2h_data_there_on_return", "earn_data_ok"),
+    "eng_inline": ("earn_data_ok",),
 }
+EARN_MIB = (256, 1024)
 
 
 def threads():
@@ -530,6 +534,40 @@ def semantics(dev):
     r["d2h_data_there_on_return"] = bool((dst[:: 4099] == 5).all())
     torch.cuda.synchronize()
     return r
+
+
+def earn(dev):
+    """The copy that earns registration (HOSTPIN_PIN_AFTER=2: a buffer's
+    second copy): ms of copies 1-4 of a fresh buffer (H2D), and ms from the
+    start of copy 2 until the buffer is registered (is_pinned; nan if not
+    within 30 s).  The buffers stay alive (returned) so that none is a
+    cached block handed back."""
+    import torch
+    out, ok, keep = {}, True, []
+    for mib in EARN_MIB:
+        n = mib * MB
+        g = torch.empty(n, dtype=torch.uint8, device=dev)
+        per = {k: [] for k in ("copy1", "copy2", "copy3", "copy4", "registered_ms")}
+        for r in range(REPS):
+            x = torch.empty(n, dtype=torch.uint8).fill_(20 + r)
+            keep.append(x)
+            t2 = 0.0
+            for i in range(1, 5):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                if i == 2:
+                    t2 = t0
+                g.copy_(x, non_blocking=True)
+                torch.cuda.synchronize()
+                per[f"copy{i}"].append((time.perf_counter() - t0) * 1e3)
+            end = time.perf_counter() + 30
+            while not x.is_pinned() and time.perf_counter() < end:
+                time.sleep(0.001)
+            per["registered_ms"].append((time.perf_counter() - t2) * 1e3
+                                        if x.is_pinned() else float("nan"))
+            ok = ok and bool((g[:: 4099] == 20 + r).all())
+        out[str(mib)] = {k: cell(v) for k, v in per.items()}
+    return out, ok, keep
 
 
 def sweep(dev, pinned):
@@ -767,6 +805,13 @@ def measure_engine(mode):
             hold += k1 + k2
         r["checkpoint_data_ok"] = oks["c"] and oks.get("c2", True)
         r["weights_data_ok"] = oks["w"] and oks.get("w2", True)
+    if mode in ("eng_default", "eng_inline"):
+        r["earn"], r["earn_data_ok"], k3 = earn(dev)
+        hold += k3
+    if mode == "eng_inline":
+        r["threads_end"] = threads()
+        r["stats"] = hostpin_stats()
+        return r
     r["sweep"], ok, tmax, cpu = sweep(dev, False)
     r["sweep_cpu_s"] = cpu
     if mode == "eng_pageable":
@@ -797,6 +842,11 @@ def synth_engine(mode):
     def sw(g, pinned):
         return {str(m): {"h2d_first": c(g), "h2d": c(g), "d2h_first": c(g), "d2h": c(g),
                          "is_pinned": pinned} for m in ENG_MIB}
+    if mode == "eng_inline":
+        return {"mode": mode, "preloaded": True, "env": {}, "cpus": 16, "threads_start": 1,
+                "threads_cuda": 4, "threads_end": 5, "stats": None, "earn_data_ok": True,
+                "earn": {str(m): {k: c(9.0) for k in ("copy1", "copy2", "copy3", "copy4",
+                                                        "registered_ms")} for m in EARN_MIB}}
     g = 5.0 if mode in ("eng_pageable", "eng_staged") else 50.0
     r = {"mode": mode, "preloaded": mode != "eng_pageable", "env": {}, "cpus": 16,
          "threads_start": 1, "threads_cuda": 4, "threads_max": 6, "threads_end": 6,
@@ -810,6 +860,9 @@ def synth_engine(mode):
         r.update({"checkpoint_gbps": c(10.0), "weights_s": c(0.3), "loop_ms": c(20.0),
                   "loader": {"h2d_ms": c(5.0), "wall_ms": c(30.0)},
                   "loader_pin_memory": {"h2d_ms": c(2.0), "wall_ms": c(25.0)}})
+    if mode == "eng_default":
+        r["earn"] = {str(m): {k: c(5.0) for k in ("copy1", "copy2", "copy3", "copy4",
+                                                  "registered_ms")} for m in EARN_MIB}
     if mode == "eng_registered":
         r.update({"graph_replays": 8, "graph_evictions_during_capture": 0,
                   "graph_cache_evictions": 5, "graph_pinned_after": True})
@@ -839,8 +892,9 @@ def fmt(c, f="{:.2f}"):
 
 def report_engine(res):
     """The copy engine's tables; the goals printed, not enforced."""
-    P, S, R, D = (res.get(k) if isinstance(res.get(k), dict) else None
-                  for k in ("eng_pageable", "eng_staged", "eng_registered", "eng_default"))
+    P, S, R, D, I = (res.get(k) if isinstance(res.get(k), dict) else None
+                     for k in ("eng_pageable", "eng_staged", "eng_registered", "eng_default",
+                               "eng_inline"))
     if not any((P, S, R, D)):
         return
     print(f"copy engine: GB/s, median (min-max) of {REPS}; first = a fresh buffer's first "
@@ -875,7 +929,14 @@ def report_engine(res):
                     v = med.get((name, mib, d))
                     if v:
                         slower_ok = (slower_ok is not False) and v[0] >= pg[0] and v[1] >= pg[1]
+    earn_ok = None
+    for mib in EARN_MIB:
+        e = ((D or {}).get("earn") or {}).get(str(mib))
+        if isinstance(e, dict):
+            earn_ok = (earn_ok is not False) and e["copy2"]["med"] <= 1.1 * e["copy1"]["med"]
     word = lambda b: "not measured" if b is None else ("met" if b else "NOT met")  # noqa: E731
+    goals.append(f"default policy: the copy that earns registration no slower than the staged "
+                 f"copy before it (copy 2 <= 1.1x copy 1): {word(earn_ok)}")
     goals.append(f"default policy: a buffer's first copy >= 0.8x pin_memory() from 64 MiB: {word(first_ok)}")
     goals.append(f"default policy: steady state >= 0.98x pin_memory() from 4 MiB: {word(steady_ok)}")
     goals.append(f"no copy (staged, registered, default) slower than pageable (first against first, "
@@ -894,6 +955,15 @@ def report_engine(res):
         print(f"checkpoint 1 GiB D2H into fresh host memory, GB/s: pageable "
               f"{fmt(P.get('checkpoint_gbps'))}, pin_memory() {fmt(P.get('checkpoint_pin_memory_gbps'))}, "
               f"hostpin default {fmt(D.get('checkpoint_gbps'))}")
+    for name, r in (("background", D), ("inline", I)):
+        for mib in EARN_MIB:
+            e = ((r or {}).get("earn") or {}).get(str(mib))
+            if isinstance(e, dict):
+                print(f"the copy that earns registration, fresh {mib} MiB H2D, ms ({name}"
+                      f"{', HOSTPIN_REGISTER_BACKGROUND=0' if name == 'inline' else ''}): copy 1 "
+                      f"{fmt(e['copy1'])}, copy 2 (earns) {fmt(e['copy2'])}, copy 3 "
+                      f"{fmt(e['copy3'])}, copy 4 {fmt(e['copy4'])}; registered "
+                      f"{fmt(e['registered_ms'])} after copy 2 began")
     if R:
         print(f"torch.cuda.graph from a hostpin block while the cache decays: pinned before capture "
               f"{R.get('graph_pinned_before_capture')}, capture {R.get('graph_capture_ok')}"
