@@ -187,7 +187,14 @@ static void unmaps(void)
 {
 	char *m1 = map8(1), *m2 = map8(2), *m3 = map8(3), *m4 = map8(4),
 	     *m5 = map8(5), *m6 = map8(6);
+	char *h = malloc(8 * MB); /* a heap block, registered at once */
+	memset(h, 7, 8 * MB);
+	CHECK(regd(h, 8 * MB));
 	begin();
+	/* realloc growth: copied, the old block's release deferred */
+	char *h2 = realloc(h, 16 * MB);
+	CHECK(h2 != NULL && all(h2, 8 * MB, 7));
+	CHECK(fake_cuda_is_registered(h, 8 * MB));
 	/* munmap whole: returns 0; kept mapped and registered meanwhile */
 	CHECK(munmap(m1, 8 * MB) == 0);
 	CHECK(fake_cuda_is_registered(m1, 8 * MB));
@@ -213,7 +220,9 @@ static void unmaps(void)
 	CHECK(munmap(m5 + 2 * MB, 2 * MB) == -1 && errno == ENOMEM);
 	CHECK(all(m5, 8 * MB, 5) && regd(m5, 8 * MB));
 	end();
-	/* m1 unregistered and unmapped at the capture's end */
+	/* h and m1 unregistered, m1 unmapped at the capture's end */
+	CHECK(!fake_cuda_is_registered(h, 8 * MB));
+	free(h2);
 	CHECK(!fake_cuda_is_registered(m1, 8 * MB));
 	CHECK(msync(m1, 4096, MS_ASYNC) == -1 && errno == ENOMEM);
 	CHECK(regd(m2, 8 * MB) && all(m2 + 2 * MB, 2 * MB, 0));
