@@ -14,6 +14,10 @@
 #include "record.h"
 #include "resolve.h"
 
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24 /* Linux 5.18; headers may lack it */
+#endif
+
 /* Memory the device libraries map for themselves (cudaHostAlloc, driver
  * buffers) is theirs: never touch it (invariant 8).  Known names, and any
  * object that exports a driver's or loader's marks (a Level Zero driver
@@ -170,8 +174,6 @@ static int held_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
-static int may_hold(uintptr_t a, uintptr_t b);
-
 int hp_capture_holds(uintptr_t a, size_t len)
 {
 	struct held h = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0};
@@ -207,10 +209,11 @@ static int zero_range(uintptr_t a, uintptr_t b)
 		return -1;
 	while (a < b) {
 		long n = syscall(SYS_read, fd, (void *)a, b - a);
-		if (n <= 0 && errno != EINTR)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
 			break;
-		if (n > 0)
-			a += (uintptr_t)n;
+		a += (uintptr_t)n;
 	}
 	syscall(SYS_close, fd);
 	return a < b ? -1 : 0;
@@ -222,7 +225,7 @@ static int discard_held(hp_rec_t *r, uintptr_t a, uintptr_t b, int advice)
 		return 0; /* lazy: the pages may keep their contents */
 	int private_anon = (hp_rflags(r) & HOSTPIN_KIND_MALLOC) ||
 			   hp_opt[HP_OPT_MMAP] == HP_MMAP_PRIVATE;
-	if (advice == MADV_DONTNEED || advice == 24 /* _LOCKED */)
+	if (advice == MADV_DONTNEED || advice == MADV_DONTNEED_LOCKED)
 		if (private_anon && zero_range(a, b) == 0)
 			return 0;
 	HP_LOG_ONCE(HP_LOG_WARN, "madvise discard of a registered range while "

@@ -1,7 +1,7 @@
 /* CUDA graph capture: the begin entry points, the capture modes, and the
  * program's own unmaps during a capture, against the fake CUDA driver and
  * runtime (tests/preload/cases/182-faults_capture.sh).
- *   capture_modes togr_drv|togr_rt|local|unmaps
+ *   capture_modes togr_drv|togr_gpa|togr_rt|local|unmaps
  * Linked to the fake libcuda.so.1 and libcudart.so.12.  One thread begins a
  * capture and waits; the main thread (and in "local" the capturing thread
  * itself) works meanwhile; then the capture ends.  Exits non-zero when
@@ -31,6 +31,8 @@ CUresult cuStreamEndCapture(CUstream, void **);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuStreamSynchronize(CUstream);
+CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long,
+			     int *);
 int cudaStreamBeginCaptureToGraph(CUstream, void *, const void *,
 				  const void *, size_t, int);
 int fake_cuda_is_registered(const void *, size_t);
@@ -87,7 +89,16 @@ static void *capturer(void *arg)
 	if (!strcmp(mode, "togr_drv"))
 		CHECK(cuStreamBeginCaptureToGraph(cap_s, &graph_obj, NULL, NULL,
 						  0, 0) == 0); /* global */
-	else if (!strcmp(mode, "togr_rt"))
+	else if (!strcmp(mode, "togr_gpa")) {
+		/* found as plug-ins and the runtime find it */
+		CUresult (*fn)(CUstream, void *, const void *, const void *,
+			       size_t, int) = NULL;
+		int qs = -1;
+		CHECK(cuGetProcAddress_v2("cuStreamBeginCaptureToGraph",
+					  (void **)&fn, 12030, 0, &qs) == 0 &&
+		      fn != NULL);
+		CHECK(fn(cap_s, &graph_obj, NULL, NULL, 0, 0) == 0);
+	} else if (!strcmp(mode, "togr_rt"))
 		CHECK(cudaStreamBeginCaptureToGraph(cap_s, &graph_obj, NULL,
 						    NULL, 0, 0) == 0);
 	else if (!strcmp(mode, "local"))

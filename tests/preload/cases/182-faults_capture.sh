@@ -29,12 +29,13 @@ cap_run() { # name mode env...: capture_modes under hostpin, the fake's log chec
 }
 
 # 1. Injects: a global-mode capture begun with cuStreamBeginCaptureToGraph
-# (the driver's, CUDA 12.3), then cudaStreamBeginCaptureToGraph (the
-# runtime's); meanwhile the main thread copies a block to its second copy
+# (the driver's, CUDA 12.3: linked, then found by cuGetProcAddress_v2),
+# then cudaStreamBeginCaptureToGraph (the runtime's); meanwhile the main thread copies a block to its second copy
 # (HOSTPIN_PIN_AFTER=2) and frees a registered one (HOSTPIN_CACHE=0).  Must
 # hold: the capture stays valid (no violation, EndCapture returns 0), the
 # copied block is registered and the freed one unregistered after the end.
 cap_run "a capture begun into a graph (driver) holds registration and unregistration back" togr_drv HOSTPIN_PIN_AFTER=2
+cap_run "a capture begun into a graph (driver, cuGetProcAddress) holds registration and unregistration back" togr_gpa HOSTPIN_PIN_AFTER=2
 cap_run "a capture begun into a graph (runtime) holds registration and unregistration back" togr_rt HOSTPIN_PIN_AFTER=2
 
 # 2. Injects: a thread-local capture; the capturing thread copies a block to
