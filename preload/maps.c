@@ -150,14 +150,21 @@ void hp_range_release(uintptr_t a, size_t len)
  *     (hp_retry_deferred from the capture's end);
  *   munmap of part of a registered range, mmap(MAP_FIXED) or mremap over
  *     one: refused with ENOMEM, nothing changed (the kernel's own answer
- *     when a mapping cannot be split or moved; realloc and allocators fall
- *     back to a new mapping and a copy);
+ *     when a mapping cannot be split or moved: glibc's realloc and the
+ *     allocators fall back to a new mapping and a copy; copying here
+ *     instead would hand the program an address it did not ask for, or
+ *     none at all under MREMAP_FIXED);
  *   MADV_FREE: nothing done (the kernel may leave the pages as they were);
  *   MADV_DONTNEED(_LOCKED) of private anonymous memory: the range is
  *     zeroed instead (what it reads afterwards either way), by a read of
  *     /dev/zero, which fails on pages the program cannot write instead of
  *     faulting;
- *   other discards: refused (EBUSY), as when an unregistration fails. */
+ *   other discards (MADV_REMOVE; any under HOSTPIN_MMAP=shared|all, where
+ *     the record does not say whether its mapping is private): refused
+ *     (EBUSY), as when an unregistration fails.
+ * A capture that begins between the check (hp_capture_holds) and the
+ * release finds the old path: a partial unmap or MAP_FIXED then leaks the
+ * range, as before. */
 struct held {
 	uintptr_t a, b;
 	int any, part;
