@@ -138,16 +138,18 @@ void hp_coverage_poll(void);
 int hp_coverage_bad(void);
 /* backend_cuda.c: the gate of the driver calls a CUDA graph capture
  * prohibits (capture.c counts the captures).  hp_capture_busy: one is in
- * progress.  hp_capture_enter: 1 if such a call may be made now (then
- * hp_capture_leave after it), 0 if not.  hp_cuda_gate_close counts a
- * capture, hp_cuda_gate_wait waits for the calls already inside the driver;
- * hp_cuda_gate_open uncounts one. */
+ * progress that prohibits this thread's calls.  hp_capture_enter: 1 if such
+ * a call may be made now (then hp_capture_leave after it), 0 if not.
+ * hp_cuda_gate_close counts a global capture, hp_cuda_gate_wait waits for
+ * the calls already inside the driver; hp_cuda_gate_open uncounts one;
+ * hp_cuda_gate_local(+1/-1) counts a thread-local capture of this thread. */
 int hp_capture_busy(void);
 int hp_capture_enter(void);
 void hp_capture_leave(void);
 void hp_cuda_gate_close(void);
 void hp_cuda_gate_wait(void);
 void hp_cuda_gate_open(void);
+void hp_cuda_gate_local(int d);
 /* capture.c, for the hooks on the begin and end entry points:
  * hp_capture_begin before the driver's begin (returns what
  * hp_capture_begin_failed takes if that failed), hp_capture_end after the

@@ -549,25 +549,32 @@ static int cuda_device_node(void)
 }
 
 /* ---- the capture gate (invariant 13; capture.c counts the captures) ----
- * While any stream captures a CUDA graph in global or thread-local mode,
- * the driver fails every "unsafe" call made by any thread (registering and
- * unregistering host memory, waiting on a stream or an event), and the
- * failure invalidates the capture.  Such a call runs between
- * hp_capture_enter and hp_capture_leave; a capture's begin counts itself
- * first, then waits for the calls already inside the driver to return (a
- * Dekker pair on two sequentially consistent counters), so that none
- * reaches the driver once the capture began. */
-static _Atomic int captures; /* in progress, in prohibiting modes */
+ * While a stream captures a CUDA graph, the driver fails some "unsafe"
+ * calls (registering and unregistering host memory, waiting on a stream or
+ * an event), and the failure invalidates the capture: in global mode any
+ * thread's, in thread-local mode only the capturing thread's, in relaxed
+ * mode none (cudaStreamCaptureMode).  Such a call runs between
+ * hp_capture_enter and hp_capture_leave.  A global capture's begin counts
+ * itself first, then waits for the calls already inside the driver to
+ * return (a Dekker pair on two sequentially consistent counters), so that
+ * none reaches the driver once the capture began.  A thread-local capture
+ * is counted in its own thread only (tl_caps: a thread's own calls are not
+ * in flight while it begins one); other threads (the decay thread, other
+ * copies) go on.  A thread's own interaction mode
+ * (cudaThreadExchangeStreamCaptureMode) can only allow more than global
+ * mode does: hostpin assumes the default, the strictest. */
+static _Atomic int captures; /* in progress, in global mode */
 static _Atomic int in_flight; /* unsafe driver calls in progress */
+static HP_TLS int tl_caps; /* this thread's thread-local captures */
 
 int hp_capture_busy(void)
 {
-	return atomic_load(&captures) > 0;
+	return tl_caps > 0 || atomic_load(&captures) > 0;
 }
 
 int hp_capture_enter(void)
 {
-	if (atomic_load(&captures) > 0)
+	if (tl_caps > 0 || atomic_load(&captures) > 0)
 		return 0;
 	/* seq_cst both: pairs with hp_cuda_gate_close's count-then-wait */
 	atomic_fetch_add(&in_flight, 1);
@@ -581,6 +588,11 @@ int hp_capture_enter(void)
 void hp_capture_leave(void)
 {
 	atomic_fetch_sub(&in_flight, 1);
+}
+
+void hp_cuda_gate_local(int d)
+{
+	tl_caps += d;
 }
 
 void hp_cuda_gate_close(void)

@@ -1,34 +1,41 @@
-/* CUDA graph capture in the process (invariant 13).  While any stream
- * captures in global or thread-local mode (PyTorch's torch.cuda.graph and
- * torch.compile's reduce-overhead mode capture in global mode), the driver
- * fails every "unsafe" call made by any thread — registering and
- * unregistering host memory, waiting on a stream or an event — and the
- * failure invalidates the capture.  So hostpin counts the captures in
- * progress (the begin and end entry points are hooked at the driver and
- * the runtime: hooks_cudrv.c, hooks_cudart.c) and makes none of those calls
- * meanwhile: registration leaves blocks pending, unregistration of a
- * released block is deferred (the block stays mapped and registered:
- * pin.c's retry), waits are skipped.  When the last capture ends, pending
- * blocks are adopted and deferred releases retried.
+/* CUDA graph capture in the process (invariant 13).  While a stream
+ * captures, the driver fails the "unsafe" calls the capture's mode
+ * prohibits — registering and unregistering host memory, waiting on a
+ * stream or an event — and the failure invalidates the capture: in global
+ * mode (PyTorch's torch.cuda.graph and torch.compile's reduce-overhead
+ * mode capture so) any thread's, in thread-local mode the capturing
+ * thread's only, in relaxed mode none.  So hostpin counts the captures in
+ * progress (the begin and end entry points, cuStreamBeginCaptureToGraph
+ * among them, are hooked at the driver and the runtime: hooks_cudrv.c,
+ * hooks_cudart.c) and makes none of the prohibited calls meanwhile:
+ * registration leaves blocks pending, unregistration of a released block
+ * is deferred (the block stays mapped and registered: pin.c's retry),
+ * waits are skipped.  When the last capture that held a thread back ends,
+ * pending blocks are adopted and deferred releases retried.
  *
  * A driver call of that kind runs between hp_capture_enter and
- * hp_capture_leave, the CUDA backend's gate (backend_cuda.c); a capture's
- * begin closes it (counts itself first, then waits for the calls already
- * inside the driver to return), so that none reaches the driver once the
- * capture began.  Relaxed mode prohibits nothing and is not counted. */
+ * hp_capture_leave, the CUDA backend's gate (backend_cuda.c); a global
+ * capture's begin closes it for every thread (counts itself first, then
+ * waits for the calls already inside the driver to return), so that none
+ * reaches the driver once the capture began; a thread-local one closes it
+ * for its own thread only.  Relaxed mode prohibits nothing and is not
+ * counted. */
 #include <pthread.h>
 
 #include "hooks.h"
 #include "record.h"
 
+#define HP_CAPTURE_GLOBAL 0
+#define HP_CAPTURE_THREAD_LOCAL 1
 #define HP_CAPTURE_RELAXED 2
 #define MAX_CAPTURES 64
 
-/* Streams capturing now (one entry per begin; overflow counted without a
- * stream), under cap_mu; how many: the gate's count (hp_capture_busy). */
+/* Streams capturing now (one entry per begin, with its mode; overflow
+ * counted without a stream, as global), under cap_mu; how many: the
+ * gate's counts (hp_capture_busy). */
 static struct {
 	hp_cudaStream_t s;
-	int used;
+	int used, mode;
 } caps[MAX_CAPTURES];
 static int cap_overflow;
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -41,28 +48,41 @@ int hp_capture_begin(hp_cudaStream_t s, int mode)
 	int i = 0;
 	while (i < MAX_CAPTURES && caps[i].used)
 		i++;
+	int local = mode == HP_CAPTURE_THREAD_LOCAL && i < MAX_CAPTURES;
 	if (i < MAX_CAPTURES)
-		caps[i].s = s, caps[i].used = 1;
+		caps[i].s = s, caps[i].used = 1, caps[i].mode = local;
 	else
 		cap_overflow++;
+	if (local) {
+		/* only this thread's calls are prohibited, and none of them
+		 * is in flight */
+		hp_cuda_gate_local(1);
+		pthread_mutex_unlock(&cap_mu);
+		return 1;
+	}
 	hp_cuda_gate_close();
 	pthread_mutex_unlock(&cap_mu);
 	hp_cuda_gate_wait();
 	return 1;
 }
 
-/* Forget one capture of s (any, if s has none listed). */
+/* Forget one capture of s (any, if s has none listed).  A thread-local
+ * capture ends on the thread that began it (the driver refuses another:
+ * CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, not an end). */
 static void forget(hp_cudaStream_t s)
 {
 	pthread_mutex_lock(&cap_mu);
 	int done = 0;
 	for (int i = 0; i < MAX_CAPTURES && !done; i++)
-		if (caps[i].used && caps[i].s == s)
+		if (caps[i].used && caps[i].s == s) {
 			caps[i].used = 0, done = 1;
+			if (caps[i].mode)
+				hp_cuda_gate_local(-1);
+			else
+				hp_cuda_gate_open();
+		}
 	if (!done && cap_overflow)
-		cap_overflow--, done = 1;
-	if (done)
-		hp_cuda_gate_open();
+		cap_overflow--, hp_cuda_gate_open();
 	pthread_mutex_unlock(&cap_mu);
 }
 

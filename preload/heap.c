@@ -221,8 +221,11 @@ void *hp_block_realloc(void *p, size_t n, int *handled)
 	if (n >= hp_threshold && n <= s.len && n > s.len / 2)
 		return p;
 	/* Growing: move the pages (a block the program registered itself
-	 * stays where it is: the program holds its address). */
-	if (n > s.len && n <= PTRDIFF_MAX && !(hp_rflags(r) & HP_F_FOREIGN)) {
+	 * stays where it is: the program holds its address; a registered one
+	 * while a CUDA graph capture holds hostpin back is copied, its
+	 * release deferred: it cannot be unregistered now). */
+	if (n > s.len && n <= PTRDIFF_MAX && !(hp_rflags(r) & HP_F_FOREIGN) &&
+	    !((hp_rflags(r) & HOSTPIN_REGISTERED) && hp_capture_busy())) {
 		if (!hp_claim_release(r, &s))
 			hp_fatal("realloc(): double free of hostpin block %p "
 				 "(racing release)", p);

@@ -390,6 +390,29 @@ static hp_cudaError_t begin_capture(void *f, int ptsz, hp_cudaStream_t s,
 	hp_hook_leave();
 	return e;
 }
+/* cudaStreamBeginCaptureToGraph (CUDA 12.3): into the program's graph, in
+ * the mode it names; counted as any other. */
+typedef hp_cudaError_t (*hp_cudaStreamBeginCaptureToGraph_t)(
+    hp_cudaStream_t, void *, const void *, const void *, size_t, int);
+static hp_cudaError_t begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
+				       void *g, const void *deps,
+				       const void *data, size_t n, int mode)
+{
+	hp_cudaStreamBeginCaptureToGraph_t fn =
+	    (hp_cudaStreamBeginCaptureToGraph_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s, g, deps, data, n, mode);
+	hp_cudaStream_t cs = s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+	int c;
+	HP_GUARDED(c = hp_capture_begin(cs, mode));
+	hp_cudaError_t e = fn(s, g, deps, data, n, mode);
+	if (e != 0)
+		HP_GUARDED(hp_capture_begin_failed(cs, c));
+	hp_hook_leave();
+	return e;
+}
 static hp_cudaError_t end_capture(void *f, int ptsz, hp_cudaStream_t s,
 				  void **g)
 {
@@ -682,6 +705,22 @@ HP_EXPORT hp_cudaError_t cudaStreamBeginCapture_ptsz(
     hp_cudaStream_t s, int mode)
 {
 	return begin_capture(NEXT(cudaStreamBeginCapture_ptsz), 1, s, mode);
+}
+
+HP_EXPORT hp_cudaError_t cudaStreamBeginCaptureToGraph(
+    hp_cudaStream_t s, void *g, const void *deps, const void *data, size_t n,
+    int mode)
+{
+	return begin_capture_tg(NEXT(cudaStreamBeginCaptureToGraph), 0, s, g,
+				deps, data, n, mode);
+}
+
+HP_EXPORT hp_cudaError_t cudaStreamBeginCaptureToGraph_ptsz(
+    hp_cudaStream_t s, void *g, const void *deps, const void *data, size_t n,
+    int mode)
+{
+	return begin_capture_tg(NEXT(cudaStreamBeginCaptureToGraph_ptsz), 1, s,
+				g, deps, data, n, mode);
 }
 
 HP_EXPORT hp_cudaError_t cudaStreamEndCapture(hp_cudaStream_t s, void **g)

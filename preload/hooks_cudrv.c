@@ -404,6 +404,28 @@ static hp_CUresult begin_capture(void *f, int ptsz, hp_cudaStream_t s)
 	hp_hook_leave();
 	return e;
 }
+/* cuStreamBeginCaptureToGraph (CUDA 12.3): a capture into a graph the
+ * program made, in the mode it names; counted as any other. */
+typedef hp_CUresult (*hp_cuStreamBeginCaptureToGraph_t)(
+    hp_cudaStream_t, void *, const void *, const void *, size_t, int);
+static hp_CUresult begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
+				    void *g, const void *deps,
+				    const void *data, size_t n, int mode)
+{
+	hp_cuStreamBeginCaptureToGraph_t fn =
+	    (hp_cuStreamBeginCaptureToGraph_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (!hp_hook_enter())
+		return fn(s, g, deps, data, n, mode);
+	int c;
+	HP_GUARDED(c = hp_capture_begin(cap_stream(s, ptsz), mode));
+	hp_CUresult e = fn(s, g, deps, data, n, mode);
+	if (e != HP_CUDA_SUCCESS)
+		HP_GUARDED(hp_capture_begin_failed(cap_stream(s, ptsz), c));
+	hp_hook_leave();
+	return e;
+}
 static hp_CUresult end_capture(void *f, int ptsz, hp_cudaStream_t s, void **g)
 {
 	hp_cuStreamEndCapture_t fn = (hp_cuStreamEndCapture_t)f;
@@ -1116,6 +1138,40 @@ static hp_CUresult lk_cuStreamBeginCapture_v2_ptsz(hp_cudaStream_t s, int mode)
 {
 	return begin_capture_v2(LOOKED_UP(cuStreamBeginCapture_v2_ptsz), 1, s,
 				mode);
+}
+
+HP_EXPORT hp_CUresult cuStreamBeginCaptureToGraph(hp_cudaStream_t s, void *g,
+					       const void *deps,
+					       const void *data, size_t n,
+					       int mode)
+{
+	return begin_capture_tg(NEXT(cuStreamBeginCaptureToGraph), 0, s, g,
+				deps, data, n, mode);
+}
+
+static hp_CUresult lk_cuStreamBeginCaptureToGraph(hp_cudaStream_t s, void *g,
+						  const void *deps,
+						  const void *data, size_t n,
+						  int mode)
+{
+	return begin_capture_tg(LOOKED_UP(cuStreamBeginCaptureToGraph), 0, s,
+				g, deps, data, n, mode);
+}
+
+HP_EXPORT hp_CUresult cuStreamBeginCaptureToGraph_ptsz(
+    hp_cudaStream_t s, void *g, const void *deps, const void *data, size_t n,
+    int mode)
+{
+	return begin_capture_tg(NEXT(cuStreamBeginCaptureToGraph_ptsz), 1, s,
+				g, deps, data, n, mode);
+}
+
+static hp_CUresult lk_cuStreamBeginCaptureToGraph_ptsz(
+    hp_cudaStream_t s, void *g, const void *deps, const void *data, size_t n,
+    int mode)
+{
+	return begin_capture_tg(LOOKED_UP(cuStreamBeginCaptureToGraph_ptsz), 1,
+				s, g, deps, data, n, mode);
 }
 
 HP_EXPORT hp_CUresult cuStreamEndCapture(hp_cudaStream_t s, void **g)

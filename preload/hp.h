@@ -314,6 +314,11 @@ HP_HIDDEN size_t hp_block_usable(const void *p, int *handled);
 HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags,
 			     const void *caller);
 HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
+/* maps.c: a CUDA graph capture that prohibits this thread's driver calls,
+ * and [a, a+len) overlaps a registered range: 1 (only whole ones), 2 (part
+ * of one); 0 otherwise.  hp_munmap_range: the program's munmap. */
+HP_HIDDEN int hp_capture_holds(uintptr_t a, size_t len);
+HP_HIDDEN int hp_munmap_range(void *a, size_t len);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);

@@ -21,7 +21,7 @@ int hp_leaked_in(uintptr_t a, size_t len)
 
 struct gaps {
 	uintptr_t cur, end;
-	int ret, err;
+	int ret, err, leaked; /* leaked: one not just waiting (HP_F_DEFER) */
 };
 
 static void unmap_to(struct gaps *g, uintptr_t to)
@@ -33,10 +33,10 @@ static void unmap_to(struct gaps *g, uintptr_t to)
 
 static int skip_leaked(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
-	(void)r;
 	struct gaps *g = arg;
 	if (hp_word_state(s->word) != HP_REC_LEAKED)
 		return 0;
+	g->leaked |= !(hp_rflags(r) & HP_F_DEFER);
 	/* Records come in address order (the registry walk). */
 	unmap_to(g, s->base > g->cur ? s->base : g->cur);
 	uintptr_t e = s->base + s->len;
@@ -52,12 +52,15 @@ int hp_munmap_do(void *a, size_t len)
 	if ((p & (HP_PAGE_SIZE - 1)) || len == 0 || len > UINTPTR_MAX - p ||
 	    !hp_leaked_in(p, len))
 		return hp_real.munmap(a, len);
-	struct gaps g = {p, p + hp_page_up(len), 0, 0};
+	struct gaps g = {p, p + hp_page_up(len), 0, 0, 0};
 	hp_registry_each_overlap(&hp_reg, g.cur, g.end - g.cur, skip_leaked, &g);
 	unmap_to(&g, g.end);
-	HP_LOG_ONCE(HP_LOG_WARN, "munmap(%p, %zu) leaves a range mapped whose "
-		    "device registration could not be released (invariant "
-		    "1; counted as leaked_blocks)", a, len);
+	/* a deferred one is unmapped when its unregistration is made */
+	if (g.leaked)
+		HP_LOG_ONCE(HP_LOG_WARN, "munmap(%p, %zu) leaves a range "
+			    "mapped whose device registration could not be "
+			    "released (invariant 1; counted as leaked_blocks)",
+			    a, len);
 	if (g.ret)
 		errno = g.err;
 	return g.ret;

@@ -4,12 +4,19 @@
  * from wrap_mmap.c with hp_in_hook raised. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "record.h"
 #include "resolve.h"
+
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24 /* Linux 5.18; headers may lack it */
+#endif
 
 /* Memory the device libraries map for themselves (cudaHostAlloc, driver
  * buffers) is theirs: never touch it (invariant 8).  Known names, and any
@@ -56,6 +63,7 @@ struct carve {
 	uintptr_t a, b;  /* the range being released */
 	unsigned kind;   /* kind of the first affected record, or 0 */
 	uint64_t copies; /* its copy count (HP_U_COPIES) */
+	int unmap;       /* the program's munmap: whole ranges may wait */
 };
 
 static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
@@ -75,8 +83,15 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	if (hp_pin_split(r, s, c->a, c->b) == 0)
 		return 0;
 	unsigned carry = hp_rflags(r);
-	if (hp_untrack(r, s))
-		return 0; /* leaked: stays registered, never reused */
+	/* A mapping the program unmaps whole whose unregistration cannot be
+	 * made now (a CUDA graph capture, no context): kept mapped and
+	 * registered, unregistered and unmapped later (pin.c's retry);
+	 * hp_munmap_do leaves it mapped meanwhile. */
+	int whole = s->base >= c->a && s->base + s->len <= c->b;
+	if (c->unmap && whole && (kind & HOSTPIN_KIND_MMAP)
+		? hp_untrack_release(r, s)
+		: hp_untrack(r, s))
+		return 0; /* leaked or deferred: stays registered */
 	uintptr_t end = s->base + s->len;
 	/* Survivors lie outside [a, b): safe to pin again before the caller
 	 * releases [a, b), and outside what this walk still visits. */
@@ -106,9 +121,11 @@ static int may_hold(uintptr_t a, uintptr_t b)
  * the kind of the first range affected (0 if none). */
 /* The kind of the first tracked range [a, a+len) overlapped (0: none), and
  * its copy count in *copies. */
-static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies)
+static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies,
+			      int unmap)
 {
-	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0};
+	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0,
+			  unmap};
 	if (len && may_hold(c.a, c.b))
 		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
 					 &c);
@@ -117,15 +134,127 @@ static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies)
 	return c.kind;
 }
 
-void hp_range_release(uintptr_t a, size_t len) { release_range(a, len, NULL); }
+void hp_range_release(uintptr_t a, size_t len)
+{
+	release_range(a, len, NULL, 0);
+}
+
+/* ---- the program's unmaps during a CUDA graph capture (invariant 13) ----
+ * While a capture prohibits this thread's driver calls (capture.c: a
+ * global one anywhere, a thread-local one of this thread), a registered
+ * range can be neither unregistered nor given up (invariant 1: its pages
+ * are never unmapped, replaced or discarded while registered).  So:
+ *   munmap of whole registered ranges: each is kept mapped and registered
+ *     (LEAKED with HP_F_DEFER, as a released heap block), the call
+ *     returns 0; when the capture ends they are unregistered and unmapped
+ *     (hp_retry_deferred from the capture's end);
+ *   munmap of part of a registered range, mmap(MAP_FIXED) or mremap over
+ *     one: refused with ENOMEM, nothing changed (the kernel's own answer
+ *     when a mapping cannot be split or moved: glibc's realloc and the
+ *     allocators fall back to a new mapping and a copy; copying here
+ *     instead would hand the program an address it did not ask for, or
+ *     none at all under MREMAP_FIXED);
+ *   MADV_FREE: nothing done (the kernel may leave the pages as they were);
+ *   MADV_DONTNEED(_LOCKED) of private anonymous memory: the range is
+ *     zeroed instead (what it reads afterwards either way), by a read of
+ *     /dev/zero, which fails on pages the program cannot write instead of
+ *     faulting;
+ *   other discards (MADV_REMOVE; any under HOSTPIN_MMAP=shared|all, where
+ *     the record does not say whether its mapping is private): refused
+ *     (EBUSY), as when an unregistration fails.
+ * A capture that begins between the check (hp_capture_holds) and the
+ * release finds the old path: a partial unmap or MAP_FIXED then leaks the
+ * range, as before. */
+struct held {
+	uintptr_t a, b;
+	int any, part;
+};
+
+static int held_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct held *h = arg;
+	if (hp_word_state(s->word) == HP_REC_LEAKED ||
+	    !(hp_rflags(r) & HOSTPIN_REGISTERED))
+		return 0;
+	h->any = 1;
+	h->part |= s->base < h->a || s->base + s->len > h->b;
+	return 0;
+}
+
+int hp_capture_holds(uintptr_t a, size_t len)
+{
+	struct held h = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0};
+	if (!len || !hp_capture_busy() || !may_hold(h.a, h.b))
+		return 0;
+	hp_registry_each_overlap(&hp_reg, h.a, h.b - h.a, held_one, &h);
+	return h.part ? 2 : h.any;
+}
+
+int hp_munmap_range(void *a, size_t len)
+{
+	uintptr_t p = (uintptr_t)a;
+	if (!(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p &&
+	    hp_capture_holds(p, len) == 2) {
+		HP_LOG_ONCE(HP_LOG_WARN, "munmap of part of a registered range "
+			    "while a CUDA graph is captured: refused (ENOMEM; "
+			    "its registration cannot be split during the "
+			    "capture)");
+		errno = ENOMEM;
+		return -1;
+	}
+	release_range(p, len, NULL, 1);
+	return hp_munmap_do(a, len);
+}
+
+/* [a, b) of private anonymous memory reads zero, as after MADV_DONTNEED;
+ * 0, or -1 if a page cannot be written (read(2) says EFAULT there). */
+static int zero_range(uintptr_t a, uintptr_t b)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/zero",
+			      O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (a < b) {
+		long n = syscall(SYS_read, fd, (void *)a, b - a);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		a += (uintptr_t)n;
+	}
+	syscall(SYS_close, fd);
+	return a < b ? -1 : 0;
+}
+
+static int discard_held(hp_rec_t *r, uintptr_t a, uintptr_t b, int advice)
+{
+	if (advice == MADV_FREE)
+		return 0; /* lazy: the pages may keep their contents */
+	int private_anon = (hp_rflags(r) & HOSTPIN_KIND_MALLOC) ||
+			   hp_opt[HP_OPT_MMAP] == HP_MMAP_PRIVATE;
+	if (advice == MADV_DONTNEED || advice == MADV_DONTNEED_LOCKED)
+		if (private_anon && zero_range(a, b) == 0)
+			return 0;
+	HP_LOG_ONCE(HP_LOG_WARN, "madvise discard of a registered range while "
+		    "a CUDA graph is captured: refused (EBUSY)");
+	return EBUSY;
+}
 
 void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 		   void *new_addr)
 {
 	uint64_t copies;
-	unsigned kind = release_range((uintptr_t)old, oldlen, &copies);
+	if (hp_capture_holds((uintptr_t)old, oldlen) ||
+	    ((flags & MREMAP_FIXED) &&
+	     hp_capture_holds((uintptr_t)new_addr, newlen))) {
+		HP_LOG_ONCE(HP_LOG_WARN, "mremap of a registered range while a "
+			    "CUDA graph is captured: refused (ENOMEM)");
+		errno = ENOMEM; /* never moved, resized or replaced */
+		return MAP_FAILED;
+	}
+	unsigned kind = release_range((uintptr_t)old, oldlen, &copies, 0);
 	if (flags & MREMAP_FIXED)
-		release_range((uintptr_t)new_addr, newlen, NULL);
+		release_range((uintptr_t)new_addr, newlen, NULL, 0);
 	if (hp_leaked_in((uintptr_t)old, oldlen) ||
 	    ((flags & MREMAP_FIXED) && hp_leaked_in((uintptr_t)new_addr, newlen))) {
 		errno = ENOMEM; /* a refused release: never moved (invariant 1) */
@@ -219,7 +348,12 @@ static void advise_records(struct advise *ad)
 		 * page must not be discarded (invariant 1): unpin the cells
 		 * [a, b) touches, discard, pin them again (their pages now
 		 * zero). */
-		if (hp_pin_discard(r, s, a, b, discard_cb, ad) && !ad->ret)
+		if ((hp_rflags(r) & HOSTPIN_REGISTERED) && hp_capture_busy()) {
+			/* no unregistration now: zeroed, skipped or refused */
+			if (discard_held(r, a, b, ad->advice) && !ad->ret)
+				ad->ret = -1, ad->err = EBUSY;
+		} else if (hp_pin_discard(r, s, a, b, discard_cb, ad) &&
+			   !ad->ret)
 			ad->ret = -1, ad->err = EBUSY;
 		ad->cur = b;
 		hp_busy_end(r, st);

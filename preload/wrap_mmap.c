@@ -28,7 +28,15 @@ HP_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd,
 	if ((flags & MAP_FIXED) && may_overlap(a, len)) {
 		/* MAP_FIXED replaces what is there: unpin it first; a range
 		 * whose release the driver refused is never replaced. */
-		int leaked;
+		int leaked, held;
+		HP_GUARDED(held = hp_capture_holds((uintptr_t)a, len));
+		if (held) {
+			HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a "
+				    "registered range while a CUDA graph is "
+				    "captured: refused (ENOMEM)");
+			errno = ENOMEM;
+			return MAP_FAILED;
+		}
 		HP_GUARDED(hp_range_release((uintptr_t)a, len);
 			   leaked = hp_leaked_in((uintptr_t)a, len));
 		if (leaked) {
@@ -60,8 +68,7 @@ HP_EXPORT int munmap(void *a, size_t len)
 	if (!hp_in_hook && ready() && may_overlap(a, len)) {
 		/* what stays registered (the driver refused) stays mapped */
 		int r;
-		HP_GUARDED(hp_range_release((uintptr_t)a, len);
-			   r = hp_munmap_do(a, len));
+		HP_GUARDED(r = hp_munmap_range(a, len));
 		return r;
 	}
 	return HP_REAL(munmap)(a, len);

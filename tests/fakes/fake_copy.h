@@ -358,6 +358,19 @@ CUresult cuStreamBeginCapture_v2(stream_t *s, int mode)
 	return OK;
 }
 
+/* CUDA 12.3: a capture into a graph the program made (its nodes are not
+ * modelled), in the mode it names: as any other capture. */
+CUresult cuStreamBeginCaptureToGraph(stream_t *s, void *graph,
+				     const void *deps, const void *data,
+				     size_t n, int mode)
+{
+	if (graph == NULL || (n && deps == NULL))
+		return INVALID_VALUE;
+	(void)data;
+	logf_("CAPTURE TO GRAPH");
+	return cuStreamBeginCapture_v2(s, mode);
+}
+
 /* The form without a mode: global mode. */
 CUresult cuStreamBeginCapture(stream_t *s)
 {
@@ -676,6 +689,7 @@ static const struct proc {
 	P(cuStreamQuery, 2000, cuStreamQuery)
 	P(cuStreamBeginCapture, 10000, cuStreamBeginCapture)
 	P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)
+	P(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph)
 	P(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)
 	P(cuStreamEndCapture, 10000, cuStreamEndCapture)
 	P(cuStreamIsCapturing, 10000, cuStreamIsCapturing)

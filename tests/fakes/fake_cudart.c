@@ -42,6 +42,8 @@ static struct {
 	CUresult (*ssync)(stream_t);
 	CUresult (*sbegin)(stream_t, int);
 	CUresult (*send)(stream_t, void **);
+	CUresult (*sbegin_tg)(stream_t, void *, const void *, const void *,
+			      size_t, int);
 	CUresult (*scap)(stream_t, int *);
 	CUresult (*ecreate)(event_t *, unsigned);
 	CUresult (*erecord)(event_t, stream_t);
@@ -108,6 +110,7 @@ static void load(void)
 	G(reg, "cuMemHostRegister"); G(unreg, "cuMemHostUnregister");
 	G(screate, "cuStreamCreate"); G(ssync, "cuStreamSynchronize");
 	G(sbegin, "cuStreamBeginCapture"); G(send, "cuStreamEndCapture");
+	G(sbegin_tg, "cuStreamBeginCaptureToGraph");
 	G(scap, "cuStreamIsCapturing"); G(ecreate, "cuEventCreate");
 	G(erecord, "cuEventRecord"); G(esync, "cuEventSynchronize");
 	G(edestroy, "cuEventDestroy");
@@ -182,6 +185,15 @@ API cudaError_t cudaStreamBeginCapture(stream_t s, int mode)
 {
 	ctx();
 	return d.sbegin(s, mode);
+}
+
+API cudaError_t cudaStreamBeginCaptureToGraph(stream_t s, void *g,
+					      const void *deps,
+					      const void *data, size_t n,
+					      int mode)
+{
+	ctx();
+	return d.sbegin_tg(s, g, deps, data, n, mode);
 }
 
 API cudaError_t cudaStreamEndCapture(stream_t s, void **g)

@@ -1,0 +1,58 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- CUDA graph capture (issue 22, item 11, continued): the begin entry
+# points into a graph, the capture modes, the program's own unmaps during
+# a capture.  One program (capture_modes.c), linked to the fake driver and
+# runtime: one thread begins a capture and waits, the main thread works
+# meanwhile.  The fake fails every call a capture prohibits (global mode:
+# any thread's registration, unregistration or wait; thread-local: the
+# capturing thread's), logs "VIOLATION capture-invalidated-by" and ends
+# the capture with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+build capture_modes capture_modes.c -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F" ||
+	bad "build capture_modes"
+
+cap_run() { # name mode env...: capture_modes under hostpin, the fake's log checked
+	local name=$1 m=$2; shift 2
+	local log out rc
+	log=$(mktemp)
+	out=$(timeout 120 env $P HOSTPIN_STAGE=0 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" "$@" \
+		"$B/capture_modes" "$m" 2>&1); rc=$?
+	if [ $rc -eq 0 ] && fakelog "$log" 0; then ok "capture: $name"
+	else bad "capture: $name (rc $rc)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	# no registration call reaches the driver between begin and end (in
+	# thread-local mode the main thread's may: checked by the program)
+	if [ "$m" != local ]; then
+		if awk '/CAPTURE BEGIN/ {c=1} /CAPTURE END/ {c=0} c && /CALL cuMemHost(Register_v2|Unregister)/ {bad=1} END {exit bad}' "$log"; then
+			ok "capture ($m): no cuMemHostRegister/cuMemHostUnregister call between begin and end"
+		else bad "capture ($m): a registration call during the capture"; fi
+	fi
+	rm -f "$log"
+}
+
+# 1. Injects: a global-mode capture begun with cuStreamBeginCaptureToGraph
+# (the driver's, CUDA 12.3: linked, then found by cuGetProcAddress_v2),
+# then cudaStreamBeginCaptureToGraph (the runtime's); meanwhile the main thread copies a block to its second copy
+# (HOSTPIN_PIN_AFTER=2) and frees a registered one (HOSTPIN_CACHE=0).  Must
+# hold: the capture stays valid (no violation, EndCapture returns 0), the
+# copied block is registered and the freed one unregistered after the end.
+cap_run "a capture begun into a graph (driver) holds registration and unregistration back" togr_drv HOSTPIN_PIN_AFTER=2
+cap_run "a capture begun into a graph (driver, cuGetProcAddress) holds registration and unregistration back" togr_gpa HOSTPIN_PIN_AFTER=2
+cap_run "a capture begun into a graph (runtime) holds registration and unregistration back" togr_rt HOSTPIN_PIN_AFTER=2
+
+# 2. Injects: a thread-local capture; the capturing thread copies a block to
+# its second copy and frees a registered one; meanwhile the main thread
+# does the same.  Must hold: the main thread's block is registered and its
+# freed block unregistered DURING the capture (thread-local mode prohibits
+# other threads nothing); the capturing thread's registration and
+# unregistration wait (no violation) and are made when its capture ends.
+cap_run "thread-local capture: other threads register and unregister meanwhile, the capturing thread waits" local HOSTPIN_PIN_AFTER=2
+
+# 3. Injects: a global-mode capture; meanwhile the main thread, over
+# mappings registered at their mmap (HOSTPIN_PIN_AFTER=0): munmaps one
+# whole, MADV_DONTNEED on part of one, MADV_FREE on one, mremap grows one,
+# mmap(MAP_FIXED) over one, munmaps part of one.  Must hold: no driver call
+# during the capture (the capture stays valid); munmap returns 0 and the
+# mapping is unregistered and unmapped when the capture ends; DONTNEED
+# returns 0 and the part reads zero, the rest unchanged; MADV_FREE returns
+# 0; mremap, MAP_FIXED and the partial munmap fail with ENOMEM and change
+# nothing; afterwards each works as usual, nothing leaked or left pinned.
+cap_run "the program's munmap, madvise, mremap and MAP_FIXED over registered mappings during a capture" unmaps HOSTPIN_PIN_AFTER=0
