@@ -7,7 +7,9 @@
 #include <gnu/libc-version.h>
 #include <stdlib.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -232,6 +234,29 @@ void *hp_dlsym(void *h, const char *name)
 {
 	hp_dl_resolve();
 	return hp_dlsym_next(h, name);
+}
+
+/* ---- the threads hostpin starts ----
+ * Created with every signal blocked, for its whole life: a signal the
+ * program blocks and collects with signalfd or sigwait must never be
+ * delivered to one of hostpin's threads instead (invariant 11).  A thread
+ * inherits its creator's mask, so the caller's mask is filled around
+ * pthread_create and restored after. */
+int hp_thread_start(void *(*fn)(void *), void *arg, size_t stack)
+{
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (stack)
+		pthread_attr_setstacksize(&a, stack);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int e = pthread_create(&t, &a, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	return e;
 }
 
 /* ---- is hostpin the process's allocator? ---- */

@@ -227,6 +227,10 @@ HP_HIDDEN void *hp_dlsym(void *handle, const char *name);
 /* Whether a driver or runtime hook should act (hostpin ready, not inside
  * itself, not in a forked child).  Where it forwards to: resolve.h. */
 HP_HIDDEN int hp_hooks_active(void);
+/* Starts fn(arg) on a detached thread that blocks every signal for its
+ * whole life (invariant 11); stack: its size in bytes, 0 for the default.
+ * Returns pthread_create's result: 0 when started. */
+HP_HIDDEN int hp_thread_start(void *(*fn)(void *), void *arg, size_t stack);
 /* The bootstrap arena that serves dlsym's own allocations. */
 #define HP_ARENA_SIZE ((size_t)256 << 10)
 HP_HIDDEN extern char hp_arena[HP_ARENA_SIZE];
