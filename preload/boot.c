@@ -23,7 +23,7 @@ _Atomic int hp_state = HP_ST_UNINIT;
 _Atomic size_t hp_threshold = 0;
 HP_TLS int hp_in_hook;
 int hp_in_child;
-struct hp_next hp_next;
+static struct hp_next hp_next; /* the next allocator (struct in hp.h) */
 /* The registry of ranges (hp.h), the layer below everything else. */
 hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
@@ -228,12 +228,6 @@ void hp_dl_resolve(void)
 {
 	if (__atomic_load_n((void **)&hp_dlsym_next, __ATOMIC_ACQUIRE) == NULL)
 		find_libc_dl(); /* idempotent: racing threads store the same */
-}
-
-void *hp_dlsym(void *h, const char *name)
-{
-	hp_dl_resolve();
-	return hp_dlsym_next(h, name);
 }
 
 /* ---- the threads hostpin starts ----
