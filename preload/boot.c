@@ -7,7 +7,9 @@
 #include <gnu/libc-version.h>
 #include <stdlib.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -21,7 +23,7 @@ _Atomic int hp_state = HP_ST_UNINIT;
 _Atomic size_t hp_threshold = 0;
 HP_TLS int hp_in_hook;
 int hp_in_child;
-struct hp_next hp_next;
+static struct hp_next hp_next; /* the next allocator (struct in hp.h) */
 /* The registry of ranges (hp.h), the layer below everything else. */
 hp_registry_t hp_reg = HP_REGISTRY_INIT;
 
@@ -228,10 +230,27 @@ void hp_dl_resolve(void)
 		find_libc_dl(); /* idempotent: racing threads store the same */
 }
 
-void *hp_dlsym(void *h, const char *name)
+/* ---- the threads hostpin starts ----
+ * Created with every signal blocked, for its whole life: a signal the
+ * program blocks and collects with signalfd or sigwait must never be
+ * delivered to one of hostpin's threads instead (invariant 11).  A thread
+ * inherits its creator's mask, so the caller's mask is filled around
+ * pthread_create and restored after. */
+int hp_thread_start(void *(*fn)(void *), void *arg, size_t stack)
 {
-	hp_dl_resolve();
-	return hp_dlsym_next(h, name);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (stack)
+		pthread_attr_setstacksize(&a, stack);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int e = pthread_create(&t, &a, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	return e;
 }
 
 /* ---- is hostpin the process's allocator? ---- */

@@ -11,7 +11,6 @@
  * call), else at the next cache call; and all hostpin processes of the user
  * on the node keep at most HOSTPIN_NODE_CACHE cached together (the ledger). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -166,15 +165,8 @@ static void decay_start(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&decay_cv, &ca); /* a fork's child: fresh */
 	pthread_condattr_destroy(&ca);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
 	static int exit_hook;
-	if (pthread_create(&t, &a, decay_main, NULL) == 0) {
+	if (hp_thread_start(decay_main, NULL, 0) == 0) {
 		decay_on = 1;
 		if (!exit_hook)
 			exit_hook = atexit(decay_exit) == 0;
@@ -183,8 +175,6 @@ static void decay_start(void)
 		HP_LOG_ONCE(HP_LOG_WARN, "cannot start the cache decay "
 			    "thread: idle cached blocks are given back only at "
 			    "the next allocation or free");
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void *hp_cache_take(size_t len, size_t align, size_t *got)

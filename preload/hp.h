@@ -190,13 +190,13 @@ typedef void *(*hp_fn_mmap)(void *, size_t, int, int, int, long);
 typedef int (*hp_fn_munmap)(void *, size_t);
 typedef void *(*hp_fn_mremap)(void *, size_t, size_t, int, ...);
 typedef int (*hp_fn_madvise)(void *, size_t, int);
-/* The next allocator's functions, resolved once during initialisation. */
+/* The next allocator's functions, resolved once during initialisation
+ * (boot.c's hp_next). */
 struct hp_next {
 #define HP_NEXT_FIELD(f) hp_fn_##f f;
 	HP_ALLOC_FNS(HP_NEXT_FIELD)
 #undef HP_NEXT_FIELD
 };
-HP_HIDDEN extern struct hp_next hp_next;
 /* What the wrappers call: statically the bootstrap stand-ins (boot.c),
  * then hp_next's values.  Relaxed loads: every value is callable. */
 struct hp_real {
@@ -229,11 +229,13 @@ HP_HIDDEN unsigned long long hp_dl_generation(void);
 /* 1 if the process's malloc is not hostpin's (ASan, valgrind): hostpin
  * then steps aside. */
 HP_HIDDEN int hp_foreign_allocator(void);
-/* A lookup of hostpin's own: glibc's dlsym, relative to hostpin. */
-HP_HIDDEN void *hp_dlsym(void *handle, const char *name);
 /* Whether a driver or runtime hook should act (hostpin ready, not inside
  * itself, not in a forked child).  Where it forwards to: resolve.h. */
 HP_HIDDEN int hp_hooks_active(void);
+/* Starts fn(arg) on a detached thread that blocks every signal for its
+ * whole life (invariant 11); stack: its size in bytes, 0 for the default.
+ * Returns pthread_create's result: 0 when started. */
+HP_HIDDEN int hp_thread_start(void *(*fn)(void *), void *arg, size_t stack);
 /* The bootstrap arena that serves dlsym's own allocations. */
 #define HP_ARENA_SIZE ((size_t)256 << 10)
 HP_HIDDEN extern char hp_arena[HP_ARENA_SIZE];
@@ -299,7 +301,6 @@ HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 /* Count a failure under a reason name (a static string); 1 the first time
  * that reason is seen, so each reason is logged once. */
 HP_HIDDEN int hp_stat_fail(const char *reason);
-HP_HIDDEN uint64_t hp_stat_fail_total(void);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);
 
@@ -337,9 +338,6 @@ HP_HIDDEN void hp_register_fork_child(void);
 HP_HIDDEN uint64_t hp_register_background_done(void);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
-/* The registrations of owner (backend->owner, not 0) are gone:
- * their blocks go back to pending.  The number of blocks. */
-HP_HIDDEN int hp_pin_owner_lost(uintptr_t owner);
 /* Unregister every registered block once its copies completed (the
  * coverage check newly failed); they stay unregistered. */
 HP_HIDDEN void hp_pin_unregister_all(void);
@@ -348,8 +346,6 @@ HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
 HP_HIDDEN void hp_foreign_end(void *p);
 /* The program released an import (or registration) that was hostpin's. */
 HP_HIDDEN void hp_import_dropped(void *p);
-/* Flags of the range holding p (0 if none), and its record. */
-HP_HIDDEN unsigned hp_block_flags(const void *p, hp_rec_t **rec);
 /* cache.c: the lock, for the fork handlers. */
 HP_HIDDEN void hp_cache_lock(void);
 HP_HIDDEN void hp_cache_unlock(void);

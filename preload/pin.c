@@ -320,6 +320,9 @@ static unsigned in_flux(uintptr_t a)
 	return st == HP_REC_RELEASING ? 1 : st == HP_REC_BUSY ? 2 : 0;
 }
 
+static void track_rec(hp_rec_t *r, uintptr_t base, size_t len,
+		      unsigned kind, unsigned carry, uint64_t copies);
+
 int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 		uint64_t copies)
 {
@@ -348,12 +351,13 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 			    (void *)base, hp_track_reason(e), e);
 		return e;
 	}
-	hp_track_rec(r, base, len, kind, carry, copies);
+	track_rec(r, base, len, kind, carry, copies);
 	return 0;
 }
 
-void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
-		  unsigned carry, uint64_t copies)
+/* hp_track_as for a record already inserted (held by the caller). */
+static void track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
+		      unsigned carry, uint64_t copies)
 {
 	carry &= HP_F_CHURN;
 	atomic_store_explicit(&r->user[HP_U_FLAGS], kind | carry,
@@ -574,7 +578,9 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
-int hp_pin_owner_lost(uintptr_t owner)
+/* The registrations of owner (backend->owner, not 0) are gone: their
+ * blocks go back to pending.  The number of blocks. */
+static int owner_lost(uintptr_t owner)
 {
 	struct lost l = {owner, hp_backend->pin_flags & HOSTPIN_REGISTERED,
 			 HOSTPIN_REGISTERED, 0};
@@ -600,21 +606,13 @@ void hp_pin_unregister_all(void)
 		hp_registry_each(&hp_reg, unregister_one, NULL);
 }
 
-unsigned hp_block_flags(const void *p, hp_rec_t **rec)
-{
-	hp_snap_t s;
-	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
-	*rec = r;
-	return r ? hp_rflags(r) : 0;
-}
-
 /* ---- what the backend reported ---- */
 
 /* The CUDA contexts in ended[] ended: their blocks go back to pending. */
 static void owners_lost(const uintptr_t *ended, int n)
 {
 	for (int i = 0; i < n; i++) {
-		int k = hp_pin_owner_lost(ended[i]);
+		int k = owner_lost(ended[i]);
 		if (k)
 			hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
 			       "block(s) go back to pending", k);

@@ -5,7 +5,6 @@
  * processes that actually pin get threads (invariant 9). */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -116,26 +115,10 @@ void hp_prefault(void *base, size_t len)
 	hp_log(HP_LOG_DEBUG, "pre-faulting %zu bytes at %p", len, base);
 	pthread_mutex_lock(&job_mu);
 	pthread_mutex_lock(&mu);
-	while ((size_t)nworkers + 1 < want && nworkers < MAX_WORKERS) {
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&a, 64 << 10);
-		/* Created with every signal blocked, for its whole life: a
-		 * signal the program blocks and collects with signalfd or
-		 * sigwait must never be delivered to a helper instead
-		 * (invariant 11).  The caller's mask is restored after. */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		int e = pthread_create(&t, &a, worker, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&a);
-		if (e)
-			break;
+	/* every signal blocked (invariant 11) */
+	while ((size_t)nworkers + 1 < want && nworkers < MAX_WORKERS &&
+	       hp_thread_start(worker, NULL, 64 << 10) == 0)
 		nworkers++;
-	}
 	/* No worker may still be reading the previous job. */
 	while (active)
 		pthread_cond_wait(&cv_done, &mu);

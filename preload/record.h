@@ -153,9 +153,6 @@ HP_HIDDEN const char *hp_track_reason(int e);
  * the copies since it last moved. */
 HP_HIDDEN int hp_track_as(uintptr_t base, size_t len, unsigned kind,
 			  unsigned carry, uint64_t copies);
-/* hp_track_as for a record already inserted (held by the caller). */
-HP_HIDDEN void hp_track_rec(hp_rec_t *r, uintptr_t base, size_t len,
-			    unsigned kind, unsigned carry, uint64_t copies);
 /* Unpin and forget a claimed record (s: the snapshot its release claim was
  * made from, so a CACHED block is not counted out twice); 0, or EBUSY if it
  * had to be leaked. */

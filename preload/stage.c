@@ -128,21 +128,9 @@ static void pool_start(void)
 	}
 	if (n > MAX_HELPERS + 1)
 		n = MAX_HELPERS + 1;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	int k = 0;
-	for (unsigned i = 1; i < n; i++) {
-		pthread_t t;
-		if (pthread_create(&t, &a, helper_main, NULL) != 0)
-			break;
+	int k = 0; /* every signal blocked (invariant 11) */
+	while (k + 1 < (int)n && hp_thread_start(helper_main, NULL, 0) == 0)
 		k++;
-	}
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (k + 1 < (int)n)
 		hp_log(HP_LOG_WARN, "staging: started %d of %u copy threads",
 		       k + 1, n);

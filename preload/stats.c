@@ -105,7 +105,7 @@ int hp_stat_fail(const char *reason)
 					 memory_order_relaxed) == 0;
 }
 
-uint64_t hp_stat_fail_total(void)
+static uint64_t fail_total(void)
 {
 	uint64_t t = 0;
 	for (int i = 0; i < MAX_REASONS; i++)
@@ -133,7 +133,7 @@ HP_EXPORT int hostpin_stats(struct hostpin_stats *out, size_t size)
 #define L(f) s.f = atomic_load_explicit(&hp_ctr.f, memory_order_relaxed);
 	HP_COUNTERS(L)
 #undef L
-	s.pin_failures = hp_stat_fail_total();
+	s.pin_failures = fail_total();
 	if (out == NULL)
 		return EINVAL;
 	memcpy(out, &s, size < sizeof(s) ? size : sizeof(s));

@@ -2,17 +2,14 @@
 Used by `make demo` and by the byte-identical preload test.  --times FILE
 writes each step's wall time (seconds) there, one a line, so that stdout
 stays the same from run to run; --device cuda moves each batch to the GPU."""
-import argparse
+import sys
 import time
 import torch
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--steps", type=int, default=200)
-ap.add_argument("--batch", type=int, default=256)
-ap.add_argument("--times", default=None)
-ap.add_argument("--device", default="cpu")
-ap.add_argument("--hidden", type=int, default=512)
-args = ap.parse_args()
+sys.dont_write_bytecode = True  # no __pycache__ beside the tests
+import train_args  # noqa: E402 (the arguments, shared with train_fakes.py)
+
+args = train_args.parse()
 dev = torch.device(args.device)
 
 torch.manual_seed(0)
@@ -33,8 +30,6 @@ for step in range(args.steps):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    print(f"step {step:4d} loss {loss.item()!r}")
+    print(train_args.step_line(step, loss.item()))
     times.append(time.perf_counter() - t0)
-if args.times:
-    with open(args.times, "w") as f:
-        f.write("".join(f"{t!r}\n" for t in times))
+train_args.write_times(args.times, times)

@@ -1,21 +1,18 @@
 """The fakes' stand-in for train.py --device cuda (no PyTorch, no GPU):
-the same arguments and output (every step's "loss", --times), each step a
+the same arguments and output (every step's "loss", --times: train_args.py), each step a
 fresh 4 MiB host batch (--batch x 256 float32s) copied to the device and a
 result copied back, through the fake CUDA driver (libcuda.so.1 on
 LD_LIBRARY_PATH: tests/fakes/fake_cuda.c) by ctypes, as PyTorch's CUDA
 allocator and copies reach the driver.  Used by 177-demo_gpu.sh to run
 make demo's GPU branch end to end."""
-import argparse
 import ctypes
+import sys
 import time
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--steps", type=int, default=200)
-ap.add_argument("--batch", type=int, default=256)
-ap.add_argument("--times", default=None)
-ap.add_argument("--device", default="cpu")
-ap.add_argument("--hidden", type=int, default=512)
-args = ap.parse_args()
+sys.dont_write_bytecode = True  # no __pycache__ beside the tests
+import train_args  # noqa: E402 (the arguments, shared with train.py)
+
+args = train_args.parse()
 assert args.device == "cuda", "the stand-in is for --device cuda"
 
 cu = ctypes.CDLL("libcuda.so.1")
@@ -40,9 +37,7 @@ for step in range(args.steps):
     ck(cu.cuMemcpyDtoH_v2(back, dptr, ctypes.c_size_t(64)), "cuMemcpyDtoH_v2")
     loss = sum(back.raw) / (64 * 255)      # what came back: same run to run
     del x
-    print(f"step {step:4d} loss {loss!r}")
+    print(train_args.step_line(step, loss))
     times.append(time.perf_counter() - t0)
 cu.cuDevicePrimaryCtxRelease_v2(dev)
-if args.times:
-    with open(args.times, "w") as f:
-        f.write("".join(f"{t!r}\n" for t in times))
+train_args.write_times(args.times, times)
