@@ -22,7 +22,6 @@
  * registration in progress is finished and no other begun, so that the
  * exit's release sees every registration. */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -142,14 +141,7 @@ static int registrar_start(void)
 	static int failed;
 	if (failed)
 		return 0;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	if (pthread_create(&t, &a, registrar_main, NULL) == 0) {
+	if (hp_thread_start(registrar_main, NULL, 0) == 0) {
 		bg.on = 1;
 		static int exit_hook;
 		if (!exit_hook)
@@ -159,8 +151,6 @@ static int registrar_start(void)
 		hp_log(HP_LOG_WARN, "cannot start the registration thread: "
 		       "blocks are registered inside the copy that earns it");
 	}
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return bg.on;
 }
 
