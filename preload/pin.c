@@ -78,6 +78,8 @@ int hp_pin_counts_copies(void)
 /* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over
  * HOSTPIN_NODE_MAX_PINNED with what the node's other hostpin processes
  * pin (ledger.h; processes racing here may overshoot by a block each). */
+static int cap_reserve(size_t len);
+int hp_cap_reserve(size_t len) { return cap_reserve(len); }
 static int cap_reserve(size_t len)
 {
 	uint64_t node_max = hp_opt[HP_OPT_NODE_MAX_PINNED];

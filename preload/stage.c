@@ -177,8 +177,10 @@ static void ring_exit(void)
 		for (int i = 0; i < SLOTS; i++)
 			slot_free(i);
 		hp_capture_leave();
-		if (hp_cuda_ring_unregister(ring.base) == 0)
+		if (hp_cuda_ring_unregister(ring.base) == 0) {
 			ring.state = -1; /* not used again */
+			HP_CTR_SUB(pinned_bytes_now, ring.len);
+		}
 	}
 	pthread_mutex_unlock(&ring.mu);
 }
@@ -198,6 +200,7 @@ static int ring_ready(uintptr_t ctx)
 			hp_log(HP_LOG_INFO, "staging ring: its context ended; "
 			       "made again");
 		hp_real.munmap(ring.base, ring.len);
+		HP_CTR_SUB(pinned_bytes_now, ring.len);
 		for (int i = 0; i < SLOTS; i++)
 			ring.ev[i] = NULL, ring.used[i] = 0;
 		ring.state = 0;
@@ -216,6 +219,15 @@ static int ring_ready(uintptr_t ctx)
 	for (int i = 0; r == 0 && i < SLOTS; i++)
 		if (ring.ev[i] == NULL)
 			r = hp_cuda_event_new(&ring.ev[i]);
+	int reserved = 0;
+	if (r == 0) {
+		/* pinned memory like a block's: under the caps, in the
+		 * ledger */
+		what = "reserved under HOSTPIN_MAX_PINNED and "
+		       "HOSTPIN_NODE_MAX_PINNED";
+		if (!(reserved = hp_cap_reserve(len)))
+			r = -1;
+	}
 	if (r == 0) {
 		what = "mapped";
 		b = hp_real.mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -228,6 +240,8 @@ static int ring_ready(uintptr_t ctx)
 		if ((r = hp_cuda_ring_register(b, len)) != 0)
 			hp_real.munmap(b, len);
 	}
+	if (r != 0 && reserved)
+		HP_CTR_SUB(pinned_bytes_now, len);
 	if (r != 0) {
 		/* said once: the state is sticky */
 		hp_log(HP_LOG_WARN, "the staging ring (%zu bytes) could not be "
@@ -238,6 +252,7 @@ static int ring_ready(uintptr_t ctx)
 	}
 	ring.base = b, ring.slot = slot, ring.len = len;
 	ring.ctx = ctx, ring.epoch = epoch;
+	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
 	atomic_store_explicit(&st_ring, len, memory_order_relaxed);
 	static int exit_hook, threads;
 	if (!exit_hook)

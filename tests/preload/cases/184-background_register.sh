@@ -56,4 +56,16 @@ regs=$(echo "$BG_LOG" | awk '$2 == "REG" && $4 >= 536870912 { print $4 }' | sort
 	bad "background registration: registrations of the 1.5 GiB block: $regs"
 bg "copies across cells of HOSTPIN_REGISTER_CHUNK: direct in parts, every form (driver, runtime, sync, async)" \
 	HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M FAKE_CUDA_NO_PAGEABLE=4194304 -- split
+# The staging ring is pinned memory: counted as pinned (the report, the
+# ledger) and refused over HOSTPIN_MAX_PINNED, copies then passed through.
+bg "the ring counted as pinned memory" HOSTPIN_STATS=1 -- basic
+echo "$BG_OUT" | grep -q "pinned now 0 ranges, 0B; peak 64.0M" &&
+	ok "background registration: the report's pinned peak is the 64 MiB ring" ||
+	bad "background registration: the ring is not counted: $(echo "$BG_OUT" | grep 'pinned now')"
+BG_ALLOW="pageable-copy" bg "a ring over HOSTPIN_MAX_PINNED: refused, copies passed through" \
+	HOSTPIN_MAX_PINNED=32M FAKE_CUDA_NO_PAGEABLE=4194304 -- basic
+n=$(echo "$BG_OUT" | grep -c "staging ring .* could not be reserved under HOSTPIN_MAX_PINNED")
+p=$(echo "$BG_LOG" | grep -c "VIOLATION pageable-copy")
+[ "$n" = 1 ] && [ "$p" -gt 0 ] && ok "background registration: the refused ring said once ($p copies passed through)" ||
+	bad "background registration: ring over the cap: said $n times, $p copies passed through"
 fi
