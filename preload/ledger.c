@@ -593,3 +593,32 @@ int hp_ledger_reap(void)
 	}
 	return any;
 }
+
+#ifdef HP_EMBEDDED_TEST
+/* The unit tests' handles (tests/unit/check_ledger.c): ledger l, mapped
+ * from the file open on fd, as this process's; a reaper's step; a claim
+ * filled for this process. */
+void hp_ledger_test_use(struct hp_ledger *l, int fd)
+{
+	struct stat st;
+	led = l;
+	self = NULL;
+	lockfd = fd;
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		lock_dev = st.st_dev, lock_ino = st.st_ino;
+	myns = hp_pidns(&proc_ok);
+}
+int hp_ledger_test_mark_dead(struct hp_lslot *s, uint32_t w)
+{
+	return mark_dead(s, w, 0);
+}
+struct hp_lslot *hp_ledger_test_claim(void)
+{
+	uint32_t w;
+	int lk;
+	struct hp_lslot *s = claim(&w, &lk);
+	if (s)
+		fill(s, w, lk, hp_ctrp, "test");
+	return s;
+}
+#endif
