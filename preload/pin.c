@@ -235,6 +235,14 @@ static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 		why = "a CUDA graph capture is in progress", e = EAGAIN;
 		goto refused;
 	}
+	if ((f & HOSTPIN_REGISTERED) && quiet && !hp_in_child &&
+	    hp_alloc_from_device()) {
+		/* freed by the driver inside one of its own calls (a buffer
+		 * of zeContextDestroy's): no call into it from there
+		 * (invariant 11); released once the call returned */
+		why = "freed inside a driver call", e = EAGAIN;
+		goto refused;
+	}
 	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
 		hp_backend_events_act();
@@ -439,7 +447,8 @@ static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 			atomic_fetch_add(&deferred_n, 1);
 			hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): its "
 			       "unregistration waits (a CUDA graph capture in "
-			       "progress, or no context now); kept mapped",
+			       "progress, no context now, or freed inside a "
+			       "driver call); kept mapped",
 			       (void *)s->base, s->len);
 		} else {
 			HP_CTR_ADD(leaked_blocks, 1);
@@ -490,7 +499,8 @@ static int retry_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 void hp_retry_deferred(void)
 {
-	if (atomic_load(&deferred_n) == 0 || hp_in_child || hp_capture_busy())
+	if (atomic_load(&deferred_n) == 0 || hp_in_child ||
+	    hp_capture_busy() || hp_alloc_from_device())
 		return;
 	int again = 0;
 	hp_in_hook++;

@@ -5,7 +5,8 @@
 # seen from the root namespace, by the library and by `hostpin status`
 # (each process keeps an open-file-description lock on its slot, which the
 # kernel drops when it dies).  Injected for real, as root: `unshare -p -f
-# --mount-proc`, SIGKILL; without root it prints SKIP. ----
+# --mount-proc`, SIGKILL; without root it prints SKIP.  And a Level Zero
+# driver that frees an imported buffer inside its own call (case 4). ----
 ST=$top/build/hostpin-status
 build ledger_holder ledger_holder.c
 LH=$B/ledger_holder
@@ -96,5 +97,25 @@ if echo "$out" | grep -q "^rows-before 2$" && echo "$out" | grep -q "^rows-after
 else bad "fork, then SIGKILL of the parent in another PID namespace (want rows-before 2, rows-after 1):"; echo "$out" | sed 's/^/    /'; fi
 
 fi # root
+
+# ---- a driver that frees an imported buffer inside one of its own calls
+# (issue 22, item 15's remaining piece) ----
+if [ -z "${HP_NO_LEVEL_ZERO:-}" ]; then
+# 4. Injected: the fake Level Zero driver allocates 32 MiB with malloc
+# inside zeContextCreate (hostpin imports it after the call) and frees it
+# INSIDE zeContextDestroy (FAKE_ZE_CTX_FREE_IN_CALL=1), as a real driver
+# frees under its own lock; under the defaults and HOSTPIN_PIN_AFTER=0.
+# Must hold: no call into the driver from inside that free (the fake
+# records one as VIOLATION reentrant-call, checked by zelog; a real driver
+# would deadlock); the import is released after the call returned (at the
+# program's next large free), so nothing stays imported at exit and every
+# release succeeded.
+for pa in 2 0; do
+	zerun "driver frees its imported buffer inside zeContextDestroy: released after the call [PIN_AFTER=$pa]" 0 \
+		FAKE_ZE_CTX_ALLOC=malloc FAKE_ZE_CTX_FREE_IN_CALL=1 HOSTPIN_PIN_AFTER=$pa -- ctx_alloc
+	echo "$ZE_LOG_KEEP" | awk '/CALL zeContextDestroy/ {d = 1} / RELEASE / && d {r = 1} END {exit !r}' ||
+		bad "level zero ctx free in call (PIN_AFTER=$pa): the buffer's import was not released after zeContextDestroy"
+done
+fi
 rm -rf "$d"
 unset LH hdr MB
