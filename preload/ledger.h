@@ -209,26 +209,16 @@ static inline int hp_slot_locked(int fd, uint32_t i)
 /* 1 only if the process of a slot (pid, start time, PID namespace; lk:
  * its lock, hp_slot_locked, or -1 for a slot whose process holds none)
  * is surely gone as seen from PID namespace myns.  A held lock: alive.  A
- * free lock: gone, whatever the namespace, unless a process of that pid
- * and start time still runs in our namespace (a program that closed
- * hostpin's descriptor).  No lock to go by: a slot of another (or an
- * unknown) namespace, or whose process cannot be looked at, is not gone.
- * fast: kill(pid, 0) only, no /proc read. */
+ * free lock: gone, whatever the namespace (the process died, or its image
+ * was replaced by an exec, which unmaps and closes what held the lock:
+ * nothing of that image stays pinned).  No lock to go by: a slot of
+ * another (or an unknown) namespace, or whose process cannot be looked
+ * at, is not gone.  fast: kill(pid, 0) only, no /proc read. */
 static inline int hp_slot_gone(int pid, uint64_t start, uint64_t ns,
 			       uint64_t myns, int fast, int lk)
 {
-	if (lk > 0)
-		return 0;
-	if (lk == 0) {
-		if (!ns || ns != myns || pid <= 0 ||
-		    (kill(pid, 0) != 0 && errno == ESRCH))
-			return 1;
-		if (fast)
-			return 0;
-		uint64_t now = hp_proc_start(pid);
-		return now == 0 || (now != HP_START_UNKNOWN &&
-				    start != HP_START_UNKNOWN && now != start);
-	}
+	if (lk >= 0)
+		return !lk;
 	if (!ns || ns != myns)
 		return 0;
 	if (pid <= 0)
