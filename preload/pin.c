@@ -224,6 +224,9 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 /* Undo hp_pin(); non-zero if the backend refused (the caller must then leak
  * the range: invariant 1).  EAGAIN: not now (a graph capture is in
  * progress, no context to unregister through); quiet: say nothing of it. */
+/* This thread's last refusal was a block freed inside a driver call. */
+static HP_TLS int in_driver_refused;
+
 static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 {
 	unsigned f = hp_rflags(r);
@@ -241,6 +244,7 @@ static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 		 * of zeContextDestroy's): no call into it from there
 		 * (invariant 11); released once the call returned */
 		why = "freed inside a driver call", e = EAGAIN;
+		in_driver_refused = 1;
 		goto refused;
 	}
 	if (hp_backend->quiesce) {
@@ -424,6 +428,8 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 
 /* Released blocks whose unregistration waits (HP_F_DEFER). */
 static _Atomic int deferred_n;
+/* Some of them wait because a driver freed them inside its own call. */
+static _Atomic int driver_deferred;
 
 /* A leaked record stays in the registry as LEAKED: never reused.  defer:
  * the caller unmaps the whole range next; an unregistration that cannot be
@@ -431,6 +437,7 @@ static _Atomic int deferred_n;
 static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 {
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
+	in_driver_refused = 0;
 	int e = unpin_do(r, s->base, s->len, defer);
 	if (e) {
 		/* s->word is the state before the release claim: a cached
@@ -445,6 +452,11 @@ static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 		hp_registry_claim(r, w, HP_REC_LEAKED);
 		if (e == EAGAIN && defer) {
 			atomic_fetch_add(&deferred_n, 1);
+			if (in_driver_refused)
+				/* release: the block's DEFER flag and state
+				 * before a retrier that sees the flag */
+				atomic_store_explicit(&driver_deferred, 1,
+						      memory_order_release);
 			hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): its "
 			       "unregistration waits (a CUDA graph capture in "
 			       "progress, no context now, or freed inside a "
@@ -495,6 +507,17 @@ static int retry_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	hp_registry_remove(&hp_reg, r);
 	hp_real.munmap((void *)s->base, s->len);
 	return 0;
+}
+
+void hp_retry_deferred_driver(void)
+{
+	/* acquire: pairs with the release in untrack */
+	if (!atomic_load_explicit(&driver_deferred, memory_order_acquire) ||
+	    hp_alloc_from_device() ||
+	    !atomic_exchange_explicit(&driver_deferred, 0,
+				      memory_order_acquire))
+		return;
+	hp_retry_deferred();
 }
 
 void hp_retry_deferred(void)

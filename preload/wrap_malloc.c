@@ -40,7 +40,7 @@ static void *large_alloc_z(size_t n, size_t align, int zero)
 	HP_GUARDED(p = hp_block_alloc(n, align, zero));
 	/* releases that waited for a driver's own call to return */
 	if (!hp_in_hook)
-		hp_retry_deferred();
+		hp_retry_deferred_driver();
 	hp_alloc_ra = caller = NULL;
 	return p;
 }
@@ -99,7 +99,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 		HP_REAL(free)(p);
 	/* releases that waited for a driver's own call to return */
 	if (!hp_in_hook)
-		hp_retry_deferred();
+		hp_retry_deferred_driver();
 	hp_alloc_ra = caller = NULL;
 }
 
