@@ -165,5 +165,8 @@ void hp_backend_events_act(void);
  * was in progress, or no context could be made current), if it can be
  * done now. */
 void hp_retry_deferred(void);
+/* The same, only if some block waits because a driver freed it inside one
+ * of its own calls, and not from inside one now (wrap_malloc.c). */
+void hp_retry_deferred_driver(void);
 
 #endif

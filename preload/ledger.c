@@ -19,6 +19,36 @@ static struct hp_lslot *self;
 static uint32_t self_w; /* our slot's state word once LIVE */
 static uint64_t myns; /* our PID namespace; 0: unknown */
 static int proc_ok;   /* /proc is our namespace's */
+/* Our description of the ledger file (ledger.h), close-on-exec at a high
+ * number: it holds our slot's lock and tests the others'.  -1: none. */
+static int lockfd = -1;
+static dev_t lock_dev;
+static ino_t lock_ino;
+static char lock_path[340]; /* to open it again in a forked child */
+
+/* lockfd if it is still the ledger file (a program may have closed it and
+ * opened something else under its number); -1 if not. */
+static int lock_fd(void)
+{
+	struct stat st;
+	if (lockfd < 0 || fstat(lockfd, &st) || st.st_dev != lock_dev ||
+	    st.st_ino != lock_ino)
+		return -1;
+	return lockfd;
+}
+
+/* Take (F_WRLCK) or drop (F_UNLCK) the lock of slot i on fd: 0, or -1
+ * with errno (EAGAIN/EACCES: another process holds it). */
+static int slot_lock(int fd, uint32_t i, short type)
+{
+	struct flock fl;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = HP_SLOT_LOCK_OFF(i);
+	fl.l_len = 1;
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
 
 int hp_ledger_on(void) { return self != NULL; }
 
@@ -50,12 +80,19 @@ static void read_cmd(char *out, size_t cap)
 	out[n] = '\0';
 }
 
-/* The process of a slot is surely gone (ledger.h: never for a slot of
- * another PID namespace or one whose process cannot be looked at); fast:
+/* The process of a slot is surely gone (ledger.h: its lock is free; or,
+ * without a lock to go by, by pid, start time and namespace); fast:
  * kill(pid, 0) only, no /proc read. */
+static int gone_slot(struct hp_lslot *s, int fast)
+{
+	int lk = s->locked ? hp_slot_locked(lock_fd(), (uint32_t)(s - led->slot))
+			   : -1;
+	return hp_slot_gone(s->pid, s->start, s->pidns, myns,
+			    fast || !proc_ok, lk);
+}
 static int gone(int pid, uint64_t start, uint64_t ns, int fast)
 {
-	return hp_slot_gone(pid, start, ns, myns, fast || !proc_ok);
+	return hp_slot_gone(pid, start, ns, myns, fast || !proc_ok, -1);
 }
 
 /* A DEAD slot may be reused unless a running launcher will report it. */
@@ -71,23 +108,60 @@ static int reusable(struct hp_lslot *s)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
-	    !gone(s->pid, s->start, s->pidns, 0))
+	    !gone_slot(s, 0))
 		return 0;
 	return !s->job_pid || !did ||
 	       gone(s->job_pid, s->job_start, s->pidns, 0);
 }
 
-/* Claim slot i seen in state word w (FREE or DEAD): CLAIM, the next
- * generation.  The claimed word in *w. */
-static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i)
+#ifdef HP_EMBEDDED_TEST
+/* the unit tests' hook: runs between a reaper's verdict and its
+ * compare-and-swap (another process reclaiming the slot meanwhile) */
+void (*hp_ledger_test_between)(struct hp_lslot *s);
+#endif
+
+/* A reaper's step: the LIVE slot s, seen in state word w, becomes DEAD if
+ * its process is gone.  The generation in w: if the slot was reclaimed
+ * since w was read, the verdict was about its previous process and the
+ * compare-and-swap fails.  1 if it was marked. */
+static int mark_dead(struct hp_lslot *s, uint32_t w, int fast)
 {
+	if (!gone_slot(s, fast))
+		return 0;
+#ifdef HP_EMBEDDED_TEST
+	if (hp_ledger_test_between)
+		hp_ledger_test_between(s);
+#endif
+	return atomic_compare_exchange_strong_explicit(
+	    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD), memory_order_acq_rel,
+	    memory_order_relaxed);
+}
+
+/* Claim slot i seen in state word w (FREE or DEAD): its lock first (on
+ * fd; a lock another process holds means its process still lives: the
+ * slot is left be), then CLAIM, the next generation.  The claimed word in
+ * *w, whether we hold the lock in *lk. */
+static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i, int fd,
+		     int *lk)
+{
+	*lk = 0;
+	if (fd >= 0) {
+		if (slot_lock(fd, i, F_WRLCK) == 0)
+			*lk = 1;
+		else if (errno == EAGAIN || errno == EACCES)
+			return 0;
+	}
 	uint32_t seen = *w, want = HP_LS_MK(HP_LS_CLAIM, HP_LS_GEN(seen) + 1);
 	/* acq_rel: the claim orders our writes to the slot after the
 	 * previous owner's */
 	if (!atomic_compare_exchange_strong_explicit(&s->state, &seen, want,
 						     memory_order_acq_rel,
-						     memory_order_acquire))
+						     memory_order_acquire)) {
+		if (*lk)
+			slot_lock(fd, i, F_UNLCK);
+		*lk = 0;
 		return 0;
+	}
 	*w = want;
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
 	/* relaxed: hiwater only bounds scans; a scan that misses a slot just
@@ -103,9 +177,10 @@ static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i)
  * short: a free one among those used before; a dead one (seen with
  * kill(pid, 0), no /proc read); a never used one; at last any whose
  * process is gone by pid and start time.  NULL if the table is full; the
- * claimed state word in *cw. */
-static struct hp_lslot *claim(uint32_t *cw)
+ * claimed state word in *cw, whether we hold its lock in *lk. */
+static struct hp_lslot *claim(uint32_t *cw, int *lk)
 {
+	int fd = lock_fd();
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
 	if (hw > HP_LEDGER_SLOTS)
 		hw = HP_LEDGER_SLOTS;
@@ -120,21 +195,17 @@ static struct hp_lslot *claim(uint32_t *cw)
 							  memory_order_acquire);
 			if (pass == 0 || pass == 2) {
 				if (HP_LS_ST(w) == HP_LS_FREE &&
-				    try_claim(s, &w, i))
+				    try_claim(s, &w, i, fd, lk))
 					return *cw = w, s;
 				continue;
 			}
 			/* the generation in w: if the slot was reclaimed
 			 * since, the pid read was another's and the CAS
 			 * fails */
-			if (HP_LS_ST(w) == HP_LS_LIVE &&
-			    gone(s->pid, s->start, s->pidns, pass == 1) &&
-			    atomic_compare_exchange_strong_explicit(
-				&s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
-				memory_order_acq_rel, memory_order_acquire))
+			if (HP_LS_ST(w) == HP_LS_LIVE && mark_dead(s, w, pass == 1))
 				w = HP_LS_TO(w, HP_LS_DEAD);
 			if (HP_LS_ST(w) == HP_LS_DEAD && reusable(s) &&
-			    try_claim(s, &w, i))
+			    try_claim(s, &w, i, fd, lk))
 				return *cw = w, s;
 		}
 	}
@@ -143,7 +214,7 @@ static struct hp_lslot *claim(uint32_t *cw)
 
 /* Fill the claimed slot s for this process and make it LIVE, with the
  * counters copied from *from. */
-static void fill(struct hp_lslot *s, uint32_t w,
+static void fill(struct hp_lslot *s, uint32_t w, int lk,
 		 const struct hp_counters *from, const char *cmd)
 {
 	memset((char *)s + sizeof(s->state), 0, sizeof(*s) - sizeof(s->state));
@@ -151,6 +222,7 @@ static void fill(struct hp_lslot *s, uint32_t w,
 	s->ppid = (int32_t)getppid();
 	s->start = hp_proc_start(0);
 	s->pidns = myns;
+	s->locked = (uint32_t)lk;
 	s->rank = env_int("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID");
 	s->local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
 				"SLURM_LOCALID");
@@ -329,10 +401,26 @@ void hp_ledger_attach(void)
 		return;
 	}
 	struct hp_ledger *l = map_checked(fd, path);
-	close(fd);
-	if (!l)
+	if (!l) {
+		close(fd);
 		return;
+	}
 	led = l;
+	/* kept, for the slot locks: at a high number, as the log's, out of
+	 * the way of programs that reuse low descriptors */
+	struct stat st;
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+	if (h >= 0) {
+		close(fd);
+		fd = h;
+	}
+	if (fstat(fd, &st) == 0) {
+		lockfd = fd;
+		lock_dev = st.st_dev;
+		lock_ino = st.st_ino;
+		hp_snprintf(lock_path, sizeof(lock_path), "%s", path);
+	} else
+		close(fd);
 	/* A LIVE slot with our pid in our PID namespace is our own image
 	 * before an exec (same pid and start time), or a process long gone
 	 * whose pid we got: either way no process of ours uses it any
@@ -350,16 +438,41 @@ void hp_ledger_attach(void)
 			    memory_order_acq_rel, memory_order_relaxed);
 	}
 	uint32_t w;
-	struct hp_lslot *s = claim(&w);
+	int lk;
+	struct hp_lslot *s = claim(&w, &lk);
 	if (!s) {
 		hp_log(HP_LOG_WARN, "ledger %s is full (%d processes); this "
 		       "process is not counted node-wide", path, HP_LEDGER_SLOTS);
 		return;
 	}
-	fill(s, w, hp_ctrp, NULL);
+	fill(s, w, lk, hp_ctrp, NULL);
 	self = s;
 	hp_ctrp = &s->ctr;
 	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - led->slot));
+}
+
+/* The ledger file opened again (a new description: no locks), by its
+ * path if that is still it, else through /proc; -1 if neither. */
+static int reopen(void)
+{
+	char p[48];
+	struct stat st;
+	int fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != lock_dev ||
+			st.st_ino != lock_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		hp_snprintf(p, sizeof(p), "/proc/self/fd/%d", lockfd);
+		fd = open(p, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != lock_dev ||
+				st.st_ino != lock_ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
 }
 
 void hp_ledger_fork_child(void)
@@ -400,14 +513,37 @@ void hp_ledger_fork_child(void)
 	self = NULL;
 	/* unshare(CLONE_NEWPID) puts the children in another namespace */
 	myns = hp_pidns(&proc_ok);
+	/* The inherited descriptor shares the parent's description, and so
+	 * its lock: a description of our own under the same number, or none
+	 * (the parent's lock must not live on in us). */
+	if (lockfd >= 0) {
+		int nfd = reopen();
+		if (nfd < 0 || dup3(nfd, lockfd, O_CLOEXEC) < 0) {
+			close(lockfd);
+			lockfd = -1;
+		}
+		if (nfd >= 0)
+			close(nfd);
+		/* The mapping holds the parent's description too (a lock
+		 * lives as long as its description): the ledger mapped again,
+		 * in place, from ours.  If that fails the parent's slot counts
+		 * as live as long as we live. */
+		if (lockfd >= 0 &&
+		    mmap(led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, lockfd, 0) == MAP_FAILED)
+			hp_log(HP_LOG_INFO, "ledger: cannot map it again in the "
+			       "child (%s); the parent's slot counts as long "
+			       "as this process lives", hp_strerror(errno));
+	}
 	uint32_t w;
-	struct hp_lslot *s = claim(&w);
+	int lk;
+	struct hp_lslot *s = claim(&w, &lk);
 	if (!s) {
 		memcpy(&orphan, &c, sizeof(c));
 		hp_ctrp = &orphan;
 		return;
 	}
-	fill(s, w, &c, cmd);
+	fill(s, w, lk, &c, cmd);
 	self = s;
 	hp_ctrp = &s->ctr;
 }
@@ -452,13 +588,37 @@ int hp_ledger_reap(void)
 		struct hp_lslot *s = &led->slot[i];
 		uint32_t w = atomic_load_explicit(&s->state,
 						  memory_order_acquire);
-		/* the generation in w: a slot reclaimed since is left be */
-		if (HP_LS_ST(w) == HP_LS_LIVE && s != self &&
-		    gone(s->pid, s->start, s->pidns, 0) &&
-		    atomic_compare_exchange_strong_explicit(
-			&s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
-			memory_order_acq_rel, memory_order_relaxed))
+		if (HP_LS_ST(w) == HP_LS_LIVE && s != self && mark_dead(s, w, 0))
 			any = 1;
 	}
 	return any;
 }
+
+#ifdef HP_EMBEDDED_TEST
+/* The unit tests' handles (tests/unit/check_ledger.c): ledger l, mapped
+ * from the file open on fd, as this process's; a reaper's step; a claim
+ * filled for this process. */
+void hp_ledger_test_use(struct hp_ledger *l, int fd)
+{
+	struct stat st;
+	led = l;
+	self = NULL;
+	lockfd = fd;
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		lock_dev = st.st_dev, lock_ino = st.st_ino;
+	myns = hp_pidns(&proc_ok);
+}
+int hp_ledger_test_mark_dead(struct hp_lslot *s, uint32_t w)
+{
+	return mark_dead(s, w, 0);
+}
+struct hp_lslot *hp_ledger_test_claim(void)
+{
+	uint32_t w;
+	int lk;
+	struct hp_lslot *s = claim(&w, &lk);
+	if (s)
+		fill(s, w, lk, hp_ctrp, "test");
+	return s;
+}
+#endif

@@ -4,11 +4,23 @@
  * own slot, so that other processes see its pinned and cached bytes (for
  * the node-wide cap and cache budget) and `hostpin status` and the
  * launcher's merged report see everything it did, even after it was killed.
- * A slot names its process by pid, start time (/proc/PID/stat field 22)
- * and PID namespace (the inode of /proc/self/ns/pid), so a slot whose
- * process died without a word (SIGKILL, crash) is recognised and
- * reclaimed, and a slot whose process cannot be seen from here (another
- * PID namespace, /proc unreadable) counts as live.
+ * A slot's process holds, for its whole life, an open-file-description
+ * write lock (F_OFD_SETLK) on the first byte of its slot in the file,
+ * through a descriptor of its own (close-on-exec; a forked child opens the
+ * file again, and maps the ledger again from it, before it claims a slot
+ * of its own, since an inherited description, and the inherited mapping
+ * which holds it too, keep the parent's lock).  The mapping holds the
+ * description as well, so a program that closes hostpin's descriptor does
+ * not drop the lock either.  The kernel drops the lock when
+ * the process dies, whatever its PID namespace, so a reaper that finds the
+ * byte unlocked (F_OFD_GETLK) knows the slot's process is gone: a process
+ * SIGKILLed in another PID namespace (a container sharing IPC) stops
+ * counting against node caps.  Where the lock could not be taken (no
+ * descriptor, a file system without such locks) the slot says so and its
+ * process is known by pid, start time (/proc/PID/stat field 22) and PID
+ * namespace (the inode of /proc/self/ns/pid) alone: a slot whose process
+ * cannot be seen from here (another PID namespace, /proc unreadable)
+ * then counts as live.
  *
  * Where it lives (hp_ledger_dir): /dev/shm/hostpin-UID.d/ledger-vV-S, in a
  * directory mode 0700 of the user's.  /dev/shm is writable by every user,
@@ -44,7 +56,9 @@
  * this version have always carried; a wider constant once had its top
  * byte shifted out of the word). */
 #define HP_LEDGER_MAGIC 0x706c6775u
-#define HP_LEDGER_VERSION 3 /* raise with every change of layout */
+/* raise with every change of layout or meaning: 4, the slot lock (a
+ * process of version 3 holds none, and would be reaped as dead) */
+#define HP_LEDGER_VERSION 4
 /* the file in the directory, named by version and slot size: hostpin
  * versions of other layouts on one node use ledgers of their own, without
  * a word */
@@ -73,6 +87,8 @@ struct hp_lslot {
 	int32_t rank, local_rank; /* -1: unset */
 	int32_t job_pid;	  /* HOSTPIN_JOB: the launcher's pid, or 0 */
 	int32_t ppid;
+	uint32_t locked;	  /* 1: its process holds the slot's lock */
+	uint32_t spare;
 	uint64_t job_start;	  /* start time of job_pid */
 	uint64_t born;		  /* CLOCK_REALTIME seconds at attach */
 	uint64_t ended;		  /* CLOCK_REALTIME seconds at exit(), or 0 */
@@ -168,13 +184,41 @@ static inline uint64_t hp_pidns(int *proc_ok)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* 1 only if the process of a slot (pid, start time, PID namespace) is
- * surely gone as seen from PID namespace myns: a slot of another (or an
- * unknown) namespace, or whose process cannot be looked at, is not.  fast:
- * kill(pid, 0) only, no /proc read. */
-static inline int hp_slot_gone(int pid, uint64_t start, uint64_t ns,
-			       uint64_t myns, int fast)
+/* The byte of slot i, which its process keeps write-locked. */
+#define HP_SLOT_LOCK_OFF(i)                                                   \
+	((off_t)(offsetof(struct hp_ledger, slot) +                           \
+		 (size_t)(i) * sizeof(struct hp_lslot)))
+
+/* Slot i's lock as seen through fd (a description of the ledger file
+ * that does not hold it: a lock of fd's own description never
+ * conflicts): 1 held (its process lives), 0 free, -1 unknown (no
+ * descriptor, no OFD locks here).  No allocation. */
+static inline int hp_slot_locked(int fd, uint32_t i)
 {
+	struct flock fl;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = HP_SLOT_LOCK_OFF(i);
+	fl.l_len = 1;
+	if (fd < 0 || fcntl(fd, F_OFD_GETLK, &fl))
+		return -1;
+	return fl.l_type != F_UNLCK;
+}
+
+/* 1 only if the process of a slot (pid, start time, PID namespace; lk:
+ * its lock, hp_slot_locked, or -1 for a slot whose process holds none)
+ * is surely gone as seen from PID namespace myns.  A held lock: alive.  A
+ * free lock: gone, whatever the namespace (the process died, or its image
+ * was replaced by an exec, which unmaps and closes what held the lock:
+ * nothing of that image stays pinned).  No lock to go by: a slot of
+ * another (or an unknown) namespace, or whose process cannot be looked
+ * at, is not gone.  fast: kill(pid, 0) only, no /proc read. */
+static inline int hp_slot_gone(int pid, uint64_t start, uint64_t ns,
+			       uint64_t myns, int fast, int lk)
+{
+	if (lk >= 0)
+		return !lk;
 	if (!ns || ns != myns)
 		return 0;
 	if (pid <= 0)

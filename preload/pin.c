@@ -226,6 +226,9 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 /* Undo hp_pin(); non-zero if the backend refused (the caller must then leak
  * the range: invariant 1).  EAGAIN: not now (a graph capture is in
  * progress, no context to unregister through); quiet: say nothing of it. */
+/* This thread's last refusal was a block freed inside a driver call. */
+static HP_TLS int in_driver_refused;
+
 static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 {
 	unsigned f = hp_rflags(r);
@@ -235,6 +238,15 @@ static int unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet)
 		/* no wait for its copies and no unregistration while a CUDA
 		 * graph is captured (invariant 13) */
 		why = "a CUDA graph capture is in progress", e = EAGAIN;
+		goto refused;
+	}
+	if ((f & HOSTPIN_REGISTERED) && quiet && !hp_in_child &&
+	    hp_alloc_from_device()) {
+		/* freed by the driver inside one of its own calls (a buffer
+		 * of zeContextDestroy's): no call into it from there
+		 * (invariant 11); released once the call returned */
+		why = "freed inside a driver call", e = EAGAIN;
+		in_driver_refused = 1;
 		goto refused;
 	}
 	if (hp_backend->quiesce) {
@@ -425,6 +437,8 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 
 /* Released blocks whose unregistration waits (HP_F_DEFER). */
 static _Atomic int deferred_n;
+/* Some of them wait because a driver freed them inside its own call. */
+static _Atomic int driver_deferred;
 
 /* A leaked record stays in the registry as LEAKED: never reused.  defer:
  * the caller unmaps the whole range next; an unregistration that cannot be
@@ -432,6 +446,7 @@ static _Atomic int deferred_n;
 static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 {
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
+	in_driver_refused = 0;
 	int e = unpin_do(r, s->base, s->len, defer);
 	if (e) {
 		/* s->word is the state before the release claim: a cached
@@ -446,9 +461,15 @@ static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 		hp_registry_claim(r, w, HP_REC_LEAKED);
 		if (e == EAGAIN && defer) {
 			atomic_fetch_add(&deferred_n, 1);
+			if (in_driver_refused)
+				/* release: the block's DEFER flag and state
+				 * before a retrier that sees the flag */
+				atomic_store_explicit(&driver_deferred, 1,
+						      memory_order_release);
 			hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): its "
 			       "unregistration waits (a CUDA graph capture in "
-			       "progress, or no context now); kept mapped",
+			       "progress, no context now, or freed inside a "
+			       "driver call); kept mapped",
 			       (void *)s->base, s->len);
 		} else {
 			HP_CTR_ADD(leaked_blocks, 1);
@@ -497,9 +518,21 @@ static int retry_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
+void hp_retry_deferred_driver(void)
+{
+	/* acquire: pairs with the release in untrack */
+	if (!atomic_load_explicit(&driver_deferred, memory_order_acquire) ||
+	    hp_alloc_from_device() ||
+	    !atomic_exchange_explicit(&driver_deferred, 0,
+				      memory_order_acquire))
+		return;
+	hp_retry_deferred();
+}
+
 void hp_retry_deferred(void)
 {
-	if (atomic_load(&deferred_n) == 0 || hp_in_child || hp_capture_busy())
+	if (atomic_load(&deferred_n) == 0 || hp_in_child ||
+	    hp_capture_busy() || hp_alloc_from_device())
 		return;
 	int again = 0;
 	hp_in_hook++;

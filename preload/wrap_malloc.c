@@ -38,6 +38,9 @@ static void *large_alloc_z(size_t n, size_t align, int zero)
 	void *p;
 	hp_alloc_ra = caller;
 	HP_GUARDED(p = hp_block_alloc(n, align, zero));
+	/* releases that waited for a driver's own call to return */
+	if (!hp_in_hook)
+		hp_retry_deferred_driver();
 	hp_alloc_ra = caller = NULL;
 	return p;
 }
@@ -88,9 +91,16 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (!have_real())
 		return; /* nothing but the arena exists yet */
 	int mine;
+	/* a block the driver frees inside one of its own calls: its release
+	 * waits until the call returned (invariant 11, pin.c) */
+	hp_alloc_ra = caller;
 	HP_GUARDED(mine = hp_block_free(p));
 	if (!mine)
 		HP_REAL(free)(p);
+	/* releases that waited for a driver's own call to return */
+	if (!hp_in_hook)
+		hp_retry_deferred_driver();
+	hp_alloc_ra = caller = NULL;
 }
 
 HP_EXPORT void free(void *p)
@@ -100,6 +110,7 @@ HP_EXPORT void free(void *p)
 			HP_REAL(free)(p);
 		return;
 	}
+	CALLER();
 	free_slow(p);
 }
 

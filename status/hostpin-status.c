@@ -39,6 +39,10 @@ int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
 
 static uint64_t myns; /* our PID namespace; 0: unknown */
 static int proc_ok;   /* /proc is our namespace's */
+/* our description of the ledger, kept to test the slots' locks (ours
+ * holds none, so every process's lock shows); -1: none */
+static int ledfd = -1;
+static struct hp_ledger *ledmap;
 
 /* The ledger, checked as the library checks it (ledger.h): the default
  * one in a directory of ours, or HOSTPIN_LEDGER; a file of ours, mode
@@ -77,9 +81,14 @@ static struct hp_ledger *open_ledger(int rw)
 	}
 	void *m = mmap(NULL, sizeof(struct hp_ledger),
 		       PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		close(fd);
 		return NULL;
+	}
+	if (ledfd >= 0)
+		close(ledfd);
+	ledfd = fd;
+	ledmap = m;
 	struct hp_ledger *l = m;
 	if (atomic_load(&l->layout) != HP_LEDGER_LAYOUT ||
 	    l->version != HP_LEDGER_VERSION ||
@@ -119,15 +128,20 @@ static int did_something(struct hp_lslot *s)
 }
 
 /* LIVE slots whose process is surely gone become DEAD (when we may
- * write); a slot of another PID namespace, or whose process cannot be
+ * write): its lock is free, whatever its PID namespace; without a lock to
+ * go by, a slot of another PID namespace, or whose process cannot be
  * looked at, stays LIVE (ledger.h).  The state, and the state word in
  * *wp for a later change (its generation: a slot reclaimed since is left
  * be). */
 static uint32_t state_word(struct hp_lslot *s, int rw, uint32_t *wp)
 {
 	uint32_t w = atomic_load_explicit(&s->state, memory_order_acquire);
+	int lk = -1;
+	if (HP_LS_ST(w) == HP_LS_LIVE && s->locked && ledmap &&
+	    s >= ledmap->slot && s < ledmap->slot + HP_LEDGER_SLOTS)
+		lk = hp_slot_locked(ledfd, (uint32_t)(s - ledmap->slot));
 	if (HP_LS_ST(w) == HP_LS_LIVE &&
-	    hp_slot_gone(s->pid, s->start, s->pidns, myns, !proc_ok)) {
+	    hp_slot_gone(s->pid, s->start, s->pidns, myns, !proc_ok, lk)) {
 		uint32_t d = HP_LS_TO(w, HP_LS_DEAD);
 		if (rw && !atomic_compare_exchange_strong(&s->state, &w, d))
 			return *wp = w, HP_LS_ST(w);

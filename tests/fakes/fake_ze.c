@@ -14,7 +14,9 @@
  * for itself, as real drivers allocate command and staging buffers there,
  * kept until zeContextDestroy; any call into the driver made meanwhile (a
  * preloaded allocator discovering the driver or importing the buffer) is
- * a VIOLATION. */
+ * a VIOLATION.  FAKE_ZE_CTX_FREE_IN_CALL=1: zeContextDestroy frees that
+ * buffer inside the call; any call into the driver from inside the free
+ * (releasing its import) is a VIOLATION. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <level_zero/ze_ddi.h>
@@ -268,13 +270,21 @@ static ze_result_t f_context_destroy(ze_context_handle_t c)
 		pthread_mutex_unlock(&mu);
 	}
 	/* Freed after the call's own work, without in_call: where the
-	 * allocator releases an import of this buffer, it calls in here. */
+	 * allocator releases an import of this buffer, it calls in here.
+	 * FAKE_ZE_CTX_FREE_IN_CALL=1: freed inside the call, as a driver
+	 * frees under its own lock: a call into the driver from inside the
+	 * free (an allocator releasing its import) is a VIOLATION, where a
+	 * real driver would deadlock. */
 	char *b = ctx_buf;
+	const char *e = getenv("FAKE_ZE_CTX_FREE_IN_CALL");
+	int inside = e && *e == '1';
 	ctx_buf = NULL;
+	in_call = inside;
 	if (b && ctx_mapped)
 		munmap(b, CTX_BUF);
 	else
 		free(b);
+	in_call = 0;
 	return ZE_RESULT_SUCCESS;
 }
 

@@ -12,6 +12,7 @@ int main(void)
 	srunner_add_suite(sr, log_suite());
 	srunner_add_suite(sr, policy_suite());
 	srunner_add_suite(sr, prefault_suite());
+	srunner_add_suite(sr, ledger_suite());
 #endif
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

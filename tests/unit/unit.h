@@ -8,5 +8,6 @@ Suite *options_suite(void);
 Suite *log_suite(void);
 Suite *policy_suite(void);
 Suite *prefault_suite(void);
+Suite *ledger_suite(void);
 #endif
 #endif
