@@ -1,0 +1,160 @@
+/* realloc growth under faults (tests/preload/cases/181-faults_growth.sh).
+ * Modes:
+ *   align     64 blocks of 3 MiB and more, each with a mapping of the
+ *             program's just after it (no growth in place), grown by
+ *             realloc: every grown block is 2 MiB aligned, its contents
+ *             kept, tracked, and freed.
+ *   growfail  (libfaults_growfail.so preloaded after hostpin, armed for
+ *             any growing mremap) a realloc growth whose mremap fails while
+ *             hostpin's record pool is exhausted and RLIMIT_AS is at the
+ *             address space in use: NULL with ENOMEM, the old block tracked
+ *             and intact, and free() of it works.
+ *   movefail  the same, armed for the first mremap that moves into a place
+ *             given (MREMAP_FIXED), the block unable to grow in place (a
+ *             page of the program's just after it). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../../preload/hostpin.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define MIB ((size_t)1 << 20)
+#define CHECK(c)                                                              \
+	do {                                                                  \
+		if (!(c)) {                                                   \
+			fprintf(stderr, "faults_growth: %s:%d: %s\n",         \
+				__FILE__, __LINE__, #c);                      \
+			exit(1);                                              \
+		}                                                             \
+	} while (0)
+
+static int (*query)(const void *, struct hostpin_range *);
+
+static int tracked(const void *p, unsigned want)
+{
+	struct hostpin_range r;
+	return query && query(p, &r) && (r.flags & want) == want;
+}
+
+static int part_is(const char *p, size_t n, int v)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		if (p[i] != (char)v || p[i + 4095] != (char)v)
+			return 0;
+	return 1;
+}
+
+/* A page of the program's at p (a block's end): the block cannot grow in
+ * place.  Where something is mapped there already, that does as well. */
+static void *wall(char *p)
+{
+	void *w = mmap(p, 4096, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (w != MAP_FAILED && w != p) { /* a kernel without NOREPLACE */
+		munmap(w, 4096);
+		w = MAP_FAILED;
+	}
+	return w == MAP_FAILED ? NULL : w;
+}
+
+/* ---- align: grown blocks stay 2 MiB aligned ---- */
+static void align(void)
+{
+	enum { N = 64 };
+	char *b[N];
+	void *w[N];
+	for (int i = 0; i < N; i++) {
+		size_t n = 3 * MIB + 4096 * (size_t)i;
+		b[i] = malloc(n);
+		CHECK(b[i] && ((uintptr_t)b[i] & (2 * MIB - 1)) == 0);
+		CHECK(tracked(b[i], HOSTPIN_KIND_MALLOC));
+		memset(b[i], i + 1, 3 * MIB);
+		w[i] = wall(b[i] + n); /* it moves */
+	}
+	int bad = 0;
+	for (int i = 0; i < N; i++) {
+		char *q = realloc(b[i], 5 * MIB + 4096 * (size_t)i);
+		CHECK(q);
+		if ((uintptr_t)q & (2 * MIB - 1))
+			bad++;
+		CHECK(part_is(q, 3 * MIB, i + 1));
+		CHECK(tracked(q, HOSTPIN_KIND_MALLOC));
+		memset(q + 3 * MIB, 7, 2 * MIB);
+		b[i] = q;
+	}
+	if (bad) {
+		fprintf(stderr, "faults_growth: %d of %d grown blocks are not "
+			"2 MiB aligned\n", bad, N);
+		exit(1);
+	}
+	for (int i = 0; i < N; i++) {
+		free(b[i]);
+		if (w[i])
+			munmap(w[i], 4096);
+	}
+}
+
+/* ---- growfail, movefail ---- */
+static void growfail(int move)
+{
+	void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "growfail_arm");
+	int (*disarm)(void) = (int (*)(void))dlsym(RTLD_DEFAULT,
+						 "growfail_disarm");
+	CHECK(arm && disarm);
+	char *p = malloc(4 * MIB);
+	CHECK(p && tracked(p, HOSTPIN_KIND_MALLOC));
+	memset(p, 0x3c, 4 * MIB);
+	void *w = move ? wall(p + 4 * MIB) : NULL;
+	arm(move);
+	errno = 0;
+	char *q = realloc(p, 64 * MIB);
+	int e = errno;
+	int exhausted = disarm(); /* restores RLIMIT_AS; 1 if the pool ran out */
+	if (q != NULL) {
+		/* the injection did not hold: nothing was tested */
+		fprintf(stderr, "faults_growth: realloc grew with the %s "
+			"(%p, injection %s)\n", move ? "move failing" :
+			"address space full", (void *)q,
+			exhausted ? "made" : "never made");
+		exit(1);
+	}
+	CHECK(exhausted == 1);
+	CHECK(e == ENOMEM);
+	CHECK(tracked(p, HOSTPIN_KIND_MALLOC));
+	CHECK(part_is(p, 4 * MIB, 0x3c));
+	free(p); /* hostpin's block: a free that glibc would abort */
+	if (w)
+		munmap(w, 4096);
+	/* and hostpin's blocks keep working */
+	char *m = malloc(8 * MIB);
+	CHECK(m && tracked(m, HOSTPIN_KIND_MALLOC));
+	memset(m, 1, 8 * MIB);
+	m = realloc(m, 16 * MIB);
+	CHECK(m && tracked(m, HOSTPIN_KIND_MALLOC) && part_is(m, 8 * MIB, 1));
+	free(m);
+}
+
+int main(int argc, char **argv)
+{
+	CHECK(argc == 2);
+	*(void **)&query = dlsym(RTLD_DEFAULT, "hostpin_query");
+	const char *m = argv[1];
+	if (!strcmp(m, "align"))
+		align();
+	else if (!strcmp(m, "growfail"))
+		growfail(0);
+	else if (!strcmp(m, "movefail"))
+		growfail(1);
+	else
+		return 2;
+	printf("faults_growth %s: ok\n", m);
+	return 0;
+}
