@@ -112,8 +112,9 @@ int hp_registry_attach(hp_registry_t *r, hp_rec_t *rec, uintptr_t base,
 void hp_registry_put(hp_registry_t *r, hp_rec_t *rec);
 /* Map the nodes that inserting [base, base+len) will need, storing
  * nothing: an attach or insert there then needs no memory, as long as no
- * range overlapping it is inserted meanwhile.  0, EINVAL, EEXIST (a live
- * range overlaps) or ENOMEM. */
+ * range overlapping it is inserted meanwhile.  0, EINVAL, ENOMEM, or
+ * EEXIST where a live range's record holds a slot it needs (an overlap is
+ * not always seen here: attach and insert see it). */
 int hp_registry_prepare(hp_registry_t *r, uintptr_t base, size_t len);
 
 /* Lock-free: the record whose range contains addr, with a consistent
