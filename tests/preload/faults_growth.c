@@ -11,14 +11,23 @@
  *             and intact, and free() of it works.
  *   movefail  the same, armed for the first mremap that moves into a place
  *             given (MREMAP_FIXED), the block unable to grow in place (a
- *             page of the program's just after it). */
+ *             page of the program's just after it).
+ *   unpinfail (fake CUDA driver, FAKE_CUDA_FAIL=cuMemHostUnregister:1) a
+ *             realloc growth of a registered block whose unregistration
+ *             the driver refuses, with no memory for a copy (RLIMIT_AS at
+ *             the address space in use): NULL with ENOMEM, and the old
+ *             block stays the program's: intact, and its free() works (the
+ *             driver's second unregistration succeeds). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "../../preload/hostpin.h"
 
@@ -142,6 +151,48 @@ static void growfail(int move)
 	free(m);
 }
 
+/* ---- unpinfail ---- */
+int cudaSetDevice(int dev); /* the fake runtime's, linked */
+int cudaFree(void *p);
+
+static size_t vm_bytes(void)
+{
+	char buf[128] = {0};
+	int fd = open("/proc/self/statm", O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE)
+		     : 0;
+}
+
+static void unpinfail(void)
+{
+	CHECK(cudaSetDevice(0) == 0 && cudaFree(NULL) == 0);
+	char *p = malloc(4 * MIB);
+	CHECK(p && tracked(p, HOSTPIN_KIND_MALLOC | HOSTPIN_REGISTERED));
+	memset(p, 0x5c, 4 * MIB);
+	struct rlimit saved, lim;
+	CHECK(getrlimit(RLIMIT_AS, &saved) == 0);
+	lim = saved;
+	lim.rlim_cur = vm_bytes();
+	CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
+	errno = 0;
+	char *q = realloc(p, 64 * MIB);
+	int e = errno;
+	CHECK(setrlimit(RLIMIT_AS, &saved) == 0);
+	if (q != NULL) {
+		fprintf(stderr, "faults_growth: realloc grew with no address "
+			"space left (%p)\n", (void *)q);
+		exit(1);
+	}
+	CHECK(e == ENOMEM);
+	CHECK(part_is(p, 4 * MIB, 0x5c));
+	CHECK(tracked(p, HOSTPIN_KIND_MALLOC));
+	free(p); /* unfixed: "double free of hostpin block" */
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -153,6 +204,8 @@ int main(int argc, char **argv)
 		growfail(0);
 	else if (!strcmp(m, "movefail"))
 		growfail(1);
+	else if (!strcmp(m, "unpinfail"))
+		unpinfail();
 	else
 		return 2;
 	printf("faults_growth %s: ok\n", m);

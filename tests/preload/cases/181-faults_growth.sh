@@ -5,7 +5,7 @@
 # its pages move and comes back where they are (no record ever covers an
 # address the kernel may hand out meanwhile: the threads stress of
 # 040-process and 050-cache), so these test only what the growth gives.
-build faults_growth faults_growth.c
+build faults_growth faults_growth.c -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F"
 $CC $CFL -shared -fPIC -o "$B/libfaults_growfail.so" faults_growfail.c -ldl -lpthread ||
 	bad "build libfaults_growfail.so"
 FG=$B/faults_growth
@@ -35,3 +35,20 @@ run "realloc growth failing with hostpin's record pool exhausted: NULL, ENOMEM, 
 run "realloc growth whose move into its aligned place fails, record pool exhausted: NULL, ENOMEM, old block kept" \
 	LD_PRELOAD="$LIB $B/libfaults_growfail.so" HOSTPIN_LEDGER=off HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 -- \
 	timeout 60 "$FG" movefail
+# Item 7, a block that cannot be unpinned.  Injects: the driver refuses
+# the unregistration of a registered block that realloc grows (fake
+# driver, FAKE_CUDA_FAIL, the first cuMemHostUnregister), and no memory for
+# a copy (RLIMIT_AS at the address space in use).  Holds: NULL with ENOMEM,
+# the old block intact and still the program's: its free() unregisters it
+# (the driver's second call succeeds) and the fake sees nothing left
+# registered (unfixed: the block stayed marked leaked and free() aborted
+# with "double free of hostpin block").
+log=$(mktemp)
+if out=$(env $P HOSTPIN_LEDGER=off HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 FAKE_CUDA_LOG="$log" \
+	FAKE_CUDA_FAIL=cuMemHostUnregister:1 timeout 60 "$FG" unpinfail 2>&1) && fakelog "$log"; then
+	ok "realloc growth of a block the driver will not unregister, no memory to copy: NULL, ENOMEM, old block freed"
+else
+	bad "realloc growth of a block the driver will not unregister, no memory to copy: NULL, ENOMEM, old block freed"
+	echo "$out" | tail -5 | sed 's/^/    /'
+fi
+rm -f "$log"
