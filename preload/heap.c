@@ -111,9 +111,9 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 {
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	/* Adoption, madvise or a foreign registration holds it briefly.  A
-	 * pointer inside a block being released may be memory the kernel
-	 * handed out again: a block grown by mremap leaves its old place
-	 * before its record goes (grow_block), so wait for the record. */
+	 * pointer inside a block being released: wait for the record (a
+	 * safeguard: every release, grow_block's included, takes the record
+	 * out before the kernel can hand the range out again). */
 	struct timespec t0 = {0, 0};
 	for (unsigned spins = 0;
 	     r && (hp_word_state(s->word) == HP_REC_BUSY ||

@@ -325,10 +325,11 @@ static unsigned in_flux(uintptr_t a)
 static int insert_waiting(uintptr_t base, size_t len, hp_rec_t **r, int attach)
 {
 	int e;
-	/* A range the kernel just handed out may still carry the record of a
-	 * block on its way out (grown by mremap: its old place is free before
-	 * its record is removed); wait for that record, never for a live one,
-	 * and not for ever (a hold this thread has itself never ends here). */
+	/* A range the kernel just handed out should carry no record (every
+	 * release takes its record out first, grow_block's included); as a
+	 * safeguard, wait for the record of a block on its way out, never for
+	 * a live one, and not for ever (a hold this thread has itself never
+	 * ends here). */
 	struct timespec t0 = {0, 0};
 	for (unsigned spins = 0;; spins++) {
 		e = attach ? hp_registry_attach(&hp_reg, *r, base, len,
