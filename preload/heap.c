@@ -228,15 +228,20 @@ static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
 	/* relaxed: a count (copy.c); the block keeps it where it goes */
 	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
 					       memory_order_relaxed);
-	void *old = (void *)s->base, *q, *d = NULL;
+	void *old = (void *)s->base, *q, *d;
+	/* In place only where it starts as a new block of len would: a block
+	 * of less than 2 MiB moves once to pass it. */
+	int here = len < HUGE || (s->base & (HUGE - 1)) == 0;
 	/* nodes for the block grown in place (EEXIST: a range lies after it,
 	 * so it cannot grow there anyway) */
-	hp_registry_prepare(&hp_reg, s->base, len);
+	if (here)
+		hp_registry_prepare(&hp_reg, s->base, len);
 	if (hp_untrack_keep(r, s)) {
 		*leaked = 1; /* still registered: never moved or reused */
 		return NULL;
 	}
-	q = hp_real.mremap(old, s->len, len, 0);
+	errno = ENOMEM;
+	q = here ? hp_real.mremap(old, s->len, len, 0) : MAP_FAILED;
 	if (q != MAP_FAILED) {
 		if (hp_track_again(r, s->base, len, HOSTPIN_KIND_MALLOC,
 				   copies) == 0)
@@ -246,9 +251,9 @@ static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
 		hp_real.mremap(old, len, s->len, 0);
 		goto stay;
 	}
-	/* ENOMEM: no room after it.  Anything else (a block split by
-	 * mprotect, RLIMIT_MEMLOCK) would fail the move too, and after its
-	 * target is gone. */
+	/* ENOMEM: no room after it (or not tried).  Anything else (a block
+	 * split by mprotect, RLIMIT_MEMLOCK) would fail the move too, and
+	 * after its target is gone. */
 	if (errno != ENOMEM)
 		goto stay;
 	d = map_aligned(len, HP_PAGE_SIZE, PROT_NONE, MAP_NORESERVE);
