@@ -3,7 +3,8 @@
  *   align     64 blocks of 3 MiB and more, each with a mapping of the
  *             program's just after it (no growth in place), grown by
  *             realloc: every grown block is 2 MiB aligned, its contents
- *             kept, tracked, and freed.
+ *             kept, tracked, and freed; then 16 blocks of a little more
+ *             than 1 MiB grown to 3 MiB: 2 MiB aligned too.
  *   growfail  (libfaults_growfail.so preloaded after hostpin, armed for
  *             any growing mremap) a realloc growth whose mremap fails while
  *             hostpin's record pool is exhausted and RLIMIT_AS is at the
@@ -109,6 +110,29 @@ static void align(void)
 		if (w[i])
 			munmap(w[i], 4096);
 	}
+	/* Blocks of less than 2 MiB (page aligned, the last of them
+	 * unaligned to 2 MiB) grown past it: aligned as a new block of their
+	 * size, whether the pages after them were free or not. */
+	for (int i = 0; i < 16; i++) {
+		b[i] = malloc(MIB + 4096 * (size_t)(i + 1));
+		CHECK(b[i] && tracked(b[i], HOSTPIN_KIND_MALLOC));
+		memset(b[i], i + 1, MIB);
+	}
+	for (int i = 0; i < 16; i++) {
+		char *q = realloc(b[i], 3 * MIB);
+		CHECK(q && tracked(q, HOSTPIN_KIND_MALLOC));
+		if ((uintptr_t)q & (2 * MIB - 1))
+			bad++;
+		CHECK(part_is(q, MIB, i + 1));
+		b[i] = q;
+	}
+	if (bad) {
+		fprintf(stderr, "faults_growth: %d of 16 blocks grown past "
+			"2 MiB are not 2 MiB aligned\n", bad);
+		exit(1);
+	}
+	for (int i = 0; i < 16; i++)
+		free(b[i]);
 }
 
 /* ---- growfail, movefail ---- */
