@@ -111,9 +111,9 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 {
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	/* Adoption, madvise or a foreign registration holds it briefly.  A
-	 * pointer inside a block being released may be memory the kernel
-	 * handed out again: a block grown by mremap leaves its old place
-	 * before its record goes (grow_block), so wait for the record. */
+	 * pointer inside a block being released: wait for the record (a
+	 * safeguard: every release, grow_block's included, takes the record
+	 * out before the kernel can hand the range out again). */
 	struct timespec t0 = {0, 0};
 	for (unsigned spins = 0;
 	     r && (hp_word_state(s->word) == HP_REC_BUSY ||
@@ -171,13 +171,55 @@ size_t hp_block_usable(const void *p, int *handled)
 	return r ? s.len : 0;
 }
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/* A move into the placeholder [d, d+len) failed.  The kernel may have
+ * unmapped the placeholder before it failed (MREMAP_FIXED unmaps its target
+ * first), and a mapping of another thread may lie there since: unmap only
+ * what is mapped back here.  Where something is still there (the intact
+ * placeholder, or another's mapping) it stays: address space lost, never
+ * anybody's memory.  (A kernel without MAP_FIXED_NOREPLACE takes d as a
+ * hint: what it maps elsewhere is unmapped again.) */
+static void drop_placeholder(void *d, size_t len)
+{
+	void *m = hp_real.mmap(d, len, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				   MAP_FIXED_NOREPLACE,
+			       -1, 0);
+	if (m != MAP_FAILED)
+		hp_real.munmap(m, len);
+}
+
+/* What cannot happen: a grown block cannot be tracked (a record over a
+ * place that only this thread holds).  Hand the caller memory of the next
+ * allocator's, which its free understands, with the block's bytes; the
+ * block at [q, q+len) is unmapped. */
+static void *untrackable(void *q, size_t len, size_t keep, size_t n)
+{
+	void *m = hp_real.malloc(n);
+	if (m == NULL)
+		hp_fatal("realloc(): block %p (%zu bytes) cannot be tracked "
+			 "again, nor copied (no memory)", q, len);
+	memcpy(m, q, keep);
+	hp_real.munmap(q, len);
+	return m;
+}
+
 /* Grow a claimed block by moving its pages rather than copying them
  * (mremap, as glibc grows its mmapped chunks), with half again as much
  * headroom, so that a buffer grown in small steps costs amortised O(1) per
- * byte even when each move re-pins it.  The block is unpinned and forgotten
- * before its pages move and tracked and pinned again at the new place
- * (invariant 1).  NULL, with the block still tracked at its old place
- * (unless it had to be leaked: *leaked), if it cannot grow this way. */
+ * byte even when each move re-pins it.  The block is unpinned and its
+ * record taken out of the registry before its pages move, and tracked and
+ * pinned again where they are after (invariant 1): no record ever covers an
+ * address the kernel may hand out meanwhile.  The record stays this
+ * thread's, and the registry's nodes for each place it may go are mapped
+ * before, so tracking it again needs no memory.  It grows in place where
+ * the kernel can; else it moves into a placeholder reserved at a fresh
+ * block's alignment (2 MiB from 2 MiB up).  NULL, with the block tracked at
+ * its old place (unless it had to be leaked: *leaked), if it cannot grow
+ * this way. */
 static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
 {
 	size_t len = hp_page_up(n), more = s->len + s->len / 2;
@@ -186,24 +228,58 @@ static void *grow_block(hp_rec_t *r, hp_snap_t *s, size_t n, int *leaked)
 	/* relaxed: a count (copy.c); the block keeps it where it goes */
 	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
 					       memory_order_relaxed);
-	if (hp_untrack(r, s)) {
+	void *old = (void *)s->base, *q, *d;
+	/* In place only where it starts as a new block of len would: a block
+	 * of less than 2 MiB moves once to pass it. */
+	int here = len < HUGE || (s->base & (HUGE - 1)) == 0;
+	/* nodes for the block grown in place (EEXIST: a range lies after it,
+	 * so it cannot grow there anyway) */
+	if (here)
+		hp_registry_prepare(&hp_reg, s->base, len);
+	if (hp_untrack_keep(r, s)) {
 		*leaked = 1; /* still registered: never moved or reused */
 		return NULL;
 	}
-	void *q = hp_real.mremap((void *)s->base, s->len, len, MREMAP_MAYMOVE);
-	if (q == MAP_FAILED) {
-		hp_track_as(s->base, s->len, HOSTPIN_KIND_MALLOC, 0, copies);
-		return NULL;
+	errno = ENOMEM;
+	q = here ? hp_real.mremap(old, s->len, len, 0) : MAP_FAILED;
+	if (q != MAP_FAILED) {
+		if (hp_track_again(r, s->base, len, HOSTPIN_KIND_MALLOC,
+				   copies) == 0)
+			return q;
+		/* no node for its new end after all: its old size again (a
+		 * tail the kernel cannot cut stays mapped, untracked) */
+		hp_real.mremap(old, len, s->len, 0);
+		goto stay;
 	}
-	if (hp_track_as((uintptr_t)q, len, HOSTPIN_KIND_MALLOC, 0, copies) == 0)
+	/* ENOMEM: no room after it (or not tried).  Anything else (a block
+	 * split by mprotect, RLIMIT_MEMLOCK) would fail the move too, and
+	 * after its target is gone. */
+	if (errno != ENOMEM)
+		goto stay;
+	d = map_aligned(len, HP_PAGE_SIZE, PROT_NONE, MAP_NORESERVE);
+	if (d == NULL)
+		goto stay;
+	if (hp_registry_prepare(&hp_reg, (uintptr_t)d, len)) {
+		hp_real.munmap(d, len); /* untouched: still ours */
+		goto stay;
+	}
+	q = hp_real.mremap(old, s->len, len, MREMAP_MAYMOVE | MREMAP_FIXED, d);
+	if (q == MAP_FAILED) {
+		drop_placeholder(d, len);
+		goto stay;
+	}
+	if (hp_track_again(r, (uintptr_t)q, len, HOSTPIN_KIND_MALLOC,
+			   copies) == 0)
 		return q;
-	/* Cannot be tracked (no memory for the registry): hand the caller
-	 * memory of the next allocator's, which its free understands. */
-	void *m = hp_real.malloc(n);
-	if (m)
-		memcpy(m, q, s->len < n ? s->len : n);
-	hp_real.munmap(q, len);
-	return m;
+	q = untrackable(q, len, s->len, n);
+	hp_registry_put(&hp_reg, r);
+	return q;
+stay:
+	if (hp_track_again(r, s->base, s->len, HOSTPIN_KIND_MALLOC, copies) == 0)
+		return NULL;
+	q = untrackable(old, s->len, s->len, n);
+	hp_registry_put(&hp_reg, r);
+	return q;
 }
 
 void *hp_block_realloc(void *p, size_t n, int *handled)
@@ -237,11 +313,17 @@ void *hp_block_realloc(void *p, size_t n, int *handled)
 			q = hp_block_alloc(n, 0, 0);
 			if (q == NULL)
 				q = hp_real.malloc(n);
-			if (q)
+			if (q) {
 				memcpy(q, p, s.len);
-			else
-				errno = ENOMEM;
-			return q;
+				return q;
+			}
+			/* None: the block stays the program's, as realloc
+			 * requires, live and registered; its release tries
+			 * the unpin again. */
+			hp_busy_end(r, HP_REC_LIVE);
+			HP_CTR_SUB(leaked_blocks, 1);
+			errno = ENOMEM;
+			return NULL;
 		}
 		/* tracked again at its old place: copy as before */
 		r = own_block(p, &s, "realloc");

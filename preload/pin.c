@@ -337,18 +337,22 @@ static unsigned in_flux(uintptr_t a)
 static void track_rec(hp_rec_t *r, uintptr_t base, size_t len,
 		      unsigned kind, unsigned carry, uint64_t copies);
 
-int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
-		uint64_t copies)
+/* Insert [base, base+len) LIVE: a new record into *r, or (attach) the
+ * caller's record *r; 0 or an errno. */
+static int insert_waiting(uintptr_t base, size_t len, hp_rec_t **r, int attach)
 {
-	hp_rec_t *r;
 	int e;
-	/* A range the kernel just handed out may still carry the record of a
-	 * block on its way out (grown by mremap: its old place is free before
-	 * its record is removed); wait for that record, never for a live one,
-	 * and not for ever (a hold this thread has itself never ends here). */
+	/* A range the kernel just handed out should carry no record (every
+	 * release takes its record out first, grow_block's included); as a
+	 * safeguard, wait for the record of a block on its way out, never for
+	 * a live one, and not for ever (a hold this thread has itself never
+	 * ends here). */
 	struct timespec t0 = {0, 0};
 	for (unsigned spins = 0;; spins++) {
-		e = hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE, &r);
+		e = attach ? hp_registry_attach(&hp_reg, *r, base, len,
+						HP_REC_LIVE)
+			   : hp_registry_insert(&hp_reg, base, len, HP_REC_LIVE,
+						r);
 		if (e != EEXIST)
 			break;
 		unsigned f = in_flux(base) | in_flux(base + len - 1);
@@ -359,6 +363,14 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 			break;
 		sched_yield();
 	}
+	return e;
+}
+
+int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
+		uint64_t copies)
+{
+	hp_rec_t *r;
+	int e = insert_waiting(base, len, &r, 0);
 	if (e) {
 		HP_LOG_ONCE(HP_LOG_WARN, "cannot track %zu bytes at %p: %s "
 			    "(errno %d); left to the system, untracked", len,
@@ -367,6 +379,15 @@ int hp_track_as(uintptr_t base, size_t len, unsigned kind, unsigned carry,
 	}
 	track_rec(r, base, len, kind, carry, copies);
 	return 0;
+}
+
+int hp_track_again(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
+		   uint64_t copies)
+{
+	int e = insert_waiting(base, len, &r, 1);
+	if (e == 0)
+		track_rec(r, base, len, kind, 0, copies);
+	return e;
 }
 
 /* hp_track_as for a record already inserted (held by the caller). */
@@ -442,8 +463,9 @@ static _Atomic int driver_deferred;
 
 /* A leaked record stays in the registry as LEAKED: never reused.  defer:
  * the caller unmaps the whole range next; an unregistration that cannot be
- * made now is retried later instead (hp_retry_deferred). */
-static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
+ * made now is retried later instead (hp_retry_deferred).  keep: the record
+ * leaves the registry but stays the caller's (hp_track_again). */
+static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer, int keep)
 {
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
 	in_driver_refused = 0;
@@ -478,15 +500,23 @@ static int untrack(hp_rec_t *r, const hp_snap_t *s, int defer)
 	}
 	if (hp_word_state(s->word) != HP_REC_CACHED)
 		hp_count_track(kind, s->len, 0);
-	hp_registry_remove(&hp_reg, r);
+	if (keep)
+		hp_registry_detach(&hp_reg, r);
+	else
+		hp_registry_remove(&hp_reg, r);
 	return 0;
 }
 
-int hp_untrack(hp_rec_t *r, const hp_snap_t *s) { return untrack(r, s, 0); }
+int hp_untrack(hp_rec_t *r, const hp_snap_t *s) { return untrack(r, s, 0, 0); }
+
+int hp_untrack_keep(hp_rec_t *r, const hp_snap_t *s)
+{
+	return untrack(r, s, 0, 1);
+}
 
 int hp_untrack_release(hp_rec_t *r, const hp_snap_t *s)
 {
-	return untrack(r, s, 1);
+	return untrack(r, s, 1, 0);
 }
 
 static int retry_one(hp_rec_t *r, const hp_snap_t *s, void *arg)

@@ -161,6 +161,15 @@ HP_HIDDEN int hp_track_as(uintptr_t base, size_t len, unsigned kind,
  * made from, so a CACHED block is not counted out twice); 0, or EBUSY if it
  * had to be leaked. */
 HP_HIDDEN int hp_untrack(hp_rec_t *r, const hp_snap_t *s);
+/* hp_untrack that keeps the record the caller's, out of the registry, for
+ * hp_track_again (a block that moves: heap.c). */
+HP_HIDDEN int hp_untrack_keep(hp_rec_t *r, const hp_snap_t *s);
+/* hp_track_as with the caller's record kept by hp_untrack_keep: needs no
+ * memory for a record, nor for nodes at a range it had or that was
+ * prepared (hp_registry_prepare); 0, or the registry's errno (the record
+ * stays the caller's). */
+HP_HIDDEN int hp_track_again(hp_rec_t *r, uintptr_t base, size_t len,
+			     unsigned kind, uint64_t copies);
 /* hp_untrack for a block whose whole range the caller unmaps next (free,
  * a cache eviction): when its unregistration cannot be made now, the block
  * is kept mapped and registered (LEAKED, HP_F_DEFER) and released by

@@ -91,6 +91,14 @@ static hp_rec_t *rec_alloc(hp_registry_t *r)
 	return rec;
 }
 
+/* Writer only. */
+static void put_rec(hp_registry_t *r, hp_rec_t *rec)
+{
+	atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
+			      memory_order_relaxed);
+	r->free_recs = rec;
+}
+
 /* Store `val` (a record pointer or 0) into every slot covering pages [lo, hi)
  * under `node`, whose first page is `nbase`.  A slot fully covered and not
  * holding a child takes the value itself; otherwise we descend, creating
@@ -170,16 +178,23 @@ static int any_overlap(hp_rec_t *rec, const hp_snap_t *s, void *arg)
 	return 1;
 }
 
-int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
-			      uint32_t state, hp_rec_t **out)
+/* Range and state checked, or EINVAL / EEXIST.  Writer only. */
+static int insert_ok(hp_registry_t *r, uintptr_t base, size_t len,
+		     uint32_t state)
 {
 	if (!range_ok(base, len) || state == HP_REC_FREE)
 		return EINVAL;
 	if (hp_registry_each_overlap(r, base, len, any_overlap, NULL))
 		return EEXIST;
-	hp_rec_t *rec = rec_alloc(r);
-	if (rec == NULL)
-		return ENOMEM;
+	return 0;
+}
+
+/* Publish rec (the caller's, FREE) at [base, base+len), checked by
+ * insert_ok.  On failure (ENOMEM) the record is left FREE and still the
+ * caller's.  Writer only. */
+static int publish(hp_registry_t *r, hp_rec_t *rec, uintptr_t base,
+		   size_t len, uint32_t state)
+{
 	/* Seqlock write without fences (ThreadSanitizer cannot model them):
 	 * odd seq, then each field with release, so a reader whose acquire
 	 * load sees a new field value also sees the odd seq; even seq last.
@@ -212,14 +227,87 @@ int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
 		set_range(r, r->root, 0, 0, p0, p1, 0);
 		atomic_store_explicit(&rec->word, (gen << 32) | HP_REC_FREE,
 				      memory_order_release);
-		atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
-				      memory_order_relaxed);
-		r->free_recs = rec;
 		return e;
 	}
 	r->live++;
+	return 0;
+}
+
+int hp_registry_insert_locked(hp_registry_t *r, uintptr_t base, size_t len,
+			      uint32_t state, hp_rec_t **out)
+{
+	int e = insert_ok(r, base, len, state);
+	if (e)
+		return e;
+	hp_rec_t *rec = rec_alloc(r);
+	if (rec == NULL)
+		return ENOMEM;
+	e = publish(r, rec, base, len, state);
+	if (e) {
+		put_rec(r, rec);
+		return e;
+	}
 	*out = rec;
 	return 0;
+}
+
+int hp_registry_attach(hp_registry_t *r, hp_rec_t *rec, uintptr_t base,
+		       size_t len, uint32_t state)
+{
+	hp_registry_lock(r);
+	int e = insert_ok(r, base, len, state);
+	if (e == 0)
+		e = publish(r, rec, base, len, state);
+	hp_registry_unlock(r);
+	return e;
+}
+
+/* Create the children that set_range storing a record over pages [lo, hi)
+ * under node would create; store nothing.  Writer only. */
+static int make_path(hp_registry_t *r, _Atomic uintptr_t *node, int level,
+		     uintptr_t nbase, uintptr_t lo, uintptr_t hi)
+{
+	if (level == 2)
+		return 0; /* leaves store records */
+	unsigned sh = slot_shift[level];
+	size_t first = (lo - nbase) >> sh, last = (hi - 1 - nbase) >> sh;
+	for (size_t i = first; i <= last; i++) {
+		uintptr_t s0 = nbase + ((uintptr_t)i << sh);
+		uintptr_t s1 = s0 + ((uintptr_t)1 << sh);
+		if (lo <= s0 && s1 <= hi)
+			continue; /* covered whole: stored here, no node */
+		/* relaxed: writers are serialised by wlock */
+		uintptr_t cur = atomic_load_explicit(&node[i],
+						     memory_order_relaxed);
+		if (cur != 0 && !(cur & TAG_CHILD))
+			return EEXIST; /* a live range's record */
+		if (cur == 0) {
+			_Atomic uintptr_t *n = node_alloc(r, level + 1);
+			if (n == NULL)
+				return ENOMEM;
+			cur = (uintptr_t)n | TAG_CHILD;
+			/* release: as in set_range (a reader sees it zeroed) */
+			atomic_store_explicit(&node[i], cur,
+					      memory_order_release);
+		}
+		int e = make_path(r, (_Atomic uintptr_t *)(cur & ~TAG_CHILD),
+				  level + 1, s0, lo > s0 ? lo : s0,
+				  hi < s1 ? hi : s1);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+int hp_registry_prepare(hp_registry_t *r, uintptr_t base, size_t len)
+{
+	if (!range_ok(base, len))
+		return EINVAL;
+	hp_registry_lock(r);
+	int e = make_path(r, r->root, 0, 0, base >> HP_PAGE_SHIFT,
+			  (base + len) >> HP_PAGE_SHIFT);
+	hp_registry_unlock(r);
+	return e;
 }
 
 void hp_registry_reserve_bounds(hp_registry_t *r, uintptr_t lo, uintptr_t hi)
@@ -242,7 +330,15 @@ int hp_registry_insert(hp_registry_t *r, uintptr_t base, size_t len,
 	return e;
 }
 
-int hp_registry_remove_locked(hp_registry_t *r, hp_rec_t *rec)
+void hp_registry_put(hp_registry_t *r, hp_rec_t *rec)
+{
+	hp_registry_lock(r);
+	put_rec(r, rec);
+	hp_registry_unlock(r);
+}
+
+/* Take rec's range out; the record stays FREE and the caller's. */
+static int take_out(hp_registry_t *r, hp_rec_t *rec)
 {
 	uint64_t w = atomic_load_explicit(&rec->word, memory_order_relaxed);
 	if (hp_word_state(w) == HP_REC_FREE)
@@ -262,11 +358,24 @@ int hp_registry_remove_locked(hp_registry_t *r, hp_rec_t *rec)
 	atomic_store_explicit(&rec->word, w & ~(uint64_t)UINT32_MAX,
 			      memory_order_release);
 	atomic_store_explicit(&rec->seq, seq + 2, memory_order_release);
-	atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
-			      memory_order_relaxed);
-	r->free_recs = rec;
 	r->live--;
 	return 0;
+}
+
+int hp_registry_remove_locked(hp_registry_t *r, hp_rec_t *rec)
+{
+	int e = take_out(r, rec);
+	if (e == 0)
+		put_rec(r, rec);
+	return e;
+}
+
+int hp_registry_detach(hp_registry_t *r, hp_rec_t *rec)
+{
+	hp_registry_lock(r);
+	int e = take_out(r, rec);
+	hp_registry_unlock(r);
+	return e;
 }
 
 int hp_registry_remove(hp_registry_t *r, hp_rec_t *rec)

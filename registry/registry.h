@@ -99,6 +99,24 @@ int hp_registry_insert(hp_registry_t *r, uintptr_t base, size_t len,
  * caller must own the record (normally after winning hp_registry_claim). */
 int hp_registry_remove(hp_registry_t *r, hp_rec_t *rec);
 
+/* A record that moves (hostpin's realloc growth): detach takes a live
+ * record's range out of the registry, as remove does, but keeps the record
+ * the caller's instead of returning it to the pool; attach inserts the
+ * caller's record (detached, or never put back) at a range, as insert does
+ * (EINVAL, EEXIST, ENOMEM: the record stays the caller's); put returns it
+ * to the pool.  Attaching a detached record at its old range again, while
+ * nothing overlapping was inserted, cannot fail: nodes are never freed. */
+int hp_registry_detach(hp_registry_t *r, hp_rec_t *rec);
+int hp_registry_attach(hp_registry_t *r, hp_rec_t *rec, uintptr_t base,
+		       size_t len, uint32_t state);
+void hp_registry_put(hp_registry_t *r, hp_rec_t *rec);
+/* Map the nodes that inserting [base, base+len) will need, storing
+ * nothing: an attach or insert there then needs no memory, as long as no
+ * range overlapping it is inserted meanwhile.  0, EINVAL, ENOMEM, or
+ * EEXIST where a live range's record holds a slot it needs (an overlap is
+ * not always seen here: attach and insert see it). */
+int hp_registry_prepare(hp_registry_t *r, uintptr_t base, size_t len);
+
 /* Lock-free: the record whose range contains addr, with a consistent
  * snapshot of it in *snap, or NULL. */
 hp_rec_t *hp_registry_lookup(const hp_registry_t *r, uintptr_t addr,

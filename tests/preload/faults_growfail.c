@@ -1,6 +1,8 @@
 /* Preloaded after hostpin (LD_PRELOAD="libhostpin.so libfaults_growfail.so"),
  * so that hostpin's next mremap is this one.  Armed by the test program
- * (growfail_arm), the next growing mremap fails with ENOMEM, and before it
+ * (growfail_arm(0): the next growing mremap; growfail_arm(1): the next one
+ * that moves into a place given, MREMAP_FIXED), it fails with ENOMEM (the
+ * place given left as it was), and before it
  * returns, hostpin's record pool is exhausted for real: RLIMIT_AS is set to
  * the address space in use (the pool's next chunk cannot be mapped), and a
  * thread maps tracked 2 MiB ranges over a reservation of its own
@@ -23,16 +25,17 @@
 #define MIB ((size_t)1 << 20)
 #define RES (4096 * MIB)
 
-static int armed, exhausted;
+static int armed, fixed_only, exhausted;
 static struct rlimit saved;
 static char *res;
 
-void growfail_arm(void);
+void growfail_arm(int fixed);
 int growfail_disarm(void);
 
-void growfail_arm(void)
+void growfail_arm(int fixed)
 {
 	armed = 1;
+	fixed_only = fixed;
 }
 
 int growfail_disarm(void)
@@ -110,7 +113,7 @@ void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	}
 	void *(*next)(void *, size_t, size_t, int, ...);
 	*(void **)&next = dlsym(RTLD_NEXT, "mremap");
-	if (armed && newlen > oldlen) {
+	if (armed && newlen > oldlen && (!fixed_only || (flags & MREMAP_FIXED))) {
 		armed = 0;
 		pthread_t t;
 		if (pthread_create(&t, NULL, eat, NULL) == 0)

@@ -15,12 +15,7 @@
  *              the process forks (HP_PAIR_LOCK_OFF: the offset of
  *              hostpin's pair_lock array); the child frees a registered
  *              block and exits 0 without spinning.
- *   align      64 blocks grown by realloc past 3 MiB stay 2 MiB aligned,
- *              their contents preserved.
- *   growfail   (with libfaults_growfail.so preloaded after hostpin) a
- *              realloc growth whose mremap fails while hostpin's record
- *              pool is exhausted (RLIMIT_AS): NULL with ENOMEM, the old
- *              block tracked and intact, and free() of it works. */
+ * (realloc growth under faults: faults_growth.c) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -288,69 +283,6 @@ static void forked(void)
 	free(blk);
 }
 
-/* ---- align: grown blocks stay 2 MiB aligned ---- */
-static void align(void)
-{
-	enum { N = 64 };
-	char *b[N];
-	void *spacer[N];
-	for (int i = 0; i < N; i++) {
-		b[i] = malloc(3 * MIB + 4096 * (size_t)i);
-		CHECK(b[i] && ((uintptr_t)b[i] & (2 * MIB - 1)) == 0);
-		CHECK(tracked(b[i], HOSTPIN_KIND_MALLOC));
-		memset(b[i], i + 1, 3 * MIB);
-		spacer[i] = malloc(2 * MIB); /* blocks growing in place */
-	}
-	int bad = 0;
-	for (int i = 0; i < N; i++) {
-		char *q = realloc(b[i], 5 * MIB + 4096 * (size_t)i);
-		CHECK(q);
-		if ((uintptr_t)q & (2 * MIB - 1))
-			bad++;
-		CHECK(part_is(q, 3 * MIB, i + 1));
-		CHECK(tracked(q, HOSTPIN_KIND_MALLOC));
-		memset(q + 3 * MIB, 7, 2 * MIB);
-		b[i] = q;
-	}
-	if (bad) {
-		fprintf(stderr, "faults_ranges: %d of %d grown blocks are not "
-			"2 MiB aligned\n", bad, N);
-		exit(1);
-	}
-	for (int i = 0; i < N; i++)
-		free(b[i]), free(spacer[i]);
-}
-
-/* ---- growfail ---- */
-static void growfail(void)
-{
-	void (*arm)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "growfail_arm");
-	int (*disarm)(void) = (int (*)(void))dlsym(RTLD_DEFAULT,
-						 "growfail_disarm");
-	CHECK(arm && disarm);
-	char *p = malloc(4 * MIB);
-	CHECK(p && tracked(p, HOSTPIN_KIND_MALLOC));
-	memset(p, 0x3c, 4 * MIB);
-	arm();
-	errno = 0;
-	char *q = realloc(p, 64 * MIB);
-	int e = errno;
-	int exhausted = disarm(); /* restores RLIMIT_AS; 1 if the pool ran out */
-	CHECK(exhausted == 1);
-	if (q == NULL) {
-		CHECK(e == ENOMEM);
-		CHECK(tracked(p, HOSTPIN_KIND_MALLOC));
-		CHECK(part_is(p, 4 * MIB, 0x3c));
-		free(p); /* hostpin's block: a free that glibc would abort */
-		puts("growfail: NULL, ENOMEM, old block kept");
-	} else {
-		/* the injection did not hold: nothing was tested */
-		fprintf(stderr, "faults_ranges: realloc grew with the address "
-			"space full (%p)\n", (void *)q);
-		exit(1);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -364,10 +296,6 @@ int main(int argc, char **argv)
 		locked();
 	else if (!strcmp(m, "fork"))
 		forked();
-	else if (!strcmp(m, "align"))
-		align();
-	else if (!strcmp(m, "growfail"))
-		growfail();
 	else
 		return 2;
 	printf("faults_ranges %s: ok\n", m);

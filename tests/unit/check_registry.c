@@ -458,6 +458,66 @@ START_TEST(a_claim_from_a_stale_snapshot_fails_after_reuse)
 }
 END_TEST
 
+START_TEST(a_detached_record_comes_back_without_memory)
+{
+	hp_registry_t *r = new_reg();
+	/* unaligned at both ends: leaves, level-1 slots, a 64 GiB boundary */
+	uintptr_t b = ((uintptr_t)1 << 36) - 3 * (2u << 20) + 5 * PG;
+	size_t l = (size_t)9 << 20;
+	hp_rec_t *a = ins(r, b, l);
+	hp_snap_t old;
+	ck_assert_ptr_eq(hp_registry_lookup(r, b, &old), a);
+	ck_assert_int_eq(hp_registry_detach(r, a), 0);
+	ck_assert_ptr_null(at(r, b));
+	ck_assert_ptr_null(at(r, b + l - 1));
+	ck_assert_uint_eq(hp_registry_count(r), 0);
+	/* not in the pool: another insert gets another record */
+	hp_rec_t *o = ins(r, 0x200000000, PG);
+	ck_assert_ptr_ne(o, a);
+	char *cur = r->node_cur; /* where the next node would come from */
+	ck_assert_int_eq(hp_registry_attach(r, a, b, l, 1), 0);
+	ck_assert_ptr_eq(r->node_cur, cur);
+	ck_assert_ptr_eq(at(r, b), a);
+	ck_assert_ptr_eq(at(r, b + l - 1), a);
+	ck_assert_ptr_null(at(r, b + l));
+	ck_assert(!hp_registry_claim(a, old.word, 2)); /* a new generation */
+	/* attach sees overlaps, and the record stays the caller's */
+	ck_assert_int_eq(hp_registry_detach(r, a), 0);
+	ck_assert_int_eq(hp_registry_attach(r, a, 0x200000000 - PG, 2 * PG, 1),
+			 EEXIST);
+	hp_registry_put(r, a);
+	ck_assert_ptr_eq(ins(r, b, PG), a); /* back in the pool */
+}
+END_TEST
+
+START_TEST(a_prepared_range_is_attached_without_memory)
+{
+	hp_registry_t *r = new_reg();
+	ins(r, 0x100000000, PG); /* the pool's first chunk */
+	hp_rec_t *a = ins(r, 0x100200000, PG);
+	ck_assert_int_eq(hp_registry_detach(r, a), 0);
+	/* far from anything: new leaves and level-1 nodes */
+	uintptr_t d = (uintptr_t)3 << 40;
+	size_t l = ((size_t)70 << 30) + 7 * PG; /* over a 64 GiB boundary */
+	char *before = r->node_cur; /* where the next node would come from */
+	ck_assert_int_eq(hp_registry_prepare(r, d + PG, l), 0);
+	char *cur = r->node_cur;
+	ck_assert_ptr_ne(cur, before);
+	ck_assert_ptr_null(at(r, d + PG)); /* nothing stored */
+	ck_assert_uint_eq(hp_registry_used_meta_bytes(r), 8 + sizeof(hp_rec_t));
+	ck_assert_int_eq(hp_registry_attach(r, a, d + PG, l, 1), 0);
+	ck_assert_ptr_eq(r->node_cur, cur);
+	ck_assert_ptr_eq(at(r, d + PG), a);
+	ck_assert_ptr_eq(at(r, d + l), a);
+	ck_assert_ptr_null(at(r, d + l + PG));
+	ck_assert_ptr_null(at(r, d));
+	/* a live range's record in a slot it needs */
+	ck_assert_int_eq(hp_registry_prepare(r, d + ((size_t)1 << 30) - PG,
+					     4 * PG), EEXIST);
+	ck_assert_int_eq(hp_registry_prepare(r, d, 0), EINVAL);
+}
+END_TEST
+
 Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -469,6 +529,8 @@ Suite *registry_suite(void)
 	tcase_add_test(t, a_terabyte_range_costs_little_metadata);
 	tcase_add_test(t, a_range_over_old_leaves_costs_a_slot_per_2mib);
 	tcase_add_test(t, overlap_walk_reports_each_range_once_in_address_order);
+	tcase_add_test(t, a_detached_record_comes_back_without_memory);
+	tcase_add_test(t, a_prepared_range_is_attached_without_memory);
 	suite_add_tcase(s, t);
 	t = tcase_create("model");
 	tcase_set_timeout(t, 300);

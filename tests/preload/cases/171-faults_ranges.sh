@@ -1,10 +1,8 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
-# ---- faults on ranges and threads (issue 22: items 5-8, MADV_DONTNEED_LOCKED) ----
+# ---- faults on ranges and threads (issue 22: items 5 and 6, MADV_DONTNEED_LOCKED) ----
 # faults_ranges.c says what each mode does; each case below says what it
 # injects and what must hold.
 build faults_ranges faults_ranges.c -rdynamic -L"$F" -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,"$F"
-$CC $CFL -shared -fPIC -o "$B/libfaults_growfail.so" faults_growfail.c -ldl -lpthread ||
-	bad "build libfaults_growfail.so"
 FR=$B/faults_ranges
 # fr NAME ENV... -- MODE: faults_ranges under hostpin and the fake CUDA
 # driver with FAKE_CUDA_RESIDENT=1 (registered pages that are discarded
@@ -76,7 +74,4 @@ if [ -n "$off" ]; then
 else
 	echo "SKIP: fork with pair locks held: no pair_lock symbol in $LIB (nm missing or stripped)"
 fi
-# Items 7 and 8 (realloc growth that keeps its record until the move
-# succeeded, into a 2 MiB-aligned destination) were taken out again: that
-# order let a mapping or free of another thread land in the block's old
-# place while its record was still there (threads stress, ~1 run in 10).
+# Items 7 and 8 (realloc growth): 181-faults_growth.sh.
