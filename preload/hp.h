@@ -266,6 +266,9 @@ struct hp_counters {
 	 * blocks and ranges of HOSTPIN_THRESHOLD or more ever tracked, the
 	 * backend and how far it got (HP_BK_*), and the settings in force */
 	_Atomic uint64_t large_blocks, backend, threshold, pin_after;
+	/* the staging ring registered now (stage.c): pinned memory under
+	 * the caps, not a block (not in pinned_bytes_*) */
+	_Atomic uint64_t ring_bytes;
 };
 /* hp_counters.backend: the backend set (HP_BK_NONE.. in bits 0-3), the
  * one auto chose (bits 4-7), flags: a device driver was seen loaded, the

@@ -78,23 +78,42 @@ int hp_pin_counts_copies(void)
 /* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over
  * HOSTPIN_NODE_MAX_PINNED with what the node's other hostpin processes
  * pin (ledger.h; processes racing here may overshoot by a block each). */
-static int cap_reserve(size_t len);
-int hp_cap_reserve(size_t len) { return cap_reserve(len); }
+static uint64_t node_pinned(void)
+{
+	return HP_LEDGER_SUM(pinned_bytes_now) + HP_LEDGER_SUM(ring_bytes);
+}
+
 static int cap_reserve(size_t len)
 {
 	uint64_t node_max = hp_opt[HP_OPT_NODE_MAX_PINNED];
-	if (HP_LEDGER_SUM(pinned_bytes_now) + len > node_max &&
-	    (!hp_ledger_reap() || HP_LEDGER_SUM(pinned_bytes_now) + len > node_max))
+	if (node_pinned() + len > node_max &&
+	    (!hp_ledger_reap() || node_pinned() + len > node_max))
 		return 0;
 	uint64_t max = hp_opt[HP_OPT_MAX_PINNED];
+	uint64_t ring = atomic_load_explicit(&hp_ctr.ring_bytes,
+					     memory_order_relaxed);
 	uint64_t cur = atomic_load_explicit(&hp_ctr.pinned_bytes_now,
 					    memory_order_relaxed);
 	do {
-		if (cur + len > max)
+		if (cur + ring + len > max)
 			return 0;
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &hp_ctr.pinned_bytes_now, &cur, cur + len, memory_order_relaxed,
 	    memory_order_relaxed));
+	return 1;
+}
+
+int hp_cap_reserve_ring(size_t len)
+{
+	uint64_t node_max = hp_opt[HP_OPT_NODE_MAX_PINNED];
+	if (node_pinned() + len > node_max &&
+	    (!hp_ledger_reap() || node_pinned() + len > node_max))
+		return 0;
+	if (atomic_load_explicit(&hp_ctr.pinned_bytes_now, memory_order_relaxed) +
+		atomic_load_explicit(&hp_ctr.ring_bytes, memory_order_relaxed) +
+		len > hp_opt[HP_OPT_MAX_PINNED])
+		return 0;
+	HP_CTR_ADD(ring_bytes, len);
 	return 1;
 }
 

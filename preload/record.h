@@ -137,10 +137,11 @@ static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
 }
 
 /* ---- pin.c: the pin policy between records and the backend ---- */
-/* Reserve len bytes of pinned memory under HOSTPIN_MAX_PINNED and
- * HOSTPIN_NODE_MAX_PINNED (counted in pinned_bytes_now, hence the ledger);
- * 0 if over a cap.  Given back with HP_CTR_SUB(pinned_bytes_now, len). */
-HP_HIDDEN int hp_cap_reserve(size_t len);
+/* Reserve the staging ring's len bytes under HOSTPIN_MAX_PINNED and
+ * HOSTPIN_NODE_MAX_PINNED with the blocks' pinned bytes (counted in
+ * ring_bytes, hence the ledger); 0 if over a cap.  Given back with
+ * HP_CTR_SUB(ring_bytes, len). */
+HP_HIDDEN int hp_cap_reserve_ring(size_t len);
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */

@@ -179,7 +179,7 @@ static void ring_exit(void)
 		hp_capture_leave();
 		if (hp_cuda_ring_unregister(ring.base) == 0) {
 			ring.state = -1; /* not used again */
-			HP_CTR_SUB(pinned_bytes_now, ring.len);
+			HP_CTR_SUB(ring_bytes, ring.len);
 		}
 	}
 	pthread_mutex_unlock(&ring.mu);
@@ -200,7 +200,7 @@ static int ring_ready(uintptr_t ctx)
 			hp_log(HP_LOG_INFO, "staging ring: its context ended; "
 			       "made again");
 		hp_real.munmap(ring.base, ring.len);
-		HP_CTR_SUB(pinned_bytes_now, ring.len);
+		HP_CTR_SUB(ring_bytes, ring.len);
 		for (int i = 0; i < SLOTS; i++)
 			ring.ev[i] = NULL, ring.used[i] = 0;
 		ring.state = 0;
@@ -221,11 +221,12 @@ static int ring_ready(uintptr_t ctx)
 			r = hp_cuda_event_new(&ring.ev[i]);
 	int reserved = 0;
 	if (r == 0) {
-		/* pinned memory like a block's: under the caps, in the
-		 * ledger */
+		/* pinned memory: under the caps with the blocks', in
+		 * the ledger (not a block's: the reports' pinned bytes
+		 * are blocks) */
 		what = "reserved under HOSTPIN_MAX_PINNED and "
 		       "HOSTPIN_NODE_MAX_PINNED";
-		if (!(reserved = hp_cap_reserve(len)))
+		if (!(reserved = hp_cap_reserve_ring(len)))
 			r = -1;
 	}
 	if (r == 0) {
@@ -241,7 +242,7 @@ static int ring_ready(uintptr_t ctx)
 			hp_real.munmap(b, len);
 	}
 	if (r != 0 && reserved)
-		HP_CTR_SUB(pinned_bytes_now, len);
+		HP_CTR_SUB(ring_bytes, len);
 	if (r != 0) {
 		/* said once: the state is sticky */
 		hp_log(HP_LOG_WARN, "the staging ring (%zu bytes) could not be "
@@ -252,7 +253,6 @@ static int ring_ready(uintptr_t ctx)
 	}
 	ring.base = b, ring.slot = slot, ring.len = len;
 	ring.ctx = ctx, ring.epoch = epoch;
-	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
 	atomic_store_explicit(&st_ring, len, memory_order_relaxed);
 	static int exit_hook, threads;
 	if (!exit_hook)
