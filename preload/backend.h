@@ -119,6 +119,10 @@ int hp_cuda_ring_unregister(void *p);
 int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
 		       struct CUstream_st *s);
 int hp_cuda_dtoh_async(void *h, uintptr_t d, size_t n, struct CUstream_st *s);
+struct hp_CUDA_MEMCPY2D;
+/* 2D copies (cuMemcpy2DAsync_v2): hp_cuda_2d_fn: 1 if the driver has it. */
+int hp_cuda_2d_fn(void);
+int hp_cuda_2d_async(const struct hp_CUDA_MEMCPY2D *p, struct CUstream_st *s);
 int hp_cuda_event_new(void **ev);
 int hp_cuda_event_record(void *ev, struct CUstream_st *s);
 int hp_cuda_event_wait(void *ev);

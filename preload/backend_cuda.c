@@ -748,10 +748,12 @@ typedef hp_CUresult (*htod_fn)(hp_CUdeviceptr, const void *, size_t,
 typedef hp_CUresult (*dtoh_fn)(void *, hp_CUdeviceptr, size_t,
 			       hp_cudaStream_t);
 typedef hp_CUresult (*ptrattr_fn)(void *, int, hp_CUdeviceptr);
+typedef hp_CUresult (*m2d_fn)(const hp_CUDA_MEMCPY2D *, hp_cudaStream_t);
 static struct {
 	htod_fn htod;
 	dtoh_fn dtoh;
 	ptrattr_fn attr;
+	m2d_fn m2d; /* optional: without it 2D copies are not staged */
 } sf;
 
 int hp_cuda_stage_fns(void)
@@ -764,6 +766,7 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.htod = hp_cuda_sym("cuMemcpyHtoDAsync_v2");
 	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
+	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
 	/* without cuStreamIsCapturing a capturing stream cannot be told
 	 * apart: nothing is staged */
 	st = sf.htod && sf.dtoh && pf.cuStreamIsCapturing ? 1 : -1;
@@ -828,6 +831,16 @@ int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
 int hp_cuda_dtoh_async(void *h, uintptr_t d, size_t n, hp_cudaStream_t s)
 {
 	return sf.dtoh(h, (hp_CUdeviceptr)d, n, s);
+}
+
+int hp_cuda_2d_fn(void)
+{
+	return sf.m2d != NULL;
+}
+
+int hp_cuda_2d_async(const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s)
+{
+	return sf.m2d(p, s);
 }
 
 int hp_cuda_event_new(void **ev)

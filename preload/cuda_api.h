@@ -153,6 +153,7 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 #define HP_cudaStreamCaptureStatusNone 0
 #define HP_CUDA_ERROR_NOT_FOUND 500 /* also cudaErrorSymbolNotFound */
 #define HP_CU_MEMORYTYPE_HOST 1
+#define HP_CU_MEMORYTYPE_DEVICE 2
 #define HP_CU_MEMORYTYPE_UNIFIED 4
 #define HP_CU_MEMCPY_OPERAND_TYPE_POINTER 1
 #define HP_CU_EVENT_DISABLE_TIMING 0x2u

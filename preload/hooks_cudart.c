@@ -180,6 +180,36 @@ static int stage_kind(const hp_copy_t *c, void *dst, const void *src,
 		return 0;                                                     \
 	}
 
+/* A 2D copy whose kind names its direction (stage.c): its descriptor in
+ * the driver's terms, host side HOST and device side DEVICE.  Errors as
+ * stage_kind. */
+static int stage_kind_2d(const hp_copy_t *c, void *dst, size_t dp,
+			 const void *src, size_t sp, size_t w, size_t h,
+			 int kind, hp_cudaStream_t s, int ptsz, int sync)
+{
+	hp_CUDA_MEMCPY2D q;
+	memset(&q, 0, sizeof(q));
+	q.srcPitch = sp, q.dstPitch = dp, q.WidthInBytes = w, q.Height = h;
+	if (kind == HP_cudaMemcpyHostToDevice) {
+		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST, q.srcHost = src;
+		q.dstMemoryType = HP_CU_MEMORYTYPE_DEVICE;
+		q.dstDevice = (hp_CUdeviceptr)(uintptr_t)dst;
+	} else if (kind == HP_cudaMemcpyDeviceToHost) {
+		q.srcMemoryType = HP_CU_MEMORYTYPE_DEVICE;
+		q.srcDevice = (hp_CUdeviceptr)(uintptr_t)src;
+		q.dstMemoryType = HP_CU_MEMORYTYPE_HOST, q.dstHost = dst;
+	} else {
+		return 0;
+	}
+	int r = 0, k = hp_stage_2d(c, &q, s, ptsz, sync, &r);
+	return r == 0 ? k : 0;
+}
+#define STAGED_KIND_2D(sync)                                                  \
+	if (stage_kind_2d(&c_, dst, dp, src, sp, w, h, kind, s, ptsz, sync)) { \
+		hp_copy_sync_end(&c_, 1);                                     \
+		return 0;                                                     \
+	}
+
 static hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 				 size_t n, hp_cudaMemcpyKind kind,
 				 hp_cudaStream_t s)
@@ -195,7 +225,8 @@ static hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 {
 	HP_COPY_BODY(f, hp_cudaMemcpy2DAsync_t, hp_cudaError_t,
 		     (dst, dp, src, sp, w, h, kind, s),
-		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h), ASYNC_END)
+		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h);
+		     STAGED_KIND_2D(0), ASYNC_END)
 }
 static hp_cudaError_t copy3d_async(void *f, int ptsz,
 				   const hp_cudaMemcpy3DParms *p,
@@ -285,13 +316,15 @@ static hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
 		     host_kind(&c_, kind, dst, src, n);
 		     STAGED_KIND(1, SYNC_END), SYNC_END)
 }
-static hp_cudaError_t copy2d_sync(void *f, void *dst, size_t dp,
+static hp_cudaError_t copy2d_sync(void *f, int ptsz, void *dst, size_t dp,
 				  const void *src, size_t sp, size_t w,
 				  size_t h, hp_cudaMemcpyKind kind)
 {
+	hp_cudaStream_t s = NULL; /* the legacy or per-thread default stream */
 	HP_COPY_BODY(f, hp_cudaMemcpy2D_t, hp_cudaError_t,
 		     (dst, dp, src, sp, w, h, kind),
-		     host_kind(&c_, kind, dst, src, w * h), SYNC_END)
+		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h);
+		     STAGED_KIND_2D(1), SYNC_END)
 }
 static hp_cudaError_t copy3d_sync(void *f, const hp_cudaMemcpy3DParms *p)
 {
@@ -621,14 +654,14 @@ HP_EXPORT hp_cudaError_t cudaMemcpy2D(void *dst, size_t dp, const void *src,
 				      size_t sp, size_t w, size_t h,
 				      hp_cudaMemcpyKind kind)
 {
-	return copy2d_sync(NEXT(cudaMemcpy2D), dst, dp, src, sp, w, h, kind);
+	return copy2d_sync(NEXT(cudaMemcpy2D), 0, dst, dp, src, sp, w, h, kind);
 }
 
 HP_EXPORT hp_cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dp,
 					   const void *src, size_t sp, size_t w,
 					   size_t h, hp_cudaMemcpyKind kind)
 {
-	return copy2d_sync(NEXT(cudaMemcpy2D_ptds), dst, dp, src, sp, w, h,
+	return copy2d_sync(NEXT(cudaMemcpy2D_ptds), 1, dst, dp, src, sp, w, h,
 			   kind);
 }
 

@@ -173,7 +173,9 @@ static hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
 				hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2DAsync_v2_t, hp_CUresult, (p, s),
-		     host_2d(&c_, p), ASYNC_END)
+		     host_2d(&c_, p);
+		     STAGED(hp_stage_2d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
+		     ASYNC_END)
 }
 static hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
 				hp_cudaStream_t s)
@@ -260,9 +262,14 @@ static hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), SYNC_END)
 }
-static hp_CUresult copy2d_sync(void *f, const hp_CUDA_MEMCPY2D *p)
+/* A 2D copy between pitched host memory and device memory is staged
+ * (stage.c); cuMemcpy2DUnaligned passes through: it takes pitches that
+ * cuMemcpy2DAsync, which makes the staged DMAs, may refuse. */
+static hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 {
-	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p), host_2d(&c_, p),
+	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p),
+		     host_2d(&c_, p);
+		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
 		     SYNC_END)
 }
 static hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
@@ -901,22 +908,22 @@ static hp_CUresult lk_cuMemcpy_ptds(hp_CUdeviceptr d, hp_CUdeviceptr sr,
 
 HP_EXPORT hp_CUresult cuMemcpy2D_v2(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_sync(NEXT(cuMemcpy2D_v2), p);
+	return copy2d_sync(NEXT(cuMemcpy2D_v2), 0, p);
 }
 
 static hp_CUresult lk_cuMemcpy2D_v2(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_sync(LOOKED_UP(cuMemcpy2D_v2), p);
+	return copy2d_sync(LOOKED_UP(cuMemcpy2D_v2), 0, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy2D_v2_ptds(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_sync(NEXT(cuMemcpy2D_v2_ptds), p);
+	return copy2d_sync(NEXT(cuMemcpy2D_v2_ptds), 1, p);
 }
 
 static hp_CUresult lk_cuMemcpy2D_v2_ptds(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_sync(LOOKED_UP(cuMemcpy2D_v2_ptds), p);
+	return copy2d_sync(LOOKED_UP(cuMemcpy2D_v2_ptds), 1, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy2DUnaligned_v2(const hp_CUDA_MEMCPY2D *p)

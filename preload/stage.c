@@ -442,3 +442,153 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 	*res = r;
 	return 1;
 }
+
+/* ---- 2D copies ----
+ * A side of a CUDA_MEMCPY2D: host memory the driver does not know (HOST,
+ * or UNIFIED pointing at such memory), or memory a DMA from the ring can
+ * reach (DEVICE, or UNIFIED memory the driver knows). */
+static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
+{
+	if (m == HP_CU_MEMORYTYPE_HOST)
+		return (char *)(uintptr_t)host;
+	if (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+	    !hp_cuda_host_known((const void *)(uintptr_t)dev))
+		return (char *)(uintptr_t)dev;
+	return NULL;
+}
+static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
+{
+	return m == HP_CU_MEMORYTYPE_DEVICE ||
+	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+		hp_cuda_host_known((const void *)(uintptr_t)dev));
+}
+
+/* Host rows [y, y+rows) of a region of pitch `pitch` starting at h, to or
+ * from a slot where they lie w bytes apart. */
+static void pack(char *slot, const char *h, size_t pitch, size_t w,
+		 size_t rows)
+{
+	if (pitch == w)
+		pcopy(slot, h, rows * w);
+	else
+		for (size_t i = 0; i < rows; i++)
+			pcopy(slot + i * w, h + i * pitch, w);
+}
+static void unpack(char *h, const char *slot, size_t pitch, size_t w,
+		   size_t rows)
+{
+	if (pitch == w)
+		pcopy(h, slot, rows * w);
+	else
+		for (size_t i = 0; i < rows; i++)
+			pcopy(h + i * pitch, slot + i * w, w);
+}
+
+static int stage_2d_htod(const hp_CUDA_MEMCPY2D *p, const char *h,
+			 size_t pitch, hp_cudaStream_t s)
+{
+	size_t w = p->WidthInBytes, H = p->Height, per = ring.slot / w;
+	int r = 0;
+	for (size_t y = 0; y < H && r == 0;) {
+		size_t rows = H - y < per ? H - y : per;
+		int k = ring.next;
+		ring.next = (k + 1) % SLOTS;
+		if ((r = slot_free(k)) != 0)
+			break;
+		char *sl = ring.base + (size_t)k * ring.slot;
+		pack(sl, h + y * pitch, pitch, w, rows);
+		hp_CUDA_MEMCPY2D q = *p; /* the device side as the program's */
+		q.srcXInBytes = 0, q.srcY = 0;
+		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.srcHost = sl, q.srcDevice = 0, q.srcArray = NULL;
+		q.srcPitch = w;
+		q.dstY = p->dstY + y, q.Height = rows;
+		r = hp_cuda_2d_async(&q, s);
+		if (r == 0)
+			r = slot_fence(k, s);
+		y += rows;
+	}
+	return r;
+}
+
+static int stage_2d_dtoh(const hp_CUDA_MEMCPY2D *p, char *h, size_t pitch,
+			 hp_cudaStream_t s)
+{
+	size_t w = p->WidthInBytes, H = p->Height, per = ring.slot / w;
+	size_t m = (H + per - 1) / per; /* chunks of rows */
+	int base = ring.next, r = 0;
+	size_t issued = 0, drained = 0;
+	/* as hp_stage_dtoh: up to SLOTS chunks in flight, drained in order */
+	while (drained < m && r == 0) {
+		while (issued < m && issued - drained < SLOTS && r == 0) {
+			int k = (int)((base + issued) % SLOTS);
+			size_t y = issued * per;
+			if ((r = slot_free(k)) != 0)
+				break;
+			hp_CUDA_MEMCPY2D q = *p;
+			q.dstXInBytes = 0, q.dstY = 0;
+			q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+			q.dstHost = ring.base + (size_t)k * ring.slot;
+			q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = w;
+			q.srcY = p->srcY + y;
+			q.Height = H - y < per ? H - y : per;
+			r = hp_cuda_2d_async(&q, s);
+			if (r == 0)
+				r = slot_fence(k, s);
+			issued++;
+		}
+		if (r)
+			break;
+		int k = (int)((base + drained) % SLOTS);
+		size_t y = drained * per;
+		if ((r = slot_free(k)) != 0)
+			break;
+		unpack(h + y * pitch, ring.base + (size_t)k * ring.slot, pitch,
+		       w, H - y < per ? H - y : per);
+		drained++;
+	}
+	ring.next = (int)((base + issued) % SLOTS);
+	return r;
+}
+
+int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+		hp_cudaStream_t s, int ptsz, int sync, int *res)
+{
+	if (p == NULL || p->WidthInBytes == 0 || p->Height == 0 ||
+	    p->Height > SIZE_MAX / p->WidthInBytes || hp_in_child ||
+	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
+		return 0;
+	size_t w = p->WidthInBytes, n = w * p->Height;
+	if (n < hp_opt[HP_OPT_STAGE_MIN])
+		return 0;
+	char *sh = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
+	char *dh = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
+	int htod;
+	if (sh && !dh && side_device(p->dstMemoryType, p->dstDevice))
+		htod = 1;
+	else if (dh && !sh && side_device(p->srcMemoryType, p->srcDevice))
+		htod = 0;
+	else
+		return 0; /* an array, host to host, device to device */
+	size_t pitch = htod ? p->srcPitch : p->dstPitch;
+	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
+	size_t y = htod ? p->srcY : p->dstY;
+	if (pitch < w)
+		return 0; /* the driver's to refuse */
+	char *h = (htod ? sh : dh) + y * pitch + x; /* the first host byte */
+	s = program_stream(s, ptsz);
+	if (!stage_begin(c, h, n, s))
+		return 0;
+	if (w > ring.slot) { /* a row wider than a slot: as it is */
+		pthread_mutex_unlock(&ring.mu);
+		hp_capture_leave();
+		return 0;
+	}
+	int r = htod ? stage_2d_htod(p, h, pitch, s)
+		     : stage_2d_dtoh(p, h, pitch, s);
+	if (r == 0 && sync && htod)
+		r = hp_cuda_stream_wait(s);
+	stage_done(n);
+	*res = r;
+	return 1;
+}

@@ -23,6 +23,15 @@ HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
 			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
 			    int *res);
 
+/* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory,
+ * staged whole rows at a time: as many rows as fit in a slot, packed
+ * there, then one 2D DMA per slot.  1 if staged (*res: the driver's
+ * result), 0 if it must go to the driver as it is (as above, and: an array
+ * on either side, both sides host or both device, rows wider than a slot,
+ * no cuMemcpy2DAsync_v2).  Arguments as above. */
+HP_HIDDEN int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+			  hp_cudaStream_t s, int ptsz, int sync, int *res);
+
 /* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
 HP_HIDDEN int hp_stage_on(void);
 
