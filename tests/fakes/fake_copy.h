@@ -188,6 +188,9 @@ static int inflight(const void *p, size_t n)
 struct xfer {
 	stream_t *s;
 	int wait; /* a pageable destination: return after the copy */
+	int rect; /* a 2D/3D copy: its rows' pageable bytes summed */
+	int flagged; /* a pageable-copy VIOLATION logged for it */
+	size_t paged; /* bytes of its segments on a pageable host side */
 };
 
 static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
@@ -200,7 +203,19 @@ static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
 	pthread_mutex_unlock(&mu);
 	x->s = s;
 	x->wait = 0;
+	x->rect = x->flagged = 0;
+	x->paged = 0;
 	return r;
+}
+
+static long long no_pageable(void)
+{
+	static long long nopage = -2;
+	if (nopage == -2) {
+		const char *e = getenv("FAKE_CUDA_NO_PAGEABLE");
+		nopage = e && *e ? atoll(e) : -1;
+	}
+	return nopage;
 }
 
 static void seg(struct xfer *x, void *dst, const void *src, size_t n)
@@ -214,15 +229,15 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 	o->dst = dst, o->src = src, o->n = n;
 	/* FAKE_CUDA_NO_PAGEABLE=BYTES: hostpin's staging is on, so no copy
 	 * of BYTES or more may reach the driver from pageable memory. */
-	static long long nopage = -2;
-	if (nopage == -2) {
-		const char *e = getenv("FAKE_CUDA_NO_PAGEABLE");
-		nopage = e && *e ? atoll(e) : -1;
-	}
+	long long nopage = no_pageable();
+	if ((hs && !ps) || (hd && !pd))
+		x->paged += n;
 	if (nopage >= 0 && (long long)n >= nopage &&
-	    ((hs && !ps) || (hd && !pd)))
+	    ((hs && !ps) || (hd && !pd))) {
 		logf_("VIOLATION pageable-copy %p %zu", hs && !ps ? src : dst,
 		      n);
+		x->flagged = 1;
+	}
 	if (hs && !ps) {
 		o->staging = raw(n); /* staged now: the source may change */
 		memcpy(o->staging, src, n);
@@ -234,6 +249,11 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 
 static CUresult end(struct xfer *x)
 {
+	/* a 2D/3D copy: FAKE_CUDA_NO_PAGEABLE counts all its rows together */
+	long long nopage = no_pageable();
+	if (x->rect && !x->flagged && nopage >= 0 &&
+	    (long long)x->paged >= nopage)
+		logf_("VIOLATION pageable-copy 2D/3D %zu", x->paged);
 	if (x->wait)
 		run_queue(x->s, NULL); /* pageable D2H returns after the copy */
 	return OK;
@@ -564,6 +584,7 @@ static char *base_of(int type, const void *host, CUdeviceptr dev, CUarray a)
 }
 static void rows(struct xfer *x, const M3D *p)
 {
+	x->rect = 1;
 	char *s = base_of(p->srcMemoryType, p->srcHost, p->srcDevice,
 			  p->srcArray);
 	char *d = base_of(p->dstMemoryType, p->dstHost, p->dstDevice,
