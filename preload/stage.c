@@ -66,7 +66,8 @@ int hp_stage_on(void)
 /* ---- copy threads (HOSTPIN_STAGE_THREADS) ----
  * The threads that copy into and out of the ring, the calling thread
  * counted: each chunk's memcpy is split in parts that the calling thread
- * and the helpers take, and the chunk is done when every part is.  One job
+ * and the helpers take (a 2D copy's rows: parts of whole rows), and the
+ * chunk is done when every part is.  One job
  * at a time (the ring's lock is held).  Helpers are started the first time
  * staging is used, block every signal (invariant 11), and live as long as
  * the process; a forked child stages nothing and so never needs them. */
@@ -80,6 +81,7 @@ static struct {
 	char *dst;
 	const char *src;
 	size_t len, part;
+	size_t w, dp, sp; /* w != 0: len rows of w bytes, parts of part rows */
 	int parts, next, left;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	  .go = PTHREAD_COND_INITIALIZER,
@@ -93,10 +95,14 @@ static void pool_take(void)
 		size_t off = (size_t)i * pool.part;
 		size_t len = pool.len - off < pool.part ? pool.len - off
 							: pool.part;
-		char *d = pool.dst + off;
-		const char *sr = pool.src + off;
+		size_t w = pool.w, dp = pool.dp, sp = pool.sp;
+		char *d = pool.dst + (w ? off * dp : off);
+		const char *sr = pool.src + (w ? off * sp : off);
 		pthread_mutex_unlock(&pool.mu);
-		memcpy(d, sr, len);
+		if (w == 0)
+			memcpy(d, sr, len);
+		for (size_t k = 0; w && k < len; k++)
+			memcpy(d + k * dp, sr + k * sp, w);
 		pthread_mutex_lock(&pool.mu);
 		if (--pool.left == 0)
 			pthread_cond_broadcast(&pool.done);
@@ -139,6 +145,19 @@ static void pool_start(void)
 	pthread_mutex_unlock(&pool.mu);
 }
 
+/* Under pool.mu, the job set: run it with the helpers, then unlock. */
+static void pool_run(void)
+{
+	pool.parts = (int)((pool.len + pool.part - 1) / pool.part);
+	pool.next = 0, pool.left = pool.parts;
+	pool.gen++;
+	pthread_cond_broadcast(&pool.go);
+	pool_take();
+	while (pool.left > 0)
+		pthread_cond_wait(&pool.done, &pool.mu);
+	pthread_mutex_unlock(&pool.mu);
+}
+
 /* memcpy, by the copy threads together. */
 static void pcopy(void *dst, const void *src, size_t len)
 {
@@ -152,14 +171,31 @@ static void pcopy(void *dst, const void *src, size_t len)
 	size_t part = (len + (size_t)parts - 1) / (size_t)parts;
 	part = (part + 4095) & ~(size_t)4095;
 	pool.dst = dst, pool.src = src, pool.len = len, pool.part = part;
-	pool.parts = (int)((len + part - 1) / part);
-	pool.next = 0, pool.left = pool.parts;
-	pool.gen++;
-	pthread_cond_broadcast(&pool.go);
-	pool_take();
-	while (pool.left > 0)
-		pthread_cond_wait(&pool.done, &pool.mu);
-	pthread_mutex_unlock(&pool.mu);
+	pool.w = 0;
+	pool_run();
+}
+
+/* rows rows of w bytes, dp and sp bytes apart, by the copy threads
+ * together (a 2D copy's host side, to or from a slot). */
+static void pcopy_rows(char *dst, size_t dp, const char *src, size_t sp,
+		       size_t w, size_t rows)
+{
+	if (dp == w && sp == w) {
+		pcopy(dst, src, rows * w);
+		return;
+	}
+	pthread_mutex_lock(&pool.mu);
+	int parts = pool.helpers + 1;
+	if (parts == 1 || rows < 2 || rows * w < 2 * PART_MIN) {
+		pthread_mutex_unlock(&pool.mu);
+		for (size_t i = 0; i < rows; i++)
+			memcpy(dst + i * dp, src + i * sp, w);
+		return;
+	}
+	pool.dst = dst, pool.src = src, pool.len = rows;
+	pool.part = (rows + (size_t)parts - 1) / (size_t)parts;
+	pool.w = w, pool.dp = dp, pool.sp = sp;
+	pool_run();
 }
 
 static int slot_free(int k);
@@ -463,27 +499,6 @@ static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
 		hp_cuda_host_known((const void *)(uintptr_t)dev));
 }
 
-/* Host rows [y, y+rows) of a region of pitch `pitch` starting at h, to or
- * from a slot where they lie w bytes apart. */
-static void pack(char *slot, const char *h, size_t pitch, size_t w,
-		 size_t rows)
-{
-	if (pitch == w)
-		pcopy(slot, h, rows * w);
-	else
-		for (size_t i = 0; i < rows; i++)
-			pcopy(slot + i * w, h + i * pitch, w);
-}
-static void unpack(char *h, const char *slot, size_t pitch, size_t w,
-		   size_t rows)
-{
-	if (pitch == w)
-		pcopy(h, slot, rows * w);
-	else
-		for (size_t i = 0; i < rows; i++)
-			pcopy(h + i * pitch, slot + i * w, w);
-}
-
 static int stage_2d_htod(const hp_CUDA_MEMCPY2D *p, const char *h,
 			 size_t pitch, hp_cudaStream_t s)
 {
@@ -496,7 +511,7 @@ static int stage_2d_htod(const hp_CUDA_MEMCPY2D *p, const char *h,
 		if ((r = slot_free(k)) != 0)
 			break;
 		char *sl = ring.base + (size_t)k * ring.slot;
-		pack(sl, h + y * pitch, pitch, w, rows);
+		pcopy_rows(sl, w, h + y * pitch, pitch, w, rows);
 		hp_CUDA_MEMCPY2D q = *p; /* the device side as the program's */
 		q.srcXInBytes = 0, q.srcY = 0;
 		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
@@ -543,8 +558,9 @@ static int stage_2d_dtoh(const hp_CUDA_MEMCPY2D *p, char *h, size_t pitch,
 		size_t y = drained * per;
 		if ((r = slot_free(k)) != 0)
 			break;
-		unpack(h + y * pitch, ring.base + (size_t)k * ring.slot, pitch,
-		       w, H - y < per ? H - y : per);
+		pcopy_rows(h + y * pitch, pitch,
+			   ring.base + (size_t)k * ring.slot, w, w,
+			   H - y < per ? H - y : per);
 		drained++;
 	}
 	ring.next = (int)((base + issued) % SLOTS);

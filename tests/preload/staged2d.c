@@ -59,6 +59,7 @@ CUresult cuMemcpy2D_v2(const M2D *);
 CUresult cuMemcpy2D_v2_ptds(const M2D *);
 CUresult cuMemcpy2DUnaligned_v2(const M2D *);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuCtxSynchronize(void);
@@ -313,6 +314,45 @@ static int mode_3d(void)
 	return 0;
 }
 
+/* Order on one stream: a staged 2D H2D, then a small (unstaged) D2H of
+ * its rows on the same stream sees them: the staged DMAs went on the
+ * program's stream (the fake runs a pageable D2H's stream, and only it,
+ * before returning). */
+static int mode_order(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	struct rect r = {4000, 2000, 4096, 0, 0, 4000, 0, 0};
+	size_t n = r.w * r.H;
+	unsigned char *h = plain(n + 4096 * 2000, 0),
+		      *d = devbuf(n, 0x5a), *back = plain(n, 0);
+	put(h, r.hp, 0, 0, &r, 17);
+	CHECK(issue(DRV, H2D, &r, h, d, s) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(back, (CUdeviceptr)(uintptr_t)d, MB,
+				   s) == 0);
+	for (size_t k = 0; k < MB; k++)
+		CHECK(back[k] == pat(17, k / r.w, k % r.w));
+	CHECK(cuStreamSynchronize(s) == 0);
+	return 0;
+}
+
+/* An enqueue error mid-pipeline (the case makes the third
+ * cuMemcpy2DAsync_v2 fail, then the eighth: the fifth of the D2H, after
+ * four in flight): each call's result. */
+static int mode_error(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	struct rect r = {3001, 30000, 3077, 7, 2, 3200, 11, 3};
+	size_t hl = (r.hy + r.H) * r.hp, dl = (r.dy + r.H) * r.dp;
+	unsigned char *h = plain(hl, 1), *d = devbuf(dl, 2);
+	printf("htod %d\n", issue(DRV, H2D, &r, h, d, s));
+	cuStreamSynchronize(s);
+	printf("dtoh %d\n", issue(DRV, D2H, &r, h, d, s));
+	cuStreamSynchronize(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -328,6 +368,7 @@ int main(int argc, char **argv)
 	    {"odd", mode_odd},     {"big", mode_big},
 	    {"unified", mode_unified}, {"wide", mode_wide},
 	    {"unaligned", mode_unaligned}, {"3d", mode_3d},
+	    {"order", mode_order}, {"error", mode_error},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(argv[1], modes[i].name) == 0) {

@@ -46,7 +46,7 @@ s2d() {
 }
 if [ -x "$B/staged2d" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
-for m in async sync odd big unified wide unaligned 3d; do
+for m in async sync odd big unified wide unaligned 3d order; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged2d" $m 2>&1) ||
 		bad "staged2d $m fails without hostpin: $out"
 done
@@ -56,6 +56,15 @@ s2d "width not a multiple of 4, odd offsets, packed host rows" staged -- odd
 s2d "90 MB rectangle through the 64 MiB ring" staged -- big
 s2d "90 MB rectangle through a 1 MiB ring (hundreds of slots, events)" staged \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- big
+s2d "90 MB rectangle, 4 copy threads (rows split among them)" staged HOSTPIN_STAGE_THREADS=4 -- big
+s2d "order: a small D2H after a staged 2D H2D on the same stream sees its rows" staged -- order
+# an enqueue fails mid-pipeline (the third 2D DMA of the H2D, the fifth of
+# the D2H, 16 MiB slots of 5451 rows): each call returns the driver's error
+s2d "an enqueue error mid-pipeline is the call's error" staged \
+	FAKE_CUDA_FAIL=cuMemcpy2DAsync_v2:3:700,cuMemcpy2DAsync_v2:8:701 -- error
+if echo "$S2_OUT" | grep -q "^htod 700$" && echo "$S2_OUT" | grep -q "^dtoh 701$"; then
+	ok "staged 2D: the injected errors surfaced (700, 701)"
+else bad "staged 2D: injected errors not returned: $(echo "$S2_OUT" | grep -E '^(htod|dtoh)' | tr '\n' ' ')"; fi
 s2d "unified addressing: a host pointer the driver does not know, device memory" staged -- unified
 s2d "statistics count the staged 2D copies" staged HOSTPIN_STATS=1 -- async
 echo "$S2_OUT" | grep -q "staged copies 8 (" &&
