@@ -51,6 +51,11 @@ HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
  * arguments, the statements that hand each host pointer to hp_copy_host
  * (HOSTS, using c_), and the statement that ends the copy (END, using c_
  * and the call's result e_).  0 is success for both APIs. */
+/* A copy hook's body: inlined into each entry point that calls it, so that
+ * a call hostpin does not follow (hp_hook_enter says no) forwards without
+ * the body's frame (its registers saved and restored around nothing). */
+#define HP_BODY static inline __attribute__((always_inline))
+
 #define HP_COPY_BODY(fnexpr, type, rtype, args, HOSTS, END)                   \
 	type fn_ = (type)(fnexpr);                                            \
 	if (fn_ == NULL)                                                      \

@@ -210,7 +210,7 @@ static int stage_kind_2d(const hp_copy_t *c, void *dst, size_t dp,
 		return 0;                                                     \
 	}
 
-static hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
+HP_BODY hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 				 size_t n, hp_cudaMemcpyKind kind,
 				 hp_cudaStream_t s)
 {
@@ -218,7 +218,7 @@ static hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n);
 		     STAGED_KIND(0, ASYNC_END), ASYNC_END)
 }
-static hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
+HP_BODY hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 				   const void *src, size_t sp, size_t w,
 				   size_t h, hp_cudaMemcpyKind kind,
 				   hp_cudaStream_t s)
@@ -228,21 +228,21 @@ static hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h);
 		     STAGED_KIND_2D(0), ASYNC_END)
 }
-static hp_cudaError_t copy3d_async(void *f, int ptsz,
+HP_BODY hp_cudaError_t copy3d_async(void *f, int ptsz,
 				   const hp_cudaMemcpy3DParms *p,
 				   hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cudaMemcpy3DAsync_t, hp_cudaError_t, (p, s),
 		     host_3dparms(&c_, p), ASYNC_END)
 }
-static hp_cudaError_t copy3dpeer_async(void *f, int ptsz,
+HP_BODY hp_cudaError_t copy3dpeer_async(void *f, int ptsz,
 				       const hp_cudaMemcpy3DPeerParms *p,
 				       hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cudaMemcpy3DPeerAsync_t, hp_cudaError_t, (p, s),
 		     host_3dpeer(&c_, p), ASYNC_END)
 }
-static hp_cudaError_t to_symbol_async(void *f, int ptsz, const void *sym,
+HP_BODY hp_cudaError_t to_symbol_async(void *f, int ptsz, const void *sym,
 				      const void *src, size_t n, size_t off,
 				      hp_cudaMemcpyKind kind, hp_cudaStream_t s)
 {
@@ -250,7 +250,7 @@ static hp_cudaError_t to_symbol_async(void *f, int ptsz, const void *sym,
 		     (sym, src, n, off, kind, s),
 		     host_kind(&c_, kind, NULL, src, n), ASYNC_END)
 }
-static hp_cudaError_t from_symbol_async(void *f, int ptsz, void *dst,
+HP_BODY hp_cudaError_t from_symbol_async(void *f, int ptsz, void *dst,
 					const void *sym, size_t n, size_t off,
 					hp_cudaMemcpyKind kind,
 					hp_cudaStream_t s)
@@ -269,7 +269,7 @@ typedef hp_cudaError_t (*batch_t)(void *const *, const void *const *,
 				  void *, hp_cudaStream_t);
 typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
 				    unsigned long long, hp_cudaStream_t);
-static hp_cudaError_t batch_async(void *f, const void *ra, int ptsz,
+HP_BODY hp_cudaError_t batch_async(void *f, const void *ra, int ptsz,
 				  void *const *d, const void *const *sr,
 				  const size_t *sz, size_t n,
 				  hp_cudaMemcpyAttributes *at, size_t *ai,
@@ -288,7 +288,7 @@ static hp_cudaError_t batch_async(void *f, const void *ra, int ptsz,
 		    ptsz, e == 0);
 	return e;
 }
-static hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
+HP_BODY hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
 				    size_t n, hp_cudaMemcpy3DBatchOp *ops,
 				    void *a3, unsigned long long a4,
 				    hp_cudaStream_t a5)
@@ -308,7 +308,7 @@ static hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
 }
 
 /* Synchronous copies: the per-thread default stream form is _ptds. */
-static hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
+HP_BODY hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
 				size_t n, hp_cudaMemcpyKind kind)
 {
 	hp_cudaStream_t s = NULL; /* the legacy or per-thread default stream */
@@ -316,7 +316,7 @@ static hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
 		     host_kind(&c_, kind, dst, src, n);
 		     STAGED_KIND(1, SYNC_END), SYNC_END)
 }
-static hp_cudaError_t copy2d_sync(void *f, int ptsz, void *dst, size_t dp,
+HP_BODY hp_cudaError_t copy2d_sync(void *f, int ptsz, void *dst, size_t dp,
 				  const void *src, size_t sp, size_t w,
 				  size_t h, hp_cudaMemcpyKind kind)
 {
@@ -326,12 +326,12 @@ static hp_cudaError_t copy2d_sync(void *f, int ptsz, void *dst, size_t dp,
 		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h);
 		     STAGED_KIND_2D(1), SYNC_END)
 }
-static hp_cudaError_t copy3d_sync(void *f, const hp_cudaMemcpy3DParms *p)
+HP_BODY hp_cudaError_t copy3d_sync(void *f, const hp_cudaMemcpy3DParms *p)
 {
 	HP_COPY_BODY(f, hp_cudaMemcpy3D_t, hp_cudaError_t, (p),
 		     host_3dparms(&c_, p), SYNC_END)
 }
-static hp_cudaError_t to_symbol_sync(void *f, const void *sym,
+HP_BODY hp_cudaError_t to_symbol_sync(void *f, const void *sym,
 				     const void *src, size_t n, size_t off,
 				     hp_cudaMemcpyKind kind)
 {
@@ -339,7 +339,7 @@ static hp_cudaError_t to_symbol_sync(void *f, const void *sym,
 		     (sym, src, n, off, kind),
 		     host_kind(&c_, kind, NULL, src, n), SYNC_END)
 }
-static hp_cudaError_t from_symbol_sync(void *f, void *dst, const void *sym,
+HP_BODY hp_cudaError_t from_symbol_sync(void *f, void *dst, const void *sym,
 				       size_t n, size_t off,
 				       hp_cudaMemcpyKind kind)
 {
@@ -349,7 +349,7 @@ static hp_cudaError_t from_symbol_sync(void *f, void *dst, const void *sym,
 }
 
 /* Registrations made by the program itself. */
-static hp_cudaError_t host_register(void *f, void *p, size_t n,
+HP_BODY hp_cudaError_t host_register(void *f, void *p, size_t n,
 				    unsigned flags)
 {
 	hp_cudaHostRegister_t fn = (hp_cudaHostRegister_t)f;
@@ -364,7 +364,7 @@ static hp_cudaError_t host_register(void *f, void *p, size_t n,
 	hp_hook_leave();
 	return e;
 }
-static hp_cudaError_t host_unregister(void *f, void *p)
+HP_BODY hp_cudaError_t host_unregister(void *f, void *p)
 {
 	hp_cudaHostUnregister_t fn = (hp_cudaHostUnregister_t)f;
 	if (fn == NULL)
@@ -382,7 +382,7 @@ static hp_cudaError_t host_unregister(void *f, void *p)
  * its deprecated name cudaThreadExit) destroys it with every registration
  * made through it; the device is asked before. */
 typedef hp_cudaError_t (*hp_cudaGetDevice_t)(int *);
-static hp_cudaError_t device_reset(void *f, const void *ra)
+HP_BODY hp_cudaError_t device_reset(void *f, const void *ra)
 {
 	hp_cudaDeviceReset_t fn = (hp_cudaDeviceReset_t)f;
 	if (fn == NULL)
@@ -406,7 +406,7 @@ static hp_cudaError_t device_reset(void *f, const void *ra)
  * these). */
 typedef hp_cudaError_t (*hp_cudaStreamBeginCapture_t)(hp_cudaStream_t, int);
 typedef hp_cudaError_t (*hp_cudaStreamEndCapture_t)(hp_cudaStream_t, void **);
-static hp_cudaError_t begin_capture(void *f, int ptsz, hp_cudaStream_t s,
+HP_BODY hp_cudaError_t begin_capture(void *f, int ptsz, hp_cudaStream_t s,
 				    int mode)
 {
 	hp_cudaStreamBeginCapture_t fn = (hp_cudaStreamBeginCapture_t)f;
@@ -427,7 +427,7 @@ static hp_cudaError_t begin_capture(void *f, int ptsz, hp_cudaStream_t s,
  * the mode it names; counted as any other. */
 typedef hp_cudaError_t (*hp_cudaStreamBeginCaptureToGraph_t)(
     hp_cudaStream_t, void *, const void *, const void *, size_t, int);
-static hp_cudaError_t begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
+HP_BODY hp_cudaError_t begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
 				       void *g, const void *deps,
 				       const void *data, size_t n, int mode)
 {
@@ -446,7 +446,7 @@ static hp_cudaError_t begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
 	hp_hook_leave();
 	return e;
 }
-static hp_cudaError_t end_capture(void *f, int ptsz, hp_cudaStream_t s,
+HP_BODY hp_cudaError_t end_capture(void *f, int ptsz, hp_cudaStream_t s,
 				  void **g)
 {
 	hp_cudaStreamEndCapture_t fn = (hp_cudaStreamEndCapture_t)f;
@@ -473,7 +473,7 @@ static void *entry_wrap(const char *sym, void *fn, unsigned version,
 		return fn;
 	return hp_cudrv_wrap(sym, fn, (int)version, flags);
 }
-static hp_cudaError_t entry_point(void *f, const void *ra, const char *sym,
+HP_BODY hp_cudaError_t entry_point(void *f, const void *ra, const char *sym,
 				  void **fp, unsigned long long flags,
 				  hp_cudaDriverEntryPointQueryResult *st)
 {

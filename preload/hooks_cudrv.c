@@ -143,7 +143,7 @@ static void *lk_next(_Atomic(void *) *slot)
 		return (hp_CUresult)st_;                                      \
 	}
 
-static hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
+HP_BODY hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
 			      const void *h, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoDAsync_v2_t, hp_CUresult, (d, h, n, s),
@@ -152,7 +152,7 @@ static hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
 			    ASYNC_END),
 		     ASYNC_END)
 }
-static hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
+HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			      size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoHAsync_v2_t, hp_CUresult, (h, d, n, s),
@@ -161,7 +161,7 @@ static hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			    ASYNC_END),
 		     ASYNC_END)
 }
-static hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
+HP_BODY hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 			      hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAsync_t, hp_CUresult, (d, sr, n, s),
@@ -169,7 +169,7 @@ static hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n),
 		     ASYNC_END)
 }
-static hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
+HP_BODY hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
 				hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2DAsync_v2_t, hp_CUresult, (p, s),
@@ -177,32 +177,32 @@ static hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
 		     STAGED(hp_stage_2d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
 		     ASYNC_END)
 }
-static hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
+HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
 				hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DAsync_v2_t, hp_CUresult, (p, s),
 		     host_3d(&c_, p), ASYNC_END)
 }
-static hp_CUresult copy3dpeer_async(void *f, int ptsz,
+HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,
 				    const hp_CUDA_MEMCPY3D_PEER *p,
 				    hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DPeerAsync_t, hp_CUresult, (p, s),
 		     host_3dpeer(&c_, p), ASYNC_END)
 }
-static hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,
+HP_BODY hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,
 			      const void *h, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoAAsync_v2_t, hp_CUresult,
 		     (a, off, h, n, s), hp_copy_host(&c_, h, n), ASYNC_END)
 }
-static hp_CUresult atoh_async(void *f, int ptsz, void *h, hp_CUarray a,
+HP_BODY hp_CUresult atoh_async(void *f, int ptsz, void *h, hp_CUarray a,
 			      size_t off, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAtoHAsync_v2_t, hp_CUresult,
 		     (h, a, off, n, s), hp_copy_host(&c_, h, n), ASYNC_END)
 }
-static hp_CUresult batch_async(void *f, int ptsz, hp_CUdeviceptr *d,
+HP_BODY hp_CUresult batch_async(void *f, int ptsz, hp_CUdeviceptr *d,
 			       hp_CUdeviceptr *sr, size_t *sz, size_t n,
 			       hp_CUmemcpyAttributes *at, size_t *ai,
 			       size_t na, size_t *fail, hp_cudaStream_t s)
@@ -211,7 +211,7 @@ static hp_CUresult batch_async(void *f, int ptsz, hp_CUdeviceptr *d,
 		     (d, sr, sz, n, at, ai, na, fail, s),
 		     host_batch(&c_, d, sr, sz, n), ASYNC_END)
 }
-static hp_CUresult batch_async_v2(void *f, int ptsz, hp_CUdeviceptr *d,
+HP_BODY hp_CUresult batch_async_v2(void *f, int ptsz, hp_CUdeviceptr *d,
 				  hp_CUdeviceptr *sr, size_t *sz, size_t n,
 				  hp_CUmemcpyAttributes *at, size_t *ai,
 				  size_t na, hp_cudaStream_t s)
@@ -220,7 +220,7 @@ static hp_CUresult batch_async_v2(void *f, int ptsz, hp_CUdeviceptr *d,
 		     (d, sr, sz, n, at, ai, na, s),
 		     host_batch(&c_, d, sr, sz, n), ASYNC_END)
 }
-static hp_CUresult batch3d_async(void *f, int ptsz, size_t n,
+HP_BODY hp_CUresult batch3d_async(void *f, int ptsz, size_t n,
 				 hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
 				 unsigned long long fl, hp_cudaStream_t s)
 {
@@ -228,7 +228,7 @@ static hp_CUresult batch3d_async(void *f, int ptsz, size_t n,
 		     (n, ops, fail, fl, s), hp_copy_host_ops(&c_, ops, n),
 		     ASYNC_END)
 }
-static hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
+HP_BODY hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
 				    hp_CUDA_MEMCPY3D_BATCH_OP *ops,
 				    unsigned long long fl, hp_cudaStream_t s)
 {
@@ -237,7 +237,7 @@ static hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
 }
 
 /* Synchronous copies: the per-thread default stream form is _ptds. */
-static hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
+HP_BODY hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
 			     const void *h, size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoD_v2_t, hp_CUresult, (d, h, n),
@@ -246,7 +246,7 @@ static hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
 			    SYNC_END),
 		     SYNC_END)
 }
-static hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
+HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			     size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoH_v2_t, hp_CUresult, (h, d, n),
@@ -255,7 +255,7 @@ static hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			    SYNC_END),
 		     SYNC_END)
 }
-static hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
+HP_BODY hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
 			     size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy_t, hp_CUresult, (d, sr, n),
@@ -265,30 +265,30 @@ static hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
 /* A 2D copy between pitched host memory and device memory is staged
  * (stage.c); cuMemcpy2DUnaligned passes through: it takes pitches that
  * cuMemcpy2DAsync, which makes the staged DMAs, may refuse. */
-static hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
+HP_BODY hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p),
 		     host_2d(&c_, p);
 		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
 		     SYNC_END)
 }
-static hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
+HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2DUnaligned_v2_t, hp_CUresult, (p),
 		     host_2d(&c_, p), SYNC_END)
 }
-static hp_CUresult copy3d_sync(void *f, const hp_CUDA_MEMCPY3D *p)
+HP_BODY hp_CUresult copy3d_sync(void *f, const hp_CUDA_MEMCPY3D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p), host_3d(&c_, p),
 		     SYNC_END)
 }
-static hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
+HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
 			     const void *h, size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoA_v2_t, hp_CUresult, (a, off, h, n),
 		     hp_copy_host(&c_, h, n), SYNC_END)
 }
-static hp_CUresult atoh_sync(void *f, void *h, hp_CUarray a, size_t off,
+HP_BODY hp_CUresult atoh_sync(void *f, void *h, hp_CUarray a, size_t off,
 			     size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAtoH_v2_t, hp_CUresult, (h, a, off, n),
@@ -296,7 +296,7 @@ static hp_CUresult atoh_sync(void *f, void *h, hp_CUarray a, size_t off,
 }
 
 /* Registrations made by the program itself. */
-static hp_CUresult host_register(void *f, void *p, size_t n, unsigned flags)
+HP_BODY hp_CUresult host_register(void *f, void *p, size_t n, unsigned flags)
 {
 	hp_cuMemHostRegister_v2_t fn = (hp_cuMemHostRegister_v2_t)f;
 	if (fn == NULL)
@@ -310,7 +310,7 @@ static hp_CUresult host_register(void *f, void *p, size_t n, unsigned flags)
 	hp_hook_leave();
 	return e;
 }
-static hp_CUresult host_unregister(void *f, void *p)
+HP_BODY hp_CUresult host_unregister(void *f, void *p)
 {
 	hp_cuMemHostUnregister_t fn = (hp_cuMemHostUnregister_t)f;
 	if (fn == NULL)
@@ -329,7 +329,7 @@ static hp_CUresult host_unregister(void *f, void *p)
  * registered again once a context is active.  After the call: only a
  * successful one ended anything; a release ends the context only when it
  * dropped the last reference. */
-static hp_CUresult ctx_reset(void *f, hp_CUdevice dev)
+HP_BODY hp_CUresult ctx_reset(void *f, hp_CUdevice dev)
 {
 	hp_cuDevicePrimaryCtxReset_t fn = (hp_cuDevicePrimaryCtxReset_t)f;
 	if (fn == NULL)
@@ -342,7 +342,7 @@ static hp_CUresult ctx_reset(void *f, hp_CUdevice dev)
 	hp_hook_leave();
 	return e;
 }
-static hp_CUresult ctx_release(void *f, hp_CUdevice dev)
+HP_BODY hp_CUresult ctx_release(void *f, hp_CUdevice dev)
 {
 	hp_cuDevicePrimaryCtxRelease_t fn = (hp_cuDevicePrimaryCtxRelease_t)f;
 	if (fn == NULL)
@@ -355,7 +355,7 @@ static hp_CUresult ctx_release(void *f, hp_CUdevice dev)
 	hp_hook_leave();
 	return e;
 }
-static hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
+HP_BODY hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
 {
 	hp_cuCtxDestroy_t fn = (hp_cuCtxDestroy_t)f;
 	if (fn == NULL)
@@ -380,7 +380,7 @@ static hp_cudaStream_t cap_stream(hp_cudaStream_t s, int ptsz)
 {
 	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
 }
-static hp_CUresult begin_capture_v2(void *f, int ptsz, hp_cudaStream_t s,
+HP_BODY hp_CUresult begin_capture_v2(void *f, int ptsz, hp_cudaStream_t s,
 				    int mode)
 {
 	hp_cuStreamBeginCapture_v2_t fn = (hp_cuStreamBeginCapture_v2_t)f;
@@ -396,7 +396,7 @@ static hp_CUresult begin_capture_v2(void *f, int ptsz, hp_cudaStream_t s,
 	hp_hook_leave();
 	return e;
 }
-static hp_CUresult begin_capture(void *f, int ptsz, hp_cudaStream_t s)
+HP_BODY hp_CUresult begin_capture(void *f, int ptsz, hp_cudaStream_t s)
 {
 	hp_cuStreamBeginCapture_t fn = (hp_cuStreamBeginCapture_t)f;
 	if (fn == NULL)
@@ -415,7 +415,7 @@ static hp_CUresult begin_capture(void *f, int ptsz, hp_cudaStream_t s)
  * program made, in the mode it names; counted as any other. */
 typedef hp_CUresult (*hp_cuStreamBeginCaptureToGraph_t)(
     hp_cudaStream_t, void *, const void *, const void *, size_t, int);
-static hp_CUresult begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
+HP_BODY hp_CUresult begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
 				    void *g, const void *deps,
 				    const void *data, size_t n, int mode)
 {
@@ -433,7 +433,7 @@ static hp_CUresult begin_capture_tg(void *f, int ptsz, hp_cudaStream_t s,
 	hp_hook_leave();
 	return e;
 }
-static hp_CUresult end_capture(void *f, int ptsz, hp_cudaStream_t s, void **g)
+HP_BODY hp_CUresult end_capture(void *f, int ptsz, hp_cudaStream_t s, void **g)
 {
 	hp_cuStreamEndCapture_t fn = (hp_cuStreamEndCapture_t)f;
 	if (fn == NULL)
@@ -458,7 +458,7 @@ static void *wrap_found(const char *symbol, void *fn, int version,
 		return fn;
 	return hp_cudrv_wrap(symbol, fn, version, flags);
 }
-static hp_CUresult gpa(void *f, const char *symbol, void **pfn, int ver,
+HP_BODY hp_CUresult gpa(void *f, const char *symbol, void **pfn, int ver,
 		       hp_cuuint64_t flags)
 {
 	hp_cuGetProcAddress_t fn = (hp_cuGetProcAddress_t)f;
@@ -469,7 +469,7 @@ static hp_CUresult gpa(void *f, const char *symbol, void **pfn, int ver,
 		*pfn = wrap_found(symbol, *pfn, ver, flags);
 	return e;
 }
-static hp_CUresult gpa_v2(void *f, const char *symbol, void **pfn, int ver,
+HP_BODY hp_CUresult gpa_v2(void *f, const char *symbol, void **pfn, int ver,
 			  hp_cuuint64_t flags, int *status)
 {
 	hp_cuGetProcAddress_v2_t fn = (hp_cuGetProcAddress_v2_t)f;
