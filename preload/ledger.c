@@ -41,12 +41,7 @@ static int lock_fd(void)
  * with errno (EAGAIN/EACCES: another process holds it). */
 static int slot_lock(int fd, uint32_t i, short type)
 {
-	struct flock fl;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = HP_SLOT_LOCK_OFF(i);
-	fl.l_len = 1;
+	struct flock fl = hp_slot_flock(i, type);
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 

@@ -189,18 +189,25 @@ static inline uint64_t hp_pidns(int *proc_ok)
 	((off_t)(offsetof(struct hp_ledger, slot) +                           \
 		 (size_t)(i) * sizeof(struct hp_lslot)))
 
+/* The one-byte lock range of slot i, of type (F_WRLCK, F_UNLCK). */
+static inline struct flock hp_slot_flock(uint32_t i, short type)
+{
+	struct flock fl;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = HP_SLOT_LOCK_OFF(i);
+	fl.l_len = 1;
+	return fl;
+}
+
 /* Slot i's lock as seen through fd (a description of the ledger file
  * that does not hold it: a lock of fd's own description never
  * conflicts): 1 held (its process lives), 0 free, -1 unknown (no
  * descriptor, no OFD locks here).  No allocation. */
 static inline int hp_slot_locked(int fd, uint32_t i)
 {
-	struct flock fl;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = HP_SLOT_LOCK_OFF(i);
-	fl.l_len = 1;
+	struct flock fl = hp_slot_flock(i, F_WRLCK);
 	if (fd < 0 || fcntl(fd, F_OFD_GETLK, &fl))
 		return -1;
 	return fl.l_type != F_UNLCK;
