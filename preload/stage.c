@@ -437,6 +437,72 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 	return 1;
 }
 
+/* Under ring.mu: the D2H pipeline of m chunks.  issue(i, k, arg) enqueues
+ * chunk i's DMA into slot k on s; drain(i, k, arg) copies slot k out into
+ * the program's memory.  Up to SLOTS chunks in flight, each drained in
+ * order once its event completed: when it returns 0, all the data is in
+ * the program's memory. */
+static int dtoh_pipeline(size_t m, hp_cudaStream_t s,
+			 int (*issue)(size_t i, int k, void *arg),
+			 void (*drain)(size_t i, int k, void *arg), void *arg)
+{
+	int base = ring.next, r = 0;
+	size_t issued = 0, drained = 0;
+	while (drained < m && r == 0) {
+		while (issued < m && issued - drained < SLOTS && r == 0) {
+			int k = (int)((base + issued) % SLOTS);
+			if ((r = slot_free(k)) != 0)
+				break;
+			r = issue(issued, k, arg);
+			if (r == 0)
+				r = slot_fence(k, s);
+			issued++;
+		}
+		if (r)
+			break;
+		int k = (int)((base + drained) % SLOTS);
+		if ((r = slot_free(k)) != 0)
+			break;
+		drain(drained, k, arg);
+		drained++;
+	}
+	ring.next = (int)((base + issued) % SLOTS);
+	return r;
+}
+
+static char *slot_at(int k)
+{
+	return ring.base + (size_t)k * ring.slot;
+}
+
+/* A 1D copy's chunks: slot-sized parts of [h, h+n). */
+struct dtoh1 {
+	char *h;
+	uintptr_t d;
+	size_t n;
+	hp_cudaStream_t s;
+};
+
+static size_t chunk_len(size_t n, size_t off)
+{
+	return n - off < ring.slot ? n - off : ring.slot;
+}
+
+static int dtoh1_issue(size_t i, int k, void *arg)
+{
+	struct dtoh1 *j = arg;
+	size_t off = i * ring.slot;
+	return hp_cuda_dtoh_async(slot_at(k), j->d + off, chunk_len(j->n, off),
+				  j->s);
+}
+
+static void dtoh1_drain(size_t i, int k, void *arg)
+{
+	struct dtoh1 *j = arg;
+	size_t off = i * ring.slot;
+	pcopy(j->h + off, slot_at(k), chunk_len(j->n, off));
+}
+
 int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		  hp_cudaStream_t s, int ptsz, int sync, int *res)
 {
@@ -445,35 +511,9 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		return 2;
 	if (!stage_begin(c, h, n, s))
 		return 0;
-	size_t m = (n + ring.slot - 1) / ring.slot; /* chunks */
-	int base = ring.next, r = 0;
-	size_t issued = 0, drained = 0;
-	/* Up to SLOTS chunks in flight; each drained in order once its event
-	 * completed.  The call returns when the data is in h. */
-	while (drained < m && r == 0) {
-		while (issued < m && issued - drained < SLOTS && r == 0) {
-			int k = (int)((base + issued) % SLOTS);
-			size_t off = issued * ring.slot;
-			size_t len = n - off < ring.slot ? n - off : ring.slot;
-			if ((r = slot_free(k)) != 0)
-				break;
-			r = hp_cuda_dtoh_async(ring.base + (size_t)k * ring.slot,
-					       d + off, len, s);
-			if (r == 0)
-				r = slot_fence(k, s);
-			issued++;
-		}
-		if (r)
-			break;
-		int k = (int)((base + drained) % SLOTS);
-		size_t off = drained * ring.slot;
-		size_t len = n - off < ring.slot ? n - off : ring.slot;
-		if ((r = slot_free(k)) != 0)
-			break;
-		pcopy((char *)h + off, ring.base + (size_t)k * ring.slot, len);
-		drained++;
-	}
-	ring.next = (int)((base + issued) % SLOTS);
+	struct dtoh1 j = {.h = h, .d = d, .n = n, .s = s};
+	int r = dtoh_pipeline((n + ring.slot - 1) / ring.slot, s, dtoh1_issue,
+			      dtoh1_drain, &j);
 	stage_done(n);
 	*res = r;
 	return 1;
@@ -526,45 +566,50 @@ static int stage_2d_htod(const hp_CUDA_MEMCPY2D *p, const char *h,
 	return r;
 }
 
+/* A 2D copy's chunks: per rows of the rectangle, as many as fit a slot. */
+struct dtoh2 {
+	const hp_CUDA_MEMCPY2D *p;
+	char *h;
+	size_t pitch, w, H, per;
+	hp_cudaStream_t s;
+};
+
+static size_t chunk_rows(const struct dtoh2 *j, size_t y)
+{
+	return j->H - y < j->per ? j->H - y : j->per;
+}
+
+static int dtoh2_issue(size_t i, int k, void *arg)
+{
+	struct dtoh2 *j = arg;
+	size_t y = i * j->per;
+	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
+	q.dstXInBytes = 0, q.dstY = 0;
+	q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+	q.dstHost = slot_at(k);
+	q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = j->w;
+	q.srcY = j->p->srcY + y;
+	q.Height = chunk_rows(j, y);
+	return hp_cuda_2d_async(&q, j->s);
+}
+
+static void dtoh2_drain(size_t i, int k, void *arg)
+{
+	struct dtoh2 *j = arg;
+	size_t y = i * j->per;
+	pcopy_rows(j->h + y * j->pitch, j->pitch, slot_at(k), j->w, j->w,
+		   chunk_rows(j, y));
+}
+
 static int stage_2d_dtoh(const hp_CUDA_MEMCPY2D *p, char *h, size_t pitch,
 			 hp_cudaStream_t s)
 {
-	size_t w = p->WidthInBytes, H = p->Height, per = ring.slot / w;
-	size_t m = (H + per - 1) / per; /* chunks of rows */
-	int base = ring.next, r = 0;
-	size_t issued = 0, drained = 0;
-	/* as hp_stage_dtoh: up to SLOTS chunks in flight, drained in order */
-	while (drained < m && r == 0) {
-		while (issued < m && issued - drained < SLOTS && r == 0) {
-			int k = (int)((base + issued) % SLOTS);
-			size_t y = issued * per;
-			if ((r = slot_free(k)) != 0)
-				break;
-			hp_CUDA_MEMCPY2D q = *p;
-			q.dstXInBytes = 0, q.dstY = 0;
-			q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
-			q.dstHost = ring.base + (size_t)k * ring.slot;
-			q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = w;
-			q.srcY = p->srcY + y;
-			q.Height = H - y < per ? H - y : per;
-			r = hp_cuda_2d_async(&q, s);
-			if (r == 0)
-				r = slot_fence(k, s);
-			issued++;
-		}
-		if (r)
-			break;
-		int k = (int)((base + drained) % SLOTS);
-		size_t y = drained * per;
-		if ((r = slot_free(k)) != 0)
-			break;
-		pcopy_rows(h + y * pitch, pitch,
-			   ring.base + (size_t)k * ring.slot, w, w,
-			   H - y < per ? H - y : per);
-		drained++;
-	}
-	ring.next = (int)((base + issued) % SLOTS);
-	return r;
+	struct dtoh2 j = {.p = p, .h = h, .pitch = pitch, .w = p->WidthInBytes,
+			  .H = p->Height, .per = ring.slot / p->WidthInBytes,
+			  .s = s};
+	/* as hp_stage_dtoh, in chunks of rows */
+	return dtoh_pipeline((j.H + j.per - 1) / j.per, s, dtoh2_issue,
+			     dtoh2_drain, &j);
 }
 
 int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
