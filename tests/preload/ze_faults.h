@@ -7,6 +7,9 @@
  *                mappings: what stays in place is imported (PIN_AFTER=0)
  *   threads_mmap workers mmap while other threads allocate, import and
  *                release their own blocks: every mapping imported
+ *   window_mmap  a worker's mmap held (by gdb, 186-faults_ze_threads.sh)
+ *                inside hostpin right after "not ready", while the main
+ *                thread's zeInit and adoption run: the block is imported
  *   ctx_alloc    the driver allocates 32 MiB inside zeContextCreate
  *                (FAKE_ZE_CTX_ALLOC=malloc|mmap): no call into it from
  *                there; its block is imported after the call */
@@ -179,6 +182,64 @@ static void threads_mmap(void)
 			CHECK(munmap(blocks[i][j], 2 * MB) == 0);
 }
 
+/* Item 14, the interleaving forced: a worker's mmap is held by a debugger
+ * (186-faults_ze_threads.sh drives gdb) inside hostpin just after the
+ * backend answered "not ready" for its block and before the block is
+ * marked pending, while this thread's zeInit returns and hostpin's
+ * adoption at zeInit looks for pending blocks (none yet).  Then the worker
+ * goes on.  The block must be imported when its mmap returns: nothing
+ * after it (no large malloc, no other zeInit) adopts it.  The same under
+ * the defaults, held where the block is about to be marked lazy.  w_mapping tells
+ * gdb which call to stop in; gdb sets w_stopped once it holds the worker;
+ * ze_window_after_init is where gdb lets the worker go.  Without gdb the
+ * worker's mmap simply completes first (w_block). */
+volatile int w_mapping, w_stopped;
+static char *volatile w_block;
+
+__attribute__((noinline)) void ze_window_after_init(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *window_mapper(void *arg)
+{
+	(void)arg;
+	w_mapping = 1;
+	char *p = mmap(NULL, 2 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	w_mapping = 0;
+	CHECK(p != MAP_FAILED);
+	p[0] = p[2 * MB - 1] = 7;
+	w_block = p;
+	return NULL;
+}
+
+static void window_mmap(void)
+{
+	/* ZE_WINDOW_BEFORE=1: a block of this thread's from before zeInit,
+	 * so that the adoption at zeInit walks the registry (and passes the
+	 * worker's block, not yet marked) instead of finding nothing */
+	const char *e = getenv("ZE_WINDOW_BEFORE");
+	char *b = e && *e == '1' ? map(2 * MB) : NULL;
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, window_mapper, NULL) == 0);
+	while (!w_stopped && !w_block)
+		sched_yield(); /* a condition, not a timing: gdb or the worker */
+	init();
+	ze_window_after_init();
+	CHECK(pthread_join(t, NULL) == 0);
+	char *p = w_block;
+	int imp = imported(p, 2 * MB);
+	printf("window_mmap: held=%d flags=%#x imported=%d\n", w_stopped,
+	       tp_flags(p), imp);
+	if (hp)
+		CHECK(imp && registered(p));
+	if (hp && b)
+		CHECK(imported(b, 2 * MB) && registered(b));
+	CHECK(munmap(p, 2 * MB) == 0);
+	CHECK(!b || munmap(b, 2 * MB) == 0);
+}
+
 /* Item 15: the driver's own allocation inside zeContextCreate.  The fake
  * records a call into it from there as a VIOLATION (the runner checks). */
 static void ctx_alloc(void)
@@ -210,6 +271,7 @@ static int faults_mode(const char *m)
 	if (!strcmp(m, "mmap_init")) mmap_init();
 	else if (!strcmp(m, "fixed_keep")) fixed_keep();
 	else if (!strcmp(m, "threads_mmap")) threads_mmap();
+	else if (!strcmp(m, "window_mmap")) window_mmap();
 	else if (!strcmp(m, "ctx_alloc")) ctx_alloc();
 	else return 0;
 	return 1;

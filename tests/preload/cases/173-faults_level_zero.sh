@@ -35,7 +35,8 @@ done
 # (a block left pending as another thread's adoption looked is adopted by
 # the thread that tracked it).  A guard for that ordering: the window is a
 # few instructions wide, and runs of this case against f632078 here did not
-# hit it (item 13's and 15's cases are the ones that fail there).
+# hit it (item 13's and 15's cases are the ones that fail there);
+# 186-faults_ze_threads.sh holds a worker in that window with gdb.
 for pa in 0 2; do
 	zerun "threads mapping while others allocate and import: every mapping imported [PIN_AFTER=$pa]" 0 \
 		HOSTPIN_PIN_AFTER=$pa HOSTPIN_MAX_PINNED=100% HOSTPIN_NODE_MAX_PINNED=100% -- threads_mmap
