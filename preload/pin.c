@@ -136,6 +136,12 @@ static void before_fault(hp_rec_t *r, uintptr_t base, size_t len)
 
 void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 {
+	hp_pin_each(r, base, len, NULL);
+}
+
+void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
+		 void (*done)(uintptr_t upto))
+{
 	/* A range the program registered itself is left alone until the
 	 * program unregisters it (hp_foreign_end pins it then): not pending,
 	 * so adoption never walks the registry for it. */
@@ -182,7 +188,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 		uint64_t t0 = hp_now_ns();
 		if (hp_backend != &hp_backend_mlock)
 			before_fault(r, base, len);
-		e = hp_cells_pin(base, len, &why);
+		e = hp_cells_pin_each(base, len, &why, done);
 		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 		HP_CTR_ADD(pin_calls, 1);
 	}
@@ -225,7 +231,10 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 			       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
 		return;
 	}
-	if (hp_coverage_bad() && hp_backend->unpin((void *)base, len, &why) == 0) {
+	int bad = hp_coverage_bad();
+	if (bad && done)
+		done(base); /* no copy uses what is unregistered next */
+	if (bad && hp_backend->unpin((void *)base, len, &why) == 0) {
 		/* the check failed while this registration was made */
 		hp_backend_events_act();
 		HP_CTR_SUB(pinned_bytes_now, len);

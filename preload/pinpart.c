@@ -71,9 +71,32 @@ static int cells_unpin_c(uintptr_t a, uintptr_t b, enum unit u, size_t c,
 
 int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 {
+	return hp_cells_pin_each(base, len, why, NULL);
+}
+
+int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
+		      void (*done)(uintptr_t upto))
+{
 	size_t c;
 	enum unit u = unit_of(1, &c);
 	uintptr_t end = base + len;
+	if (done) {
+		/* one backend call per registration (hp_cells_piece_end:
+		 * the pieces the backend would make in one call, and
+		 * unregisters by the same bases), each reported when made */
+		for (uintptr_t x = base, n; x < end; x = n) {
+			n = hp_cells_piece_end(base, len, x);
+			int e = hp_backend->pin((void *)x, n - x, why);
+			if (e) {
+				const char *w;
+				done(base); /* no copy uses [base, x) now */
+				cells_unpin_c(base, x, u, c, &w);
+				return e;
+			}
+			done(n);
+		}
+		return 0;
+	}
 	if (u != U_CELLS)
 		return hp_backend->pin((void *)base, len, why);
 	for (uintptr_t x = base, n; x < end; x = n) {

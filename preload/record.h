@@ -49,6 +49,11 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
  * for it, a forked child, no thread). */
 HP_HIDDEN int hp_register_later(hp_rec_t *r, const hp_snap_t *s);
+/* pin.c: hp_pin, registering piece by piece and reporting each piece to
+ * done (hp_cells_pin_each); also done(base) before a registration made is
+ * undone.  The registration thread's (register.c). */
+HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
+			   void (*done)(uintptr_t upto));
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32
@@ -214,6 +219,12 @@ HP_HIDDEN int hp_pci_numa_node(const char *bdf);
  * HOSTPIN_REGISTER_CHUNK grid for a device backend. */
 HP_HIDDEN int hp_cells_pin(uintptr_t base, size_t len, const char **why);
 HP_HIDDEN int hp_cells_unpin(uintptr_t base, size_t len, const char **why);
+/* hp_cells_pin one registration at a time (the pieces of
+ * hp_cells_piece_end), done(end of the registered prefix) after each; on a
+ * failure done(base) before the pieces made are undone (the caller makes
+ * sure then that no copy uses them). */
+HP_HIDDEN int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
+				void (*done)(uintptr_t upto));
 /* For a range [base, base+len) a device backend registered: the end of its
  * registration that holds x (its cell's, cut every HP_REG_PIECE_MAX bytes
  * from the cell's start); base+len where one lock covers it all. */

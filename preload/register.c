@@ -20,7 +20,18 @@
  * turn is skipped (its record no longer matches), one released and tracked
  * again at the same place is a new record without the mark.  At exit the
  * registration in progress is finished and no other begun, so that the
- * exit's release sees every registration. */
+ * exit's release sees every registration.
+ *
+ * A registered piece carries direct DMA at once: the thread registers the
+ * block one registration at a time (hp_pin_each) and publishes after each
+ * how far the block is registered (pre.upto).  A copy wholly inside that
+ * prefix goes direct (stage.c), as a reader: it counts itself in
+ * pre.readers from the moment it read the prefix until its stream was
+ * waited for (the block is not REGISTERED yet, so nothing else fences the
+ * copy).  Before any piece is unregistered again (a registration that
+ * failed undoes the pieces made) and before the job ends, the prefix is
+ * withdrawn and the readers are waited for, so that no piece is
+ * unregistered under a DMA. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -43,6 +54,64 @@ static struct {
 		size_t len;
 	} q[QUEUE];
 } bg = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* The job in progress: its record and range, and the end of the prefix
+ * registered so far (pre.base: none); copies reading it (pre.readers).
+ * The lock is never held across a driver call. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* the last reader left */
+	const hp_rec_t *r;
+	uintptr_t base, upto;
+	size_t len;
+	int readers;
+} pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* Under pre.mu: no copy reads the prefix any more. */
+static void pre_drain(void)
+{
+	while (pre.readers > 0)
+		pthread_cond_wait(&pre.cv, &pre.mu);
+}
+
+/* hp_pin_each's report: [pre.base, upto) is registered; upto == base:
+ * nothing is (a piece is about to be unregistered): withdrawn, and the
+ * copies that read it waited for. */
+static void pre_progress(uintptr_t upto)
+{
+	pthread_mutex_lock(&pre.mu);
+	pre.upto = upto;
+	if (upto <= pre.base)
+		pre_drain();
+	pthread_mutex_unlock(&pre.mu);
+}
+
+int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
+		       uintptr_t *base, size_t *len)
+{
+	if (r == NULL)
+		return 0;
+	int k = 0;
+	pthread_mutex_lock(&pre.mu);
+	if (pre.r == r) {
+		k = 1;
+		if (a >= pre.base && a < pre.upto && n <= pre.upto - a) {
+			k = 2;
+			pre.readers++;
+			*base = pre.base, *len = pre.len;
+		}
+	}
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
+
+void hp_register_prefix_leave(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	if (--pre.readers == 0)
+		pthread_cond_broadcast(&pre.cv);
+	pthread_mutex_unlock(&pre.mu);
+}
 
 /* statistics: blocks registered by the thread, and the copies that
  * queued one (relaxed: counts) */
@@ -71,7 +140,17 @@ static int run_job(const struct job *j)
 		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
 		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): registering in the "
 		       "background", (void *)s.base, s.len);
-		hp_pin(r, s.base, s.len);
+		pthread_mutex_lock(&pre.mu);
+		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
+		pthread_mutex_unlock(&pre.mu);
+		hp_pin_each(r, s.base, s.len, pre_progress);
+		/* registered (copies now fenced as the block's: hp_copy_end)
+		 * or not: the prefix's readers are done before the block is
+		 * let go */
+		pthread_mutex_lock(&pre.mu);
+		pre.r = NULL, pre.upto = pre.base;
+		pre_drain();
+		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
 		if (hp_rflags(r) & HOSTPIN_REGISTERED)
 			atomic_fetch_add_explicit(&bg_done, 1,
@@ -177,6 +256,9 @@ void hp_register_fork_child(void)
 	/* the thread is the parent's; its lock may have been held */
 	pthread_mutex_init(&bg.mu, NULL);
 	pthread_cond_init(&bg.cv, NULL);
+	pthread_mutex_init(&pre.mu, NULL);
+	pthread_cond_init(&pre.cv, NULL);
+	pre.r = NULL, pre.readers = 0;
 	bg.on = bg.busy = 0;
 	bg.head = bg.n = 0;
 	bg.stop = 1; /* a child registers nothing in the background */

@@ -302,9 +302,11 @@ static int ring_ready(uintptr_t ctx)
 }
 
 /* Whether this copy is staged; on 1 the capture gate is entered and
- * ring.mu held (stage_done releases both). */
+ * ring.mu held (stage_done releases both).  own: the host side is in the
+ * block the registration thread is registering now (register.c): staged
+ * though the driver knows its registered part. */
 static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
-		       hp_cudaStream_t s)
+		       hp_cudaStream_t s, int own)
 {
 	if (n < hp_opt[HP_OPT_STAGE_MIN] || h == NULL || hp_in_child ||
 	    c->overflow || !hp_stage_on())
@@ -315,7 +317,7 @@ static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
 			return 0;
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
-	    hp_cuda_host_known(h))
+	    (!own && hp_cuda_host_known(h)))
 		return 0; /* no context here, or memory the driver knows */
 	/* A stream capturing a graph records the copy instead of running it;
 	 * any wait now would invalidate a capture elsewhere (invariant 13). */
@@ -405,13 +407,64 @@ static int split(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 	return 2;
 }
 
+/* A copy through a block being registered in the background
+ * (register.c), wholly inside the part of it registered so far: direct,
+ * one DMA per registration on the program's stream, then a wait for the
+ * stream whatever the form (the block is not REGISTERED, so no fence
+ * follows: this keeps the semantics of the pageable memory it still is,
+ * and the pieces are not unregistered under the DMA).  1 if done so
+ * (*res: the first error); 0 if not (*own: the host side is in that block,
+ * staged then). */
+static int prefix(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
+		  hp_cudaStream_t s, int htod, int *res, int *own)
+{
+	*own = 0;
+	if (h == NULL || hp_in_child || c->overflow || c->n != 1 ||
+	    n < hp_opt[HP_OPT_STAGE_MIN] ||
+	    (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED) || !hp_stage_on())
+		return 0;
+	uintptr_t a = (uintptr_t)h, base = 0;
+	size_t len = 0;
+	int k = hp_register_prefix(c->r[0], a, n, &base, &len);
+	*own = k != 0;
+	if (k != 2)
+		return 0;
+	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
+	    hp_cuda_capturing(s) || !hp_capture_enter()) {
+		hp_register_prefix_leave();
+		return 0;
+	}
+	int r = 0, queued = 0;
+	for (size_t off = 0; off < n && r == 0;) {
+		size_t l = hp_cells_piece_end(base, len, a + off) - (a + off);
+		if (l > n - off)
+			l = n - off;
+		r = htod ? hp_cuda_htod_async(d + off, h + off, l, s)
+			 : hp_cuda_dtoh_async(h + off, d + off, l, s);
+		queued |= r == 0;
+		off += l;
+	}
+	if (queued) { /* even after an error: what was queued may run */
+		int w = hp_cuda_stream_wait(s);
+		if (r == 0)
+			r = w;
+	}
+	hp_capture_leave();
+	hp_register_prefix_leave();
+	*res = r;
+	return 1;
+}
+
 int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 		  hp_cudaStream_t s, int ptsz, int sync, int *res)
 {
 	s = program_stream(s, ptsz);
 	if (split(c, d, (char *)(uintptr_t)h, n, s, 1, sync, res))
 		return 2;
-	if (!stage_begin(c, h, n, s))
+	int own;
+	if (prefix(c, d, (char *)(uintptr_t)h, n, s, 1, res, &own))
+		return 1;
+	if (!stage_begin(c, h, n, s, own))
 		return 0;
 	int r = 0;
 	for (size_t off = 0; off < n && r == 0;) {
@@ -509,7 +562,10 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 	s = program_stream(s, ptsz);
 	if (split(c, d, h, n, s, 0, sync, res))
 		return 2;
-	if (!stage_begin(c, h, n, s))
+	int own;
+	if (prefix(c, d, h, n, s, 0, res, &own))
+		return 1;
+	if (!stage_begin(c, h, n, s, own))
 		return 0;
 	struct dtoh1 j = {.h = h, .d = d, .n = n, .s = s};
 	int r = dtoh_pipeline((n + ring.slot - 1) / ring.slot, s, dtoh1_issue,
@@ -638,7 +694,13 @@ int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		return 0; /* the driver's to refuse */
 	char *h = (htod ? sh : dh) + y * pitch + x; /* the first host byte */
 	s = program_stream(s, ptsz);
-	if (!stage_begin(c, h, n, s))
+	/* in a block being registered: staged (the driver knows a part) */
+	uintptr_t b_;
+	size_t l_;
+	int own = 0;
+	for (int i = 0; i < c->n && !own; i++)
+		own = hp_register_prefix(c->r[i], 0, 0, &b_, &l_) != 0;
+	if (!stage_begin(c, h, n, s, own))
 		return 0;
 	if (w > ring.slot) { /* a row wider than a slot: as it is */
 		pthread_mutex_unlock(&ring.mu);

@@ -32,6 +32,17 @@ HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
 HP_HIDDEN int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 			  hp_cudaStream_t s, int ptsz, int sync, int *res);
 
+/* register.c: the block the registration thread is registering, piece by
+ * piece.  For a copy through record r of [a, a+n): 0 if r is not that
+ * block; 1 if it is, the copy not wholly inside its registered prefix
+ * (staged: the driver knows part of it); 2 if wholly inside: the copy may
+ * go direct (*base, *len: the block), and is counted as a reader of the
+ * prefix until hp_register_prefix_leave, which it calls once the DMAs
+ * completed (no piece is unregistered before). */
+HP_HIDDEN int hp_register_prefix(const struct hp_rec *r, uintptr_t a,
+				 size_t n, uintptr_t *base, size_t *len);
+HP_HIDDEN void hp_register_prefix_leave(void);
+
 /* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
 HP_HIDDEN int hp_stage_on(void);
 
