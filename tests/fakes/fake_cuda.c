@@ -362,10 +362,20 @@ static void unreg_hook(void *p)
 /* FAKE_CUDA_REGISTER_GATE=BYTES: a registration of BYTES or more waits,
  * outside the fake's lock, until the program opens the gate
  * (fake_cuda_open_gate), as a long registration holds its caller; the
- * program sees how many wait (fake_cuda_gate_waiters). */
+ * program sees how many wait (fake_cuda_gate_waiters).
+ * fake_cuda_open_gate_once lets exactly one held (or the next) such
+ * registration through, the gate staying closed for the others. */
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static int gate_open, gate_waiters;
+static int gate_open, gate_waiters, gate_tokens;
+
+void fake_cuda_open_gate_once(void)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_tokens++;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
 
 void fake_cuda_open_gate(void)
 {
@@ -390,8 +400,10 @@ static void register_gate(size_t n)
 		return;
 	pthread_mutex_lock(&gate_mu);
 	gate_waiters++;
-	while (!gate_open)
+	while (!gate_open && gate_tokens == 0)
 		pthread_cond_wait(&gate_cv, &gate_mu);
+	if (!gate_open)
+		gate_tokens--;
 	gate_waiters--;
 	pthread_mutex_unlock(&gate_mu);
 }

@@ -45,6 +45,7 @@ CUresult cuDevicePrimaryCtxReset_v2(int);
 int fake_cuda_capture_broken(void);
 int fake_cuda_is_registered(const void *, size_t);
 void fake_cuda_open_gate(void);
+void fake_cuda_open_gate_once(void);
 int fake_cuda_gate_waiters(void);
 typedef int cudaError_t;
 cudaError_t cudaSetDevice(int);
@@ -410,6 +411,7 @@ static int mode_signals(void)
  * does: the outcome never depends on how long it takes (60 s: a hang). */
 static int gate_held(void *arg) { (void)arg; return fake_cuda_gate_waiters() == 1; }
 static int is_reg(void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
+static int not_registered(void *p) { return !fake_cuda_is_registered(p, 1); }
 static void wait_for(int (*pred)(void *), void *arg, const char *what)
 {
 	for (int i = 0; i < 60000 && !pred(arg); i++)
@@ -584,6 +586,109 @@ static int mode_split(void)
 	return 0;
 }
 
+/* A piece registered in the background carries direct DMA at once
+ * (register.c, stage.c).  The case sets HOSTPIN_REGISTER_CHUNK=8M, a
+ * staging ring of 4 MiB and FAKE_CUDA_REGISTER_GATE=8M: the block's 8 MiB
+ * cells (the block aligned to 8 MiB) are held in the driver, the ring is
+ * not.  The gate lets the first cell through and holds the second: the
+ * block is registered in [blk, blk+8M) only. */
+static int first_piece(void *p)
+{
+	return fake_cuda_is_registered(p, 8 * MB) &&
+	       fake_cuda_gate_waiters() == 1;
+}
+static char *chunks_begin(CUdeviceptr *d, CUstream *s)
+{
+	size_t m = 32 * MB;
+	alarm(60);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	*d = dev(m);
+	CHECK(cuStreamCreate(s, 0) == 0);
+	fill(blk, m, 79);
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	CHECK(!fake_cuda_is_registered(blk, 1));
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	CHECK(!is_reg(blk) && !fake_cuda_is_registered(blk + 8 * MB, 1));
+	printf("first piece registered, the second held\n");
+	return blk;
+}
+
+/* Copies wholly inside the first piece go direct (the fake sees the
+ * program's registered pointer: no pageable copy; the case checks that
+ * they were not staged), with pageable semantics: an H2D source
+ * overwritten after the call returns changes nothing, D2H data is there
+ * on return; every form.  Copies across the first and second pieces are
+ * staged (the fake flags a copy that reaches it across them as
+ * pageable). */
+static int mode_chunks(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = chunks_begin(&d, &s), *in = blk + 2 * MB;
+	size_t n = 4 * MB;
+	fill(in, n, 80);
+	CHECK(cuMemcpyHtoDAsync_v2(d, in, n, s) == 0); /* direct */
+	memset(in, 0, n);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 80));
+	CHECK(cuMemcpyDtoHAsync_v2(in, d, n, s) == 0); /* direct */
+	CHECK(same(in, n, 80)); /* there on return */
+	fill(in, n, 81);
+	CHECK(cudaMemcpyAsync(D(d), in, n, H2D, s) == 0); /* runtime, direct */
+	memset(in, 0, n);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 81));
+	CHECK(cuMemcpyDtoH_v2(in, d, n) == 0); /* synchronous, direct */
+	CHECK(same(in, n, 81));
+	char *across = blk + 6 * MB; /* 6 MiB over the first piece's end */
+	fill(across, 6 * MB, 82);
+	CHECK(cuMemcpyHtoDAsync_v2(d, across, 6 * MB, s) == 0); /* staged */
+	memset(across, 0, 6 * MB);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), 6 * MB, 82));
+	CHECK(cuMemcpyDtoHAsync_v2(across, d, 6 * MB, s) == 0); /* staged */
+	CHECK(same(across, 6 * MB, 82));
+	CHECK(!is_reg(blk));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	CHECK(!fake_cuda_is_registered(blk, 1));
+	return 0;
+}
+
+/* The third piece's registration fails (the case injects it): the pieces
+ * made are undone, and an async copy inside the first piece, left
+ * unsynchronised by the program, is not in flight when its piece is
+ * unregistered (the fake flags that); its data arrives. */
+static int mode_chunks_fail(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = chunks_begin(&d, &s), *in = blk + 2 * MB;
+	size_t n = 4 * MB;
+	fill(in, n, 90);
+	CHECK(cuMemcpyHtoDAsync_v2(d, in, n, s) == 0); /* direct */
+	memset(in, 0, n);
+	fake_cuda_open_gate();
+	wait_for(not_registered, blk, "the pieces undone");
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 90));
+	CHECK(!is_reg(blk));
+	fill(in, n, 91);
+	CHECK(cuMemcpyHtoDAsync_v2(d, in, n, s) == 0); /* staged again */
+	memset(in, 0, n);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 91));
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -604,6 +709,7 @@ int main(int argc, char **argv)
 	    {"earn", mode_earn}, {"earn_free", mode_earn_free},
 	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
+	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(argv[1], modes[i].name) == 0) {
