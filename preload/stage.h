@@ -7,7 +7,9 @@
 #include "hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
- * hp_copy_host: 1 if the copy was staged, its driver result in *res; 2 if
+ * hp_copy_host: 1 if the copy was staged, or went direct through the
+ * registered part of a block being registered in the background and waited
+ * for its stream (register.c), its driver result in *res; 2 if
  * it went direct through a registered block in several DMAs, one per
  * registration it crosses (HP_REG_PIECE_MAX, HOSTPIN_REGISTER_CHUNK), its
  * result in *res: the hook then ends it as a copy through registered
