@@ -119,9 +119,10 @@ int hp_cap_reserve_ring(size_t len)
 
 /* Registration faults every page of the block: first its node (a block
  * placed before the device was known moves) and huge pages for hostpin's
- * own blocks, then the parallel pre-fault.  (The mlock backend locks on
- * fault and pre-faults nothing.) */
-static void before_fault(hp_rec_t *r, uintptr_t base, size_t len)
+ * own blocks, then the parallel pre-fault (fault; 0: the caller pre-faults
+ * piece by piece).  (The mlock backend locks on fault and pre-faults
+ * nothing.) */
+static void before_fault(hp_rec_t *r, uintptr_t base, size_t len, int fault)
 {
 	int node = hp_numa_want();
 	if (node >= 0)
@@ -131,7 +132,8 @@ static void before_fault(hp_rec_t *r, uintptr_t base, size_t len)
 	      HP_NODE_THP_ADVISED) &&
 	    hp_thp_ok())
 		hp_real.madvise((void *)base, len, MADV_HUGEPAGE);
-	hp_prefault((void *)base, len);
+	if (fault)
+		hp_prefault((void *)base, len);
 }
 
 void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
@@ -186,9 +188,12 @@ void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 		e = ENOMEM; /* the kernel would refuse: no pre-fault work */
 	} else {
 		uint64_t t0 = hp_now_ns();
-		if (hp_backend != &hp_backend_mlock)
-			before_fault(r, base, len);
-		e = hp_cells_pin_each(base, len, &why, done);
+		/* piece by piece (done): each piece pre-faulted just before
+		 * it is registered, so the first carries DMA early */
+		int dev = hp_backend != &hp_backend_mlock;
+		if (dev)
+			before_fault(r, base, len, !done);
+		e = hp_cells_pin_each(base, len, &why, done, dev && done);
 		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
 		HP_CTR_ADD(pin_calls, 1);
 	}

@@ -71,11 +71,11 @@ static int cells_unpin_c(uintptr_t a, uintptr_t b, enum unit u, size_t c,
 
 int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 {
-	return hp_cells_pin_each(base, len, why, NULL);
+	return hp_cells_pin_each(base, len, why, NULL, 0);
 }
 
 int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
-		      void (*done)(uintptr_t upto))
+		      void (*done)(uintptr_t upto), int fault)
 {
 	size_t c;
 	enum unit u = unit_of(1, &c);
@@ -86,6 +86,8 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 		 * unregisters by the same bases), each reported when made */
 		for (uintptr_t x = base, n; x < end; x = n) {
 			n = hp_cells_piece_end(base, len, x);
+			if (fault)
+				hp_prefault((void *)x, n - x);
 			int e = hp_backend->pin((void *)x, n - x, why);
 			if (e) {
 				const char *w;

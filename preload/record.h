@@ -222,9 +222,10 @@ HP_HIDDEN int hp_cells_unpin(uintptr_t base, size_t len, const char **why);
 /* hp_cells_pin one registration at a time (the pieces of
  * hp_cells_piece_end), done(end of the registered prefix) after each; on a
  * failure done(base) before the pieces made are undone (the caller makes
- * sure then that no copy uses them). */
+ * sure then that no copy uses them).  fault: each piece pre-faulted
+ * (hp_prefault) just before it is registered.  done NULL: hp_cells_pin. */
 HP_HIDDEN int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
-				void (*done)(uintptr_t upto));
+				void (*done)(uintptr_t upto), int fault);
 /* For a range [base, base+len) a device backend registered: the end of its
  * registration that holds x (its cell's, cut every HP_REG_PIECE_MAX bytes
  * from the cell's start); base+len where one lock covers it all. */

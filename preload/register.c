@@ -23,7 +23,8 @@
  * exit's release sees every registration.
  *
  * A registered piece carries direct DMA at once: the thread registers the
- * block one registration at a time (hp_pin_each) and publishes after each
+ * block one registration at a time (hp_pin_each; each piece pre-faulted
+ * just before it is registered) and publishes after each
  * how far the block is registered (pre.upto).  A copy wholly inside that
  * prefix goes direct (stage.c), as a reader: it counts itself in
  * pre.readers from the moment it read the prefix until its stream was
