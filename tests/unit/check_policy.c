@@ -13,6 +13,7 @@
 
 static struct {
 	int ready, fail_unpin, pins, unpins, quiesces;
+	int fail_pin_at; /* the pin call (1-based) that fails; 0: none */
 	int unpin_while_unmapped; /* invariant 1 broken */
 	int quiesce_after_unpin;  /* a copy could still use an unpinned block */
 	int last_quiesce_pins;    /* unpins seen when quiesce last ran */
@@ -28,8 +29,11 @@ static int fk_probe(void) { return 1; }
 static int fk_ready(void) { return fk.ready; }
 static int fk_pin(void *b, size_t l, const char **why)
 {
-	(void)b, (void)l, (void)why;
-	fk.pins++;
+	(void)b, (void)l;
+	if (++fk.pins == fk.fail_pin_at) {
+		*why = "fake refuses";
+		return EIO;
+	}
 	return 0;
 }
 static int fk_unpin(void *b, size_t l, const char **why)
@@ -209,6 +213,48 @@ START_TEST(munmap_of_part_keeps_the_rest_pinned)
 }
 END_TEST
 
+/* Registration piece by piece (pinpart.c, for the background registration
+ * thread): each piece reported once made; on a failure the prefix is
+ * withdrawn (done(base)) before any piece is unregistered, and exactly the
+ * pieces made are. */
+static uintptr_t pe_base, pe_up[16];
+static int pe_n, pe_unpins_at_withdraw;
+static void pe_done(uintptr_t upto)
+{
+	if (pe_n < 16)
+		pe_up[pe_n++] = upto;
+	if (upto == pe_base)
+		pe_unpins_at_withdraw = fk.unpins;
+}
+
+START_TEST(pieces_reported_then_withdrawn_before_undo)
+{
+	hp_opt[HP_OPT_REGISTER_CHUNK] = 4 * MB;
+	char *m = HP_REAL(mmap)(NULL, 24 * MB, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(m != MAP_FAILED);
+	uintptr_t base = ((uintptr_t)m + 4 * MB - 1) & ~(uintptr_t)(4 * MB - 1);
+	const char *why = "";
+	pe_base = base, pe_n = 0, pe_unpins_at_withdraw = -1;
+	fk.fail_pin_at = 3; /* the third piece */
+	ck_assert_int_eq(hp_cells_pin_each(base, 16 * MB, &why, pe_done, 0), EIO);
+	ck_assert_int_eq(pe_n, 3);
+	ck_assert(pe_up[0] == base + 4 * MB && pe_up[1] == base + 8 * MB);
+	ck_assert(pe_up[2] == base);
+	ck_assert_int_eq(pe_unpins_at_withdraw, 0); /* withdrawn first */
+	ck_assert_int_eq(fk.unpins, 2); /* then the two pieces undone */
+	fk.fail_pin_at = 0, fk.pins = 0, pe_n = 0;
+	ck_assert_int_eq(hp_cells_pin_each(base, 16 * MB, &why, pe_done, 1), 0);
+	ck_assert_int_eq(fk.pins, 4);
+	ck_assert_int_eq(pe_n, 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert(pe_up[i] == base + (size_t)(i + 1) * 4 * MB);
+	ck_assert_int_eq(hp_cells_unpin(base, 16 * MB, &why), 0);
+	HP_REAL(munmap)(m, 24 * MB);
+	hp_opt[HP_OPT_REGISTER_CHUNK] = 0;
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -221,6 +267,7 @@ Suite *policy_suite(void)
 	tcase_add_test(t, cap_holds);
 	tcase_add_test(t, cached_block_quiesced_then_reused_pinned);
 	tcase_add_test(t, munmap_of_part_keeps_the_rest_pinned);
+	tcase_add_test(t, pieces_reported_then_withdrawn_before_undo);
 	suite_add_tcase(s, t);
 	return s;
 }
