@@ -150,6 +150,12 @@ int hp_coverage_bad(void);
 int hp_capture_busy(void);
 int hp_capture_enter(void);
 void hp_capture_leave(void);
+/* hp_capture_enter for a sequence of calls that must not be cut by a
+ * capture (the pieces of a background registration, and their undo): 1 if
+ * held (then hp_capture_unhold), 0 if not now; calls between enter
+ * without a new look. */
+int hp_capture_hold(void);
+void hp_capture_unhold(void);
 void hp_cuda_gate_close(void);
 void hp_cuda_gate_wait(void);
 void hp_cuda_gate_open(void);

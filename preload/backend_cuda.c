@@ -572,8 +572,16 @@ int hp_capture_busy(void)
 	return tl_caps > 0 || atomic_load(&captures) > 0;
 }
 
+/* This thread holds the gate across several calls (hp_capture_hold): its
+ * calls inside need no new look, a capture's begin waits for the hold. */
+static HP_TLS int gate_held;
+
 int hp_capture_enter(void)
 {
+	if (gate_held) {
+		atomic_fetch_add(&in_flight, 1);
+		return 1;
+	}
 	if (tl_caps > 0 || atomic_load(&captures) > 0)
 		return 0;
 	/* seq_cst both: pairs with hp_cuda_gate_close's count-then-wait */
@@ -588,6 +596,20 @@ int hp_capture_enter(void)
 void hp_capture_leave(void)
 {
 	atomic_fetch_sub(&in_flight, 1);
+}
+
+int hp_capture_hold(void)
+{
+	if (gate_held || !hp_capture_enter())
+		return 0;
+	gate_held = 1;
+	return 1;
+}
+
+void hp_capture_unhold(void)
+{
+	gate_held = 0;
+	hp_capture_leave();
 }
 
 void hp_cuda_gate_local(int d)

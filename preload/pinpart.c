@@ -81,23 +81,30 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 	enum unit u = unit_of(1, &c);
 	uintptr_t end = base + len;
 	if (done) {
-		/* one backend call per registration (hp_cells_piece_end:
+		/* One backend call per registration (hp_cells_piece_end:
 		 * the pieces the backend would make in one call, and
-		 * unregisters by the same bases), each reported when made */
-		for (uintptr_t x = base, n; x < end; x = n) {
+		 * unregisters by the same bases), each reported when made.
+		 * The capture gate is held throughout (invariant 13), as one
+		 * call holds it: a capture that begins meanwhile waits, and
+		 * never leaves pieces that could not be undone. */
+		if (!hp_capture_hold())
+			return EAGAIN; /* a capture: pending until it ends */
+		int e = 0;
+		for (uintptr_t x = base, n; x < end && !e; x = n) {
 			n = hp_cells_piece_end(base, len, x);
 			if (fault)
 				hp_prefault((void *)x, n - x);
-			int e = hp_backend->pin((void *)x, n - x, why);
+			e = hp_backend->pin((void *)x, n - x, why);
 			if (e) {
 				const char *w;
 				done(base); /* no copy uses [base, x) now */
 				cells_unpin_c(base, x, u, c, &w);
-				return e;
+			} else {
+				done(n);
 			}
-			done(n);
 		}
-		return 0;
+		hp_capture_unhold();
+		return e;
 	}
 	if (u != U_CELLS)
 		return hp_backend->pin((void *)base, len, why);

@@ -14,6 +14,8 @@
 static struct {
 	int ready, fail_unpin, pins, unpins, quiesces;
 	int fail_pin_at; /* the pin call (1-based) that fails; 0: none */
+	int gate; /* pin and unpin pass the capture gate, as the CUDA backend */
+	int capture_at; /* this pin call counts a global capture (its begin) */
 	int unpin_while_unmapped; /* invariant 1 broken */
 	int quiesce_after_unpin;  /* a copy could still use an unpinned block */
 	int last_quiesce_pins;    /* unpins seen when quiesce last ran */
@@ -30,11 +32,18 @@ static int fk_ready(void) { return fk.ready; }
 static int fk_pin(void *b, size_t l, const char **why)
 {
 	(void)b, (void)l;
-	if (++fk.pins == fk.fail_pin_at) {
+	if (fk.gate && !hp_capture_enter())
+		return EAGAIN; /* as cuda_pin: pending until the capture ends */
+	if (++fk.pins == fk.capture_at)
+		hp_cuda_gate_close(); /* another thread begins a capture */
+	int e = 0;
+	if (fk.pins == fk.fail_pin_at) {
 		*why = "fake refuses";
-		return EIO;
+		e = EIO;
 	}
-	return 0;
+	if (fk.gate)
+		hp_capture_leave();
+	return e;
 }
 static int fk_unpin(void *b, size_t l, const char **why)
 {
@@ -43,6 +52,12 @@ static int fk_unpin(void *b, size_t l, const char **why)
 		fk.unpin_while_unmapped++;
 	if (fk.last_quiesce_pins != fk.unpins)
 		fk.quiesce_after_unpin++;
+	if (fk.gate && !hp_capture_enter()) {
+		*why = "a capture";
+		return EAGAIN;
+	}
+	if (fk.gate)
+		hp_capture_leave();
 	if (fk.fail_unpin) {
 		*why = "fake refuses";
 		return EIO;
@@ -255,6 +270,32 @@ START_TEST(pieces_reported_then_withdrawn_before_undo)
 }
 END_TEST
 
+/* A capture that begins (in global mode) while a block is registered piece
+ * by piece does not cut the pieces: the capture gate is held throughout,
+ * so the pieces after its begin are made (the capture's begin waits for
+ * them), none is left that could not be undone. */
+START_TEST(pieces_not_cut_by_a_capture)
+{
+	hp_opt[HP_OPT_REGISTER_CHUNK] = 4 * MB;
+	char *m = HP_REAL(mmap)(NULL, 24 * MB, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(m != MAP_FAILED);
+	uintptr_t base = ((uintptr_t)m + 4 * MB - 1) & ~(uintptr_t)(4 * MB - 1);
+	const char *why = "";
+	pe_base = base, pe_n = 0;
+	fk.gate = 1, fk.capture_at = 2; /* counted during the second piece */
+	ck_assert_int_eq(hp_cells_pin_each(base, 16 * MB, &why, pe_done, 0), 0);
+	ck_assert_int_eq(fk.pins, 4);
+	ck_assert_int_eq(pe_n, 4);
+	ck_assert(hp_capture_busy());
+	hp_cuda_gate_open(); /* the capture ends */
+	ck_assert_int_eq(hp_cells_unpin(base, 16 * MB, &why), 0);
+	ck_assert_int_eq(fk.unpins, 4);
+	HP_REAL(munmap)(m, 24 * MB);
+	hp_opt[HP_OPT_REGISTER_CHUNK] = 0;
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -268,6 +309,7 @@ Suite *policy_suite(void)
 	tcase_add_test(t, cached_block_quiesced_then_reused_pinned);
 	tcase_add_test(t, munmap_of_part_keeps_the_rest_pinned);
 	tcase_add_test(t, pieces_reported_then_withdrawn_before_undo);
+	tcase_add_test(t, pieces_not_cut_by_a_capture);
 	suite_add_tcase(s, t);
 	return s;
 }
