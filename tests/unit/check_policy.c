@@ -266,7 +266,20 @@ START_TEST(pieces_reported_then_withdrawn_before_undo)
 		ck_assert(pe_up[i] == base + (size_t)(i + 1) * 4 * MB);
 	ck_assert_int_eq(hp_cells_unpin(base, 16 * MB, &why), 0);
 	HP_REAL(munmap)(m, 24 * MB);
+	/* whole registrations (REGISTER_CHUNK=0): pieces of HP_REG_PIECE_MAX
+	 * from the base (untouched memory: nothing is faulted) */
 	hp_opt[HP_OPT_REGISTER_CHUNK] = 0;
+	size_t big = HP_REG_PIECE_MAX + 512 * MB;
+	m = HP_REAL(mmap)(NULL, big, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	ck_assert(m != MAP_FAILED);
+	fk.pins = 0, pe_n = 0, pe_base = (uintptr_t)m;
+	ck_assert_int_eq(hp_cells_pin_each((uintptr_t)m, big, &why, pe_done, 0), 0);
+	ck_assert_int_eq(fk.pins, 2);
+	ck_assert_int_eq(pe_n, 2);
+	ck_assert(pe_up[0] == (uintptr_t)m + HP_REG_PIECE_MAX);
+	ck_assert(pe_up[1] == (uintptr_t)m + big);
+	HP_REAL(munmap)(m, big);
 }
 END_TEST
 
