@@ -301,12 +301,24 @@ static int ring_ready(uintptr_t ctx)
 	return 1;
 }
 
+/* Whether the host side h starts in a hostpin block of c that is not
+ * registered as a whole (nor the program's own registration): what the
+ * driver knows of it is a part that the registration thread registered
+ * (register.c), so the copy is staged all the same. */
+static int own_block(const hp_copy_t *c, const void *h)
+{
+	hp_snap_t b;
+	for (int i = 0; i < c->n; i++)
+		if (!(hp_rflags(c->r[i]) & (HOSTPIN_REGISTERED | HP_F_FOREIGN)) &&
+		    hp_registry_lookup(&hp_reg, (uintptr_t)h, &b) == c->r[i])
+			return 1;
+	return 0;
+}
+
 /* Whether this copy is staged; on 1 the capture gate is entered and
- * ring.mu held (stage_done releases both).  own: the host side is in the
- * block the registration thread is registering now (register.c): staged
- * though the driver knows its registered part. */
+ * ring.mu held (stage_done releases both). */
 static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
-		       hp_cudaStream_t s, int own)
+		       hp_cudaStream_t s)
 {
 	if (n < hp_opt[HP_OPT_STAGE_MIN] || h == NULL || hp_in_child ||
 	    c->overflow || !hp_stage_on())
@@ -317,7 +329,7 @@ static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
 			return 0;
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
-	    (!own && hp_cuda_host_known(h)))
+	    (hp_cuda_host_known(h) && !own_block(c, h)))
 		return 0; /* no context here, or memory the driver knows */
 	/* A stream capturing a graph records the copy instead of running it;
 	 * any wait now would invalidate a capture elsewhere (invariant 13). */
@@ -413,21 +425,17 @@ static int split(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
  * stream whatever the form (the block is not REGISTERED, so no fence
  * follows: this keeps the semantics of the pageable memory it still is,
  * and the pieces are not unregistered under the DMA).  1 if done so
- * (*res: the first error); 0 if not (*own: the host side is in that block,
- * staged then). */
+ * (*res: the first error); 0 if not. */
 static int prefix(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
-		  hp_cudaStream_t s, int htod, int *res, int *own)
+		  hp_cudaStream_t s, int htod, int *res)
 {
-	*own = 0;
 	if (h == NULL || hp_in_child || c->overflow || c->n != 1 ||
 	    n < hp_opt[HP_OPT_STAGE_MIN] ||
 	    (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED) || !hp_stage_on())
 		return 0;
 	uintptr_t a = (uintptr_t)h, base = 0;
 	size_t len = 0;
-	int k = hp_register_prefix(c->r[0], a, n, &base, &len);
-	*own = k != 0;
-	if (k != 2)
+	if (hp_register_prefix(c->r[0], a, n, &base, &len) != 2)
 		return 0;
 	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
 	    hp_cuda_capturing(s) || !hp_capture_enter()) {
@@ -461,10 +469,9 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 	s = program_stream(s, ptsz);
 	if (split(c, d, (char *)(uintptr_t)h, n, s, 1, sync, res))
 		return 2;
-	int own;
-	if (prefix(c, d, (char *)(uintptr_t)h, n, s, 1, res, &own))
+	if (prefix(c, d, (char *)(uintptr_t)h, n, s, 1, res))
 		return 1;
-	if (!stage_begin(c, h, n, s, own))
+	if (!stage_begin(c, h, n, s))
 		return 0;
 	int r = 0;
 	for (size_t off = 0; off < n && r == 0;) {
@@ -562,10 +569,9 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 	s = program_stream(s, ptsz);
 	if (split(c, d, h, n, s, 0, sync, res))
 		return 2;
-	int own;
-	if (prefix(c, d, h, n, s, 0, res, &own))
+	if (prefix(c, d, h, n, s, 0, res))
 		return 1;
-	if (!stage_begin(c, h, n, s, own))
+	if (!stage_begin(c, h, n, s))
 		return 0;
 	struct dtoh1 j = {.h = h, .d = d, .n = n, .s = s};
 	int r = dtoh_pipeline((n + ring.slot - 1) / ring.slot, s, dtoh1_issue,
@@ -694,13 +700,7 @@ int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		return 0; /* the driver's to refuse */
 	char *h = (htod ? sh : dh) + y * pitch + x; /* the first host byte */
 	s = program_stream(s, ptsz);
-	/* in a block being registered: staged (the driver knows a part) */
-	uintptr_t b_;
-	size_t l_;
-	int own = 0;
-	for (int i = 0; i < c->n && !own; i++)
-		own = hp_register_prefix(c->r[i], 0, 0, &b_, &l_) != 0;
-	if (!stage_begin(c, h, n, s, own))
+	if (!stage_begin(c, h, n, s))
 		return 0;
 	if (w > ring.slot) { /* a row wider than a slot: as it is */
 		pthread_mutex_unlock(&ring.mu);
