@@ -625,7 +625,8 @@ void hp_cuda_gate_close(void)
 void hp_cuda_gate_wait(void)
 {
 	/* A registration that started before the capture ends before it
-	 * begins (one chunk, at most HOSTPIN_REGISTER_CHUNK). */
+	 * begins: one call (at most HP_REG_PIECE_MAX), or all the pieces of
+	 * a background registration and their undo (hp_capture_hold). */
 	while (atomic_load(&in_flight) > 0)
 		sched_yield();
 }

@@ -336,9 +336,10 @@ HP_HIDDEN void hp_thp_advised(uintptr_t a, size_t len);
 /* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
 /* register.c: a forked child registers nothing in the background; blocks
- * registered in the background so far (statistics). */
+ * registered in the background so far, and (*direct) the copies that went
+ * direct through a part registered meanwhile (statistics). */
 HP_HIDDEN void hp_register_fork_child(void);
-HP_HIDDEN uint64_t hp_register_background_done(void);
+HP_HIDDEN uint64_t hp_register_background_done(uint64_t *direct);
 /* Register every pending block now, if the backend is ready. */
 HP_HIDDEN void hp_adopt_pending(void);
 /* Unregister every registered block once its copies completed (the

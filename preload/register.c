@@ -56,6 +56,10 @@ static struct {
 	} q[QUEUE];
 } bg = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* statistics: blocks registered by the thread, and the copies that went
+ * direct through a registered prefix (relaxed: counts) */
+static _Atomic uint64_t bg_done, bg_direct;
+
 /* The job in progress: its record and range, and the end of the prefix
  * registered so far (pre.base: none); copies reading it (pre.readers).
  * The lock is never held across a driver call. */
@@ -99,6 +103,8 @@ int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 		if (a >= pre.base && a < pre.upto && n <= pre.upto - a) {
 			k = 2;
 			pre.readers++;
+			atomic_fetch_add_explicit(&bg_direct, 1,
+						  memory_order_relaxed);
 			*base = pre.base, *len = pre.len;
 		}
 	}
@@ -114,12 +120,9 @@ void hp_register_prefix_leave(void)
 	pthread_mutex_unlock(&pre.mu);
 }
 
-/* statistics: blocks registered by the thread, and the copies that
- * queued one (relaxed: counts) */
-static _Atomic uint64_t bg_done;
-
-uint64_t hp_register_background_done(void)
+uint64_t hp_register_background_done(uint64_t *direct)
 {
+	*direct = atomic_load_explicit(&bg_direct, memory_order_relaxed);
 	return atomic_load_explicit(&bg_done, memory_order_relaxed);
 }
 

@@ -204,10 +204,12 @@ void hp_stats_report(void)
 		emit(fd, "hostpin[%d]:   staged copies %llu (%s), staging ring "
 		     "%s\n", pid, (unsigned long long)sc, hp_human(sb, h1),
 		     hp_human(sr, h2));
-		uint64_t bgr = hp_register_background_done();
-		if (bgr)
+		uint64_t bgd, bgr = hp_register_background_done(&bgd);
+		if (bgr || bgd)
 			emit(fd, "hostpin[%d]:   registered in the background: "
-			     "%llu blocks\n", pid, (unsigned long long)bgr);
+			     "%llu blocks; copies direct through a part "
+			     "registered meanwhile %llu\n", pid,
+			     (unsigned long long)bgr, (unsigned long long)bgd);
 		emit(fd, "hostpin[%d]:   cache: %llu blocks (%s), %llu hits, "
 		     "%llu evictions\n", pid,
 		     (unsigned long long)s.cached_blocks,

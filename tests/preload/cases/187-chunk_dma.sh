@@ -48,6 +48,10 @@ cd_run "a copy inside the first registered piece goes direct, one across pieces 
 echo "$CD_OUT" | grep -q "staged copies 4 (" &&
 	ok "chunk DMA: the copies inside the first piece were not staged (4 staged: the others)" ||
 	bad "chunk DMA: staged copies: $(echo "$CD_OUT" | grep 'staged copies')"
+# Must hold: the statistics count those four direct copies.
+echo "$CD_OUT" | grep -q "registered in the background: 1 blocks; copies direct through a part registered meanwhile 4\$" &&
+	ok "chunk DMA: the statistics count 4 direct copies through the registered part" ||
+	bad "chunk DMA: statistics: $(echo "$CD_OUT" | grep 'in the background')"
 # Must hold: the third piece's registration fails (FAKE_CUDA_FAIL: the
 # ring's registration is the first, the pieces the second to fourth
 # calls); the two pieces made are unregistered, and the direct copy the
