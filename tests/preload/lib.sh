@@ -75,6 +75,35 @@ ups() {
 	done
 }
 export -f ups
+# ns_hold N (inside `bash -c "$hdr"...` of the ledger cases: LIB, LH, d):
+# start N ledger_holder processes pinning 64 MiB (mlock backend,
+# HOSTPIN_PIN_AFTER=0), each pid 1 of a PID namespace of its own, reading
+# the fifo $d/in (fd 3 of this shell holds it open) and writing to $d/ups;
+# their unshare pids in ns_pids.  Returns when all N say "held" or one is
+# gone.
+ns_hold() {
+	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
+	ns_pids=""
+	local i
+	for i in $(seq "$1"); do
+		unshare -p -f --mount-proc env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
+			sh -c "echo up; exec \"\$1\" 64" sh "$LH" < "$d/in" >> "$d/ups" 2>&1 &
+		ns_pids="$ns_pids $!"
+	done
+	exec 3>"$d/in"
+	ups "$d/ups" "$1" && until [ "$(grep -c "^held$" "$d/ups")" = "$1" ] || ! kill -0 $ns_pids 2>/dev/null; do sleep 0.2; done
+}
+export -f ns_hold
+# hold [VAR=VALUE...]: the same, one ledger_holder in this namespace, the
+# VAR=VALUEs added to its environment; its pid in hold_pid.
+hold() {
+	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
+	env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 "$@" "$LH" 64 < "$d/in" > "$d/ups" 2>&1 &
+	hold_pid=$!
+	exec 3>"$d/in"
+	until grep -q "^held$" "$d/ups" || ! kill -0 $hold_pid 2>/dev/null; do sleep 0.2; done
+}
+export -f hold
 # poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
 # wait that decides the result)
 poll() {
