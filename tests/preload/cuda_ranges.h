@@ -14,27 +14,10 @@
  *                 cuCtxDestroy_v2, found as HP_CTX_PATH says (linked, gpa,
  *                 entry, dlsym) */
 
-/* [base, base+16M): the top 12 MiB an mmap hostpin tracks and registers
- * (the lowest block: nothing else is large), the bottom 4 MiB plain memory
- * mapped behind hostpin's back. */
-static char *below_and_block(void)
-{
-	char *r = (void *)syscall(SYS_mmap, NULL, 16 * MB, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(r != MAP_FAILED);
-	char *m = mmap(r + 4 * MB, 12 * MB, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	CHECK(m == r + 4 * MB);
-	memset(r, 1, 16 * MB);
-	if (hp)
-		CHECK(registered(m));
-	return r;
-}
-
 static void straddle(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
-	char *r = below_and_block(), *m = r + 4 * MB;
+	char *r = tp_below_and_block(hp), *m = r + 4 * MB;
 	/* starts 2 MiB below the block, ends 2 MiB inside it */
 	CHECK(R.cudaHostRegister(r + 2 * MB, 4 * MB, 0) == 0);
 	if (hp)
@@ -119,7 +102,7 @@ static void munmap_leak(void)
 static void runs_into(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
-	char *r = below_and_block();
+	char *r = tp_below_and_block(hp);
 	char *src = r + 1 * MB;
 	size_t w = 1 * MB, pitch = 7 * MB / 2;
 	void *d;

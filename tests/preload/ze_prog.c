@@ -195,19 +195,12 @@ void *plug_kept[2];
 static void keep(void)
 {
 	init();
-	for (int i = 0; i < 2; i++) {
-		plug_kept[i] = malloc(4 * MB);
-		tp_fill(plug_kept[i], 4 * MB, (unsigned)i);
-		if (hp)
-			CHECK(registered(plug_kept[i]));
-	}
+	tp_plug_keep(plug_kept, hp);
 }
 static void readopt(void)
 {
 	init();
-	if (hp)
-		CHECK(registered(plug_kept[1]));
-	CHECK(tp_verify(plug_kept[1], 4 * MB, 1));
+	tp_plug_kept(plug_kept, hp);
 }
 #endif
 

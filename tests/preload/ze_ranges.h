@@ -14,17 +14,7 @@ static void straddle(void)
 	rel_t rel;
 	fns(d, &imp, &rel);
 	ze_driver_handle_t nd = native(d);
-	/* the top 12 MiB an mmap hostpin tracks (its lowest block), the
-	 * bottom 4 MiB mapped behind its back */
-	char *r = (void *)syscall(SYS_mmap, NULL, 16 * MB, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(r != MAP_FAILED);
-	char *m = mmap(r + 4 * MB, 12 * MB, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	CHECK(m == r + 4 * MB);
-	memset(r, 1, 16 * MB);
-	if (hp)
-		CHECK(registered(m));
+	char *r = tp_below_and_block(hp), *m = r + 4 * MB;
 	CHECK(imp(nd, r + 2 * MB, 4 * MB) == ZE_RESULT_SUCCESS);
 	if (hp)
 		CHECK(!registered(m));
