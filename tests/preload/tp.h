@@ -125,6 +125,29 @@ static inline char *tp_below_and_block(int hp)
 	return r;
 }
 
+/* n bytes mapped anonymous, written with v, registered if hostpin is
+ * active (hp). */
+static inline char *tp_map_filled(size_t n, int v, int hp)
+{
+	char *m = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, v, n);
+	if (hp)
+		CHECK(tp_flags(m) & HOSTPIN_REGISTERED);
+	return m;
+}
+
+/* Every page of [p, p+n) is mapped. */
+static inline int tp_mapped(const void *p, size_t n)
+{
+	unsigned char v[1];
+	for (size_t off = 0; off < n; off += 4096)
+		if (mincore((char *)p + off, 4096, v) != 0)
+			return 0;
+	return 1;
+}
+
 /* The plug-in modes of cuda_prog and ze_prog (-DAS_PLUGIN, run by
  * plughost), once the device is up.  tp_plug_keep: two 4 MiB blocks that
  * outlive the plug-in, block i filled with seed i, registered if hostpin is
