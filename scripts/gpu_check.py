@@ -227,12 +227,16 @@ def verdict(res):
     when every check held.  A run that is missing or unreadable (it
     crashed, timed out or printed no JSON) fails too."""
     bad = []
-    for run, checks in RUNTIME_RUNS.items():
-        r = res.get(run)
-        if not isinstance(r, dict):
-            bad.append(f"{run}: no result")
-            continue
-        bad += [f"{run}: {c}" for c in checks if r.get(c) is not True]
+
+    def flat(runs):  # {run: its checks}, each a key of its result dict
+        for run, checks in runs.items():
+            r = res.get(run)
+            if not isinstance(r, dict):
+                bad.append(f"{run}: no result")
+                continue
+            bad.extend(f"{run}: {c}" for c in checks if r.get(c) is not True)
+
+    flat(RUNTIME_RUNS)
     for run in DRIVER_RUNS:
         r = res.get(run)
         paths = r.get("paths") if isinstance(r, dict) else None
@@ -251,12 +255,7 @@ def verdict(res):
     for run in REGCOST_RUNS:
         if not isinstance(res.get(run), dict):
             bad.append(f"{run}: no result")
-    for run, checks in ENG_RUNS.items():
-        r = res.get(run)
-        if not isinstance(r, dict):
-            bad.append(f"{run}: no result")
-            continue
-        bad += [f"{run}: {c}" for c in checks if r.get(c) is not True]
+    flat(ENG_RUNS)
     return bad
 
 

@@ -597,21 +597,14 @@ void *plug_kept[2]; /* blocks that outlive the plug-in (plughost) */
 static void keep(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
-	for (int i = 0; i < 2; i++) {
-		plug_kept[i] = malloc(4 * MB);
-		tp_fill(plug_kept[i], 4 * MB, (unsigned)i);
-		if (hp)
-			CHECK(registered(plug_kept[i]));
-	}
+	tp_plug_keep(plug_kept, hp);
 }
 /* Loaded again after an unload: the blocks kept are registered again. */
 static void readopt(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
 	free(malloc(4 * MB)); /* a new block adopts the pending ones */
-	if (hp)
-		CHECK(registered(plug_kept[1]));
-	CHECK(tp_verify(plug_kept[1], 4 * MB, 1));
+	tp_plug_kept(plug_kept, hp);
 }
 /* dlsym(RTLD_DEFAULT) from here finds the runtime in this scope, and the
  * copy it returns reaches this plug-in's own runtime. */

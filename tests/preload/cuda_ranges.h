@@ -14,27 +14,10 @@
  *                 cuCtxDestroy_v2, found as HP_CTX_PATH says (linked, gpa,
  *                 entry, dlsym) */
 
-/* [base, base+16M): the top 12 MiB an mmap hostpin tracks and registers
- * (the lowest block: nothing else is large), the bottom 4 MiB plain memory
- * mapped behind hostpin's back. */
-static char *below_and_block(void)
-{
-	char *r = (void *)syscall(SYS_mmap, NULL, 16 * MB, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(r != MAP_FAILED);
-	char *m = mmap(r + 4 * MB, 12 * MB, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	CHECK(m == r + 4 * MB);
-	memset(r, 1, 16 * MB);
-	if (hp)
-		CHECK(registered(m));
-	return r;
-}
-
 static void straddle(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
-	char *r = below_and_block(), *m = r + 4 * MB;
+	char *r = tp_below_and_block(hp), *m = r + 4 * MB;
 	/* starts 2 MiB below the block, ends 2 MiB inside it */
 	CHECK(R.cudaHostRegister(r + 2 * MB, 4 * MB, 0) == 0);
 	if (hp)
@@ -71,34 +54,20 @@ static void two_foreign(void)
 	free(p);
 }
 
-static int is_mapped(const void *p, size_t n)
-{
-	unsigned char v[1];
-	for (size_t off = 0; off < n; off += 4096)
-		if (mincore((char *)p + off, 4096, v) != 0)
-			return 0;
-	return 1;
-}
-
 /* FAKE_CUDA_FAIL refuses the first two unregistrations: the munmap's and
  * the free's. */
 static void munmap_leak(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
-	char *m = mmap(NULL, 16 * MB, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED);
-	memset(m, 5, 16 * MB);
-	if (hp)
-		CHECK(registered(m));
+	char *m = tp_map_filled(16 * MB, 5, hp);
 	CHECK(munmap(m, 16 * MB) == 0);
 	if (hp) {
 		/* still registered: never unmapped, never replaced */
-		CHECK(is_mapped(m, 16 * MB) && cu_is_registered(m, 16 * MB));
+		CHECK(tp_mapped(m, 16 * MB) && cu_is_registered(m, 16 * MB));
 		CHECK(mmap(m, 4 * MB, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
 		      MAP_FAILED);
-		CHECK(is_mapped(m, 16 * MB) && m[0] == 5);
+		CHECK(tp_mapped(m, 16 * MB) && m[0] == 5);
 		char *n = mmap(NULL, 16 * MB, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		CHECK(n != MAP_FAILED && n != m);
@@ -108,7 +77,7 @@ static void munmap_leak(void)
 	memset(b, 6, 8 * MB);
 	free(b);
 	if (hp) {
-		CHECK(is_mapped(b, 8 * MB) && cu_is_registered(b, 8 * MB));
+		CHECK(tp_mapped(b, 8 * MB) && cu_is_registered(b, 8 * MB));
 		struct hostpin_stats st;
 		CHECK(tp_stats(&st) == 0 && st.leaked_blocks == 2);
 	}
@@ -119,7 +88,7 @@ static void munmap_leak(void)
 static void runs_into(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
-	char *r = below_and_block();
+	char *r = tp_below_and_block(hp);
 	char *src = r + 1 * MB;
 	size_t w = 1 * MB, pitch = 7 * MB / 2;
 	void *d;

@@ -9,20 +9,16 @@
  * (MAP_FIXED, no growth of the address space) until hostpin can track no
  * more.  Whatever hostpin then needs to track comes from an empty pool.
  * growfail_disarm restores the limit and says whether the pool ran out. */
-#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
-#include "../../preload/hostpin.h"
+#define FAULTS_NAME "faults_growfail"
+#include "faults_common.h"
 
-#define MIB ((size_t)1 << 20)
 #define RES (4096 * MIB)
 
 static int armed, fixed_only, exhausted;
@@ -46,26 +42,6 @@ int growfail_disarm(void)
 	return exhausted;
 }
 
-static int tracked(void *p)
-{
-	int (*q)(const void *, struct hostpin_range *);
-	*(void **)&q = dlsym(RTLD_DEFAULT, "hostpin_query");
-	struct hostpin_range r;
-	return q && q(p, &r);
-}
-
-static size_t vm_bytes(void)
-{
-	char buf[128] = {0};
-	int fd = open("/proc/self/statm", O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE)
-		     : 0;
-}
-
 static void *eat(void *arg)
 {
 	(void)arg;
@@ -82,7 +58,7 @@ static void *eat(void *arg)
 	for (size_t i = 0; i < n; i += n - 1) {
 		char *p = mmap(a + i * 2 * MIB, 2 * MIB, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		if (p == MAP_FAILED || !tracked(p))
+		if (p == MAP_FAILED || !tracked(p, 0))
 			return NULL;
 	}
 	getrlimit(RLIMIT_AS, &saved);
@@ -94,7 +70,7 @@ static void *eat(void *arg)
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
-		if (!tracked(p)) {
+		if (!tracked(p, 0)) {
 			exhausted = 1;
 			return NULL;
 		}

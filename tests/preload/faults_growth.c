@@ -19,48 +19,18 @@
  *             the address space in use): NULL with ENOMEM, and the old
  *             block stays the program's: intact, and its free() works (the
  *             driver's second unregistration succeeds). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
-#include "../../preload/hostpin.h"
+#define FAULTS_NAME "faults_growth"
+#include "faults_common.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
-
-#define MIB ((size_t)1 << 20)
-#define CHECK(c)                                                              \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "faults_growth: %s:%d: %s\n",         \
-				__FILE__, __LINE__, #c);                      \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
-
-static int (*query)(const void *, struct hostpin_range *);
-
-static int tracked(const void *p, unsigned want)
-{
-	struct hostpin_range r;
-	return query && query(p, &r) && (r.flags & want) == want;
-}
-
-static int part_is(const char *p, size_t n, int v)
-{
-	for (size_t i = 0; i < n; i += 4096)
-		if (p[i] != (char)v || p[i + 4095] != (char)v)
-			return 0;
-	return 1;
-}
 
 /* A page of the program's at p (a block's end): the block cannot grow in
  * place.  Where something is mapped there already, that does as well. */
@@ -176,24 +146,9 @@ static void growfail(int move)
 }
 
 /* ---- unpinfail ---- */
-int cudaSetDevice(int dev); /* the fake runtime's, linked */
-int cudaFree(void *p);
-
-static size_t vm_bytes(void)
-{
-	char buf[128] = {0};
-	int fd = open("/proc/self/statm", O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE)
-		     : 0;
-}
-
 static void unpinfail(void)
 {
-	CHECK(cudaSetDevice(0) == 0 && cudaFree(NULL) == 0);
+	cuda_up();
 	char *p = malloc(4 * MIB);
 	CHECK(p && tracked(p, HOSTPIN_KIND_MALLOC | HOSTPIN_REGISTERED));
 	memset(p, 0x5c, 4 * MIB);
@@ -220,7 +175,6 @@ static void unpinfail(void)
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
-	*(void **)&query = dlsym(RTLD_DEFAULT, "hostpin_query");
 	const char *m = argv[1];
 	if (!strcmp(m, "align"))
 		align();

@@ -16,56 +16,26 @@
  *              hostpin's pair_lock array); the child frees a registered
  *              block and exits 0 without spinning.
  * (realloc growth under faults: faults_growth.c) */
-#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "../../preload/hostpin.h"
+#define FAULTS_NAME "faults_ranges"
+#include "faults_common.h"
 
 #ifndef MADV_DONTNEED_LOCKED
 #define MADV_DONTNEED_LOCKED 24
 #endif
 
-#define MIB ((size_t)1 << 20)
-#define CHECK(c)                                                              \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "faults_ranges: %s:%d: %s\n",         \
-				__FILE__, __LINE__, #c);                      \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
-
-static int (*query)(const void *, struct hostpin_range *);
-
-static int tracked(const void *p, unsigned want)
-{
-	struct hostpin_range r;
-	return query && query(p, &r) && (r.flags & want) == want;
-}
-
-/* cudaSetDevice through the fake runtime: a context is current, so
- * hostpin registers what it tracks. */
-int cudaSetDevice(int dev); /* the fake runtime's, linked */
-int cudaFree(void *p);
 void fake_cuda_audit(void); /* the fake driver's sync point (FAKE_CUDA_RESIDENT) */
-static int on_fake;
-static void cuda_up(void)
-{
-	CHECK(cudaSetDevice(0) == 0 && cudaFree(NULL) == 0);
-	on_fake = 1;
-}
+static int on_fake; /* race under HP_CUDA: the fake driver is up */
 
 /* The mapping: 64 MiB, or HP_MAP_MIB (a smaller one that a small
  * RLIMIT_MEMLOCK can lock whole). */
@@ -79,14 +49,6 @@ static char *map64(void)
 	CHECK(m != MAP_FAILED);
 	memset(m, 0xab, map_len);
 	return m;
-}
-
-static int part_is(const char *p, size_t n, int v)
-{
-	for (size_t i = 0; i < n; i += 4096)
-		if (p[i] != (char)v || p[i + 4095] != (char)v)
-			return 0;
-	return 1;
 }
 
 /* ---- race: two threads, their own parts, 1000 purges each ---- */
@@ -119,8 +81,10 @@ static void *worker(void *arg)
 
 static void race(void)
 {
-	if (getenv("HP_CUDA"))
+	if (getenv("HP_CUDA")) {
 		cuda_up();
+		on_fake = 1;
+	}
 	M = map64();
 	const char *want = getenv("HP_WANT_FLAGS");
 	CHECK(tracked(M, HOSTPIN_KIND_MMAP |
@@ -286,7 +250,6 @@ static void forked(void)
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
-	*(void **)&query = dlsym(RTLD_DEFAULT, "hostpin_query");
 	const char *m = argv[1];
 	if (!strcmp(m, "race"))
 		race();

@@ -75,6 +75,35 @@ ups() {
 	done
 }
 export -f ups
+# ns_hold N (inside `bash -c "$hdr"...` of the ledger cases: LIB, LH, d):
+# start N ledger_holder processes pinning 64 MiB (mlock backend,
+# HOSTPIN_PIN_AFTER=0), each pid 1 of a PID namespace of its own, reading
+# the fifo $d/in (fd 3 of this shell holds it open) and writing to $d/ups;
+# their unshare pids in ns_pids.  Returns when all N say "held" or one is
+# gone.
+ns_hold() {
+	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
+	ns_pids=""
+	local i
+	for i in $(seq "$1"); do
+		unshare -p -f --mount-proc env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
+			sh -c "echo up; exec \"\$1\" 64" sh "$LH" < "$d/in" >> "$d/ups" 2>&1 &
+		ns_pids="$ns_pids $!"
+	done
+	exec 3>"$d/in"
+	ups "$d/ups" "$1" && until [ "$(grep -c "^held$" "$d/ups")" = "$1" ] || ! kill -0 $ns_pids 2>/dev/null; do sleep 0.2; done
+}
+export -f ns_hold
+# hold [VAR=VALUE...]: the same, one ledger_holder in this namespace, the
+# VAR=VALUEs added to its environment; its pid in hold_pid.
+hold() {
+	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
+	env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 "$@" "$LH" 64 < "$d/in" > "$d/ups" 2>&1 &
+	hold_pid=$!
+	exec 3>"$d/in"
+	until grep -q "^held$" "$d/ups" || ! kill -0 $hold_pid 2>/dev/null; do sleep 0.2; done
+}
+export -f hold
 # poll SECONDS CMD...: until CMD succeeds (a generous limit, never a fixed
 # wait that decides the result)
 poll() {
@@ -103,21 +132,28 @@ fakelog() {
 	echo "    fake driver: $why (REG $regs, UNREG $unregs)"
 	return 1
 }
-cuda() { # name expect-rc fake-live env... -- mode
-	local name=$1 want=$2 live=$3; shift 3
+# cudaprog PROG NAME WANT-RC FAKE-LIVE ENV... -- ARGS: $B/PROG (cuda_prog
+# or another build of it) under hostpin and the fake CUDA driver; rc WANT-RC,
+# the fake's log clean (fakelog) and kept in CUDA_LOG_KEEP
+cudaprog() {
+	local prog=$1 name=$2 want=$3 live=$4; shift 4
 	local envs=()
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
 	local log out rc
 	log=$(mktemp)
-	# timeout outside env: only cuda_prog runs with hostpin preloaded
+	# timeout outside env: only the program runs with hostpin preloaded
 	# HOSTPIN_CACHE=0 unless the case sets it: every free then unregisters,
 	# so the fake's live count at exit must be 0
 	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" "${envs[@]}" \
-		"$B/cuda_prog" "$@" 2>&1); rc=$?
+		"$B/$prog" "$@" 2>&1); rc=$?
 	CUDA_LOG_KEEP=$(cat "$log")
-	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "cuda $name"
-	else bad "cuda $name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
+	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "$name"
+	else bad "$name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
 	rm -f "$log"
+}
+cuda() { # name expect-rc fake-live env... -- mode: cuda_prog
+	local name=$1; shift
+	cudaprog cuda_prog "cuda $name" "$@"
 }
 # zelog LOG [live]: no violation or overlapping import; every release
 # attempted succeeded; `live` imports left at exit per fake.

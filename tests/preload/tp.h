@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +105,70 @@ static inline int tp_verify(const void *p, size_t n, unsigned seed)
 		if (c[i] != (unsigned char)(seed + i / 61))
 			return 0;
 	return 1;
+}
+/* [r, r + 16 MiB), r returned: the top 12 MiB an mmap hostpin tracks and
+ * registers (the lowest block: nothing else is large), checked if hostpin
+ * is active (hp); the bottom 4 MiB plain memory mapped behind hostpin's
+ * back (the raw syscall).  All of it written. */
+static inline char *tp_below_and_block(int hp)
+{
+	const size_t mb = (size_t)1 << 20;
+	char *r = (void *)syscall(SYS_mmap, NULL, 16 * mb, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(r != MAP_FAILED);
+	char *m = mmap(r + 4 * mb, 12 * mb, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(m == r + 4 * mb);
+	memset(r, 1, 16 * mb);
+	if (hp)
+		CHECK(tp_flags(m) & HOSTPIN_REGISTERED);
+	return r;
+}
+
+/* n bytes mapped anonymous, written with v, registered if hostpin is
+ * active (hp). */
+static inline char *tp_map_filled(size_t n, int v, int hp)
+{
+	char *m = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, v, n);
+	if (hp)
+		CHECK(tp_flags(m) & HOSTPIN_REGISTERED);
+	return m;
+}
+
+/* Every page of [p, p+n) is mapped. */
+static inline int tp_mapped(const void *p, size_t n)
+{
+	unsigned char v[1];
+	for (size_t off = 0; off < n; off += 4096)
+		if (mincore((char *)p + off, 4096, v) != 0)
+			return 0;
+	return 1;
+}
+
+/* The plug-in modes of cuda_prog and ze_prog (-DAS_PLUGIN, run by
+ * plughost), once the device is up.  tp_plug_keep: two 4 MiB blocks that
+ * outlive the plug-in, block i filled with seed i, registered if hostpin is
+ * active (hp).  tp_plug_kept: loaded again, the second is registered again
+ * (hp) and intact. */
+static inline void tp_plug_keep(void **kept, int hp)
+{
+	const size_t mb = (size_t)1 << 20;
+	for (int i = 0; i < 2; i++) {
+		kept[i] = malloc(4 * mb);
+		tp_fill(kept[i], 4 * mb, (unsigned)i);
+		if (hp)
+			CHECK(tp_flags(kept[i]) & HOSTPIN_REGISTERED);
+	}
+}
+
+static inline void tp_plug_kept(void **kept, int hp)
+{
+	if (hp)
+		CHECK(tp_flags(kept[1]) & HOSTPIN_REGISTERED);
+	CHECK(tp_verify(kept[1], (size_t)4 << 20, 1));
 }
 /* After the device is initialised: a forked child frees, reallocates and
  * allocates inherited blocks and exits (the runner checks the fake driver

@@ -89,18 +89,25 @@ static void fns(ze_driver_handle_t d, imp_t *imp, rel_t *rel)
 						  (void **)rel) == 0);
 }
 
-static void foreign(void)
+/* zeInit, the import and release extension functions, and the driver's own
+ * handle to call them with. */
+static ze_driver_handle_t ext_up(imp_t *imp, rel_t *rel)
 {
 	ze_driver_handle_t d = init();
+	fns(d, imp, rel);
+	return native(d);
+}
+
+static void foreign(void)
+{
 	imp_t imp;
 	rel_t rel;
-	fns(d, &imp, &rel);
+	ze_driver_handle_t nd = ext_up(&imp, &rel);
 	char *p = malloc(16 * MB);
 	tp_fill(p, 16 * MB, 5);
 	if (hp)
 		CHECK(registered(p));
 	/* SYCL's prepare_for_device_copy on part of a hostpin block */
-	ze_driver_handle_t nd = native(d);
 	CHECK(imp(nd, p + 4 * MB, 4 * MB) == ZE_RESULT_SUCCESS);
 	if (hp)
 		CHECK(!registered(p));
@@ -137,13 +144,12 @@ static void drop(void)
  * block again. */
 static void drop_hooked(void)
 {
-	ze_driver_handle_t d = init();
 	imp_t imp;
 	rel_t rel;
-	fns(d, &imp, &rel);
+	ze_driver_handle_t nd = ext_up(&imp, &rel);
 	char *p = malloc(8 * MB);
 	memset(p, 4, 8 * MB);
-	CHECK(rel(native(d), p) == ZE_RESULT_SUCCESS);
+	CHECK(rel(nd, p) == ZE_RESULT_SUCCESS);
 	if (hp)
 		CHECK(registered(p)); /* imported again, and says so */
 	free(p);
@@ -195,19 +201,12 @@ void *plug_kept[2];
 static void keep(void)
 {
 	init();
-	for (int i = 0; i < 2; i++) {
-		plug_kept[i] = malloc(4 * MB);
-		tp_fill(plug_kept[i], 4 * MB, (unsigned)i);
-		if (hp)
-			CHECK(registered(plug_kept[i]));
-	}
+	tp_plug_keep(plug_kept, hp);
 }
 static void readopt(void)
 {
 	init();
-	if (hp)
-		CHECK(registered(plug_kept[1]));
-	CHECK(tp_verify(plug_kept[1], 4 * MB, 1));
+	tp_plug_kept(plug_kept, hp);
 }
 #endif
 

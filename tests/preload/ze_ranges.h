@@ -9,22 +9,10 @@
 
 static void straddle(void)
 {
-	ze_driver_handle_t d = init();
 	imp_t imp;
 	rel_t rel;
-	fns(d, &imp, &rel);
-	ze_driver_handle_t nd = native(d);
-	/* the top 12 MiB an mmap hostpin tracks (its lowest block), the
-	 * bottom 4 MiB mapped behind its back */
-	char *r = (void *)syscall(SYS_mmap, NULL, 16 * MB, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(r != MAP_FAILED);
-	char *m = mmap(r + 4 * MB, 12 * MB, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	CHECK(m == r + 4 * MB);
-	memset(r, 1, 16 * MB);
-	if (hp)
-		CHECK(registered(m));
+	ze_driver_handle_t nd = ext_up(&imp, &rel);
+	char *r = tp_below_and_block(hp), *m = r + 4 * MB;
 	CHECK(imp(nd, r + 2 * MB, 4 * MB) == ZE_RESULT_SUCCESS);
 	if (hp)
 		CHECK(!registered(m));
@@ -37,11 +25,9 @@ static void straddle(void)
 
 static void two_foreign(void)
 {
-	ze_driver_handle_t d = init();
 	imp_t imp;
 	rel_t rel;
-	fns(d, &imp, &rel);
-	ze_driver_handle_t nd = native(d);
+	ze_driver_handle_t nd = ext_up(&imp, &rel);
 	char *p = malloc(16 * MB);
 	tp_fill(p, 16 * MB, 4);
 	if (hp)
@@ -61,18 +47,10 @@ static void two_foreign(void)
 static void munmap_leak(void)
 {
 	init();
-	char *m = mmap(NULL, 16 * MB, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED);
-	memset(m, 5, 16 * MB);
-	if (hp)
-		CHECK(registered(m));
+	char *m = tp_map_filled(16 * MB, 5, hp);
 	CHECK(munmap(m, 16 * MB) == 0);
 	if (hp) {
-		unsigned char v[1];
-		for (size_t off = 0; off < 16 * MB; off += 4096)
-			CHECK(mincore(m + off, 4096, v) == 0);
-		CHECK(m[0] == 5);
+		CHECK(tp_mapped(m, 16 * MB) && m[0] == 5);
 		struct hostpin_stats st;
 		CHECK(tp_stats(&st) == 0 && st.leaked_blocks == 1);
 	}

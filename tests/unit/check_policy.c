@@ -242,13 +242,21 @@ static void pe_done(uintptr_t upto)
 		pe_unpins_at_withdraw = fk.unpins;
 }
 
-START_TEST(pieces_reported_then_withdrawn_before_undo)
+/* Under HOSTPIN_REGISTER_CHUNK=4M: 24 MiB mapped at *m, and its first
+ * 4 MiB boundary, returned (16 MiB of the mapping follow it). */
+static uintptr_t pe_area(char **m)
 {
 	hp_opt[HP_OPT_REGISTER_CHUNK] = 4 * MB;
-	char *m = HP_REAL(mmap)(NULL, 24 * MB, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ck_assert(m != MAP_FAILED);
-	uintptr_t base = ((uintptr_t)m + 4 * MB - 1) & ~(uintptr_t)(4 * MB - 1);
+	*m = HP_REAL(mmap)(NULL, 24 * MB, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(*m != MAP_FAILED);
+	return ((uintptr_t)*m + 4 * MB - 1) & ~(uintptr_t)(4 * MB - 1);
+}
+
+START_TEST(pieces_reported_then_withdrawn_before_undo)
+{
+	char *m;
+	uintptr_t base = pe_area(&m);
 	const char *why = "";
 	pe_base = base, pe_n = 0, pe_unpins_at_withdraw = -1;
 	fk.fail_pin_at = 3; /* the third piece */
@@ -289,11 +297,8 @@ END_TEST
  * them), none is left that could not be undone. */
 START_TEST(pieces_not_cut_by_a_capture)
 {
-	hp_opt[HP_OPT_REGISTER_CHUNK] = 4 * MB;
-	char *m = HP_REAL(mmap)(NULL, 24 * MB, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ck_assert(m != MAP_FAILED);
-	uintptr_t base = ((uintptr_t)m + 4 * MB - 1) & ~(uintptr_t)(4 * MB - 1);
+	char *m;
+	uintptr_t base = pe_area(&m);
 	const char *why = "";
 	pe_base = base, pe_n = 0;
 	fk.gate = 1, fk.capture_at = 2; /* counted during the second piece */

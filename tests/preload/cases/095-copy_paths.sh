@@ -4,20 +4,11 @@
 # at allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests registration at
 # the Nth copy, the default.
 P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
-# cpath NAME WANT-RC PROG ENV... -- MODE: PROG under hostpin and the fakes;
-# the fake driver's log must be clean.
+# cpath NAME WANT-RC PROG ENV... -- MODE: lib.sh's cudaprog, nothing
+# registered left at exit
 cpath() {
 	local name=$1 want=$2 prog=$3; shift 3
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	local log out rc
-	log=$(mktemp)
-	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" \
-		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
-	CPATH_LOG=$(cat "$log")
-	if [ $rc -eq "$want" ] && fakelog "$log"; then ok "$name"
-	else bad "$name (rc $rc, want $want)"; echo "$out" | tail -4 | sed 's/^/    /'; fi
-	rm -f "$log"
+	cudaprog "$prog" "$name" "$want" 0 "$@"
 }
 while read -r prog p; do
 	case $prog in ''|'#'*) continue ;; esac
@@ -59,7 +50,7 @@ done
 # the copy policy's own driver calls: no event, so the safe wait
 cpath "cuda: cuEventCreate fails under HOSTPIN_COPY=async: falls back to the wait" 0 cuda_prog \
 	HOSTPIN_COPY=async FAKE_CUDA_FAIL=cuEventCreate:1 -- inflight
-echo "$CPATH_LOG" | grep -q "INJECT cuEventCreate" && ok "cuda: the cuEventCreate failure was injected" ||
+echo "$CUDA_LOG_KEEP" | grep -q "INJECT cuEventCreate" && ok "cuda: the cuEventCreate failure was injected" ||
 	bad "cuda: cuEventCreate never called under HOSTPIN_COPY=async"
 
 # The coverage check: a loaded object exporting a copy entry point hostpin

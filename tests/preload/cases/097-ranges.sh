@@ -1,23 +1,9 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- range shapes, refused releases, the coverage check and context
 # lifetime, against the fake CUDA driver (cuda_prog's cuda_ranges.h modes) ----
-# cprog PROG NAME WANT-RC LIVE ENV... -- MODE: lib.sh's cuda() for any of
-# the three builds of cuda_prog.
 # Registration states are checked here: blocks are registered at
 # allocation (HOSTPIN_PIN_AFTER=0); 140-footprint tests the Nth copy.
 P_SAVE=$P; P="$P HOSTPIN_PIN_AFTER=0"
-cprog() {
-	local prog=$1 name=$2 want=$3 live=$4; shift 4
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	local log out rc
-	log=$(mktemp)
-	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 FAKE_CUDA_LOG="$log" \
-		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
-	if [ $rc -eq "$want" ] && fakelog "$log" "$live"; then ok "$name"
-	else bad "$name (rc $rc, want $want)"; echo "$out" | tail -5 | sed 's/^/    /'; fi
-	rm -f "$log"
-}
 cuda "a program registration starting below hostpin's lowest block and ending inside it" 0 0 -- straddle
 cuda "two program registrations in one block: registered again only when both are gone" 0 0 -- two_foreign
 cuda "refused unregistration: munmap, MAP_FIXED and free leave the range mapped (leaked)" 0 2 \
@@ -32,7 +18,7 @@ if [ $rc -eq 0 ] && [ "$n" = 1 ] && fakelog "$d/log"; then
 else bad "coverage loaded late (rc $rc, $n messages): $(echo "$out" | tail -3)"; fi
 rm -rf "$d"
 for prog in cuda_prog cuda_static cuda_dl; do
-	cprog $prog "context: cudaDeviceReset sends blocks back to pending, registered again later ($prog)" 0 0 -- reset_rt
+	cudaprog $prog "context: cudaDeviceReset sends blocks back to pending, registered again later ($prog)" 0 0 -- reset_rt
 done
 for how in linked gpa entry dlsym; do
 	cuda "context: cuDevicePrimaryCtxReset ($how) sends blocks back to pending" 0 0 HP_CTX_PATH=$how -- reset_drv

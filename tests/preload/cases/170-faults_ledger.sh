@@ -129,19 +129,12 @@ if [ $isroot = 1 ] && unshare -p -f --mount-proc true 2>/dev/null; then
 # is 0 (no counter wrapped).
 out=$(bash -c "$hdr"'
 	export HOSTPIN_LEDGER=$d/pidns
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
-	for i in 1 2; do
-		unshare -p -f --mount-proc env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
-			sh -c "echo up; exec \"\$1\" 64" sh "$LH" < "$d/in" >> "$d/ups" 2>&1 &
-		eval p$i=$!
-	done
-	exec 3>"$d/in"
-	ups "$d/ups" 2 && until [ "$(grep -c "^held$" "$d/ups")" = 2 ] || ! kill -0 $p1 $p2 2>/dev/null; do sleep 0.2; done
+	ns_hold 2
 	echo "total1 $("$ST" --total pinned_bytes_now)"
 	"$ST" --all | awk "\$1 == 1 && /ledger_holder 64/" | sed "s/^/row /"
 	echo "total2 $("$ST" --total pinned_bytes_now)"
 	exec 3>&-
-	wait $p1; echo "rc=$?"; wait $p2; echo "rc=$?"
+	for p in $ns_pids; do wait $p; echo "rc=$?"; done
 	echo "total3 $("$ST" --total pinned_bytes_now)"' 2>&1)
 want=$((128 * MB))
 if echo "$out" | grep -q "^total1 $want$" && echo "$out" | grep -q "^total2 $want$" &&
@@ -157,11 +150,7 @@ else bad "PID namespaces sharing a ledger (want total1/total2 $want, two rows, r
 # slot stays live (status shows it, the node total stays 64 MiB).
 out=$(bash -c "$hdr"'
 	export HOSTPIN_LEDGER=$d/nofile
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
-	env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 "$LH" 64 < "$d/in" > "$d/ups" 2>&1 &
-	p=$!
-	exec 3>"$d/in"
-	until grep -q "^held$" "$d/ups" || ! kill -0 $p 2>/dev/null; do sleep 0.2; done
+	hold; p=$hold_pid
 	prlimit --nofile=32 env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
 		HOSTPIN_NODE_MAX_PINNED=100M "$LH" 64 nofile; echo "nofile rc=$?"
 	echo "total $("$ST" --total pinned_bytes_now)"

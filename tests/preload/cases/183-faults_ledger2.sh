@@ -17,6 +17,10 @@ hdr="set -u; LIB='$LIB'; ST='$ST'; LH='$LH'; d='$d'"
 # kids PID: the children of PID (host pids)
 kids() { cat /proc/$1/task/*/children 2>/dev/null; }
 export -f kids
+# ns_kill: SIGKILL ns_hold's holder (pid 1 of its namespace) from the root
+# namespace, wait for its unshare, close the fifo
+ns_kill() { kill -KILL $(kids $ns_pids); wait $ns_pids; exec 3>&-; }
+export -f ns_kill
 
 if [ "$(id -u)" != 0 ] || ! unshare -p -f --mount-proc true 2>/dev/null; then
 	echo "SKIP: not root or no unshare -p: processes of other PID namespaces not injected"
@@ -28,15 +32,9 @@ else
 # pinned bytes and shows no row for it.
 out=$(bash -c "$hdr"'
 	export HOSTPIN_LEDGER=$d/ns1
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
-	unshare -p -f --mount-proc env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
-		sh -c "echo up; exec \"\$1\" 64" sh "$LH" < "$d/in" >> "$d/ups" 2>&1 &
-	u=$!
-	exec 3>"$d/in"
-	ups "$d/ups" 1 && until grep -q "^held$" "$d/ups" || ! kill -0 $u 2>/dev/null; do sleep 0.2; done
+	ns_hold 1
 	echo "before $("$ST" --total pinned_bytes_now)"
-	kill -KILL $(kids $u); wait $u
-	exec 3>&-
+	ns_kill
 	echo "after $("$ST" --total pinned_bytes_now)"
 	echo "rows $("$ST" --all | grep -c "ledger_holder 64")"' 2>&1)
 if echo "$out" | grep -q "^before $((64 * MB))$" && echo "$out" | grep -q "^after 0$" &&
@@ -51,20 +49,9 @@ else bad "SIGKILL in another PID namespace, hostpin status (want before $((64 * 
 # its 64 MiB alone.
 out=$(bash -c "$hdr"'
 	export HOSTPIN_LEDGER=$d/ns2
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
-	unshare -p -f --mount-proc env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
-		sh -c "echo up; exec \"\$1\" 64" sh "$LH" < "$d/in" >> "$d/ups" 2>&1 &
-	u=$!
-	exec 3>"$d/in"
-	ups "$d/ups" 1 && until grep -q "^held$" "$d/ups" || ! kill -0 $u 2>/dev/null; do sleep 0.2; done
-	kill -KILL $(kids $u); wait $u
-	exec 3>&-
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
-	env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 HOSTPIN_NODE_MAX_PINNED=100M \
-		"$LH" 64 < "$d/in" > "$d/ups" 2>&1 &
-	p=$!
-	exec 3>"$d/in"
-	until grep -q "^held$" "$d/ups" || ! kill -0 $p 2>/dev/null; do sleep 0.2; done
+	ns_hold 1
+	ns_kill
+	hold HOSTPIN_NODE_MAX_PINNED=100M; p=$hold_pid
 	echo "total $("$ST" --total pinned_bytes_now)"
 	"$ST" --all | awk -v p=$p "\$1 == p" | sed "s/^/row /"
 	exec 3>&-; wait $p; echo "rc=$?"' 2>&1)
