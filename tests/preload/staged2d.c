@@ -8,71 +8,18 @@
  * D2H's data is there on return; a synchronous H2D's data is on the device
  * on return.  Whether hostpin staged the copy or passed it through is the
  * case file's check, on the fake's log (FAKE_CUDA_NO_PAGEABLE). */
-#include <stdint.h>
-#include <sys/mman.h>
+#include "staged_common.h"
 
-#include "tp.h"
-
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUstream_st *CUstream;
-typedef struct CUctx_st *CUcontext;
-typedef struct {
-	size_t srcXInBytes, srcY;
-	int srcMemoryType;
-	const void *srcHost;
-	CUdeviceptr srcDevice;
-	void *srcArray;
-	size_t srcPitch;
-	size_t dstXInBytes, dstY;
-	int dstMemoryType;
-	void *dstHost;
-	CUdeviceptr dstDevice;
-	void *dstArray;
-	size_t dstPitch;
-	size_t WidthInBytes, Height;
-} M2D;
-typedef struct {
-	size_t srcXInBytes, srcY, srcZ, srcLOD;
-	int srcMemoryType;
-	const void *srcHost;
-	CUdeviceptr srcDevice;
-	void *srcArray;
-	void *reserved0;
-	size_t srcPitch, srcHeight;
-	size_t dstXInBytes, dstY, dstZ, dstLOD;
-	int dstMemoryType;
-	void *dstHost;
-	CUdeviceptr dstDevice;
-	void *dstArray;
-	void *reserved1;
-	size_t dstPitch, dstHeight;
-	size_t WidthInBytes, Height, Depth;
-} M3D;
-CUresult cuInit(unsigned);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, int);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuMemcpy2DAsync_v2_ptsz(const M2D *, CUstream);
 CUresult cuMemcpy2D_v2(const M2D *);
 CUresult cuMemcpy2D_v2_ptds(const M2D *);
 CUresult cuMemcpy2DUnaligned_v2(const M2D *);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
-CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuStreamSynchronize(CUstream);
-CUresult cuCtxSynchronize(void);
-typedef int cudaError_t;
 cudaError_t cudaMemcpy2D(void *, size_t, const void *, size_t, size_t, size_t,
 			 int);
 cudaError_t cudaMemcpy2DAsync(void *, size_t, const void *, size_t, size_t,
 			      size_t, int, CUstream);
-enum { H2D = 1, D2H = 2 };
-enum { HOST = 1, DEVICE = 2, UNIFIED = 4 };
-
-#define MB ((size_t)1 << 20)
-static CUcontext ctx;
 
 static unsigned char pat(unsigned seed, size_t y, size_t x)
 {
@@ -82,21 +29,18 @@ static unsigned char pat(unsigned seed, size_t y, size_t x)
 	return (unsigned char)(h * 0x2C1B3C6Du >> 24);
 }
 
-/* A pitched buffer of rows*pitch bytes, every byte `bg`. */
-static unsigned char *plain(size_t n, int bg)
+/* n bytes of plain() host memory, or of device memory, every byte bg. */
+static unsigned char *hostbuf(size_t n, int bg)
 {
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(p != MAP_FAILED);
+	unsigned char *p = plain(n);
 	memset(p, bg, n);
 	return p;
 }
 static unsigned char *devbuf(size_t n, int bg)
 {
-	CUdeviceptr d = 0;
-	CHECK(cuMemAlloc_v2(&d, n) == 0);
-	memset((void *)(uintptr_t)d, bg, n); /* the fake's device memory */
-	return (unsigned char *)(uintptr_t)d;
+	unsigned char *p = D(dev(n));
+	memset(p, bg, n); /* the fake's device memory */
+	return p;
 }
 
 /* A rectangle w x H at (x, y) of a buffer of pitch p. */
@@ -191,7 +135,7 @@ static void both(enum api a, const struct rect *r, CUstream s, unsigned seed)
 	CUstream ws = a == DRV_PTSZ && !s ? (CUstream)0x2 : s;
 	size_t hl = (r->hy + r->H) * r->hp, dl = (r->dy + r->H) * r->dp;
 	/* H2D */
-	unsigned char *h = plain(hl, 0x11), *d = devbuf(dl, 0x5a);
+	unsigned char *h = hostbuf(hl, 0x11), *d = devbuf(dl, 0x5a);
 	put(h, r->hp, r->hx, r->hy, r, seed);
 	CHECK(issue(a, H2D, r, h, d, s) == 0);
 	if (synchronous(a)) /* complete on return */
@@ -202,7 +146,7 @@ static void both(enum api a, const struct rect *r, CUstream s, unsigned seed)
 	CHECK(holds(d, dl, r->dp, r->dx, r->dy, r, seed, 0x5a));
 	munmap(h, hl);
 	/* D2H: there on return, the bytes around the rectangle untouched */
-	h = plain(hl, 0x33), d = devbuf(dl, 0x44);
+	h = hostbuf(hl, 0x33), d = devbuf(dl, 0x44);
 	put(d, r->dp, r->dx, r->dy, r, seed + 1);
 	CHECK(issue(a, D2H, r, h, d, s) == 0);
 	CHECK(holds(h, hl, r->hp, r->hx, r->hy, r, seed + 1, 0x33));
@@ -291,7 +235,7 @@ static int mode_3d(void)
 {
 	size_t w = 4000, H = 2000, D = 2, hp = 4096, hh = 2001, dp = 4224;
 	size_t hl = hp * hh * D, dl = dp * H * D;
-	unsigned char *h = plain(hl, 0x11), *d = devbuf(dl, 0x5a);
+	unsigned char *h = hostbuf(hl, 0x11), *d = devbuf(dl, 0x5a);
 	for (size_t z = 0; z < D; z++)
 		for (size_t y = 0; y < H; y++)
 			for (size_t x = 0; x < w; x++)
@@ -324,8 +268,8 @@ static int mode_order(void)
 	CHECK(cuStreamCreate(&s, 0) == 0);
 	struct rect r = {4000, 2000, 4096, 0, 0, 4000, 0, 0};
 	size_t n = r.w * r.H;
-	unsigned char *h = plain(n + 4096 * 2000, 0),
-		      *d = devbuf(n, 0x5a), *back = plain(n, 0);
+	unsigned char *h = hostbuf(n + 4096 * 2000, 0),
+		      *d = devbuf(n, 0x5a), *back = hostbuf(n, 0);
 	put(h, r.hp, 0, 0, &r, 17);
 	CHECK(issue(DRV, H2D, &r, h, d, s) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(back, (CUdeviceptr)(uintptr_t)d, MB,
@@ -345,7 +289,7 @@ static int mode_error(void)
 	CHECK(cuStreamCreate(&s, 0) == 0);
 	struct rect r = {3001, 30000, 3077, 7, 2, 3200, 11, 3};
 	size_t hl = (r.hy + r.H) * r.hp, dl = (r.dy + r.H) * r.dp;
-	unsigned char *h = plain(hl, 1), *d = devbuf(dl, 2);
+	unsigned char *h = hostbuf(hl, 1), *d = devbuf(dl, 2);
 	printf("htod %d\n", issue(DRV, H2D, &r, h, d, s));
 	cuStreamSynchronize(s);
 	printf("dtoh %d\n", issue(DRV, D2H, &r, h, d, s));
@@ -355,29 +299,12 @@ static int mode_error(void)
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IONBF, 0);
-	CHECK(argc == 2);
-	CHECK(cuInit(0) == 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	static const struct {
-		const char *name;
-		int (*fn)(void);
-	} modes[] = {
+	static const struct staged_mode modes[] = {
 	    {"async", mode_async}, {"sync", mode_sync},
 	    {"odd", mode_odd},     {"big", mode_big},
 	    {"unified", mode_unified}, {"wide", mode_wide},
 	    {"unaligned", mode_unaligned}, {"3d", mode_3d},
 	    {"order", mode_order}, {"error", mode_error},
 	};
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (strcmp(argv[1], modes[i].name) == 0) {
-			int r = modes[i].fn();
-			CHECK(cuCtxSynchronize() == 0);
-			if (r == 0)
-				printf("staged2d %s: ok\n", argv[1]);
-			return r;
-		}
-	fprintf(stderr, "unknown mode %s\n", argv[1]);
-	return 2;
+	return staged_main("staged2d", argc, argv, modes);
 }
