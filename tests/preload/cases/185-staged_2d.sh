@@ -12,7 +12,7 @@
 # call whose pageable host bytes (all rows of a 2D/3D copy together) reach
 # that size (VIOLATION pageable-copy).  Must hold: with staging on, none
 # for the staged forms (i5's library passes every 2D copy through: flagged);
-# where hostpin must pass a copy through (3D, rows wider than a slot,
+# where hostpin must pass a copy through (rows wider than a slot,
 # cuMemcpy2DUnaligned, HOSTPIN_STAGE=0) some, with the data still right.
 S2_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged2d staged2d.c $S2_FLAGS || true
@@ -21,7 +21,7 @@ build staged2d staged2d.c $S2_FLAGS || true
 s2d() { staged_case "staged 2D" staged2d "$@"; S2_OUT=$STAGE_OUT; }
 if [ -x "$B/staged2d" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
-for m in async sync odd big unified wide unaligned 3d order; do
+for m in async sync odd big unified wide unaligned order; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged2d" $m 2>&1) ||
 		bad "staged2d $m fails without hostpin: $out"
 done
@@ -49,6 +49,5 @@ echo "$S2_OUT" | grep -q "staged copies 8 (" &&
 s2d "rows wider than a slot pass through" through \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- wide
 s2d "cuMemcpy2DUnaligned passes through" through -- unaligned
-s2d "3D copies pass through" through -- 3d
 s2d "HOSTPIN_STAGE=0: 2D copies pass through" through HOSTPIN_STAGE=0 -- async
 fi
