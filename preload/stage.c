@@ -602,45 +602,75 @@ static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
 		hp_cuda_host_known((const void *)(uintptr_t)dev));
 }
 
-/* A rectangle to stage: depth slices of H rows of w bytes.  p: a 2D
- * descriptor whose device side is the program's, at slice 0 (its Y counts
- * the rows before the first slice); h, pitch: the first host byte, the
- * host rows' pitch; hs: bytes from one host slice to the next; dh: rows
- * from one device slice to the next.  Its chunks: per slice, as many rows
- * as fit a slot (cps chunks a slice), one 2D DMA each. */
+/* A rectangle to stage: depth slices of H rows of w bytes, its rows
+ * numbered slice after slice.  p: a 2D descriptor whose device side is the
+ * program's, at slice 0 (its Y counts the rows before the first slice);
+ * h, pitch: the first host byte, the host rows' pitch; hs: bytes from one
+ * host slice to the next; dh: rows from one device slice to the next.
+ * Its chunks: as many rows as fit a slot, one 2D DMA each; across slices
+ * when the device side's slices follow each other (dh == H: its rows are
+ * then evenly pitched), else per slice (cps chunks a slice). */
 struct rect {
 	const hp_CUDA_MEMCPY2D *p;
 	char *h;
-	size_t pitch, hs, dh, w, H, per, cps;
+	size_t pitch, hs, dh, w, H, depth, per, cps;
+	int across;
 	hp_cudaStream_t s;
 };
 
-/* Chunk i: its rows, their first host byte *h and device row *dy. */
-static size_t rect_chunk(const struct rect *j, size_t i, char **h, size_t *dy)
+/* Chunk i: its first row *g and its rows. */
+static size_t rect_chunk(const struct rect *j, size_t i, size_t *g)
 {
-	size_t z = i / j->cps, y = (i % j->cps) * j->per;
-	*h = j->h + z * j->hs + y * j->pitch;
-	*dy = z * j->dh + y;
-	return j->H - y < j->per ? j->H - y : j->per;
+	size_t y, left;
+	if (j->across) {
+		y = *g = i * j->per;
+		left = j->H * j->depth - y;
+	} else {
+		y = (i % j->cps) * j->per;
+		*g = i / j->cps * j->H + y;
+		left = j->H - y;
+	}
+	return left < j->per ? left : j->per;
+}
+
+/* Row g's row on the device side, counted from p's Y. */
+static size_t rect_dev_row(const struct rect *j, size_t g)
+{
+	return g / j->H * j->dh + g % j->H;
+}
+
+/* rows rows from row g of the host side into the slot sl (in), or out of
+ * it, slice by slice. */
+static void rect_host(const struct rect *j, size_t g, size_t rows, char *sl,
+		      int in)
+{
+	while (rows) {
+		size_t y = g % j->H, t = j->H - y < rows ? j->H - y : rows;
+		char *h = j->h + g / j->H * j->hs + y * j->pitch;
+		if (in)
+			pcopy_rows(sl, j->w, h, j->pitch, j->w, t);
+		else
+			pcopy_rows(h, j->pitch, sl, j->w, j->w, t);
+		sl += t * j->w, g += t, rows -= t;
+	}
 }
 
 static int stage_2d_htod(const struct rect *j, size_t m)
 {
 	int r = 0;
 	for (size_t i = 0; i < m && r == 0; i++) {
-		char *h;
-		size_t dy, rows = rect_chunk(j, i, &h, &dy);
+		size_t g, rows = rect_chunk(j, i, &g);
 		int k = ring.next;
 		ring.next = (k + 1) % SLOTS;
 		if ((r = slot_free(k)) != 0)
 			break;
-		pcopy_rows(slot_at(k), j->w, h, j->pitch, j->w, rows);
+		rect_host(j, g, rows, slot_at(k), 1);
 		hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
 		q.srcXInBytes = 0, q.srcY = 0;
 		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
 		q.srcHost = slot_at(k), q.srcDevice = 0, q.srcArray = NULL;
 		q.srcPitch = j->w;
-		q.dstY = j->p->dstY + dy, q.Height = rows;
+		q.dstY = j->p->dstY + rect_dev_row(j, g), q.Height = rows;
 		r = hp_cuda_2d_async(&q, j->s);
 		if (r == 0)
 			r = slot_fence(k, j->s);
@@ -651,14 +681,13 @@ static int stage_2d_htod(const struct rect *j, size_t m)
 static int dtoh2_issue(size_t i, int k, void *arg)
 {
 	struct rect *j = arg;
-	char *h;
-	size_t dy, rows = rect_chunk(j, i, &h, &dy);
+	size_t g, rows = rect_chunk(j, i, &g);
 	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
 	q.dstXInBytes = 0, q.dstY = 0;
 	q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
 	q.dstHost = slot_at(k);
 	q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = j->w;
-	q.srcY = j->p->srcY + dy;
+	q.srcY = j->p->srcY + rect_dev_row(j, g);
 	q.Height = rows;
 	return hp_cuda_2d_async(&q, j->s);
 }
@@ -666,9 +695,8 @@ static int dtoh2_issue(size_t i, int k, void *arg)
 static void dtoh2_drain(size_t i, int k, void *arg)
 {
 	struct rect *j = arg;
-	char *h;
-	size_t dy, rows = rect_chunk(j, i, &h, &dy);
-	pcopy_rows(h, j->pitch, slot_at(k), j->w, j->w, rows);
+	size_t g, rows = rect_chunk(j, i, &g);
+	rect_host(j, g, rows, slot_at(k), 0);
 }
 
 /* a*b+c, or SIZE_MAX if that overflows */
@@ -729,10 +757,11 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		return 0;
 	}
 	struct rect j = {.p = p, .h = h, .pitch = pitch, .hs = hh * pitch,
-			 .dh = dvh, .w = w, .H = H, .per = ring.slot / w,
+			 .dh = dvh, .w = w, .H = H, .depth = depth,
+			 .per = ring.slot / w, .across = depth == 1 || dvh == H,
 			 .s = s};
 	j.cps = (H + j.per - 1) / j.per;
-	size_t m = j.cps * depth;
+	size_t m = j.across ? (H * depth + j.per - 1) / j.per : j.cps * depth;
 	/* as hp_stage_htod / hp_stage_dtoh, in chunks of rows */
 	int r = htod ? stage_2d_htod(&j, m)
 		     : dtoh_pipeline(m, s, dtoh2_issue, dtoh2_drain, &j);

@@ -397,8 +397,9 @@ static int mode_3d_sync(void)
 	return 0;
 }
 
-/* Odd sizes: a width not a multiple of 4, slices as tall as the box on the
- * device side, packed rows on the host side. */
+/* Device slices as tall as the box (hostpin's chunks then span slices):
+ * a width not a multiple of 4 with packed host rows and slices; and host
+ * slices taller than the box at X/Y/Z offsets. */
 static int mode_3d_odd(void)
 {
 	CUstream s;
@@ -406,6 +407,9 @@ static int mode_3d_odd(void)
 	struct box b = {1001, 333, 13, 1001, 333, 0, 0, 0, 1009, 333, 3, 0, 1};
 	both3(D3, &b, s, 37);
 	both3(R3_SYNC, &b, NULL, 38);
+	struct box c = {1000, 700, 12, 1040, 705, 8, 3, 1, 1024, 700, 16, 0, 1};
+	both3(D3, &c, s, 41);
+	both3(D3_SYNC, &c, NULL, 42);
 	return 0;
 }
 

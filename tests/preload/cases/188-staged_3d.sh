@@ -31,9 +31,11 @@ for m in 3d_async 3d_sync 3d_odd 3d_order 3d_array; do
 done
 s3d "async cuMemcpy3DAsync (stream, legacy, _ptsz), cudaMemcpy3DAsync: source overwritten at return, D2H there at return" staged -- 3d_async
 s3d "synchronous cuMemcpy3D, _ptds, cudaMemcpy3D: complete on return" staged -- 3d_sync
-s3d "width not a multiple of 4, packed host rows and slices" staged -- 3d_odd
+s3d "device slices as tall as the box (chunks across slices): odd width, packed or offset host slices" staged -- 3d_odd
 s3d "slices of several slot-sized chunks (1 MiB ring)" staged \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- 3d_async
+s3d "chunks across slices through a 1 MiB ring (a slice boundary inside a slot)" staged \
+	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- 3d_odd
 s3d "4 copy threads, 1 MiB ring" staged HOSTPIN_STAGE_THREADS=4 \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- 3d_sync
 s3d "order: small H2Ds before and after a staged 3D H2D, a D2H after them, on one stream" staged -- 3d_order
