@@ -296,6 +296,7 @@ static int holds3(const unsigned char *m, size_t len, size_t p, size_t h,
 }
 
 enum api3 { D3, D3_PTSZ, D3_SYNC, D3_PTDS, R3, R3_SYNC };
+static size_t lod3; /* the driver forms' srcLOD and dstLOD */
 static int synchronous3(enum api3 a)
 {
 	return a == D3_SYNC || a == D3_PTDS || a == R3_SYNC;
@@ -320,6 +321,7 @@ static CUresult issue3(enum api3 a, int dir, const struct box *b,
 	M3D m;
 	memset(&m, 0, sizeof(m));
 	m.WidthInBytes = b->w, m.Height = b->H, m.Depth = b->D;
+	m.srcLOD = m.dstLOD = lod3;
 	if (dir == H2D) {
 		m.srcMemoryType = HOST, m.srcHost = h;
 		m.srcPitch = b->hp, m.srcHeight = b->hh;
@@ -410,6 +412,14 @@ static int mode_3d_odd(void)
 	struct box c = {1000, 700, 12, 1040, 705, 8, 3, 1, 1024, 700, 16, 0, 1};
 	both3(D3, &c, s, 41);
 	both3(D3_SYNC, &c, NULL, 42);
+	return 0;
+}
+
+/* Passed through: a LOD not 0 (the fake ignores it). */
+static int mode_3d_lod(void)
+{
+	lod3 = 1;
+	both3(D3, &B3, NULL, 43);
 	return 0;
 }
 
@@ -532,6 +542,7 @@ int main(int argc, char **argv)
 	    {"3d_async", mode_3d_async}, {"3d_sync", mode_3d_sync},
 	    {"3d_odd", mode_3d_odd}, {"3d_order", mode_3d_order},
 	    {"3d_error", mode_3d_error}, {"3d_array", mode_3d_array},
+	    {"3d_lod", mode_3d_lod},
 	};
 	return staged_main("staged2d", argc, argv, modes);
 }

@@ -16,7 +16,7 @@
 # that size (VIOLATION pageable-copy); FAKE_CUDA_FAIL on the staged 2D
 # DMAs.  Must hold: with staging on, no flag for the staged forms (a
 # library that passes 3D copies through is flagged); where hostpin must
-# pass a 3D copy through (an array on one side, below HOSTPIN_STAGE_MIN,
+# pass a 3D copy through (an array on one side, a LOD, below HOSTPIN_STAGE_MIN,
 # HOSTPIN_STAGE=0) a flag, with the data still right.
 S3_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged2d staged2d.c $S3_FLAGS || true
@@ -25,7 +25,7 @@ build staged2d staged2d.c $S3_FLAGS || true
 s3d() { staged_case "staged 3D" staged2d "$@"; }
 if [ -x "$B/staged2d" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
-for m in 3d_async 3d_sync 3d_odd 3d_order 3d_array; do
+for m in 3d_async 3d_sync 3d_odd 3d_order 3d_array 3d_lod; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged2d" $m 2>&1) ||
 		bad "staged2d $m fails without hostpin: $out"
 done
@@ -53,6 +53,7 @@ echo "$STAGE_OUT" | grep -q "staged copies 8 (" &&
 	bad "staged 3D: report: $(echo "$STAGE_OUT" | grep 'staged copies')"
 # passed through unchanged, data right
 s3d "a 3D copy into an array passes through" through -- 3d_array
+s3d "a 3D copy with a LOD not 0 passes through" through -- 3d_lod
 s3d "3D copies below HOSTPIN_STAGE_MIN pass through" through HOSTPIN_STAGE_MIN=32M -- 3d_async
 s3d "HOSTPIN_STAGE=0: 3D copies pass through" through HOSTPIN_STAGE=0 -- 3d_sync
 fi
