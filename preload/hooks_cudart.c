@@ -210,6 +210,44 @@ static int stage_kind_2d(const hp_copy_t *c, void *dst, size_t dp,
 		return 0;                                                     \
 	}
 
+/* A 3D copy whose kind names its direction, between pitched pointers (no
+ * array): the driver's descriptor (positions and the extent's width in
+ * bytes, a pitched pointer's ysize its slice height), staged slice by
+ * slice (stage.c).  Errors as stage_kind. */
+static int stage_kind_3d(const hp_copy_t *c, const hp_cudaMemcpy3DParms *p,
+			 hp_cudaStream_t s, int ptsz, int sync)
+{
+	if (p == NULL || p->srcArray || p->dstArray ||
+	    (p->kind != HP_cudaMemcpyHostToDevice &&
+	     p->kind != HP_cudaMemcpyDeviceToHost))
+		return 0;
+	int htod = p->kind == HP_cudaMemcpyHostToDevice;
+	hp_CUDA_MEMCPY3D q;
+	memset(&q, 0, sizeof(q));
+	q.srcXInBytes = p->srcPos.x, q.srcY = p->srcPos.y, q.srcZ = p->srcPos.z;
+	q.srcPitch = p->srcPtr.pitch, q.srcHeight = p->srcPtr.ysize;
+	q.dstXInBytes = p->dstPos.x, q.dstY = p->dstPos.y, q.dstZ = p->dstPos.z;
+	q.dstPitch = p->dstPtr.pitch, q.dstHeight = p->dstPtr.ysize;
+	q.WidthInBytes = p->extent.width, q.Height = p->extent.height;
+	q.Depth = p->extent.depth;
+	q.srcMemoryType = htod ? HP_CU_MEMORYTYPE_HOST : HP_CU_MEMORYTYPE_DEVICE;
+	q.dstMemoryType = htod ? HP_CU_MEMORYTYPE_DEVICE : HP_CU_MEMORYTYPE_HOST;
+	if (htod) {
+		q.srcHost = p->srcPtr.ptr;
+		q.dstDevice = (hp_CUdeviceptr)(uintptr_t)p->dstPtr.ptr;
+	} else {
+		q.srcDevice = (hp_CUdeviceptr)(uintptr_t)p->srcPtr.ptr;
+		q.dstHost = p->dstPtr.ptr;
+	}
+	int r = 0, k = hp_stage_3d(c, &q, s, ptsz, sync, &r);
+	return r == 0 ? k : 0;
+}
+#define STAGED_KIND_3D(sync)                                                  \
+	if (stage_kind_3d(&c_, p, s, ptsz, sync)) {                           \
+		hp_copy_sync_end(&c_, 1);                                     \
+		return 0;                                                     \
+	}
+
 HP_BODY hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 				 size_t n, hp_cudaMemcpyKind kind,
 				 hp_cudaStream_t s)
@@ -233,7 +271,8 @@ HP_BODY hp_cudaError_t copy3d_async(void *f, int ptsz,
 				   hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cudaMemcpy3DAsync_t, hp_cudaError_t, (p, s),
-		     host_3dparms(&c_, p), ASYNC_END)
+		     host_3dparms(&c_, p);
+		     STAGED_KIND_3D(0), ASYNC_END)
 }
 HP_BODY hp_cudaError_t copy3dpeer_async(void *f, int ptsz,
 				       const hp_cudaMemcpy3DPeerParms *p,
@@ -326,10 +365,13 @@ HP_BODY hp_cudaError_t copy2d_sync(void *f, int ptsz, void *dst, size_t dp,
 		     host_kind_2d(&c_, kind, dst, dp, src, sp, w, h);
 		     STAGED_KIND_2D(1), SYNC_END)
 }
-HP_BODY hp_cudaError_t copy3d_sync(void *f, const hp_cudaMemcpy3DParms *p)
+HP_BODY hp_cudaError_t copy3d_sync(void *f, int ptsz,
+				  const hp_cudaMemcpy3DParms *p)
 {
+	hp_cudaStream_t s = NULL; /* the legacy or per-thread default stream */
 	HP_COPY_BODY(f, hp_cudaMemcpy3D_t, hp_cudaError_t, (p),
-		     host_3dparms(&c_, p), SYNC_END)
+		     host_3dparms(&c_, p);
+		     STAGED_KIND_3D(1), SYNC_END)
 }
 HP_BODY hp_cudaError_t to_symbol_sync(void *f, const void *sym,
 				     const void *src, size_t n, size_t off,
@@ -667,12 +709,12 @@ HP_EXPORT hp_cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dp,
 
 HP_EXPORT hp_cudaError_t cudaMemcpy3D(const hp_cudaMemcpy3DParms *p)
 {
-	return copy3d_sync(NEXT(cudaMemcpy3D), p);
+	return copy3d_sync(NEXT(cudaMemcpy3D), 0, p);
 }
 
 HP_EXPORT hp_cudaError_t cudaMemcpy3D_ptds(const hp_cudaMemcpy3DParms *p)
 {
-	return copy3d_sync(NEXT(cudaMemcpy3D_ptds), p);
+	return copy3d_sync(NEXT(cudaMemcpy3D_ptds), 1, p);
 }
 
 HP_EXPORT hp_cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src,

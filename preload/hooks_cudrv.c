@@ -181,7 +181,9 @@ HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
 				hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DAsync_v2_t, hp_CUresult, (p, s),
-		     host_3d(&c_, p), ASYNC_END)
+		     host_3d(&c_, p);
+		     STAGED(hp_stage_3d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
+		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,
 				    const hp_CUDA_MEMCPY3D_PEER *p,
@@ -277,9 +279,13 @@ HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
 	HP_COPY_BODY(f, hp_cuMemcpy2DUnaligned_v2_t, hp_CUresult, (p),
 		     host_2d(&c_, p), SYNC_END)
 }
-HP_BODY hp_CUresult copy3d_sync(void *f, const hp_CUDA_MEMCPY3D *p)
+/* A 3D copy between pitched host memory and device memory is staged too,
+ * slice by slice (stage.c). */
+HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 {
-	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p), host_3d(&c_, p),
+	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p),
+		     host_3d(&c_, p);
+		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
@@ -948,22 +954,22 @@ static hp_CUresult lk_cuMemcpy2DUnaligned_v2_ptds(const hp_CUDA_MEMCPY2D *p)
 
 HP_EXPORT hp_CUresult cuMemcpy3D_v2(const hp_CUDA_MEMCPY3D *p)
 {
-	return copy3d_sync(NEXT(cuMemcpy3D_v2), p);
+	return copy3d_sync(NEXT(cuMemcpy3D_v2), 0, p);
 }
 
 static hp_CUresult lk_cuMemcpy3D_v2(const hp_CUDA_MEMCPY3D *p)
 {
-	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2), p);
+	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2), 0, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
 {
-	return copy3d_sync(NEXT(cuMemcpy3D_v2_ptds), p);
+	return copy3d_sync(NEXT(cuMemcpy3D_v2_ptds), 1, p);
 }
 
 static hp_CUresult lk_cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
 {
-	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2_ptds), p);
+	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2_ptds), 1, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,

@@ -33,6 +33,15 @@ HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
  * no cuMemcpy2DAsync_v2).  Arguments as above. */
 HP_HIDDEN int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 			  hp_cudaStream_t s, int ptsz, int sync, int *res);
+/* A 3D copy (CUDA_MEMCPY3D) between pitched host memory and device memory:
+ * its Depth slices staged as 2D copies in one hold of the ring, their
+ * chunks pipelined across slices (a chunk spans slices when the device
+ * side's follow each other: dstHeight or srcHeight == Height).  Passed through
+ * (0) as a 2D copy is, and: a LOD or reserved field not 0, a depth of 0,
+ * a slice height below Height with a depth over 1, or a Z with a slice
+ * height of 0.  Arguments as above. */
+HP_HIDDEN int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
+			  hp_cudaStream_t s, int ptsz, int sync, int *res);
 
 /* register.c: the block the registration thread is registering, piece by
  * piece.  For a copy through record r of [a, a+n): 0 if r is not that

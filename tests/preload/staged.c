@@ -11,24 +11,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tp.h"
+#include "staged_common.h"
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef struct CUctx_st *CUcontext;
-CUresult cuInit(unsigned);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, int);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
-CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t,
 				   CUstream);
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *, CUdeviceptr, size_t, CUstream);
@@ -36,61 +24,17 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2_ptds(void *, CUdeviceptr, size_t);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, void **);
-CUresult cuCtxSynchronize(void);
 CUresult cuDevicePrimaryCtxReset_v2(int);
 int fake_cuda_capture_broken(void);
 int fake_cuda_is_registered(const void *, size_t);
 void fake_cuda_open_gate(void);
 void fake_cuda_open_gate_once(void);
 int fake_cuda_gate_waiters(void);
-typedef int cudaError_t;
 cudaError_t cudaSetDevice(int);
 cudaError_t cudaMemcpy(void *, const void *, size_t, int);
 cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, CUstream);
-enum { H2D = 1, D2H = 2 };
-
-#define MB ((size_t)1 << 20)
-static CUcontext ctx;
-
-static void fill(void *p, size_t n, unsigned seed)
-{
-	uint32_t *w = p;
-	for (size_t i = 0; i < n / 4; i++)
-		w[i] = seed * 2654435761u + (uint32_t)i;
-}
-
-static int same(const void *p, size_t n, unsigned seed)
-{
-	const uint32_t *w = p;
-	for (size_t i = 0; i < n / 4; i++)
-		if (w[i] != seed * 2654435761u + (uint32_t)i) {
-			fprintf(stderr, "word %zu differs (seed %u)\n", i, seed);
-			return 0;
-		}
-	return 1;
-}
-
-static CUdeviceptr dev(size_t n)
-{
-	CUdeviceptr d = 0;
-	CHECK(cuMemAlloc_v2(&d, n) == 0);
-	return d;
-}
-#define D(d) ((void *)(uintptr_t)(d))
-
-/* Memory hostpin does not own: below HOSTPIN_THRESHOLD (the case sets it
- * high), straight from the kernel. */
-static void *plain(size_t n)
-{
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(p != MAP_FAILED);
-	return p;
-}
 
 /* H2D async, source overwritten at once; then D2H async into fresh memory,
  * checked before any synchronisation. */
@@ -691,15 +635,7 @@ static int mode_chunks_fail(void)
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IONBF, 0);
-	CHECK(argc == 2);
-	CHECK(cuInit(0) == 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	static const struct {
-		const char *name;
-		int (*fn)(void);
-	} modes[] = {
+	static const struct staged_mode modes[] = {
 	    {"basic", mode_basic},     {"bigger", mode_bigger},
 	    {"order", mode_order},     {"two_streams", mode_two_streams},
 	    {"threads", mode_threads}, {"sync", mode_sync},
@@ -711,14 +647,5 @@ int main(int argc, char **argv)
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
 	};
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (strcmp(argv[1], modes[i].name) == 0) {
-			int r = modes[i].fn();
-			CHECK(cuCtxSynchronize() == 0);
-			if (r == 0)
-				printf("staged %s: ok\n", argv[1]);
-			return r;
-		}
-	fprintf(stderr, "unknown mode %s\n", argv[1]);
-	return 2;
+	return staged_main("staged", argc, argv, modes);
 }

@@ -8,71 +8,41 @@
  * D2H's data is there on return; a synchronous H2D's data is on the device
  * on return.  Whether hostpin staged the copy or passed it through is the
  * case file's check, on the fake's log (FAKE_CUDA_NO_PAGEABLE). */
-#include <stdint.h>
-#include <sys/mman.h>
+#include "staged_common.h"
 
-#include "tp.h"
-
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUstream_st *CUstream;
-typedef struct CUctx_st *CUcontext;
-typedef struct {
-	size_t srcXInBytes, srcY;
-	int srcMemoryType;
-	const void *srcHost;
-	CUdeviceptr srcDevice;
-	void *srcArray;
-	size_t srcPitch;
-	size_t dstXInBytes, dstY;
-	int dstMemoryType;
-	void *dstHost;
-	CUdeviceptr dstDevice;
-	void *dstArray;
-	size_t dstPitch;
-	size_t WidthInBytes, Height;
-} M2D;
-typedef struct {
-	size_t srcXInBytes, srcY, srcZ, srcLOD;
-	int srcMemoryType;
-	const void *srcHost;
-	CUdeviceptr srcDevice;
-	void *srcArray;
-	void *reserved0;
-	size_t srcPitch, srcHeight;
-	size_t dstXInBytes, dstY, dstZ, dstLOD;
-	int dstMemoryType;
-	void *dstHost;
-	CUdeviceptr dstDevice;
-	void *dstArray;
-	void *reserved1;
-	size_t dstPitch, dstHeight;
-	size_t WidthInBytes, Height, Depth;
-} M3D;
-CUresult cuInit(unsigned);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *, int);
-CUresult cuCtxSetCurrent(CUcontext);
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuMemcpy2DAsync_v2_ptsz(const M2D *, CUstream);
 CUresult cuMemcpy2D_v2(const M2D *);
 CUresult cuMemcpy2D_v2_ptds(const M2D *);
 CUresult cuMemcpy2DUnaligned_v2(const M2D *);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
-CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
-CUresult cuStreamCreate(CUstream *, unsigned);
-CUresult cuStreamSynchronize(CUstream);
-CUresult cuCtxSynchronize(void);
-typedef int cudaError_t;
+CUresult cuMemcpy3DAsync_v2_ptsz(const M3D *, CUstream);
+CUresult cuMemcpy3D_v2(const M3D *);
+CUresult cuMemcpy3D_v2_ptds(const M3D *);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuArrayCreate_v2(void **, const void *);
 cudaError_t cudaMemcpy2D(void *, size_t, const void *, size_t, size_t, size_t,
 			 int);
 cudaError_t cudaMemcpy2DAsync(void *, size_t, const void *, size_t, size_t,
 			      size_t, int, CUstream);
-enum { H2D = 1, D2H = 2 };
-enum { HOST = 1, DEVICE = 2, UNIFIED = 4 };
-
-#define MB ((size_t)1 << 20)
-static CUcontext ctx;
+/* cudaMemcpy3DParms, cudaPitchedPtr, cudaPos, cudaExtent (no array here:
+ * positions and the extent's width in bytes) */
+struct pitched {
+	void *ptr;
+	size_t pitch, xsize, ysize;
+};
+struct parms3d {
+	void *srcArray;
+	size_t spos[3];
+	struct pitched src;
+	void *dstArray;
+	size_t dpos[3];
+	struct pitched dst;
+	size_t ext[3];
+	int kind;
+};
+cudaError_t cudaMemcpy3D(const struct parms3d *);
+cudaError_t cudaMemcpy3DAsync(const struct parms3d *, CUstream);
 
 static unsigned char pat(unsigned seed, size_t y, size_t x)
 {
@@ -82,21 +52,18 @@ static unsigned char pat(unsigned seed, size_t y, size_t x)
 	return (unsigned char)(h * 0x2C1B3C6Du >> 24);
 }
 
-/* A pitched buffer of rows*pitch bytes, every byte `bg`. */
-static unsigned char *plain(size_t n, int bg)
+/* n bytes of plain() host memory, or of device memory, every byte bg. */
+static unsigned char *hostbuf(size_t n, int bg)
 {
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(p != MAP_FAILED);
+	unsigned char *p = plain(n);
 	memset(p, bg, n);
 	return p;
 }
 static unsigned char *devbuf(size_t n, int bg)
 {
-	CUdeviceptr d = 0;
-	CHECK(cuMemAlloc_v2(&d, n) == 0);
-	memset((void *)(uintptr_t)d, bg, n); /* the fake's device memory */
-	return (unsigned char *)(uintptr_t)d;
+	unsigned char *p = D(dev(n));
+	memset(p, bg, n); /* the fake's device memory */
+	return p;
 }
 
 /* A rectangle w x H at (x, y) of a buffer of pitch p. */
@@ -191,7 +158,7 @@ static void both(enum api a, const struct rect *r, CUstream s, unsigned seed)
 	CUstream ws = a == DRV_PTSZ && !s ? (CUstream)0x2 : s;
 	size_t hl = (r->hy + r->H) * r->hp, dl = (r->dy + r->H) * r->dp;
 	/* H2D */
-	unsigned char *h = plain(hl, 0x11), *d = devbuf(dl, 0x5a);
+	unsigned char *h = hostbuf(hl, 0x11), *d = devbuf(dl, 0x5a);
 	put(h, r->hp, r->hx, r->hy, r, seed);
 	CHECK(issue(a, H2D, r, h, d, s) == 0);
 	if (synchronous(a)) /* complete on return */
@@ -202,7 +169,7 @@ static void both(enum api a, const struct rect *r, CUstream s, unsigned seed)
 	CHECK(holds(d, dl, r->dp, r->dx, r->dy, r, seed, 0x5a));
 	munmap(h, hl);
 	/* D2H: there on return, the bytes around the rectangle untouched */
-	h = plain(hl, 0x33), d = devbuf(dl, 0x44);
+	h = hostbuf(hl, 0x33), d = devbuf(dl, 0x44);
 	put(d, r->dp, r->dx, r->dy, r, seed + 1);
 	CHECK(issue(a, D2H, r, h, d, s) == 0);
 	CHECK(holds(h, hl, r->hp, r->hx, r->hy, r, seed + 1, 0x33));
@@ -285,32 +252,243 @@ static int mode_unaligned(void)
 	return 0;
 }
 
-/* Passed through: a 3D copy from pitched host memory (2 x 2000 rows of
- * 4000 bytes). */
-static int mode_3d(void)
+/* ---- 3D copies: Depth slices of H rows of w bytes ---- */
+struct box {
+	size_t w, H, D;
+	size_t hp, hh, hx, hy, hz; /* host side: pitch, slice height, position */
+	size_t dp, dh, dx, dy, dz; /* device side */
+};
+static size_t box_len(size_t p, size_t h, size_t z, const struct box *b)
 {
-	size_t w = 4000, H = 2000, D = 2, hp = 4096, hh = 2001, dp = 4224;
-	size_t hl = hp * hh * D, dl = dp * H * D;
-	unsigned char *h = plain(hl, 0x11), *d = devbuf(dl, 0x5a);
-	for (size_t z = 0; z < D; z++)
-		for (size_t y = 0; y < H; y++)
-			for (size_t x = 0; x < w; x++)
-				h[(z * hh + y) * hp + x] = pat(16, z * H + y, x);
+	return (z + b->D) * h * p;
+}
+static unsigned char pat3(unsigned seed, size_t z, size_t y, size_t x,
+			  const struct box *b)
+{
+	return pat(seed, z * b->H + y, x);
+}
+static void put3(unsigned char *m, size_t p, size_t h, size_t x, size_t y,
+		 size_t z, const struct box *b, unsigned seed)
+{
+	for (size_t k = 0; k < b->D; k++)
+		for (size_t i = 0; i < b->H; i++)
+			for (size_t j = 0; j < b->w; j++)
+				m[((z + k) * h + y + i) * p + x + j] =
+				    pat3(seed, k, i, j, b);
+}
+/* Every byte of m: the box's pattern inside, bg outside. */
+static int holds3(const unsigned char *m, size_t len, size_t p, size_t h,
+		  size_t x, size_t y, size_t z, const struct box *b,
+		  unsigned seed, int bg)
+{
+	for (size_t k = 0; k < len; k++) {
+		size_t sl = k / (p * h), i = k / p % h, j = k % p;
+		int in = sl >= z && sl < z + b->D && i >= y && i < y + b->H &&
+			 j >= x && j < x + b->w;
+		int want = in ? pat3(seed, sl - z, i - y, j - x, b) : bg;
+		if (m[k] != (unsigned char)want) {
+			fprintf(stderr, "byte %zu (slice %zu row %zu col %zu) "
+				"is %d, not %d\n", k, sl, i, j, m[k], want);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+enum api3 { D3, D3_PTSZ, D3_SYNC, D3_PTDS, R3, R3_SYNC };
+static size_t lod3; /* the driver forms' srcLOD and dstLOD */
+static int synchronous3(enum api3 a)
+{
+	return a == D3_SYNC || a == D3_PTDS || a == R3_SYNC;
+}
+static CUresult issue3(enum api3 a, int dir, const struct box *b,
+		       unsigned char *h, unsigned char *d, CUstream s)
+{
+	if (a == R3 || a == R3_SYNC) {
+		struct parms3d q;
+		memset(&q, 0, sizeof(q));
+		struct pitched hs = {h, b->hp, b->w, b->hh};
+		struct pitched ds = {d, b->dp, b->w, b->dh};
+		size_t hpos[3] = {b->hx, b->hy, b->hz};
+		size_t dpos[3] = {b->dx, b->dy, b->dz};
+		q.src = dir == H2D ? hs : ds, q.dst = dir == H2D ? ds : hs;
+		memcpy(q.spos, dir == H2D ? hpos : dpos, sizeof(hpos));
+		memcpy(q.dpos, dir == H2D ? dpos : hpos, sizeof(hpos));
+		q.ext[0] = b->w, q.ext[1] = b->H, q.ext[2] = b->D;
+		q.kind = dir;
+		return a == R3 ? cudaMemcpy3DAsync(&q, s) : cudaMemcpy3D(&q);
+	}
 	M3D m;
 	memset(&m, 0, sizeof(m));
-	m.srcMemoryType = HOST, m.srcHost = h, m.srcPitch = hp;
-	m.srcHeight = hh;
-	m.dstMemoryType = DEVICE, m.dstDevice = (CUdeviceptr)(uintptr_t)d;
-	m.dstPitch = dp, m.dstHeight = H;
-	m.WidthInBytes = w, m.Height = H, m.Depth = D;
+	m.WidthInBytes = b->w, m.Height = b->H, m.Depth = b->D;
+	m.srcLOD = m.dstLOD = lod3;
+	if (dir == H2D) {
+		m.srcMemoryType = HOST, m.srcHost = h;
+		m.srcPitch = b->hp, m.srcHeight = b->hh;
+		m.srcXInBytes = b->hx, m.srcY = b->hy, m.srcZ = b->hz;
+		m.dstMemoryType = DEVICE, m.dstDevice = (CUdeviceptr)(uintptr_t)d;
+		m.dstPitch = b->dp, m.dstHeight = b->dh;
+		m.dstXInBytes = b->dx, m.dstY = b->dy, m.dstZ = b->dz;
+	} else {
+		m.srcMemoryType = DEVICE, m.srcDevice = (CUdeviceptr)(uintptr_t)d;
+		m.srcPitch = b->dp, m.srcHeight = b->dh;
+		m.srcXInBytes = b->dx, m.srcY = b->dy, m.srcZ = b->dz;
+		m.dstMemoryType = HOST, m.dstHost = h;
+		m.dstPitch = b->hp, m.dstHeight = b->hh;
+		m.dstXInBytes = b->hx, m.dstY = b->hy, m.dstZ = b->hz;
+	}
+	switch (a) {
+	case D3: return cuMemcpy3DAsync_v2(&m, s);
+	case D3_PTSZ: return cuMemcpy3DAsync_v2_ptsz(&m, s);
+	case D3_SYNC: return cuMemcpy3D_v2(&m);
+	case D3_PTDS: return cuMemcpy3D_v2_ptds(&m);
+	default: return -1;
+	}
+}
+
+/* One H2D then one D2H of box b through api a on stream s: the H2D's
+ * source overwritten right after the call, the D2H's data there on
+ * return, every byte of both buffers checked. */
+static void both3(enum api3 a, const struct box *b, CUstream s, unsigned seed)
+{
+	CUstream ws = a == D3_PTSZ && !s ? (CUstream)0x2 : s;
+	size_t hl = box_len(b->hp, b->hh, b->hz, b);
+	size_t dl = box_len(b->dp, b->dh, b->dz, b);
+	unsigned char *h = hostbuf(hl, 0x11), *d = devbuf(dl, 0x5a);
+	put3(h, b->hp, b->hh, b->hx, b->hy, b->hz, b, seed);
+	CHECK(issue3(a, H2D, b, h, d, s) == 0);
+	if (synchronous3(a)) /* complete on return */
+		CHECK(holds3(d, dl, b->dp, b->dh, b->dx, b->dy, b->dz, b, seed,
+			     0x5a));
+	memset(h, 0xee, hl); /* the source was staged: this changes nothing */
+	CHECK(cuStreamSynchronize(ws) == 0);
+	CHECK(cuCtxSynchronize() == 0);
+	CHECK(holds3(d, dl, b->dp, b->dh, b->dx, b->dy, b->dz, b, seed, 0x5a));
+	munmap(h, hl);
+	h = hostbuf(hl, 0x33), d = devbuf(dl, 0x44);
+	put3(d, b->dp, b->dh, b->dx, b->dy, b->dz, b, seed + 1);
+	CHECK(issue3(a, D2H, b, h, d, s) == 0);
+	CHECK(holds3(h, hl, b->hp, b->hh, b->hx, b->hy, b->hz, b, seed + 1,
+		     0x33)); /* there on return */
+	CHECK(cuStreamSynchronize(ws) == 0);
+	munmap(h, hl);
+}
+
+/* 12 slices of 700 rows of 1000 bytes (8.4 MB), a subregion on both sides:
+ * nonzero X, Y and Z, pitches wider than the rows, slice heights taller
+ * than the box. */
+static const struct box B3 = {1000, 700, 12, 1040, 705, 8, 3, 1,
+			      1024, 702, 16, 1, 2};
+
+static int mode_3d_async(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	both3(D3, &B3, s, 30);
+	both3(D3, &B3, NULL, 31); /* legacy default stream */
+	both3(D3_PTSZ, &B3, NULL, 32); /* per-thread default stream */
+	both3(R3, &B3, s, 33);
+	return 0;
+}
+
+static int mode_3d_sync(void)
+{
+	both3(D3_SYNC, &B3, NULL, 34);
+	both3(D3_PTDS, &B3, NULL, 35);
+	both3(R3_SYNC, &B3, NULL, 36);
+	return 0;
+}
+
+/* Device slices as tall as the box (hostpin's chunks then span slices):
+ * a width not a multiple of 4 with packed host rows and slices; and host
+ * slices taller than the box at X/Y/Z offsets. */
+static int mode_3d_odd(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	struct box b = {1001, 333, 13, 1001, 333, 0, 0, 0, 1009, 333, 3, 0, 1};
+	both3(D3, &b, s, 37);
+	both3(R3_SYNC, &b, NULL, 38);
+	struct box c = {1000, 700, 12, 1040, 705, 8, 3, 1, 1024, 700, 16, 0, 1};
+	both3(D3, &c, s, 41);
+	both3(D3_SYNC, &c, NULL, 42);
+	return 0;
+}
+
+/* Passed through: a LOD not 0 (the fake ignores it). */
+static int mode_3d_lod(void)
+{
+	lod3 = 1;
+	both3(D3, &B3, NULL, 43);
+	return 0;
+}
+
+/* Order on one stream: a small (unstaged) H2D before the staged 3D H2D
+ * and one after, then a small D2H (which returns after its stream ran)
+ * sees the three in that order. */
+static int mode_3d_order(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	/* device side packed: the box is the buffer's first w*H*D bytes */
+	struct box b = {1000, 700, 12, 1024, 700, 0, 0, 0, 1000, 700, 0, 0, 0};
+	size_t n = b.w * b.H * b.D, k = 4096, hl = box_len(b.hp, b.hh, 0, &b);
+	unsigned char *h = hostbuf(hl, 0), *d = devbuf(n, 0x5a);
+	unsigned char *before = hostbuf(2 * k, 1), *after = hostbuf(k, 3),
+		      *back = hostbuf(MB, 0);
+	put3(h, b.hp, b.hh, 0, 0, 0, &b, 39);
+	CHECK(cuMemcpyHtoDAsync_v2((CUdeviceptr)(uintptr_t)d, before, 2 * k,
+				   s) == 0);
+	CHECK(issue3(D3, H2D, &b, h, d, s) == 0);
+	memset(h, 0xee, hl);
+	CHECK(cuMemcpyHtoDAsync_v2((CUdeviceptr)(uintptr_t)d, after, k, s) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(back, (CUdeviceptr)(uintptr_t)d, MB, s) == 0);
+	for (size_t i = 0; i < MB; i++)
+		CHECK(back[i] == (i < k ? 3 : pat(39, i / b.w, i % b.w)));
+	CHECK(cuStreamSynchronize(s) == 0);
+	return 0;
+}
+
+/* An enqueue error mid-pipeline (the case makes the third
+ * cuMemcpy2DAsync_v2 fail, then the eighth: the fifth of the D2H, four
+ * slices in flight): each call's result. */
+static int mode_3d_error(void)
+{
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	size_t hl = box_len(B3.hp, B3.hh, B3.hz, &B3);
+	size_t dl = box_len(B3.dp, B3.dh, B3.dz, &B3);
+	unsigned char *h = hostbuf(hl, 1), *d = devbuf(dl, 2);
+	printf("htod %d\n", issue3(D3, H2D, &B3, h, d, s));
+	cuStreamSynchronize(s);
+	printf("dtoh %d\n", issue3(D3, D2H, &B3, h, d, s));
+	cuStreamSynchronize(s);
+	return 0;
+}
+
+/* Passed through: a 3D copy into an array (the fake's array: its memory
+ * first in the handle), data right. */
+static int mode_3d_array(void)
+{
+	struct box b = {1000, 700, 12, 1040, 705, 8, 3, 1, 1000, 700, 0, 0, 0};
+	struct { size_t w, h; int fmt; unsigned ch; } desc = {1000, 700 * 12, 8, 1};
+	void *arr = NULL;
+	CHECK(cuArrayCreate_v2(&arr, &desc) == 0);
+	unsigned char *mem = *(unsigned char **)arr;
+	size_t hl = box_len(b.hp, b.hh, b.hz, &b);
+	unsigned char *h = hostbuf(hl, 0x11);
+	put3(h, b.hp, b.hh, b.hx, b.hy, b.hz, &b, 40);
+	M3D m;
+	memset(&m, 0, sizeof(m));
+	m.srcMemoryType = HOST, m.srcHost = h, m.srcPitch = b.hp;
+	m.srcHeight = b.hh, m.srcXInBytes = b.hx, m.srcY = b.hy, m.srcZ = b.hz;
+	m.dstMemoryType = ARRAY, m.dstArray = arr;
+	m.dstPitch = b.w, m.dstHeight = b.H; /* the fake lays arrays out so */
+	m.WidthInBytes = b.w, m.Height = b.H, m.Depth = b.D;
 	CHECK(cuMemcpy3DAsync_v2(&m, NULL) == 0);
 	memset(h, 0xee, hl);
 	CHECK(cuStreamSynchronize(NULL) == 0);
-	for (size_t z = 0; z < D; z++)
-		for (size_t y = 0; y < H; y++)
-			for (size_t x = 0; x < w; x++)
-				CHECK(d[(z * H + y) * dp + x] ==
-				      pat(16, z * H + y, x));
+	CHECK(holds3(mem, b.w * b.H * b.D, b.w, b.H, 0, 0, 0, &b, 40, 0));
 	return 0;
 }
 
@@ -324,8 +502,8 @@ static int mode_order(void)
 	CHECK(cuStreamCreate(&s, 0) == 0);
 	struct rect r = {4000, 2000, 4096, 0, 0, 4000, 0, 0};
 	size_t n = r.w * r.H;
-	unsigned char *h = plain(n + 4096 * 2000, 0),
-		      *d = devbuf(n, 0x5a), *back = plain(n, 0);
+	unsigned char *h = hostbuf(n + 4096 * 2000, 0),
+		      *d = devbuf(n, 0x5a), *back = hostbuf(n, 0);
 	put(h, r.hp, 0, 0, &r, 17);
 	CHECK(issue(DRV, H2D, &r, h, d, s) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(back, (CUdeviceptr)(uintptr_t)d, MB,
@@ -345,7 +523,7 @@ static int mode_error(void)
 	CHECK(cuStreamCreate(&s, 0) == 0);
 	struct rect r = {3001, 30000, 3077, 7, 2, 3200, 11, 3};
 	size_t hl = (r.hy + r.H) * r.hp, dl = (r.dy + r.H) * r.dp;
-	unsigned char *h = plain(hl, 1), *d = devbuf(dl, 2);
+	unsigned char *h = hostbuf(hl, 1), *d = devbuf(dl, 2);
 	printf("htod %d\n", issue(DRV, H2D, &r, h, d, s));
 	cuStreamSynchronize(s);
 	printf("dtoh %d\n", issue(DRV, D2H, &r, h, d, s));
@@ -355,29 +533,16 @@ static int mode_error(void)
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IONBF, 0);
-	CHECK(argc == 2);
-	CHECK(cuInit(0) == 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	static const struct {
-		const char *name;
-		int (*fn)(void);
-	} modes[] = {
+	static const struct staged_mode modes[] = {
 	    {"async", mode_async}, {"sync", mode_sync},
 	    {"odd", mode_odd},     {"big", mode_big},
 	    {"unified", mode_unified}, {"wide", mode_wide},
-	    {"unaligned", mode_unaligned}, {"3d", mode_3d},
+	    {"unaligned", mode_unaligned},
 	    {"order", mode_order}, {"error", mode_error},
+	    {"3d_async", mode_3d_async}, {"3d_sync", mode_3d_sync},
+	    {"3d_odd", mode_3d_odd}, {"3d_order", mode_3d_order},
+	    {"3d_error", mode_3d_error}, {"3d_array", mode_3d_array},
+	    {"3d_lod", mode_3d_lod},
 	};
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (strcmp(argv[1], modes[i].name) == 0) {
-			int r = modes[i].fn();
-			CHECK(cuCtxSynchronize() == 0);
-			if (r == 0)
-				printf("staged2d %s: ok\n", argv[1]);
-			return r;
-		}
-	fprintf(stderr, "unknown mode %s\n", argv[1]);
-	return 2;
+	return staged_main("staged2d", argc, argv, modes);
 }

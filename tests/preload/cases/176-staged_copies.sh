@@ -14,36 +14,9 @@
 # must be some, and only those.
 F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged staged.c $F_FLAGS || true
-NOPAGE=FAKE_CUDA_NO_PAGEABLE=4194304
-# stage NAME WANT(staged|through) ENV... -- MODE
-stage() {
-	local name=$1 want=$2; shift 2
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	local log out rc why=""
-	log=$(mktemp)
-	out=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=256M $NOPAGE \
-		FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/staged" "$@" 2>&1); rc=$?
-	STAGE_OUT=$out STAGE_LOG=$(cat "$log")
-	[ $rc -eq 0 ] || why="$why rc=$rc"
-	echo "$out" | grep -q "staged $1: ok" || why="$why no-ok-line"
-	local pv ov
-	pv=$(grep -c "VIOLATION pageable-copy" "$log")
-	ov=$(grep VIOLATION "$log" | grep -vc "pageable-copy")
-	[ "$ov" = 0 ] || why="$why $(grep VIOLATION "$log" | grep -v pageable-copy | head -2)"
-	if [ "$want" = staged ]; then
-		[ "$pv" = 0 ] || why="$why pageable-copies-reached-the-driver:$pv"
-	else
-		[ "$pv" -gt 0 ] || why="$why not-passed-through"
-	fi
-	grep -q OVERLAP "$log" && why="$why overlapping-registration"
-	grep -q CTXCREATE "$log" && why="$why context-created"
-	# every registration released at exit (the ring's included)
-	grep -q "EXIT live=0\$" "$log" || why="$why $(grep EXIT "$log" | head -1)"
-	if [ -z "$why" ]; then ok "staged: $name"
-	else bad "staged: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
-	rm -f "$log"
-}
+. ./staged_lib.sh
+# stage NAME WANT(staged|through) ENV... -- MODE (staged_lib.sh)
+stage() { staged_case staged staged "$@"; }
 if [ -x "$B/staged" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
 for m in basic bigger order two_streams threads sync sources capture fork reset; do

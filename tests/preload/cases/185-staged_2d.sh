@@ -12,41 +12,16 @@
 # call whose pageable host bytes (all rows of a 2D/3D copy together) reach
 # that size (VIOLATION pageable-copy).  Must hold: with staging on, none
 # for the staged forms (i5's library passes every 2D copy through: flagged);
-# where hostpin must pass a copy through (3D, rows wider than a slot,
+# where hostpin must pass a copy through (rows wider than a slot,
 # cuMemcpy2DUnaligned, HOSTPIN_STAGE=0) some, with the data still right.
 S2_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged2d staged2d.c $S2_FLAGS || true
-# s2d NAME WANT(staged|through) ENV... -- MODE
-s2d() {
-	local name=$1 want=$2; shift 2
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	local log out rc why=""
-	log=$(mktemp)
-	out=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=256M \
-		FAKE_CUDA_NO_PAGEABLE=4194304 FAKE_CUDA_LOG="$log" "${envs[@]}" \
-		"$B/staged2d" "$@" 2>&1); rc=$?
-	S2_OUT=$out
-	[ $rc -eq 0 ] || why="$why rc=$rc"
-	echo "$out" | grep -q "staged2d $1: ok" || why="$why no-ok-line"
-	local pv ov
-	pv=$(grep -c "VIOLATION pageable-copy" "$log")
-	ov=$(grep VIOLATION "$log" | grep -vc "pageable-copy")
-	[ "$ov" = 0 ] || why="$why $(grep VIOLATION "$log" | grep -v pageable-copy | head -2)"
-	if [ "$want" = staged ]; then
-		[ "$pv" = 0 ] || why="$why pageable-2D-copies-reached-the-driver:$pv"
-	else
-		[ "$pv" -gt 0 ] || why="$why not-passed-through"
-	fi
-	grep -q CTXCREATE "$log" && why="$why context-created"
-	grep -q "EXIT live=0\$" "$log" || why="$why $(grep EXIT "$log" | head -1)"
-	if [ -z "$why" ]; then ok "staged 2D: $name"
-	else bad "staged 2D: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
-	rm -f "$log"
-}
+. ./staged_lib.sh
+# s2d NAME WANT(staged|through) ENV... -- MODE (staged_lib.sh)
+s2d() { staged_case "staged 2D" staged2d "$@"; S2_OUT=$STAGE_OUT; }
 if [ -x "$B/staged2d" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
-for m in async sync odd big unified wide unaligned 3d order; do
+for m in async sync odd big unified wide unaligned order; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged2d" $m 2>&1) ||
 		bad "staged2d $m fails without hostpin: $out"
 done
@@ -74,6 +49,5 @@ echo "$S2_OUT" | grep -q "staged copies 8 (" &&
 s2d "rows wider than a slot pass through" through \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- wide
 s2d "cuMemcpy2DUnaligned passes through" through -- unaligned
-s2d "3D copies pass through" through -- 3d
 s2d "HOSTPIN_STAGE=0: 2D copies pass through" through HOSTPIN_STAGE=0 -- async
 fi
