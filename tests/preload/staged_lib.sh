@@ -1,12 +1,12 @@
-# Sourced by the staged-copy cases (176-staged_copies.sh, 185-staged_2d.sh):
+# Sourced by the staged-copy cases (176, 184, 185, 187, 188):
 # one run of a staged-copy program under hostpin, judged on its output and
 # the fake driver's log.
-# staged_case LABEL PROG NAME WANT(staged|through) ENV... -- MODE
+# staged_case LABEL PROG NAME WANT(staged|through|any) ENV... -- MODE
 # Runs $B/PROG MODE with HOSTPIN_CACHE=0, HOSTPIN_THRESHOLD=256M and
 # FAKE_CUDA_NO_PAGEABLE=4194304 (ENV... may override them); sets STAGE_OUT
 # (its output) and STAGE_LOG (the fake's log).  Must hold: exit 0, the line
 # "PROG MODE: ok", no VIOLATION but pageable-copy ones, none of those when
-# WANT is staged and some when it is through, no overlapping registration,
+# WANT is staged and some when it is through (any: either), no overlapping registration,
 # no context of hostpin's own, every registration released at exit.
 staged_case() {
 	local label=$1 prog=$2 name=$3 want=$4; shift 4
@@ -26,7 +26,7 @@ staged_case() {
 	[ "$ov" = 0 ] || why="$why $(echo "$STAGE_LOG" | grep VIOLATION | grep -v pageable-copy | head -2)"
 	if [ "$want" = staged ]; then
 		[ "$pv" = 0 ] || why="$why pageable-copies-reached-the-driver:$pv"
-	else
+	elif [ "$want" = through ]; then
 		[ "$pv" -gt 0 ] || why="$why not-passed-through"
 	fi
 	echo "$STAGE_LOG" | grep -q OVERLAP && why="$why overlapping-registration"

@@ -11,27 +11,17 @@
 F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged staged.c $F_FLAGS || true
 GATE=FAKE_CUDA_REGISTER_GATE=100663296
-# bg NAME ENV... -- MODE: runs staged MODE; sets BG_OUT, BG_LOG; checks
-# the exit status, the ok line, no violation but those listed in
-# BG_ALLOW, every registration released at exit.
+. ./staged_lib.sh
+# bg NAME ENV... -- MODE: staged_case (staged_lib.sh) with a 24 MiB
+# threshold; no pageable pointer may reach the fake unless BG_ALLOW is
+# "pageable-copy" (sets BG_OUT, BG_LOG).
 bg() {
+	local want=staged
+	[ "${BG_ALLOW:-}" = pageable-copy ] && want=any
 	local name=$1; shift
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	local log rc why=""
-	log=$(mktemp)
-	BG_OUT=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=24M \
-		FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/staged" "$@" 2>&1); rc=$?
-	BG_LOG=$(cat "$log"); rm -f "$log"
-	[ $rc -eq 0 ] || why="$why rc=$rc"
-	echo "$BG_OUT" | grep -q "staged $1: ok" || why="$why no-ok-line"
-	local v
-	v=$(echo "$BG_LOG" | grep VIOLATION | grep -v "${BG_ALLOW:-^$}" | head -2)
-	[ -z "$v" ] || why="$why $v"
-	echo "$BG_LOG" | grep -q OVERLAP && why="$why overlapping-registration"
-	echo "$BG_LOG" | grep -q "EXIT live=0\$" || why="$why $(echo "$BG_LOG" | grep EXIT | head -1)"
-	if [ -z "$why" ]; then ok "background registration: $name"
-	else bad "background registration: $name:$why"; echo "$BG_OUT" | tail -4 | sed 's/^/    /'; fi
+	staged_case "background registration" staged "$name" $want \
+		HOSTPIN_THRESHOLD=24M "$@"
+	BG_OUT=$STAGE_OUT BG_LOG=$STAGE_LOG
 }
 if [ -x "$B/staged" ]; then
 bg "the copy that earns registration returns while the registration is held; copies staged meanwhile, direct after" \

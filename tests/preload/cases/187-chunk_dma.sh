@@ -11,29 +11,16 @@
 # program, not by timing.
 F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged staged.c $F_FLAGS || true
-# cd_run NAME ENV... -- MODE: runs staged MODE; sets CD_OUT, CD_LOG; checks
-# the exit status, the ok line, no VIOLATION, no overlapping registration,
-# every registration released at exit.
+. ./staged_lib.sh
+# cd_run NAME ENV... -- MODE: staged_case (staged_lib.sh) with the
+# settings above; no pageable pointer may reach the fake (sets CD_OUT,
+# CD_LOG).
 cd_run() {
 	local name=$1; shift
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	local log rc why=""
-	log=$(mktemp)
-	CD_OUT=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=24M \
+	staged_case "chunk DMA" staged "$name" staged HOSTPIN_THRESHOLD=24M \
 		HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
-		FAKE_CUDA_REGISTER_GATE=8388608 FAKE_CUDA_NO_PAGEABLE=4194304 \
-		HOSTPIN_STATS=1 FAKE_CUDA_LOG="$log" "${envs[@]}" "$B/staged" "$@" 2>&1); rc=$?
-	CD_LOG=$(cat "$log"); rm -f "$log"
-	[ $rc -eq 0 ] || why="$why rc=$rc"
-	echo "$CD_OUT" | grep -q "staged $1: ok" || why="$why no-ok-line"
-	local v
-	v=$(echo "$CD_LOG" | grep VIOLATION | head -2)
-	[ -z "$v" ] || why="$why $v"
-	echo "$CD_LOG" | grep -q OVERLAP && why="$why overlapping-registration"
-	echo "$CD_LOG" | grep -q "EXIT live=0\$" || why="$why $(echo "$CD_LOG" | grep EXIT | head -1)"
-	if [ -z "$why" ]; then ok "chunk DMA: $name"
-	else bad "chunk DMA: $name:$why"; echo "$CD_OUT" | tail -4 | sed 's/^/    /'; fi
+		FAKE_CUDA_REGISTER_GATE=8388608 HOSTPIN_STATS=1 "$@"
+	CD_OUT=$STAGE_OUT CD_LOG=$STAGE_LOG
 }
 if [ -x "$B/staged" ]; then
 # Must hold: with the first 8 MiB piece registered and the second held,
