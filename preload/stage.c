@@ -13,9 +13,13 @@
  *
  * The copy threads (HOSTPIN_STAGE_THREADS, the calling thread counted)
  * copy each chunk into or out of its slot together, pipelined against the
- * DMA of the other slots; a copy holds the whole ring (copies of several
- * program threads are staged one after the other).  Driver calls
- * go through the backend contract (backend_cuda.c). */
+ * DMA of the other slots.  There is one ring per direction, each half of
+ * HOSTPIN_STAGE_BUFFER, made at the first copy staged that way (the pinned
+ * memory of both is what one ring had): an H2D and a D2H copy of two program
+ * threads are staged at once (the link carries both directions at full
+ * rate); a copy holds its direction's ring, so two copies the same way
+ * are staged one after the other.  Driver calls go through the backend
+ * contract (backend_cuda.c). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -40,7 +44,8 @@ void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
 	*ring_bytes = atomic_load_explicit(&st_ring, memory_order_relaxed);
 }
 
-static struct {
+/* The rings: [0] H2D, [1] D2H. */
+struct ring {
 	pthread_mutex_t mu;
 	int state; /* 0: not made yet; 1: ready; -1: could not be made */
 	char *base;
@@ -50,7 +55,9 @@ static struct {
 	unsigned epoch; /* hp_cuda_ctx_epoch then */
 	void *ev[SLOTS];
 	int used[SLOTS]; /* ev[i] recorded after slot i's last DMA */
-} ring = {.mu = PTHREAD_MUTEX_INITIALIZER};
+};
+static struct ring rings[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER},
+			       {.mu = PTHREAD_MUTEX_INITIALIZER}};
 
 int hp_stage_on(void)
 {
@@ -67,8 +74,8 @@ int hp_stage_on(void)
  * The threads that copy into and out of the ring, the calling thread
  * counted: each chunk's memcpy is split in parts that the calling thread
  * and the helpers take (a 2D copy's rows: parts of whole rows), and the
- * chunk is done when every part is.  One job
- * at a time (the ring's lock is held).  Helpers are started the first time
+ * chunk is done when every part is.  One job at a time (busy): a copy
+ * staged the other way meanwhile copies its chunks alone.  Helpers are started the first time
  * staging is used, block every signal (invariant 11), and live as long as
  * the process; a forked child stages nothing and so never needs them. */
 #define MAX_HELPERS 63
@@ -76,7 +83,7 @@ int hp_stage_on(void)
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
-	int helpers;
+	int helpers, busy;
 	unsigned gen; /* the job's number */
 	char *dst;
 	const char *src;
@@ -123,7 +130,7 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-/* Under ring.mu, once: start the helpers (HOSTPIN_STAGE_THREADS - 1; by
+/* Once: start the helpers (HOSTPIN_STAGE_THREADS - 1; by
  * default min(2, CPUs the process may use) - 1). */
 static void pool_start(void)
 {
@@ -150,11 +157,13 @@ static void pool_run(void)
 {
 	pool.parts = (int)((pool.len + pool.part - 1) / pool.part);
 	pool.next = 0, pool.left = pool.parts;
+	pool.busy = 1;
 	pool.gen++;
 	pthread_cond_broadcast(&pool.go);
 	pool_take();
 	while (pool.left > 0)
 		pthread_cond_wait(&pool.done, &pool.mu);
+	pool.busy = 0;
 	pthread_mutex_unlock(&pool.mu);
 }
 
@@ -163,7 +172,7 @@ static void pcopy(void *dst, const void *src, size_t len)
 {
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
-	if (parts == 1 || len < 2 * PART_MIN) {
+	if (parts == 1 || pool.busy || len < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
 		memcpy(dst, src, len);
 		return;
@@ -186,7 +195,7 @@ static void pcopy_rows(char *dst, size_t dp, const char *src, size_t sp,
 	}
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
-	if (parts == 1 || rows < 2 || rows * w < 2 * PART_MIN) {
+	if (parts == 1 || pool.busy || rows < 2 || rows * w < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
 		for (size_t i = 0; i < rows; i++)
 			memcpy(dst + i * dp, src + i * sp, w);
@@ -198,52 +207,72 @@ static void pcopy_rows(char *dst, size_t dp, const char *src, size_t sp,
 	pool_run();
 }
 
-static int slot_free(int k);
+static int slot_free(struct ring *R, int k);
 
 /* At exit, before any library's destructor (atexit runs this before the
  * handlers the driver and runtime registered earlier): the ring's last
  * DMAs are waited for and its registration released, so the driver sees
  * every registration of hostpin's released.  Skipped while a copy holds
  * the ring (another thread still copying at exit). */
-static void ring_exit(void)
+static void ring_exit_one(struct ring *R)
 {
-	if (hp_in_child || pthread_mutex_trylock(&ring.mu) != 0)
+	if (pthread_mutex_trylock(&R->mu) != 0)
 		return;
-	if (ring.state > 0 && hp_capture_enter()) {
+	if (R->state > 0 && hp_capture_enter()) {
 		for (int i = 0; i < SLOTS; i++)
-			slot_free(i);
+			slot_free(R, i);
 		hp_capture_leave();
-		if (hp_cuda_ring_unregister(ring.base) == 0) {
-			ring.state = -1; /* not used again */
-			HP_CTR_SUB(ring_bytes, ring.len);
+		if (hp_cuda_ring_unregister(R->base) == 0) {
+			R->state = -1; /* not used again */
+			HP_CTR_SUB(ring_bytes, R->len);
 		}
 	}
-	pthread_mutex_unlock(&ring.mu);
+	pthread_mutex_unlock(&R->mu);
 }
 
-/* Under ring.mu: make the ring once: its events, then its mapping,
- * registered through the context current on this thread.  1 if ready. */
-static int ring_ready(uintptr_t ctx)
+static void ring_exit(void)
 {
-	if (ring.state > 0 && ring.epoch != hp_cuda_ctx_epoch()) {
+	if (hp_in_child)
+		return;
+	ring_exit_one(&rings[0]);
+	ring_exit_one(&rings[1]);
+}
+
+/* Once, at the first ring made: the exit hook, the copy threads. */
+static void rings_first(void)
+{
+	if (atexit(ring_exit) != 0)
+		hp_log(HP_LOG_WARN, "staging: no exit hook: the rings stay "
+		       "registered at exit");
+	pool_start();
+}
+
+/* Under R->mu: make the ring R once: its events, then its mapping,
+ * registered through the context current on this thread.  1 if ready. */
+static int ring_ready(struct ring *R, uintptr_t ctx)
+{
+	if (R->state > 0 && R->epoch != hp_cuda_ctx_epoch()) {
 		/* A context ended (perhaps the ring's: its registration and
 		 * events died with it, and no DMA of it runs) or the driver
 		 * was unloaded: made again, through the context current now.
 		 * Its events are not destroyed (they may be dead). */
 		for (int i = 0; i < SLOTS; i++)
-			slot_free(i); /* an error: its context ended */
-		if (hp_cuda_ring_unregister(ring.base) != 0)
+			slot_free(R, i); /* an error: its context ended */
+		if (hp_cuda_ring_unregister(R->base) != 0)
 			hp_log(HP_LOG_INFO, "staging ring: its context ended; "
 			       "made again");
-		hp_real.munmap(ring.base, ring.len);
-		HP_CTR_SUB(ring_bytes, ring.len);
+		hp_real.munmap(R->base, R->len);
+		HP_CTR_SUB(ring_bytes, R->len);
+		atomic_fetch_sub_explicit(&st_ring, R->len,
+					  memory_order_relaxed);
 		for (int i = 0; i < SLOTS; i++)
-			ring.ev[i] = NULL, ring.used[i] = 0;
-		ring.state = 0;
+			R->ev[i] = NULL, R->used[i] = 0;
+		R->state = 0;
 	}
-	if (ring.state)
-		return ring.state > 0 && ring.ctx == ctx;
-	size_t len = (size_t)hp_opt[HP_OPT_STAGE_BUFFER];
+	if (R->state)
+		return R->state > 0 && R->ctx == ctx;
+	/* HOSTPIN_STAGE_BUFFER: both rings together */
+	size_t len = (size_t)hp_opt[HP_OPT_STAGE_BUFFER] / 2;
 	size_t slot = (len / SLOTS) & ~(size_t)(HP_PAGE_SIZE - 1);
 	if (slot < HP_PAGE_SIZE)
 		slot = HP_PAGE_SIZE;
@@ -253,8 +282,8 @@ static int ring_ready(uintptr_t ctx)
 	int r = 0;
 	char *b = MAP_FAILED;
 	for (int i = 0; r == 0 && i < SLOTS; i++)
-		if (ring.ev[i] == NULL)
-			r = hp_cuda_event_new(&ring.ev[i]);
+		if (R->ev[i] == NULL)
+			r = hp_cuda_event_new(&R->ev[i]);
 	int reserved = 0;
 	if (r == 0) {
 		/* pinned memory: under the caps with the blocks', in
@@ -280,24 +309,25 @@ static int ring_ready(uintptr_t ctx)
 	if (r != 0 && reserved)
 		HP_CTR_SUB(ring_bytes, len);
 	if (r != 0) {
-		/* said once: the state is sticky */
-		hp_log(HP_LOG_WARN, "the staging ring (%zu bytes) could not be "
-		       "%s (%d): large copies from unregistered memory go to "
-		       "the driver as they are", len, what, r);
-		ring.state = -1;
+		/* said once (the state is sticky; the other direction's
+		 * ring, if refused too, is said at info level) */
+		static _Atomic int said;
+		hp_log(atomic_exchange(&said, 1) ? HP_LOG_INFO : HP_LOG_WARN,
+		       "the staging ring (%s, %zu bytes) could not be %s (%d): "
+		       "large copies from unregistered memory go to the "
+		       "driver as they are", R == &rings[0] ? "H2D" : "D2H",
+		       len, what, r);
+		R->state = -1;
 		return 0;
 	}
-	ring.base = b, ring.slot = slot, ring.len = len;
-	ring.ctx = ctx, ring.epoch = epoch;
-	atomic_store_explicit(&st_ring, len, memory_order_relaxed);
-	static int exit_hook, threads;
-	if (!exit_hook)
-		exit_hook = atexit(ring_exit) == 0;
-	if (!threads++)
-		pool_start();
-	hp_log(HP_LOG_INFO, "staging ring: %d slots of %zu bytes, registered",
-	       SLOTS, slot);
-	ring.state = 1;
+	R->base = b, R->slot = slot, R->len = len;
+	R->ctx = ctx, R->epoch = epoch;
+	atomic_fetch_add_explicit(&st_ring, len, memory_order_relaxed);
+	static pthread_once_t first = PTHREAD_ONCE_INIT;
+	pthread_once(&first, rings_first);
+	hp_log(HP_LOG_INFO, "staging ring (%s): %d slots of %zu bytes, "
+	       "registered", R == &rings[0] ? "H2D" : "D2H", SLOTS, slot);
+	R->state = 1;
 	return 1;
 }
 
@@ -315,40 +345,42 @@ static int own_block(const hp_copy_t *c, const void *h)
 	return 0;
 }
 
-/* Whether this copy is staged; on 1 the capture gate is entered and
- * ring.mu held (stage_done releases both). */
-static int stage_begin(const hp_copy_t *c, const void *h, size_t n,
-		       hp_cudaStream_t s)
+/* Whether this copy (htod: H2D, else D2H) is staged: its direction's
+ * ring, with the capture gate entered and the ring's lock held (stage_done
+ * releases both); NULL if not. */
+static struct ring *stage_begin(const hp_copy_t *c, const void *h, size_t n,
+				hp_cudaStream_t s, int htod)
 {
 	if (n < hp_opt[HP_OPT_STAGE_MIN] || h == NULL || hp_in_child ||
 	    c->overflow || !hp_stage_on())
-		return 0;
+		return NULL;
 	/* a hostpin block registered now: the direct path */
 	for (int i = 0; i < c->n; i++)
 		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
-			return 0;
+			return NULL;
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
 	    (hp_cuda_host_known(h) && !own_block(c, h)))
-		return 0; /* no context here, or memory the driver knows */
+		return NULL; /* no context here, or memory the driver knows */
 	/* A stream capturing a graph records the copy instead of running it;
 	 * any wait now would invalidate a capture elsewhere (invariant 13). */
 	if (hp_cuda_capturing(s) || !hp_capture_enter())
-		return 0;
-	pthread_mutex_lock(&ring.mu);
+		return NULL;
+	struct ring *R = &rings[htod ? 0 : 1];
+	pthread_mutex_lock(&R->mu);
 	/* the ring is used through the context it was made in (its
 	 * events are that context's); other contexts' copies pass */
-	if (!ring_ready(ctx)) {
-		pthread_mutex_unlock(&ring.mu);
+	if (!ring_ready(R, ctx)) {
+		pthread_mutex_unlock(&R->mu);
 		hp_capture_leave();
-		return 0;
+		return NULL;
 	}
-	return 1;
+	return R;
 }
 
-static void stage_done(size_t n)
+static void stage_done(struct ring *R, size_t n)
 {
-	pthread_mutex_unlock(&ring.mu);
+	pthread_mutex_unlock(&R->mu);
 	hp_capture_leave();
 	atomic_fetch_add_explicit(&st_copies, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st_bytes, n, memory_order_relaxed);
@@ -356,25 +388,30 @@ static void stage_done(size_t n)
 
 /* Slot k is free once its last DMA completed; an error that DMA raised is
  * the answer. */
-static int slot_free(int k)
+static int slot_free(struct ring *R, int k)
 {
-	if (!ring.used[k])
+	if (!R->used[k])
 		return 0;
-	int r = hp_cuda_event_wait(ring.ev[k]);
-	ring.used[k] = 0;
+	int r = hp_cuda_event_wait(R->ev[k]);
+	R->used[k] = 0;
 	return r;
 }
 
 /* After the DMA of slot k was enqueued on s: its event.  If the record
  * failed, wait for the stream instead, so that the slot is free. */
-static int slot_fence(int k, hp_cudaStream_t s)
+static int slot_fence(struct ring *R, int k, hp_cudaStream_t s)
 {
-	int r = hp_cuda_event_record(ring.ev[k], s);
+	int r = hp_cuda_event_record(R->ev[k], s);
 	if (r == 0)
-		ring.used[k] = 1;
+		R->used[k] = 1;
 	else
 		hp_cuda_stream_wait(s);
 	return r;
+}
+
+static char *slot_at(const struct ring *R, int k)
+{
+	return R->base + (size_t)k * R->slot;
 }
 
 static hp_cudaStream_t program_stream(hp_cudaStream_t s, int ptsz)
@@ -471,96 +508,91 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 		return 2;
 	if (prefix(c, d, (char *)(uintptr_t)h, n, s, 1, res))
 		return 1;
-	if (!stage_begin(c, h, n, s))
+	struct ring *R = stage_begin(c, h, n, s, 1);
+	if (R == NULL)
 		return 0;
 	int r = 0;
 	for (size_t off = 0; off < n && r == 0;) {
-		size_t len = n - off < ring.slot ? n - off : ring.slot;
-		int k = ring.next;
-		ring.next = (k + 1) % SLOTS;
-		if ((r = slot_free(k)) != 0)
+		size_t len = n - off < R->slot ? n - off : R->slot;
+		int k = R->next;
+		R->next = (k + 1) % SLOTS;
+		if ((r = slot_free(R, k)) != 0)
 			break;
-		pcopy(ring.base + (size_t)k * ring.slot, (const char *)h + off,
-		      len);
-		r = hp_cuda_htod_async(d + off,
-				       ring.base + (size_t)k * ring.slot, len, s);
+		pcopy(slot_at(R, k), (const char *)h + off, len);
+		r = hp_cuda_htod_async(d + off, slot_at(R, k), len, s);
 		if (r == 0)
-			r = slot_fence(k, s);
+			r = slot_fence(R, k, s);
 		off += len;
 	}
 	/* the source is staged: an async call returns (the DMA may run);
 	 * a synchronous one after the copy, with its error if it failed */
 	if (r == 0 && sync)
 		r = hp_cuda_stream_wait(s);
-	stage_done(n);
+	stage_done(R, n);
 	*res = r;
 	return 1;
 }
 
-/* Under ring.mu: the D2H pipeline of m chunks.  issue(i, k, arg) enqueues
+/* Under R->mu: the D2H pipeline of m chunks through R.  issue(i, k, arg) enqueues
  * chunk i's DMA into slot k on s; drain(i, k, arg) copies slot k out into
  * the program's memory.  Up to SLOTS chunks in flight, each drained in
  * order once its event completed: when it returns 0, all the data is in
  * the program's memory. */
-static int dtoh_pipeline(size_t m, hp_cudaStream_t s,
+static int dtoh_pipeline(struct ring *R, size_t m, hp_cudaStream_t s,
 			 int (*issue)(size_t i, int k, void *arg),
 			 void (*drain)(size_t i, int k, void *arg), void *arg)
 {
-	int base = ring.next, r = 0;
+	int base = R->next, r = 0;
 	size_t issued = 0, drained = 0;
 	while (drained < m && r == 0) {
 		while (issued < m && issued - drained < SLOTS && r == 0) {
 			int k = (int)((base + issued) % SLOTS);
-			if ((r = slot_free(k)) != 0)
+			if ((r = slot_free(R, k)) != 0)
 				break;
 			r = issue(issued, k, arg);
 			if (r == 0)
-				r = slot_fence(k, s);
+				r = slot_fence(R, k, s);
 			issued++;
 		}
 		if (r)
 			break;
 		int k = (int)((base + drained) % SLOTS);
-		if ((r = slot_free(k)) != 0)
+		if ((r = slot_free(R, k)) != 0)
 			break;
 		drain(drained, k, arg);
 		drained++;
 	}
-	ring.next = (int)((base + issued) % SLOTS);
+	R->next = (int)((base + issued) % SLOTS);
 	return r;
-}
-
-static char *slot_at(int k)
-{
-	return ring.base + (size_t)k * ring.slot;
 }
 
 /* A 1D copy's chunks: slot-sized parts of [h, h+n). */
 struct dtoh1 {
+	struct ring *R;
 	char *h;
 	uintptr_t d;
 	size_t n;
 	hp_cudaStream_t s;
 };
 
-static size_t chunk_len(size_t n, size_t off)
+static size_t chunk_len(const struct ring *R, size_t n, size_t off)
 {
-	return n - off < ring.slot ? n - off : ring.slot;
+	return n - off < R->slot ? n - off : R->slot;
 }
 
 static int dtoh1_issue(size_t i, int k, void *arg)
 {
 	struct dtoh1 *j = arg;
-	size_t off = i * ring.slot;
-	return hp_cuda_dtoh_async(slot_at(k), j->d + off, chunk_len(j->n, off),
-				  j->s);
+	size_t off = i * j->R->slot;
+	return hp_cuda_dtoh_async(slot_at(j->R, k), j->d + off,
+				  chunk_len(j->R, j->n, off), j->s);
 }
 
 static void dtoh1_drain(size_t i, int k, void *arg)
 {
 	struct dtoh1 *j = arg;
-	size_t off = i * ring.slot;
-	pcopy(j->h + off, slot_at(k), chunk_len(j->n, off));
+	size_t off = i * j->R->slot;
+	pcopy(j->h + off, slot_at(j->R, k), chunk_len(j->R, j->n, off));
 }
 
 int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
@@ -571,12 +603,13 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		return 2;
 	if (prefix(c, d, h, n, s, 0, res))
 		return 1;
-	if (!stage_begin(c, h, n, s))
+	struct ring *R = stage_begin(c, h, n, s, 0);
+	if (R == NULL)
 		return 0;
-	struct dtoh1 j = {.h = h, .d = d, .n = n, .s = s};
-	int r = dtoh_pipeline((n + ring.slot - 1) / ring.slot, s, dtoh1_issue,
+	struct dtoh1 j = {.R = R, .h = h, .d = d, .n = n, .s = s};
+	int r = dtoh_pipeline(R, (n + R->slot - 1) / R->slot, s, dtoh1_issue,
 			      dtoh1_drain, &j);
-	stage_done(n);
+	stage_done(R, n);
 	*res = r;
 	return 1;
 }
@@ -611,6 +644,7 @@ static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
  * when the device side's slices follow each other (dh == H: its rows are
  * then evenly pitched), else per slice (cps chunks a slice). */
 struct rect {
+	struct ring *R;
 	const hp_CUDA_MEMCPY2D *p;
 	char *h;
 	size_t pitch, hs, dh, w, H, depth, per, cps;
@@ -660,20 +694,21 @@ static int stage_2d_htod(const struct rect *j, size_t m)
 	int r = 0;
 	for (size_t i = 0; i < m && r == 0; i++) {
 		size_t g, rows = rect_chunk(j, i, &g);
-		int k = ring.next;
-		ring.next = (k + 1) % SLOTS;
-		if ((r = slot_free(k)) != 0)
+		struct ring *R = j->R;
+		int k = R->next;
+		R->next = (k + 1) % SLOTS;
+		if ((r = slot_free(R, k)) != 0)
 			break;
-		rect_host(j, g, rows, slot_at(k), 1);
+		rect_host(j, g, rows, slot_at(R, k), 1);
 		hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
 		q.srcXInBytes = 0, q.srcY = 0;
 		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
-		q.srcHost = slot_at(k), q.srcDevice = 0, q.srcArray = NULL;
+		q.srcHost = slot_at(R, k), q.srcDevice = 0, q.srcArray = NULL;
 		q.srcPitch = j->w;
 		q.dstY = j->p->dstY + rect_dev_row(j, g), q.Height = rows;
 		r = hp_cuda_2d_async(&q, j->s);
 		if (r == 0)
-			r = slot_fence(k, j->s);
+			r = slot_fence(R, k, j->s);
 	}
 	return r;
 }
@@ -685,7 +720,7 @@ static int dtoh2_issue(size_t i, int k, void *arg)
 	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
 	q.dstXInBytes = 0, q.dstY = 0;
 	q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
-	q.dstHost = slot_at(k);
+	q.dstHost = slot_at(j->R, k);
 	q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = j->w;
 	q.srcY = j->p->srcY + rect_dev_row(j, g);
 	q.Height = rows;
@@ -696,7 +731,7 @@ static void dtoh2_drain(size_t i, int k, void *arg)
 {
 	struct rect *j = arg;
 	size_t g, rows = rect_chunk(j, i, &g);
-	rect_host(j, g, rows, slot_at(k), 0);
+	rect_host(j, g, rows, slot_at(j->R, k), 0);
 }
 
 /* a*b+c, or SIZE_MAX if that overflows */
@@ -749,25 +784,26 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		return 0;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
 	s = program_stream(s, ptsz);
-	if (!stage_begin(c, h, n, s))
+	struct ring *R = stage_begin(c, h, n, s, htod);
+	if (R == NULL)
 		return 0;
-	if (w > ring.slot) { /* a row wider than a slot: as it is */
-		pthread_mutex_unlock(&ring.mu);
+	if (w > R->slot) { /* a row wider than a slot: as it is */
+		pthread_mutex_unlock(&R->mu);
 		hp_capture_leave();
 		return 0;
 	}
-	struct rect j = {.p = p, .h = h, .pitch = pitch, .hs = hh * pitch,
-			 .dh = dvh, .w = w, .H = H, .depth = depth,
-			 .per = ring.slot / w, .across = depth == 1 || dvh == H,
-			 .s = s};
+	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
+			 .hs = hh * pitch, .dh = dvh, .w = w, .H = H,
+			 .depth = depth, .per = R->slot / w,
+			 .across = depth == 1 || dvh == H, .s = s};
 	j.cps = (H + j.per - 1) / j.per;
 	size_t m = j.across ? (H * depth + j.per - 1) / j.per : j.cps * depth;
 	/* as hp_stage_htod / hp_stage_dtoh, in chunks of rows */
 	int r = htod ? stage_2d_htod(&j, m)
-		     : dtoh_pipeline(m, s, dtoh2_issue, dtoh2_drain, &j);
+		     : dtoh_pipeline(R, m, s, dtoh2_issue, dtoh2_drain, &j);
 	if (r == 0 && sync && htod)
 		r = hp_cuda_stream_wait(s);
-	stage_done(n);
+	stage_done(R, n);
 	*res = r;
 	return 1;
 }

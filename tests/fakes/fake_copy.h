@@ -530,7 +530,8 @@ CUresult cuEventDestroy_v2(struct event *e)
 
 COPY_FN2(cuMemcpyHtoDAsync_v2,
 	 (CUdeviceptr d, const void *h, size_t n, stream_t *s), (d, h, n, s), s,
-	 seg(&x, (void *)(uintptr_t)d, h, n))
+	 (gate_wait("FAKE_CUDA_HTOD_GATE", n),
+	  seg(&x, (void *)(uintptr_t)d, h, n)))
 COPY_FN2(cuMemcpyDtoHAsync_v2,
 	 (void *h, CUdeviceptr d, size_t n, stream_t *s), (h, d, n, s), s,
 	 seg(&x, h, (const void *)(uintptr_t)d, n))

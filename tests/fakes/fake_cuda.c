@@ -364,7 +364,9 @@ static void unreg_hook(void *p)
  * (fake_cuda_open_gate), as a long registration holds its caller; the
  * program sees how many wait (fake_cuda_gate_waiters).
  * fake_cuda_open_gate_once lets exactly one held (or the next) such
- * registration through, the gate staying closed for the others. */
+ * registration through, the gate staying closed for the others.
+ * FAKE_CUDA_HTOD_GATE=BYTES: an async H2D copy of BYTES or more waits at
+ * the same gate (outside the fake's lock), before it is enqueued. */
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static int gate_open, gate_waiters, gate_tokens;
@@ -393,9 +395,11 @@ int fake_cuda_gate_waiters(void)
 	return n;
 }
 
-static void register_gate(size_t n)
+/* The gate, for a call of n bytes where the variable env says BYTES (the
+ * same gate: FAKE_CUDA_HTOD_GATE holds async H2D copies, fake_copy.h). */
+static void gate_wait(const char *env, size_t n)
 {
-	const char *e = getenv("FAKE_CUDA_REGISTER_GATE");
+	const char *e = getenv(env);
 	if (!e || !*e || n < (size_t)atoll(e))
 		return;
 	pthread_mutex_lock(&gate_mu);
@@ -410,7 +414,7 @@ static void register_gate(size_t n)
 
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
-	register_gate(n);
+	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
 	if (capture_prohibits("cuMemHostRegister_v2"))

@@ -366,6 +366,46 @@ static void wait_for(int (*pred)(void *), void *arg, const char *what)
 	}
 }
 
+/* An H2D and a D2H copy of two threads are staged at once (one ring per
+ * direction).  The fake holds every async H2D of FAKE_CUDA_HTOD_GATE bytes
+ * or more until the program opens the gate: while the other thread's
+ * staged H2D is held there, its ring taken, a D2H staged on this thread
+ * completes with its data.  With one ring for both it would wait for the
+ * H2D, which only this thread's gate opening lets through (a hang: the
+ * program's alarm fails the case). */
+struct duplex { CUdeviceptr d; char *h; size_t n; };
+static void *duplex_htod(void *arg)
+{
+	struct duplex *x = arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(x->d, x->h, x->n, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	return NULL;
+}
+
+static int mode_duplex(void)
+{
+	size_t n = 24 * MB;
+	struct duplex x = {.d = dev(n), .h = plain(n), .n = n};
+	fill(x.h, n, 120);
+	char *back = plain(n);
+	CUdeviceptr d2 = dev(n);
+	fill(D(d2), n, 121);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, duplex_htod, &x) == 0);
+	wait_for(gate_held, NULL, "the staged H2D held in the driver");
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(back, d2, n, s) == 0); /* not waiting */
+	CHECK(same(back, n, 121));
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(same(D(x.d), n, 120));
+	return 0;
+}
+
 /* A block (HOSTPIN_THRESHOLD below its size) earns registration at its
  * second copy (HOSTPIN_PIN_AFTER=2).  The fake holds every registration of
  * 96 MiB or more (FAKE_CUDA_REGISTER_GATE) until the program opens the
@@ -646,6 +686,7 @@ int main(int argc, char **argv)
 	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
+	    {"duplex", mode_duplex},
 	};
 	return staged_main("staged", argc, argv, modes);
 }

@@ -36,12 +36,20 @@ stage "eight threads copying at once" staged -- threads
 stage "synchronous copies: cuMemcpyHtoD/DtoH (and _ptds), cudaMemcpy, cudaMemcpyAsync" staged -- sync
 stage "sources: MAP_SHARED /dev/shm, the heap, a hostpin block not yet registered" staged \
 	HOSTPIN_THRESHOLD=24M HP_BLOCK=1 -- sources
-stage "the primary context reset: the ring is made again through the new one" staged -- reset
-n=$(echo "$STAGE_LOG" | grep -c " REG .* 67108864 ")
-[ "$n" = 2 ] && ok "staged: reset: the ring was registered twice" ||
-	bad "staged: reset: the ring was registered $n times"
+stage "the primary context reset: the rings are made again through the new one" staged -- reset
+n=$(echo "$STAGE_LOG" | grep -c " REG .* 33554432 ")
+[ "$n" = 4 ] && ok "staged: reset: each direction's ring (32 MiB) was registered twice" ||
+	bad "staged: reset: the rings were registered $n times"
+# Must hold: an H2D held in the driver (FAKE_CUDA_HTOD_GATE, opened by the
+# program) does not hold back a D2H staged on another thread: one ring per
+# direction.  Both staged, with their data.
+stage "an H2D and a D2H of two threads staged at once (one ring per direction)" staged \
+	FAKE_CUDA_HTOD_GATE=4194304 HOSTPIN_STATS=1 -- duplex
+echo "$STAGE_OUT" | grep -q "staged copies 2 (48.0M), staging ring 64.0M" &&
+	ok "staged: duplex: both copies staged, two rings of 32 MiB" ||
+	bad "staged: duplex: report: $(echo "$STAGE_OUT" | grep 'staged copies')"
 # an enqueue fails mid-pipeline (third H2D chunk, second D2H chunk of 64 MiB
-# through 16 MiB slots): each call returns the driver's error
+# through 8 MiB slots): each call returns the driver's error
 stage "an enqueue error mid-pipeline is the call's error" staged \
 	FAKE_CUDA_FAIL=cuMemcpyHtoDAsync_v2:3:700,cuMemcpyDtoHAsync_v2:2:701 -- error
 if echo "$STAGE_OUT" | grep -q "^htod 700$" && echo "$STAGE_OUT" | grep -q "^dtoh 701$"; then
