@@ -492,9 +492,9 @@ WARM = 4  # copies between a buffer's first and its steady-state copies
 ENG_RUNS = {
     "eng_pageable": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
                      "loader_data_ok", "h2d_source_overwrite_unseen",
-                     "d2h_data_there_on_return"),
+                     "d2h_data_there_on_return", "duplex_data_ok"),
     "eng_staged": ("sweep_data_ok", "h2d_source_overwrite_unseen",
-                   "d2h_data_there_on_return"),
+                   "d2h_data_there_on_return", "duplex_data_ok"),
     "eng_registered": ("sweep_data_ok", "graph_pinned_before_capture",
                        "graph_capture_ok", "graph_replays_correct"),
     "eng_default": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
@@ -710,6 +710,65 @@ def loader(dev, pin):
     return {"h2d_ms": cell(h2d), "wall_ms": cell(wall)}, ok
 
 
+def duplex(dev, pinned):
+    """An H2D and a D2H of 256 MiB each at once, on two threads and two
+    streams, against the same two one after the other on one thread: GB/s
+    of both together, median (min-max) of REPS; and whether the data
+    arrived.  pinned: the host buffers from pin_memory()."""
+    import threading
+    import torch
+    n = 256 * MB
+
+    def host(v):
+        t = torch.empty(n, dtype=torch.uint8)
+        return (t.pin_memory() if pinned else t).fill_(v)
+    a, b = host(30), host(0)
+    ga = torch.empty(n, dtype=torch.uint8, device=dev)
+    gb = torch.empty(n, dtype=torch.uint8, device=dev).fill_(31)
+    sa, sb = torch.cuda.Stream(dev), torch.cuda.Stream(dev)
+    torch.cuda.synchronize()  # gb filled before a stream of its own reads it
+
+    def h2d():
+        with torch.cuda.stream(sa):
+            ga.copy_(a, non_blocking=True)
+        sa.synchronize()
+
+    def d2h():
+        with torch.cuda.stream(sb):
+            b.copy_(gb, non_blocking=True)
+        sb.synchronize()
+    h2d()  # warm-up: each direction's staging ring is made at its first copy
+    d2h()
+    torch.cuda.synchronize()
+    out = {"serial": [], "duplex": []}
+    ok = True
+    for _ in range(REPS):
+        b.fill_(0)
+        t0 = time.perf_counter()
+        h2d()
+        d2h()
+        out["serial"].append(2 * n / (time.perf_counter() - t0) / 1e9)
+        ok &= bool((b[:: 4099] == 31).all())
+        b.fill_(0)
+        ga.fill_(0)
+        torch.cuda.synchronize()
+        go = threading.Barrier(3)
+
+        def run(f):
+            go.wait()
+            f()
+        ts = [threading.Thread(target=run, args=(f,)) for f in (h2d, d2h)]
+        for t in ts:
+            t.start()
+        go.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        out["duplex"].append(2 * n / (time.perf_counter() - t0) / 1e9)
+        ok &= bool((b[:: 4099] == 31).all()) and bool((ga[:: 4099] == 30).all())
+    return {k: cell(v) for k, v in out.items()}, ok
+
+
 def graph_check(dev):
     """A step captured with torch.cuda.graph copies from a hostpin block
     (registered: HOSTPIN_PIN_AFTER=0) while other freed blocks sit in a
@@ -828,6 +887,11 @@ def measure_engine(mode):
         r["loader_data_ok"] = ok and ok2
     if mode in ("eng_pageable", "eng_staged", "eng_default"):
         r.update(semantics(dev))
+    if mode in ("eng_pageable", "eng_staged"):
+        r["duplex"], r["duplex_data_ok"] = duplex(dev, False)
+        if mode == "eng_pageable":
+            r["duplex_pin_memory"], ok = duplex(dev, True)
+            r["duplex_data_ok"] &= ok
     if mode == "eng_registered":
         r.update(graph_check(dev))
     r["threads_end"] = threads()
@@ -851,7 +915,10 @@ def synth_engine(mode):
          "threads_start": 1, "threads_cuda": 4, "threads_max": 6, "threads_end": 6,
          "sweep": sw(g, mode in ("eng_registered", "eng_default")), "sweep_cpu_s": 1.0,
          "stats": None}
+    if mode in ("eng_pageable", "eng_staged"):
+        r["duplex"] = {"serial": c(5.0), "duplex": c(5.0 if mode == "eng_pageable" else 9.0)}
     if mode == "eng_pageable":
+        r["duplex_pin_memory"] = {"serial": c(50.0), "duplex": c(90.0)}
         r["sweep_pin_memory"] = sw(50.0, True)
         r.update({"checkpoint_pin_memory_gbps": c(20.0), "weights_pin_memory_s": c(0.2),
                   "loop_pin_memory_ms": c(10.0)})
@@ -963,6 +1030,13 @@ def report_engine(res):
                       f"{fmt(e['copy1'])}, copy 2 (earns) {fmt(e['copy2'])}, copy 3 "
                       f"{fmt(e['copy3'])}, copy 4 {fmt(e['copy4'])}; registered "
                       f"{fmt(e['registered_ms'])} after copy 2 began")
+    if P or S:
+        dp, ds, dq = ((r or {}).get(k) or {} for r, k in ((P, "duplex"), (S, "duplex"),
+                                                          (P, "duplex_pin_memory")))
+        print(f"an H2D and a D2H of 256 MiB each, GB/s of both together, one after the other / "
+              f"at once (two threads, two streams): pageable {fmt(dp.get('serial'))} / "
+              f"{fmt(dp.get('duplex'))}, staged {fmt(ds.get('serial'))} / {fmt(ds.get('duplex'))}, "
+              f"pin_memory() {fmt(dq.get('serial'))} / {fmt(dq.get('duplex'))}")
     if R:
         print(f"torch.cuda.graph from a hostpin block while the cache decays: pinned before capture "
               f"{R.get('graph_pinned_before_capture')}, capture {R.get('graph_capture_ok')}"

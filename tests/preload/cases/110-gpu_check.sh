@@ -53,6 +53,7 @@ for want in "copy engine: GB/s, median (min-max) of 3" \
 	"fresh 256 MiB tensor per step, ms/step: pageable 20.00" \
 	"DataLoader 4 workers, 16x64 MiB, pin_memory=True: batch H2D ms without hostpin 2.00" \
 	"checkpoint 1 GiB D2H into fresh host memory, GB/s: pageable 10.00" \
+	"an H2D and a D2H of 256 MiB each, GB/s of both together, one after the other / at once (two threads, two streams): pageable 5.00 (4.50-5.50) / 5.00 (4.50-5.50), staged 5.00 (4.50-5.50) / 9.00 (8.10-9.90), pin_memory() 50.00 (45.00-55.00) / 90.00 (81.00-99.00)" \
 	"torch.cuda.graph from a hostpin block while the cache decays: pinned before capture True, capture True, 8 replays correct True, cache evictions counted during the capture 0" \
 	"CPU threads (staged, /proc/self/task; 16 CPUs allowed)" \
 	"goal (printed, not enforced): default policy: a buffer's first copy" \
