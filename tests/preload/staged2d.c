@@ -43,6 +43,8 @@ struct parms3d {
 };
 cudaError_t cudaMemcpy3D(const struct parms3d *);
 cudaError_t cudaMemcpy3DAsync(const struct parms3d *, CUstream);
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct parms3d *, CUstream);
+cudaError_t cudaMemcpy3D_ptds(const struct parms3d *);
 
 static unsigned char pat(unsigned seed, size_t y, size_t x)
 {
@@ -295,16 +297,16 @@ static int holds3(const unsigned char *m, size_t len, size_t p, size_t h,
 	return 1;
 }
 
-enum api3 { D3, D3_PTSZ, D3_SYNC, D3_PTDS, R3, R3_SYNC };
+enum api3 { D3, D3_PTSZ, D3_SYNC, D3_PTDS, R3, R3_SYNC, R3_PTSZ, R3_PTDS };
 static size_t lod3; /* the driver forms' srcLOD and dstLOD */
 static int synchronous3(enum api3 a)
 {
-	return a == D3_SYNC || a == D3_PTDS || a == R3_SYNC;
+	return a == D3_SYNC || a == D3_PTDS || a == R3_SYNC || a == R3_PTDS;
 }
 static CUresult issue3(enum api3 a, int dir, const struct box *b,
 		       unsigned char *h, unsigned char *d, CUstream s)
 {
-	if (a == R3 || a == R3_SYNC) {
+	if (a >= R3) {
 		struct parms3d q;
 		memset(&q, 0, sizeof(q));
 		struct pitched hs = {h, b->hp, b->w, b->hh};
@@ -316,7 +318,12 @@ static CUresult issue3(enum api3 a, int dir, const struct box *b,
 		memcpy(q.dpos, dir == H2D ? dpos : hpos, sizeof(hpos));
 		q.ext[0] = b->w, q.ext[1] = b->H, q.ext[2] = b->D;
 		q.kind = dir;
-		return a == R3 ? cudaMemcpy3DAsync(&q, s) : cudaMemcpy3D(&q);
+		switch (a) {
+		case R3: return cudaMemcpy3DAsync(&q, s);
+		case R3_PTSZ: return cudaMemcpy3DAsync_ptsz(&q, s);
+		case R3_PTDS: return cudaMemcpy3D_ptds(&q);
+		default: return cudaMemcpy3D(&q);
+		}
 	}
 	M3D m;
 	memset(&m, 0, sizeof(m));
@@ -351,7 +358,7 @@ static CUresult issue3(enum api3 a, int dir, const struct box *b,
  * return, every byte of both buffers checked. */
 static void both3(enum api3 a, const struct box *b, CUstream s, unsigned seed)
 {
-	CUstream ws = a == D3_PTSZ && !s ? (CUstream)0x2 : s;
+	CUstream ws = (a == D3_PTSZ || a == R3_PTSZ) && !s ? (CUstream)0x2 : s;
 	size_t hl = box_len(b->hp, b->hh, b->hz, b);
 	size_t dl = box_len(b->dp, b->dh, b->dz, b);
 	unsigned char *h = hostbuf(hl, 0x11), *d = devbuf(dl, 0x5a);
@@ -388,6 +395,7 @@ static int mode_3d_async(void)
 	both3(D3, &B3, NULL, 31); /* legacy default stream */
 	both3(D3_PTSZ, &B3, NULL, 32); /* per-thread default stream */
 	both3(R3, &B3, s, 33);
+	both3(R3_PTSZ, &B3, NULL, 39); /* runtime, per-thread default stream */
 	return 0;
 }
 
@@ -396,6 +404,7 @@ static int mode_3d_sync(void)
 	both3(D3_SYNC, &B3, NULL, 34);
 	both3(D3_PTDS, &B3, NULL, 35);
 	both3(R3_SYNC, &B3, NULL, 36);
+	both3(R3_PTDS, &B3, NULL, 40);
 	return 0;
 }
 

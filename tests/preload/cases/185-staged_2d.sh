@@ -34,7 +34,7 @@ s2d "90 MB rectangle through a 1 MiB ring (hundreds of slots, events)" staged \
 s2d "90 MB rectangle, 4 copy threads (rows split among them)" staged HOSTPIN_STAGE_THREADS=4 -- big
 s2d "order: a small D2H after a staged 2D H2D on the same stream sees its rows" staged -- order
 # an enqueue fails mid-pipeline (the third 2D DMA of the H2D, the fifth of
-# the D2H, 16 MiB slots of 5451 rows): each call returns the driver's error
+# the D2H, through 8 MiB slots): each call returns the driver's error
 s2d "an enqueue error mid-pipeline is the call's error" staged \
 	FAKE_CUDA_FAIL=cuMemcpy2DAsync_v2:3:700,cuMemcpy2DAsync_v2:8:701 -- error
 if echo "$S2_OUT" | grep -q "^htod 700$" && echo "$S2_OUT" | grep -q "^dtoh 701$"; then

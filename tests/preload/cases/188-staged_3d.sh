@@ -29,8 +29,8 @@ for m in 3d_async 3d_sync 3d_odd 3d_order 3d_array 3d_lod; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged2d" $m 2>&1) ||
 		bad "staged2d $m fails without hostpin: $out"
 done
-s3d "async cuMemcpy3DAsync (stream, legacy, _ptsz), cudaMemcpy3DAsync: source overwritten at return, D2H there at return" staged -- 3d_async
-s3d "synchronous cuMemcpy3D, _ptds, cudaMemcpy3D: complete on return" staged -- 3d_sync
+s3d "async cuMemcpy3DAsync (stream, legacy, _ptsz), cudaMemcpy3DAsync (and _ptsz): source overwritten at return, D2H there at return" staged -- 3d_async
+s3d "synchronous cuMemcpy3D, _ptds, cudaMemcpy3D (and _ptds): complete on return" staged -- 3d_sync
 s3d "device slices as tall as the box (chunks across slices): odd width, packed or offset host slices" staged -- 3d_odd
 s3d "slices of several slot-sized chunks (1 MiB ring)" staged \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- 3d_async
@@ -40,7 +40,7 @@ s3d "4 copy threads, 1 MiB ring" staged HOSTPIN_STAGE_THREADS=4 \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- 3d_sync
 s3d "order: small H2Ds before and after a staged 3D H2D, a D2H after them, on one stream" staged -- 3d_order
 # an enqueue fails mid-pipeline (the third 2D DMA of the H2D, the fifth of
-# the D2H: one DMA per slice through 16 MiB slots): each call returns the
+# the D2H: one DMA per slice through 8 MiB slots): each call returns the
 # driver's error
 s3d "an enqueue error mid-pipeline is the call's error" staged \
 	FAKE_CUDA_FAIL=cuMemcpy2DAsync_v2:3:700,cuMemcpy2DAsync_v2:8:701 -- 3d_error
@@ -48,8 +48,8 @@ if echo "$STAGE_OUT" | grep -q "^htod 700$" && echo "$STAGE_OUT" | grep -q "^dto
 	ok "staged 3D: the injected errors surfaced (700, 701)"
 else bad "staged 3D: injected errors not returned: $(echo "$STAGE_OUT" | grep -E '^(htod|dtoh)' | tr '\n' ' ')"; fi
 s3d "statistics count the staged 3D copies" staged HOSTPIN_STATS=1 -- 3d_async
-echo "$STAGE_OUT" | grep -q "staged copies 8 (" &&
-	ok "staged 3D: the report counts 8 staged copies" ||
+echo "$STAGE_OUT" | grep -q "staged copies 10 (" &&
+	ok "staged 3D: the report counts 10 staged copies (5 H2D, 5 D2H)" ||
 	bad "staged 3D: report: $(echo "$STAGE_OUT" | grep 'staged copies')"
 # passed through unchanged, data right
 s3d "a 3D copy into an array passes through" through -- 3d_array
