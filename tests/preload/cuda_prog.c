@@ -149,10 +149,10 @@ static int any_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
 static int drv2d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 {
 	M2D m = {0};
-	m.st = kind == H2D ? 1 : 2, m.dt = kind == H2D ? 2 : 1;
-	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = n / 2;
-	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = n / 2;
-	m.w = n / 2, m.h = 2;
+	m.srcMemoryType = kind == H2D ? 1 : 2, m.dstMemoryType = kind == H2D ? 2 : 1;
+	m.srcHost = src, m.srcDevice = (dptr)(uintptr_t)src, m.srcPitch = n / 2;
+	m.dstHost = dst, m.dstDevice = (dptr)(uintptr_t)dst, m.dstPitch = n / 2;
+	m.WidthInBytes = n / 2, m.Height = 2;
 	return ((int (*)(const M2D *, cudaStream_t))drv_fn[0])(&m, s);
 }
 static int drv2d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv2d(dv, h, n, H2D, s); }
@@ -160,10 +160,10 @@ static int drv2d_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return
 static int drv3d(void *dst, const void *src, size_t n, int kind, cudaStream_t s)
 {
 	M3D m = {0};
-	m.st = kind == H2D ? 1 : 2, m.dt = kind == H2D ? 2 : 1;
-	m.sh = src, m.sd = (dptr)(uintptr_t)src, m.sp = n / 4, m.sheight = 2;
-	m.dh = dst, m.dd = (dptr)(uintptr_t)dst, m.dp = n / 4, m.dheight = 2;
-	m.w = n / 4, m.h = 2, m.depth = 2;
+	m.srcMemoryType = kind == H2D ? 1 : 2, m.dstMemoryType = kind == H2D ? 2 : 1;
+	m.srcHost = src, m.srcDevice = (dptr)(uintptr_t)src, m.srcPitch = n / 4, m.srcHeight = 2;
+	m.dstHost = dst, m.dstDevice = (dptr)(uintptr_t)dst, m.dstPitch = n / 4, m.dstHeight = 2;
+	m.WidthInBytes = n / 4, m.Height = 2, m.Depth = 2;
 	return ((int (*)(const M3D *, cudaStream_t))drv_fn[0])(&m, s);
 }
 static int drv3d_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3d(dv, h, n, H2D, s); }

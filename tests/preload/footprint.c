@@ -82,15 +82,15 @@ static int copy(int e, char *b)
 	case 9: return cuMemcpy(d, (dptr)(uintptr_t)b, n);
 	case 10: {
 		M2D m = {0};
-		m.st = 1, m.sh = b, m.sp = n / 2;
-		m.dt = 2, m.dd = d, m.dp = n / 2, m.w = n / 2, m.h = 2;
+		m.srcMemoryType = 1, m.srcHost = b, m.srcPitch = n / 2;
+		m.dstMemoryType = 2, m.dstDevice = d, m.dstPitch = n / 2, m.WidthInBytes = n / 2, m.Height = 2;
 		return cuMemcpy2D_v2(&m);
 	}
 	case 11: {
 		M3D m = {0};
-		m.st = 1, m.sh = b, m.sp = n / 2, m.sheight = 2;
-		m.dt = 2, m.dd = d, m.dp = n / 2, m.dheight = 2;
-		m.w = n / 2, m.h = 2, m.depth = 1;
+		m.srcMemoryType = 1, m.srcHost = b, m.srcPitch = n / 2, m.srcHeight = 2;
+		m.dstMemoryType = 2, m.dstDevice = d, m.dstPitch = n / 2, m.dstHeight = 2;
+		m.WidthInBytes = n / 2, m.Height = 2, m.Depth = 1;
 		return cuMemcpy3D_v2(&m);
 	}
 	case 12: return cuMemcpyHtoA_v2(arr, 0, b, n);

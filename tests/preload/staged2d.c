@@ -25,22 +25,6 @@ cudaError_t cudaMemcpy2D(void *, size_t, const void *, size_t, size_t, size_t,
 			 int);
 cudaError_t cudaMemcpy2DAsync(void *, size_t, const void *, size_t, size_t,
 			      size_t, int, CUstream);
-/* cudaMemcpy3DParms, cudaPitchedPtr, cudaPos, cudaExtent (no array here:
- * positions and the extent's width in bytes) */
-struct pitched {
-	void *ptr;
-	size_t pitch, xsize, ysize;
-};
-struct parms3d {
-	void *srcArray;
-	size_t spos[3];
-	struct pitched src;
-	void *dstArray;
-	size_t dpos[3];
-	struct pitched dst;
-	size_t ext[3];
-	int kind;
-};
 cudaError_t cudaMemcpy3D(const struct parms3d *);
 cudaError_t cudaMemcpy3DAsync(const struct parms3d *, CUstream);
 cudaError_t cudaMemcpy3DAsync_ptsz(const struct parms3d *, CUstream);

@@ -1,6 +1,6 @@
 /* Shared by the staged-copy programs (staged.c, staged2d.c): the fake
- * driver's and runtime's entry points they call, the 2D/3D descriptors as
- * cuda.h lays them out (the fake reads them in fake_copy.h), memory
+ * driver's and runtime's entry points they call (the 2D/3D descriptors:
+ * cuda_layouts.h; the fake reads them in fake_copy.h), memory
  * helpers and the mode table's main.  Device memory of the fake is host
  * memory: read and written directly once the stream was synchronised. */
 #ifndef STAGED_COMMON_H
@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "cuda_layouts.h"
 #include "tp.h"
 
 typedef int CUresult;
@@ -28,39 +29,6 @@ enum { H2D = 1, D2H = 2 };
 /* CUmemorytype */
 enum { HOST = 1, DEVICE = 2, ARRAY = 3, UNIFIED = 4 };
 
-/* CUDA_MEMCPY2D, CUDA_MEMCPY3D */
-typedef struct {
-	size_t srcXInBytes, srcY;
-	int srcMemoryType;
-	const void *srcHost;
-	CUdeviceptr srcDevice;
-	void *srcArray;
-	size_t srcPitch;
-	size_t dstXInBytes, dstY;
-	int dstMemoryType;
-	void *dstHost;
-	CUdeviceptr dstDevice;
-	void *dstArray;
-	size_t dstPitch;
-	size_t WidthInBytes, Height;
-} M2D;
-typedef struct {
-	size_t srcXInBytes, srcY, srcZ, srcLOD;
-	int srcMemoryType;
-	const void *srcHost;
-	CUdeviceptr srcDevice;
-	void *srcArray;
-	void *reserved0;
-	size_t srcPitch, srcHeight;
-	size_t dstXInBytes, dstY, dstZ, dstLOD;
-	int dstMemoryType;
-	void *dstHost;
-	CUdeviceptr dstDevice;
-	void *dstArray;
-	void *reserved1;
-	size_t dstPitch, dstHeight;
-	size_t WidthInBytes, Height, Depth;
-} M3D;
 
 #define MB ((size_t)1 << 20)
 #define D(d) ((void *)(uintptr_t)(d))
