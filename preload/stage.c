@@ -419,6 +419,28 @@ static hp_cudaStream_t program_stream(hp_cudaStream_t s, int ptsz)
 	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
 }
 
+/* A copy [h, h+n) inside the block [base, base+len) a device backend
+ * registered: one DMA per registration it crosses (hp_cells_piece_end), in
+ * order on s, up to the first error (returned); *queued: whether any was
+ * enqueued. */
+static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
+		     size_t n, hp_cudaStream_t s, int htod, int *queued)
+{
+	uintptr_t a = (uintptr_t)h;
+	int r = 0;
+	*queued = 0;
+	for (size_t off = 0; off < n && r == 0;) {
+		size_t l = hp_cells_piece_end(base, len, a + off) - (a + off);
+		if (l > n - off)
+			l = n - off;
+		r = htod ? hp_cuda_htod_async(d + off, h + off, l, s)
+			 : hp_cuda_dtoh_async(h + off, d + off, l, s);
+		*queued |= r == 0;
+		off += l;
+	}
+	return r;
+}
+
 /* A copy wholly inside one registered hostpin block that crosses the end
  * of one of the block's registrations (a block over HP_REG_PIECE_MAX, or
  * cells of HOSTPIN_REGISTER_CHUNK): one DMA per registration, in order on
@@ -440,15 +462,8 @@ static int split(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
 	    hp_cuda_capturing(s) || !hp_capture_enter())
 		return 0;
-	int r = 0;
-	for (size_t off = 0; off < n && r == 0;) {
-		size_t len = hp_cells_piece_end(b.base, b.len, a + off) - (a + off);
-		if (len > n - off)
-			len = n - off;
-		r = htod ? hp_cuda_htod_async(d + off, h + off, len, s)
-			 : hp_cuda_dtoh_async(h + off, d + off, len, s);
-		off += len;
-	}
+	int queued;
+	int r = per_piece(b.base, b.len, d, h, n, s, htod, &queued);
 	if (r == 0 && sync)
 		r = hp_cuda_stream_wait(s);
 	hp_capture_leave();
@@ -479,16 +494,8 @@ static int prefix(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 		hp_register_prefix_leave();
 		return 0;
 	}
-	int r = 0, queued = 0;
-	for (size_t off = 0; off < n && r == 0;) {
-		size_t l = hp_cells_piece_end(base, len, a + off) - (a + off);
-		if (l > n - off)
-			l = n - off;
-		r = htod ? hp_cuda_htod_async(d + off, h + off, l, s)
-			 : hp_cuda_dtoh_async(h + off, d + off, l, s);
-		queued |= r == 0;
-		off += l;
-	}
+	int queued;
+	int r = per_piece(base, len, d, h, n, s, htod, &queued);
 	if (queued) { /* even after an error: what was queued may run */
 		int w = hp_cuda_stream_wait(s);
 		if (r == 0)
