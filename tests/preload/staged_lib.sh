@@ -35,3 +35,10 @@ staged_case() {
 	if [ -z "$why" ]; then ok "$label: $name"
 	else bad "$label: $name:$why"; echo "$STAGE_OUT" | tail -4 | sed 's/^/    /'; fi
 }
+# staged_errors LABEL OUT: the program's "htod CODE" and "dtoh CODE" lines
+# in OUT must be the errors the case injected (700 and 701).
+staged_errors() {
+	if echo "$2" | grep -q "^htod 700$" && echo "$2" | grep -q "^dtoh 701$"; then
+		ok "$1: the injected errors surfaced (700, 701)"
+	else bad "$1: injected errors not returned: $(echo "$2" | grep -E '^(htod|dtoh)' | tr '\n' ' ')"; fi
+}
