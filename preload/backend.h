@@ -113,6 +113,10 @@ int hp_cuda_stage_fns(void);
 uintptr_t hp_cuda_ctx_current(void);
 unsigned hp_cuda_ctx_epoch(void);
 int hp_cuda_host_known(const void *p);
+/* The driver's memory type of p (CU_MEMORYTYPE_HOST 1, DEVICE 2, ...), 0
+ * where it does not know p (pageable memory) or cannot say; after
+ * hp_cuda_stage_fns. */
+unsigned hp_cuda_mem_type(const void *p);
 int hp_cuda_ring_register(void *p, size_t n);
 /* At exit: unregister the ring at p (through a context hostpin knows). */
 int hp_cuda_ring_unregister(void *p);

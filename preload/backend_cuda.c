@@ -812,6 +812,15 @@ unsigned hp_cuda_ctx_epoch(void)
 }
 
 #define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+unsigned hp_cuda_mem_type(const void *p)
+{
+	unsigned type = 0;
+	if (!sf.attr || sf.attr(&type, HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				(hp_CUdeviceptr)(uintptr_t)p) != HP_CUDA_SUCCESS)
+		return 0;
+	return type;
+}
+
 int hp_cuda_host_known(const void *p)
 {
 	unsigned type = 0;

@@ -23,6 +23,10 @@ HP_HIDDEN void hp_hook_leave(void);
 HP_HIDDEN void hp_step_aside(void *p, size_t n);
 HP_HIDDEN void hp_step_aside_failed(void *p);
 HP_HIDDEN void hp_step_aside_released(void *p);
+/* foreign.c: 1 if p lies in a block of hostpin's that the program has not
+ * registered itself (what hostpin registered there is hidden from it:
+ * invariant 14).  Lock-free. */
+HP_HIDDEN int hp_foreign_hides(const void *p);
 
 /* ---- copy.c: the copy policy, for every copy hook ----
  * Between hp_hook_enter and the real call, each host-side pointer goes to
