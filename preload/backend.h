@@ -117,6 +117,10 @@ int hp_cuda_host_known(const void *p);
  * where it does not know p (pageable memory) or cannot say; after
  * hp_cuda_stage_fns. */
 unsigned hp_cuda_mem_type(const void *p);
+/* Wait for every stream of this thread's current context
+ * (cuCtxSynchronize), not while a capture forbids it: 0 if waited, -1 if
+ * not (no driver, no context, a capture). */
+int hp_cuda_wait_context(void);
 int hp_cuda_ring_register(void *p, size_t n);
 /* At exit: unregister the ring at p (through a context hostpin knows). */
 int hp_cuda_ring_unregister(void *p);

@@ -1507,16 +1507,16 @@ void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 				v = &variants[i];
 	} else {
 		v = pick(symbol, version, flags);
-		if (v == NULL && is_driver_base(symbol)) {
-			/* a form older than any hostpin knows (CUDA < 3.2
-			 * 32-bit copies): say so once, hand it out as is */
-			HP_LOG_ONCE(HP_LOG_WARN, "%s asked at CUDA version %d: "
-				    "a form hostpin does not guard", symbol,
-				    version);
-			hp_stat_fail("unguarded copy entry point looked up");
-			return fn;
-		}
+		if (v == NULL && is_driver_base(symbol) &&
+		    strstr(symbol, "Memcpy") && strstr(symbol, "Async"))
+			/* a form older than any hostpin hooks (CUDA < 3.2
+			 * 32-bit copies): followed as an unknown one */
+			return hp_unknown_wrap(symbol, fn);
 	}
+	/* A copy entry point hostpin has no hook for (a newer CUDA): its
+	 * calls keep pageable semantics (unknown.c); registration stays on. */
+	if (v == NULL && hp_coverage_unguarded(symbol))
+		return hp_unknown_wrap(symbol, fn);
 	if (v == NULL)
 		return fn;
 	if (!learn(v->slot, fn)) {

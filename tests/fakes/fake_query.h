@@ -123,10 +123,27 @@ COPY_FN2(cuMemcpy3DWithAttributesAsync,
 	 (BOP *op, unsigned long long fl, stream_t *s), (op, fl, s), s,
 	 ((void)fl, batch3d(&x, op, 1)))
 
+/* A copy entry point of a CUDA newer than hostpin ("13.5"), which hostpin
+ * has no hook for: a unified-addressing copy with four more arguments,
+ * two of them passed on the stack, each checked (a forwarding stub that
+ * lost one is caught). */
+CUresult cuMemcpyFutureAsync(CUdeviceptr d, CUdeviceptr sr, size_t n,
+			     stream_t *s, int a5, int a6, int a7, long a8);
+COPY_FN(cuMemcpyFutureAsync,
+	(CUdeviceptr d, CUdeviceptr sr, size_t n, stream_t *s, int a5, int a6,
+	 int a7, long a8),
+	s,
+	if (a5 != 5 || a6 != 6 || a7 != 7 || a8 != 8) {
+		logf_("VIOLATION future-arguments %d %d %d %ld", a5, a6, a7,
+		      a8);
+		return INVALID_VALUE;
+	} seg(&x, (void *)(uintptr_t)d, (const void *)(uintptr_t)sr, n))
+
 #define FAKE_QUERY_PROCS                                                      \
 	P(cuPointerGetAttribute, 4000, cuPointerGetAttribute)                 \
 	P(cuPointerGetAttributes, 7000, cuPointerGetAttributes)               \
 	P(cuMemHostGetFlags, 2030, cuMemHostGetFlags)                         \
 	P(cuMemHostGetDevicePointer, 3020, cuMemHostGetDevicePointer_v2)      \
 	P2(cuMemcpyWithAttributesAsync, 13020, cuMemcpyWithAttributesAsync)   \
-	P2(cuMemcpy3DWithAttributesAsync, 13020, cuMemcpy3DWithAttributesAsync)
+	P2(cuMemcpy3DWithAttributesAsync, 13020, cuMemcpy3DWithAttributesAsync) \
+	P(cuMemcpyFutureAsync, 13050, cuMemcpyFutureAsync)

@@ -208,6 +208,33 @@ static int drv3dbatch(void *dst, const void *src, size_t n, cudaStream_t s)
 static int drv3dbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dbatch(dv, h, n, s); }
 static int drv3dbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3dbatch(h, dv, n, s); }
 
+/* CUDA 13.2's single copies with attributes (the attributes: the fake
+ * reads none) */
+typedef int (*attr_t)(dptr, dptr, size_t, const void *, cudaStream_t);
+static const long attrs_any[8];
+static int attr_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return ((attr_t)drv_fn[0])((dptr)(uintptr_t)dv, (dptr)(uintptr_t)h, n, attrs_any, s); }
+static int attr_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return ((attr_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, attrs_any, s); }
+static int drv3dattr(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	BOP op = {0};
+	op.src.type = op.dst.type = 1;
+	op.src.op.ptr.ptr = (dptr)(uintptr_t)src;
+	op.dst.op.ptr.ptr = (dptr)(uintptr_t)dst;
+	op.w = n, op.h = op.d = 1;
+	return ((int (*)(BOP *, unsigned long long, cudaStream_t))drv_fn[0])(&op, 0, s);
+}
+static int drv3dattr_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dattr(dv, h, n, s); }
+static int drv3dattr_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3dattr(h, dv, n, s); }
+/* a copy entry point of a CUDA newer than hostpin (the fake's "13.5"):
+ * eight arguments, two on the stack */
+typedef int (*future_t)(dptr, dptr, size_t, cudaStream_t, int, int, int, long);
+static int future_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return ((future_t)drv_fn[0])((dptr)(uintptr_t)dv, (dptr)(uintptr_t)h, n, s, 5, 6, 7, 8); }
+static int future_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return ((future_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, s, 5, 6, 7, 8); }
+
 #ifdef LINKED_DRIVER
 /* linked to the driver's exported names (only their addresses are used) */
 #define DRV_LINKED(X)                                                         \
@@ -236,12 +263,13 @@ static void *linked_sym(const char *n) { (void)n; return NULL; }
 #endif
 
 typedef int (*gpa_t)(const char *, void **, int, unsigned long long, int *);
+static int gpa_version = 12000;
 static void *by_gpa(const char *base, int ptsz)
 {
 	void *f = NULL;
 	gpa_t g = LINKED ? (gpa_t)linked_sym("cuGetProcAddress_v2")
 			 : (gpa_t)dlsym(libcuda(), "cuGetProcAddress_v2");
-	CHECK(g && g(base, &f, 12000, ptsz ? 2 : 0, NULL) == 0 && f);
+	CHECK(g && g(base, &f, gpa_version, ptsz ? 2 : 0, NULL) == 0 && f);
 	return f;
 }
 
@@ -263,6 +291,21 @@ static void path_init(void)
 			drv_fn[0] = by_gpa("cuMemcpy3DPeerAsync", 0);
 		else
 			CHECK(R.cudaGetDriverEntryPoint("cuMemcpy3DPeerAsync", &drv_fn[0], 0, NULL) == 0 && drv_fn[0]);
+	}
+	else if (IS("gpaattr") || IS("gpaattr_ptsz") || IS("dlattr")) {
+		h2d = attr_h2d, d2h = attr_d2h, gpa_version = 13020;
+		path_ptsz = IS("gpaattr_ptsz");
+		drv_fn[0] = IS("dlattr") ? dlsym(libcuda(), "cuMemcpyWithAttributesAsync")
+					 : by_gpa("cuMemcpyWithAttributesAsync", path_ptsz);
+		CHECK(drv_fn[0]);
+	} else if (IS("gpa3dattr")) {
+		h2d = drv3dattr_h2d, d2h = drv3dattr_d2h, gpa_version = 13020;
+		drv_fn[0] = by_gpa("cuMemcpy3DWithAttributesAsync", 0);
+	} else if (IS("gpafuture") || IS("dlfuture")) {
+		h2d = future_h2d, d2h = future_d2h, gpa_version = 13050;
+		drv_fn[0] = IS("dlfuture") ? dlsym(libcuda(), "cuMemcpyFutureAsync")
+					   : by_gpa("cuMemcpyFutureAsync", 0);
+		CHECK(drv_fn[0]);
 	}
 	else if (IS("rt")) ;
 	else {
