@@ -142,7 +142,6 @@ __asm__(
 extern char hp_unknown_stubs[] __attribute__((visibility("hidden")));
 
 void *hp_unknown_wrap(const char *name, void *fn)
-void *hp_unknown_wrap(const char *name, void *fn)
 {
 	if (fn == NULL)
 		return fn;
