@@ -98,6 +98,14 @@ int hp_foreign_hides(const void *p)
 	return !(hp_rflags(r) & HP_F_FOREIGN);
 }
 
+/* A page of hostpin's own that nothing ever registers. */
+static char pageable_probe[4096] __attribute__((aligned(4096)));
+
+void *hp_foreign_asked(void *p)
+{
+	return hp_foreign_hides(p) ? (void *)pageable_probe : p;
+}
+
 static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	int *n = arg;

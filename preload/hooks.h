@@ -27,6 +27,10 @@ HP_HIDDEN void hp_step_aside_released(void *p);
  * registered itself (what hostpin registered there is hidden from it:
  * invariant 14).  Lock-free. */
 HP_HIDDEN int hp_foreign_hides(const void *p);
+/* What to ask the driver or runtime about p: p itself, or, where hostpin's
+ * registration is hidden there, a page of hostpin's that nothing
+ * registers, whose answer is the one for pageable memory. */
+HP_HIDDEN void *hp_foreign_asked(void *p);
 
 /* ---- copy.c: the copy policy, for every copy hook ----
  * Between hp_hook_enter and the real call, each host-side pointer goes to

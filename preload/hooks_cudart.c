@@ -445,7 +445,9 @@ HP_BODY hp_cudaError_t host_unregister(void *f, void *p)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(p);
-	hp_cudaError_t e = fn(p);
+	/* hostpin's own registration is not the program's to release: the
+	 * runtime answers (and records) as for memory never registered */
+	hp_cudaError_t e = fn(hp_foreign_asked(p));
 	if (e == 0)
 		hp_step_aside_released(p);
 	hp_hook_leave();

@@ -350,11 +350,7 @@ HP_BODY hp_CUresult host_unregister(void *f, void *p)
 		return fn(p);
 	/* hostpin's own registration is not the program's to release: it
 	 * gets the driver's answer for memory it never registered */
-	if (hp_foreign_hides(p)) {
-		hp_hook_leave();
-		return HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-	}
-	hp_CUresult e = fn(p);
+	hp_CUresult e = fn(hp_foreign_asked(p));
 	if (e == HP_CUDA_SUCCESS)
 		hp_step_aside_released(p);
 	hp_hook_leave();
@@ -363,17 +359,13 @@ HP_BODY hp_CUresult host_unregister(void *f, void *p)
 
 /* What the driver answers about memory (invariant 14).  A block hostpin
  * registered is pageable memory to the program: asked about an address
- * in one (hp_foreign_hides), the driver is asked about a page of
- * hostpin's own that nothing registers instead, so the answer is exactly
+ * in one, the driver is asked about a page of hostpin's own that nothing
+ * registers instead (hp_foreign_asked), so the answer is exactly
  * the driver's answer for pageable memory (an error for most queries,
  * cuPointerGetAttributes' defaults), whatever the driver's version.  The
  * program's own registrations, cudaHostAlloc memory and device memory
  * pass through. */
-static char pageable_probe[4096] __attribute__((aligned(4096)));
-static void *asked(void *p)
-{
-	return hp_foreign_hides(p) ? (void *)pageable_probe : p;
-}
+static void *asked(void *p) { return hp_foreign_asked(p); }
 static hp_CUdeviceptr asked_dev(hp_CUdeviceptr p)
 {
 	return (hp_CUdeviceptr)(uintptr_t)asked((void *)(uintptr_t)p);
