@@ -140,7 +140,8 @@ int hp_cuda_stream_wait(struct CUstream_st *s);
  * exist here). */
 void hp_cuda_fence_fork_child(void);
 /* coverage.c: non-zero, with *why set, when registering must be refused: a
- * loaded object carries a copy entry point hostpin does not guard; 0 when
+ * loaded object calls a driver copy entry point hostpin does not guard by a
+ * linked reference (unknown.c follows looked-up ones); 0 when
  * every one is guarded, the backend registers nothing with a device, or
  * HOSTPIN_COVERAGE=ignore. */
 int hp_coverage_refuses(const hp_backend_t *b, const char **why);
