@@ -780,7 +780,7 @@ static void rtdefault(void)
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
-	hp = tp_query() != NULL && getenv("HP_EXPECT_ACTIVE") != NULL;
+	hp = tp_query() != NULL && getenv("HP_EXPECT_ACTIVE") && *getenv("HP_EXPECT_ACTIVE");
 	const char *m = argv[1];
 	if (getenv("HP_LOAD_EXTRA"))
 		CHECK(dlopen(getenv("HP_LOAD_EXTRA"), RTLD_NOW | RTLD_LOCAL));

@@ -22,6 +22,15 @@ while read -r prog p; do
 	cpath "$prog $p: HOSTPIN_COPY=async: no reuse under an in-flight copy" 0 "$prog" HP_PATH=$p HOSTPIN_COPY=async -- inflight
 done < "$top/tests/preload/matrix/copy-paths"
 
+# CUDA 13.2's copy with attributes names no direction: a large one between
+# pageable memory (under HOSTPIN_THRESHOLD: glibc's) and device memory is
+# staged as the H2D or D2H it is: no pageable copy of 4 MiB or more reaches
+# the driver (FAKE_CUDA_NO_PAGEABLE), the data and semantics are right.
+for p in gpaattr gpaattr_ptsz dlattr; do
+	cudaprog cuda_prog "cuda_prog $p: a large copy from or into pageable memory is staged by its direction" 0 0 \
+		HP_EXPECT_ACTIVE= HOSTPIN_THRESHOLD=1G FAKE_CUDA_NO_PAGEABLE=4194304 HP_PATH=$p -- sync
+done
+
 # One wait per copy where the runtime calls the driver: 2 registered async
 # copies in the sync test, 2 waits (a second, driver-level one would make 4).
 for p in rt rt2d drv gpa; do
