@@ -196,13 +196,19 @@ static int drvbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { ret
 static int drvbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drvbatch(h, dv, n, s); }
 typedef struct { int type; union { struct { dptr ptr; size_t rl, lh; int loc[2]; } ptr; struct { void *a; size_t x, y, z; } arr; } op; } OPND;
 typedef struct { OPND src, dst; size_t w, h, d; int order; unsigned flags; } BOP;
-static int drv3dbatch(void *dst, const void *src, size_t n, cudaStream_t s)
+/* one 3D batch op of n bytes between two pointers */
+static BOP one_op(void *dst, const void *src, size_t n)
 {
 	BOP op = {0};
 	op.src.type = op.dst.type = 1;
 	op.src.op.ptr.ptr = (dptr)(uintptr_t)src;
 	op.dst.op.ptr.ptr = (dptr)(uintptr_t)dst;
 	op.w = n, op.h = op.d = 1;
+	return op;
+}
+static int drv3dbatch(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	BOP op = one_op(dst, src, n);
 	return ((int (*)(size_t, BOP *, unsigned long long, cudaStream_t))drv_fn[0])(1, &op, 0, s);
 }
 static int drv3dbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dbatch(dv, h, n, s); }
@@ -218,11 +224,7 @@ static int attr_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
 { return ((attr_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, attrs_any, s); }
 static int drv3dattr(void *dst, const void *src, size_t n, cudaStream_t s)
 {
-	BOP op = {0};
-	op.src.type = op.dst.type = 1;
-	op.src.op.ptr.ptr = (dptr)(uintptr_t)src;
-	op.dst.op.ptr.ptr = (dptr)(uintptr_t)dst;
-	op.w = n, op.h = op.d = 1;
+	BOP op = one_op(dst, src, n);
 	return ((int (*)(BOP *, unsigned long long, cudaStream_t))drv_fn[0])(&op, 0, s);
 }
 static int drv3dattr_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dattr(dv, h, n, s); }
