@@ -19,7 +19,7 @@ dv_check() { # WHAT EXPECT(clear-faster|clear-slower|none) PLAIN... -- HOSTPIN..
 		if [ $side = p ]; then p+=("$v"); else h+=("$v"); fi
 	done
 	dv_times plain "${p[@]}"; dv_times hostpin "${h[@]}"
-	out=$(python3 "$top/scripts/demo_verdict.py" "$dv/plain" "$dv/hostpin" 2>&1)
+	out=$(/usr/bin/python3 "$top/scripts/demo_verdict.py" "$dv/plain" "$dv/hostpin" 2>&1)
 	case "$want:$out" in
 	clear-faster:"steps "*"% faster: "*|clear-slower:"steps "*"% slower: "*|none:"no clear difference in step time ("*"%, within the spread)")
 		ok "demo verdict, $what: '$out'" ;;
