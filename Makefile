@@ -5,7 +5,8 @@
 #   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
-#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it)
+#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it; stops if
+#                   PYTHON would not find hostpin.py there)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
 #   make wheel      build/hostpin-VERSION-py3-none-manylinux_2_28_x86_64.whl (pip install it)
 CC ?= cc
@@ -177,7 +178,18 @@ bench-peers: $(DEPS_STAMP) all
 gpu-check:
 	scripts/gpu-check
 
+# Before anything is written: hostpin.py must go where $(PYTHON) looks.
+# A python3 that is not Debian's (pyenv, conda) does not search PREFIX's
+# directories: stop and say what to do rather than leave the module where
+# no interpreter finds it.  PYDIR=... on the command line, DESTDIR (a
+# staged install) or no $(PYTHON) at all skip the check.
 install: all
+	@[ -n "$(DESTDIR)" ] || [ "$(origin PYDIR)" = "command line" ] || ! command -v $(PYTHON) >/dev/null 2>&1 || \
+		$(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || { \
+		echo "make install: $(PYTHON) ($$(command -v $(PYTHON))) does not search $(PYDIR), where hostpin.py would go;" >&2; \
+		echo "  nothing installed.  Name the interpreter to install for (PYTHON=/usr/bin/python3: Debian's" >&2; \
+		echo "  searches PREFIX=/usr/local), or the directory (PYDIR=...), or put the wheel into that" >&2; \
+		echo "  interpreter's environment (make wheel; pip install build/hostpin-*.whl in a venv)" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(PYDIR)
@@ -197,7 +209,7 @@ install: all
 	install -m 0644 scripts/hostpin.bash-completion $(DESTDIR)$(COMPLETIONDIR)/hostpin
 	install -m 0644 python/hostpin.py $(DESTDIR)$(PYDIR)/hostpin.py
 	@[ -n "$(DESTDIR)" ] || $(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || \
-		echo 'note: $(PYTHON) does not search $(PYDIR): import hostpin needs PYTHONPATH=$(PYDIR) (or PYTHON=the interpreter to install for)'
+		echo 'note: $(PYTHON) does not search $(PYDIR) (PYDIR given): import hostpin needs PYTHONPATH=$(PYDIR)'
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin $(DESTDIR)$(BINDIR)/hostpin-status \
