@@ -99,7 +99,7 @@ out=$(unshare -m bash -c "$hdr"'
 	env -u HOSTPIN_LEDGER LD_PRELOAD="$LIB" sh -c "echo up; read x" "root$esc" < "$d/in" >> "$d/ups" 2>&1 &
 	exec 3>"$d/in"
 	ups "$d/ups" 3 || echo "not all up"
-	# hostpin ran in the other user's processes: their ledgers exist, theirs
+	# hostpin ran in nobody processes: their two ledgers exist, owned by nobody
 	for l in /dev/shm/hostpin-0 "/dev/shm/hostpin-0.d/$LN"; do [ -s "$l" ] && stat -c "other-ledger %u" "$l"; done
 	env -u HOSTPIN_LEDGER "$ST" --all 2>&1
 	exec 3>&-; wait' 2>&1)
