@@ -257,8 +257,9 @@ wheel: all
 	scripts/make-wheel
 
 # Keeps the Debian 11 root (build/bullseye, made once by make compat: a
-# download of a few minutes); make distclean removes it too.
+# download of a few minutes) and pkg-check's auditwheel (a venv from PyPI);
+# make distclean removes them too.
 clean:
-	find $(B) -mindepth 1 -maxdepth 1 ! -name bullseye -exec rm -rf {} + 2>/dev/null || true
+	find $(B) -mindepth 1 -maxdepth 1 ! -name bullseye ! -name auditwheel-venv -exec rm -rf {} + 2>/dev/null || true
 distclean:
 	rm -rf $(B)
