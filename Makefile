@@ -257,9 +257,10 @@ wheel: all
 	scripts/make-wheel
 
 # Keeps the Debian 11 root (build/bullseye, made once by make compat: a
-# download of a few minutes) and pkg-check's auditwheel (a venv from PyPI);
-# make distclean removes them too.
+# download of a few minutes), pkg-check's auditwheel (a venv from PyPI) and
+# the cuda.h the cuda case checks against (from PyPI where no CUDA toolkit
+# is installed); make distclean removes them too.
 clean:
-	find $(B) -mindepth 1 -maxdepth 1 ! -name bullseye ! -name auditwheel-venv -exec rm -rf {} + 2>/dev/null || true
+	find $(B) -mindepth 1 -maxdepth 1 ! -name bullseye ! -name auditwheel-venv ! -name cuda-headers -exec rm -rf {} + 2>/dev/null || true
 distclean:
 	rm -rf $(B)
