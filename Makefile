@@ -148,7 +148,7 @@ check: $(DEPS_STAMP) all
 # installed first (no service is started: scripts/ensure-deps).
 check-cluster: all
 	scripts/ensure-deps $(CLUSTER_PKGS)
-	@rm -rf $(B)/check
+	@rm -f $(B)/check/cluster.*
 	@scripts/check-tier cluster tests/preload/run.sh prometheus slurm
 	@scripts/check-summary cluster
 
