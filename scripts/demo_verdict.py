@@ -33,6 +33,7 @@ def compare(plain, hostpin):
 def words(plain, hostpin):
     """The verdict on step time, in the demo's words."""
     d, clear = compare(plain, hostpin)
+    d = round(d) or 0                     # -0.3% reads +0%, not -0%
     if not clear:
         return f"no clear difference in step time ({d:+.0f}%, within the spread)"
     if d < 0:
