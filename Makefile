@@ -1,10 +1,12 @@
 # hostpin: thin top level.  Out-of-tree objects under build/.
 #   make            build build/libhostpin.so and the launcher
-#   make check      install missing Debian packages, build, run every test
+#   make check      install missing Debian packages, build, run every test; one summary line
+#   make check-cluster  the Slurm and Prometheus cases, their packages installed first
 #   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
-#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it)
+#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it; stops if
+#                   PYTHON would not find hostpin.py there)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
 #   make wheel      build/hostpin-VERSION-py3-none-manylinux_2_28_x86_64.whl (pip install it)
 CC ?= cc
@@ -38,7 +40,16 @@ PYDIR ?= $(shell $(PYTHON) -c '$(PYDIR_PY)' '$(PREFIX)' 2>/dev/null || echo '$(P
 
 CHECK_PKGS := check libunwind-dev libze-dev libze1 pkg-config python3-venv
 RUN_PKGS := python3-torch python3-numpy coreutils libjemalloc2 libtcmalloc-minimal4 valgrind clang \
-	openmpi-bin prometheus slurmctld slurmd munge slurm-client
+	openmpi-bin debootstrap
+# The Slurm case runs its own munged, slurmctld and slurmd (own config,
+# ports and state directory, started and stopped by the case); the
+# Prometheus case needs only promtool.  scripts/ensure-deps installs with
+# service starts forbidden, but on a host where systemd runs the packages
+# would still enable their units for the next boot: there make check
+# installs them only under CI=true (a throwaway machine) or when asked,
+# make check-cluster, and the two cases say they skipped.
+CLUSTER_PKGS := prometheus slurmctld slurmd munge slurm-client
+CLUSTER_DEPS := $(if $(or $(filter true,$(CI)),$(if $(wildcard /run/systemd/system),,no-systemd)),$(CLUSTER_PKGS))
 DEPS_STAMP := $(B)/.deps
 
 REG_SRC := registry/registry.c
@@ -55,7 +66,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench bench-peers install uninstall deb wheel pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: all check check-cluster demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -75,7 +86,7 @@ $(B)/hostpin: scripts/hostpin VERSION
 
 $(DEPS_STAMP): scripts/ensure-deps
 	@mkdir -p $(B)
-	scripts/ensure-deps $(CHECK_PKGS) $(RUN_PKGS)
+	scripts/ensure-deps $(CHECK_PKGS) $(RUN_PKGS) $(CLUSTER_DEPS)
 	@touch $@
 deps: $(DEPS_STAMP)
 
@@ -122,10 +133,24 @@ preload-tests: $(DEPS_STAMP) all
 compat:
 	scripts/compat-tier
 
-# Tiers, fastest first: unit (and the registry under sanitizers), preload,
-# stress, compat.
+# Tiers: unit (and the registry under sanitizers), stress, then compat
+# (which makes the Debian 11 root once) and pkg-check (which builds the
+# wheel in that root) before the preload tests, whose containers case
+# uses both.  Every tier runs; each one's output is kept in
+# build/check/TIER.log and the last line sums them all (scripts/check-summary).
+CHECK_TIERS := unit sanitize stress compat pkg-check preload-tests
 check: $(DEPS_STAMP) all
-	$(MAKE) --no-print-directory unit sanitize preload-tests stress pkg-check compat
+	@rm -rf $(B)/check
+	@for t in $(CHECK_TIERS); do scripts/check-tier $$t $(MAKE) --no-print-directory $$t; done
+	@scripts/check-summary $(CHECK_TIERS)
+
+# The cases that run a private Slurm cluster and promtool, their packages
+# installed first (no service is started: scripts/ensure-deps).
+check-cluster: all
+	scripts/ensure-deps $(CLUSTER_PKGS)
+	@rm -f $(B)/check/cluster.*
+	@scripts/check-tier cluster tests/preload/run.sh prometheus slurm
+	@scripts/check-summary cluster
 
 # The Python module's tests (with and without hostpin), then the Debian
 # package: built, installed, smoke-tested and removed again.
@@ -153,7 +178,18 @@ bench-peers: $(DEPS_STAMP) all
 gpu-check:
 	scripts/gpu-check
 
+# Before anything is written: hostpin.py must go where $(PYTHON) looks.
+# A python3 that is not Debian's (pyenv, conda) does not search PREFIX's
+# directories: stop and say what to do rather than leave the module where
+# no interpreter finds it.  PYDIR=... on the command line, DESTDIR (a
+# staged install) or no $(PYTHON) at all skip the check.
 install: all
+	@[ -n "$(DESTDIR)" ] || [ "$(origin PYDIR)" = "command line" ] || ! command -v $(PYTHON) >/dev/null 2>&1 || \
+		$(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || { \
+		echo "make install: $(PYTHON) ($$(command -v $(PYTHON))) does not search $(PYDIR), where hostpin.py would go;" >&2; \
+		echo "  nothing installed.  Name the interpreter to install for (PYTHON=/usr/bin/python3: Debian's" >&2; \
+		echo "  searches PREFIX=/usr/local), or the directory (PYDIR=...), or put the wheel into that" >&2; \
+		echo "  interpreter's environment (make wheel; pip install build/hostpin-*.whl in a venv)" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(PYDIR)
@@ -173,7 +209,7 @@ install: all
 	install -m 0644 scripts/hostpin.bash-completion $(DESTDIR)$(COMPLETIONDIR)/hostpin
 	install -m 0644 python/hostpin.py $(DESTDIR)$(PYDIR)/hostpin.py
 	@[ -n "$(DESTDIR)" ] || $(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || \
-		echo 'note: $(PYTHON) does not search $(PYDIR): import hostpin needs PYTHONPATH=$(PYDIR) (or PYTHON=the interpreter to install for)'
+		echo 'note: $(PYTHON) does not search $(PYDIR) (PYDIR given): import hostpin needs PYTHONPATH=$(PYDIR)'
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin $(DESTDIR)$(BINDIR)/hostpin-status \
@@ -220,5 +256,11 @@ deb: all
 wheel: all
 	scripts/make-wheel
 
+# Keeps the Debian 11 root (build/bullseye, made once by make compat: a
+# download of a few minutes), pkg-check's auditwheel (a venv from PyPI) and
+# the cuda.h the cuda case checks against (from PyPI where no CUDA toolkit
+# is installed); make distclean removes them too.
 clean:
+	find $(B) -mindepth 1 -maxdepth 1 ! -name bullseye ! -name auditwheel-venv ! -name cuda-headers -exec rm -rf {} + 2>/dev/null || true
+distclean:
 	rm -rf $(B)

@@ -265,6 +265,19 @@ static inline const char *hp_human(uint64_t b, char *buf)
 	return buf;
 }
 
+/* With the mlock backend, once something was locked: what that buys (a
+ * process's counters, or a job's merged); NULL otherwise. */
+static inline const char *hp_mlock_note(const struct hp_counters *c)
+{
+	if ((atomic_load_explicit(&c->backend, memory_order_relaxed) & 15) !=
+		HP_BK_MLOCK ||
+	    !atomic_load_explicit(&c->pinned_bytes_peak, memory_order_relaxed))
+		return NULL;
+	return "backend mlock: pages locked in RAM, nothing registered with a "
+	       "GPU: nothing to gain without one (copies run at DMA speed only "
+	       "from memory a GPU driver registered)";
+}
+
 /* Why nothing was pinned, in one line (without a trailing newline) into
  * buf[cap], from a process's counters (or a job's, merged: counts summed,
  * backend flags or'ed); NULL if something was pinned. */

@@ -1,6 +1,7 @@
 /* Knobs: parsed from the environment with secure_getenv, from the one table
  * in options.def.  No allocation. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -95,6 +96,35 @@ static int parse_bool(const char *s, uint64_t *out)
 	return EINVAL;
 }
 
+/* A size bound as people write it: the largest of K, M, G, T that divides
+ * it exactly (4K, 1T, 1024T), else bytes. */
+static void size_bound(uint64_t v, char *out, size_t cap)
+{
+	int u = 0;
+	while (u < 4 && v && v % 1024 == 0)
+		v /= 1024, u++;
+	hp_snprintf(out, cap, "%llu%s", (unsigned long long)v,
+		    (const char *[]){"", "K", "M", "G", "T"}[u]);
+}
+
+/* What a size knob takes, in the words the launcher uses too
+ * (scripts/hostpin's sizearg): one phrase for both. */
+static const char *size_words(int i, const hp_optdesc_t *d)
+{
+	static char buf[HP_OPT_COUNT][240];
+	char lo[24], hi[24];
+	size_bound(d->min, lo, sizeof(lo));
+	size_bound(d->max, hi, sizeof(hi));
+	hp_snprintf(buf[i], sizeof(buf[i]),
+		    "a size from %s to %s: a number of bytes with an optional "
+		    "K, M, G or T (4096, 4096B, 64K, 64kb, 2MiB, 1G; any case, "
+		    "powers "
+		    "of 1024)%s", lo, hi,
+		    d->kind == HP_K_CAP ? ", or N% of the memory base from 1% "
+					  "to 100%" : "");
+	return buf[i];
+}
+
 /* Index of s in a '|'-separated list, or -1. */
 static int enum_index(const char *choices, const char *s)
 {
@@ -149,7 +179,7 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 	case HP_K_CAP: {
 		size_t n = strlen(s);
 		if (n > 1 && s[n - 1] == '%') {
-			*expect = "a size (e.g. 512M, 4GiB) or 1%..100% of the memory base";
+			*expect = size_words(i, d);
 			const char *e;
 			uint64_t pct;
 			if (parse_u64(s, &e, &pct) || *e != '%' || e[1] ||
@@ -161,13 +191,7 @@ int hp_opt_parse(int i, const char *s, uint64_t *out, const char **expect)
 		__attribute__((fallthrough)); /* a plain size */
 	}
 	case HP_K_SIZE: {
-		static char buf[HP_OPT_COUNT][160];
-		hp_snprintf(buf[i], sizeof(buf[i]),
-			    "a size from %llu to %llu bytes (4096, 4096B, 64K, "
-			    "64kb, 2MiB, 1G: any case, powers of 1024)%s",
-			    d->min, d->max,
-			    d->kind == HP_K_CAP ? ", or N% of the memory base" : "");
-		*expect = buf[i];
+		*expect = size_words(i, d);
 		uint64_t v;
 		if (parse_size(s, &v) || v < d->min || v > d->max)
 			return EINVAL;
@@ -240,7 +264,52 @@ int hp_opt_known(const char *name, size_t len)
 
 extern char **environ;
 
-/* One warning per HOSTPIN_* variable that names no knob; their number. */
+/* Whether the parent process started with hostpin in its LD_PRELOAD and
+ * this very environment entry: then it warned about the entry already, and
+ * a typo is said once per job, not again by every worker of torchrun or
+ * command of a shell.  Read from /proc/PPID/environ (the parent's
+ * environment as it started); an entry longer than the buffer counts as
+ * not seen. */
+static int parent_had(const char *entry)
+{
+	char path[40], buf[4096];
+	hp_snprintf(path, sizeof(path), "/proc/%d/environ", (int)getppid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int same = 0, preload = 0, skip = 0;
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + len, sizeof(buf) - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		size_t start = 0;
+		for (size_t i = 0; i < len; i++) {
+			if (buf[i])
+				continue;
+			const char *e = buf + start;
+			if (!skip && strcmp(e, entry) == 0)
+				same = 1;
+			if (!skip && strncmp(e, "LD_PRELOAD=", 11) == 0 &&
+			    strstr(e, "hostpin"))
+				preload = 1;
+			skip = 0;
+			start = i + 1;
+		}
+		memmove(buf, buf + start, len - start);
+		len -= start;
+		if (len == sizeof(buf)) /* one entry fills it: not ours */
+			skip = 1, len = 0;
+	}
+	close(fd);
+	return same && preload;
+}
+
+/* One warning per HOSTPIN_* variable that names no knob (unless the
+ * parent process said it already); their number. */
 static int report_unknown(void)
 {
 	int n = 0;
@@ -258,6 +327,8 @@ static int report_unknown(void)
 		memcpy(shown, name, m);
 		shown[m] = '\0';
 		n++;
+		if (parent_had(*e))
+			continue;
 		hp_log(HP_LOG_WARN,
 		       "unknown variable HOSTPIN_%s ignored; did you mean "
 		       "HOSTPIN_%s? (hostpin(7) lists every knob)%s",
@@ -410,10 +481,28 @@ static int show_line(int i, char *out, size_t cap)
 	return 1;
 }
 
+/* The knobs in the order of their names, as README's table and hostpin(7)
+ * list them (options.def keeps them by concern). */
+static void by_name(int order[HP_OPT_COUNT])
+{
+	for (int i = 0; i < HP_OPT_COUNT; i++) {
+		int j = i;
+		while (j > 0 && strcmp(hp_optdesc[order[j - 1]].name,
+				       hp_optdesc[i].name) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+}
+
 void hp_options_show(int fd)
 {
 	char line[800];
-	for (int i = 0; i < HP_OPT_COUNT; i++) {
+	int order[HP_OPT_COUNT];
+	by_name(order);
+	for (int k = 0; k < HP_OPT_COUNT; k++) {
+		int i = order[k];
 		if (!show_line(i, line, sizeof(line)))
 			continue;
 		if (fd < 0) {

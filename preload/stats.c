@@ -244,6 +244,9 @@ void hp_stats_report(void)
 		/* when nothing was pinned, why, in one line */
 		if (hp_idle_reason(&hp_ctr, why, sizeof(why)))
 			emit(fd, "hostpin[%d]:   %s\n", pid, why);
+		if (hp_mlock_note(&hp_ctr))
+			emit(fd, "hostpin[%d]:   %s\n", pid,
+			     hp_mlock_note(&hp_ctr));
 		hp_sites_report(hp_log_target());
 	}
 	if (hp_optstr[HP_OPT_STATS_FILE][0]) {

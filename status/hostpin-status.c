@@ -481,6 +481,13 @@ static int report(struct hp_ledger *l, int job)
 	uint32_t hw = atomic_load(&l->hiwater);
 	char a[24], b[24], c[24];
 	FILE *o = stderr;
+	/* the per-process lines, printed under the job's summary: hostpin(1)
+	 * says the summary comes first */
+	char *procs = NULL;
+	size_t procs_len = 0;
+	FILE *po = open_memstream(&procs, &procs_len);
+	if (!po)
+		po = o;
 	/* the job's counters for the "nothing pinned" line: every process
 	 * of the job, the idle ones too */
 	struct hp_counters m;
@@ -532,7 +539,7 @@ static int report(struct hp_ledger *l, int job)
 			snprintf(rank, sizeof(rank), " rank %d", s->rank);
 		char cmd[4 * HP_LEDGER_CMD + 8];
 		printable(s, cmd, sizeof(cmd));
-		fprintf(o, "hostpin:   pid %d%s%s: peak pinned %s, %llu "
+		fprintf(po, "hostpin:   pid %d%s%s: peak pinned %s, %llu "
 			"registrations, %llu failures, %llu copies through "
 			"registered memory (%s): %.50s\n", s->pid, rank,
 			st == HP_LS_LIVE ? " (still running)" : "",
@@ -545,10 +552,14 @@ static int report(struct hp_ledger *l, int job)
 			atomic_compare_exchange_strong(&s->state, &w,
 						       HP_LS_TO(w, HP_LS_FREE));
 	}
+	if (po != o)
+		fclose(po);
 	char why[256];
 	const char *idle_why =
 	    seen ? hp_idle_reason(&m, why, sizeof(why)) : NULL;
+	const char *mlock_note = seen ? hp_mlock_note(&m) : NULL;
 	if (n == 0) {
+		free(procs);
 		fprintf(o, "hostpin: job report: no process of the job used hostpin "
 			"(%d did nothing)\n", idle);
 		if (idle_why)
@@ -577,8 +588,14 @@ static int report(struct hp_ledger *l, int job)
 		(unsigned long long)t.copy_waits,
 		(unsigned long long)t.cache_hits,
 		(unsigned long long)t.cache_evictions);
+	if (procs) {
+		fputs(procs, o);
+		free(procs);
+	}
 	if (idle_why)
 		fprintf(o, "hostpin:   %s\n", idle_why);
+	if (mlock_note)
+		fprintf(o, "hostpin:   %s\n", mlock_note);
 	return 0;
 }
 

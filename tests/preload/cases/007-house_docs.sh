@@ -1,29 +1,31 @@
-# README true to the code (issue 23 item 4, issue 26 item 2).  Nothing is
-# run under hostpin: the case reads README.md against the tree.
-# - Its knob table (between the "knobs:" markers) names every knob of
+# The documents true to the code.  Nothing is run under hostpin: the case
+# reads README.md, docs/knobs.md and CONTRIBUTING.md against the tree.
+# - docs/knobs.md's table (between the "knobs:" markers) names every knob of
 #   preload/options.def once, and no other, each with options.def's default
 #   (scripts/readme-knobs --update rewrites it); every "`HOSTPIN_X` (default
-#   `V`)" elsewhere in it says options.def's default too.
-# - Its map of preload/ names every preload/*.c, and only files that exist.
-# - Its "Every file, by directory" listing names each file (and
+#   `V`)" in README says options.def's default too.
+# - CONTRIBUTING.md's map of preload/ names every preload/*.c, and only files that exist.
+# - CONTRIBUTING.md's "Every file, by directory" listing names each file (and
 #   subdirectory) of registry/ preload/ status/ python/ man/ scripts/ and
 #   tests/{unit,preload,fakes,stress,bench}/ exactly as the tree has them:
 #   none missing, none that is not there.
 readme=$top/README.md
+knobs_md=$top/docs/knobs.md        # the table of every knob
+contrib=$top/CONTRIBUTING.md       # the map of preload/ and the file listing
 defs=$top/preload/options.def
 # NAME DEFAULT of every knob, from options.def
 def_knobs=$(sed -n 's/^HP_OPT(\([A-Z0-9_]*\), *[A-Z]*, *"\([^"]*\)".*/\1 \2/p' "$defs" | LC_ALL=C sort)
 n_opt=$(grep -c '^HP_OPT(' "$defs")
 [ "$(echo "$def_knobs" | grep -c .)" = "$n_opt" ] || bad "house_docs: could not read every HP_OPT line of options.def"
 # NAME DEFAULT of every row of README's table ((empty) is an empty default)
-table=$(sed -n '/^<!-- knobs: /,/^<!-- end of knobs -->/p' "$readme")
+table=$(sed -n '/^<!-- knobs: /,/^<!-- end of knobs -->/p' "$knobs_md")
 readme_knobs=$(echo "$table" | sed -n 's/^| `HOSTPIN_\([A-Z0-9_]*\)` | [^|]* | `\([^`]*\)` |.*/\1 \2/p' |
 	sed 's/ (empty)$/ /' | LC_ALL=C sort)
 dups=$(echo "$table" | grep -o '^| `HOSTPIN_[A-Z0-9_]*`' | LC_ALL=C sort | uniq -d | tr -d '|`' | tr '\n' ' ')
 if [ -n "$table" ] && [ -z "$dups" ] && [ "$readme_knobs" = "$def_knobs" ]; then
-	ok "house_docs: README's knob table lists the $n_opt knobs of options.def once each, with their defaults"
+	ok "house_docs: docs/knobs.md's table lists the $n_opt knobs of options.def once each, with their defaults"
 else
-	bad "house_docs: README's knob table differs from preload/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
+	bad "house_docs: docs/knobs.md's table differs from preload/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
 	diff <(echo "$def_knobs") <(echo "$readme_knobs") | sed -n 's/^[<>]/    &/p' | head -10
 fi
 # "`HOSTPIN_X` (default `V`)" in the prose
@@ -38,7 +40,7 @@ if [ "$n_prose" -ge 5 ] && [ -z "$wrong" ]; then ok "house_docs: the $n_prose de
 else bad "house_docs: README's prose gives wrong defaults (README/options.def):$wrong (found $n_prose)"; fi
 
 # The map of preload/: between "A map of preload/" and "Every file, by directory:"
-map=$(sed -n '/^A map of preload\//,/^Every file, by directory:/p' "$readme")
+map=$(sed -n '/^A map of preload\//,/^Every file, by directory:/p' "$contrib")
 map_names=$(echo "$map" | grep -oE '\b[A-Za-z0-9_]+\.(c|h|def|map)\b' | LC_ALL=C sort -u)
 missing="" stale=""
 for f in "$top"/preload/*.c; do
@@ -51,7 +53,7 @@ else bad "house_docs: the map of preload/ misses:${missing:- none}; names files 
 # The listing: a line "    DIR/  ..." starts DIR's rows; a row "      NAMES  what
 # they are" (six spaces) names its files before the first two spaces,
 # separated by ", ".
-listed=$(sed -n '/^Every file, by directory:/,/^## /p' "$readme" | awk '
+listed=$(sed -n '/^Every file, by directory:/,/^## /p' "$contrib" | awk '
 	/^    [^ ]/ { d = $1; if (d !~ /\/$/) d = ""; next }
 	/^      [^ ]/ && d != "" {
 		row = substr($0, 7); i = index(row, "  "); if (i) row = substr(row, 1, i - 1)
@@ -71,5 +73,18 @@ tree=$(for d in $dirs; do intree "$d"; done | LC_ALL=C sort -u)
 notlisted=$(comm -23 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')
 notthere=$(comm -13 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')
 if [ -n "$listed" ] && [ -z "$notlisted$notthere" ]; then
-	ok "house_docs: README's layout lists the $(echo "$tree" | grep -c .) files of $dirs, and nothing else"
-else bad "house_docs: README's layout: not listed: ${notlisted:-none}; listed but not there: ${notthere:-none}"; fi
+	ok "house_docs: CONTRIBUTING.md's file listing names the $(echo "$tree" | grep -c .) files of $dirs, and nothing else"
+else bad "house_docs: CONTRIBUTING.md's file listing: not listed: ${notlisted:-none}; listed but not there: ${notthere:-none}"; fi
+
+# What a newcomer reads first: README short (about 250 lines at most), its
+# two commands (make demo, make check) within its first 20 lines; no
+# tracker numbers ("issue 23"), development machines' paths or internal
+# nicknames in the files users read (README, docs/, man/, bench/).
+n=$(wc -l < "$readme")
+if [ "$n" -le 260 ] && head -20 "$readme" | grep -q 'make demo' && head -20 "$readme" | grep -q 'make check'; then
+	ok "house_docs: README is $n lines, make demo and make check in its first 20"
+else bad "house_docs: README is $n lines (want <= 260); make demo/make check in the first 20: $(head -20 "$readme" | grep -c 'make demo\|make check') lines"; fi
+private=$(cd "$top" && grep -rnEi 'issues? [0-9]|/work/|/root/out|/home/[a-z]|the house' README.md docs man \
+	bench/*.md bench/*.txt 2>/dev/null | head -5)
+[ -z "$private" ] && ok "house_docs: no tracker numbers, machine paths or nicknames in README, docs/, man/, bench/" ||
+	{ bad "house_docs: users' files name private things:"; echo "$private" | sed 's/^/    /'; }

@@ -28,6 +28,17 @@ done
 out=$(env $P HOSTPIN_THRESHHOLD=64M HOSTPIN_STRICT=yes /bin/true 2>&1); rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q "HOSTPIN_STRICT=1 and 1 invalid or unknown"; then ok "unknown variable with HOSTPIN_STRICT=yes is fatal"
 else bad "unknown + strict (rc $rc): $out"; fi
+# -- a misspelled knob is named once per job, not by every child --
+# Injected: HOSTPIN_TRESHOLD in the environment of a shell under the
+# preload that runs two commands, and of a launcher job (--stats).  Must
+# hold: one warning each time (the shell's; its children stay quiet).
+out=$(env $P HOSTPIN_TRESHOLD=1M sh -c '/bin/true; /bin/true; exit 0' 2>&1)
+n=$(echo "$out" | grep -c 'unknown variable HOSTPIN_TRESHOLD ignored; did you mean HOSTPIN_THRESHOLD?')
+out2=$(HOSTPIN_TRESHOLD=1M "$top/build/hostpin" --stats -b mlock -- sh -c '/bin/true; /bin/true; exit 0' 2>&1)
+n2=$(echo "$out2" | grep -c 'unknown variable HOSTPIN_TRESHOLD')
+[ "$n" = 1 ] && [ "$n2" = 1 ] && ok "a typo (HOSTPIN_TRESHOLD) warned once by a shell and its two children, once in a launcher job" ||
+	{ bad "a typo warned $n times by a shell and its children, $n2 times in a launcher job (want 1, 1)"; echo "$out2" | head -5 | sed 's/^/    /'; }
+
 # every HOSTPIN_* name the launcher and the tests set is known
 # (not this file's deliberate misspellings, nor the HOSTPIN_NAME placeholder)
 names=$(cd "$top" && grep -rhoE --exclude=060-knobs.sh 'HOSTPIN_[A-Z0-9_]+=' scripts tests Makefile | sort -u | sed 's/=$//' | grep -vx HOSTPIN_NAME)

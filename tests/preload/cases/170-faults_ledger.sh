@@ -15,7 +15,10 @@ MB=$((1 << 20))
 # the name of the ledger file in its directory (ledger-vV-S)
 LN=$(env -u HOSTPIN_LEDGER $P HOSTPIN_LOG=info /bin/true 2>&1 | sed -n 's|.*: ledger .*/\(ledger[^,/]*\), slot.*|\1|p')
 # what each scenario needs from this shell, for `unshare ... bash -c`
-hdr="set -u; LIB='$LIB'; ST='$ST'; LH='$LH'; d='$d'; B='$B'; LN='${LN:-ledger}'"
+# the library as user nobody can read it: the clone may sit under a
+# directory only root can enter (/root, mode 0700)
+cp "$LIB" "$d/libhostpin.so"
+hdr="set -u; LIB='$LIB'; WLIB='$d/libhostpin.so'; ST='$ST'; LH='$LH'; d='$d'; B='$B'; LN='${LN:-ledger}'"
 isroot=0
 [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null && isroot=1
 
@@ -91,17 +94,20 @@ out=$(unshare -m bash -c "$hdr"'
 	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"; : > "$d/ups"; chmod 666 "$d/ups"
 	runuser -u nobody -- mkdir /dev/shm/hostpin-0.d
 	for l in /dev/shm/hostpin-0 "/dev/shm/hostpin-0.d/$LN"; do
-		runuser -u nobody -- env LD_PRELOAD="$LIB" HOSTPIN_LEDGER=$l sh -c "echo up; read x" "nobody$esc" < "$d/in" >> "$d/ups" 2>&1 &
+		runuser -u nobody -- env LD_PRELOAD="$WLIB" HOSTPIN_LEDGER=$l sh -c "echo up; read x" "nobody$esc" < "$d/in" >> "$d/ups" 2>&1 &
 	done
 	env -u HOSTPIN_LEDGER LD_PRELOAD="$LIB" sh -c "echo up; read x" "root$esc" < "$d/in" >> "$d/ups" 2>&1 &
 	exec 3>"$d/in"
 	ups "$d/ups" 3 || echo "not all up"
+	# hostpin ran in nobody processes: their two ledgers exist, owned by nobody
+	for l in /dev/shm/hostpin-0 "/dev/shm/hostpin-0.d/$LN"; do [ -s "$l" ] && stat -c "other-ledger %u" "$l"; done
 	env -u HOSTPIN_LEDGER "$ST" --all 2>&1
 	exec 3>&-; wait' 2>&1)
 if ! printf '%s' "$out" | grep -q $'\033' && ! echo "$out" | grep -q nobody &&
+	[ "$(echo "$out" | grep -c '^other-ledger 65534$')" = 2 ] &&
 	echo "$out" | grep -qF 'root\x1b]0;owned\x07\x1b[2Jx' && echo "$out" | grep -q '^1 process;'; then
 	ok "hostpin status as root: nobody's ledgers not read, its own command line escaped ($(echo "$out" | grep -o 'root\\x1b[^ ]*'))"
-else bad "hostpin status prints escape sequences or another user's processes:"; printf '%s\n' "$out" | cat -v | sed 's/^/    /'; fi
+else bad "hostpin status prints escape sequences or another user's processes (or nobody's two ledgers are missing):"; printf '%s\n' "$out" | cat -v | sed 's/^/    /'; fi
 
 fi # root
 

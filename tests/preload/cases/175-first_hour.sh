@@ -143,7 +143,7 @@ out=$("$ST" --count x 2>&1); rc=$?
 for a in "-t 4X" "--threshold=1k" "-t 2T" "-m 101%" "--max-pinned=lots"; do
 	o=${a%%[ =]*} v=${a#*[ =]}
 	out=$("$H" -t 64K -m 50% --max-pinned=2GiB --threshold 1MB $a /bin/echo ran 2>&1); rc=$?
-	[ $rc -eq 2 ] && [ "$out" = "$(echo "$out" | grep "^hostpin: $o: '$v' is not a size from .* (expected a number of bytes")" ] &&
+	[ $rc -eq 2 ] && [ "$out" = "$(echo "$out" | grep "^hostpin: $o: '$v' is not a size from .* to .*: a number of bytes with an optional K, M, G or T")" ] &&
 		ok "launcher rejects $a alone, naming the value and what was expected" || bad "launcher $a (rc $rc): $out"
 done
 out=$("$H" -L "$fh" /bin/echo ran 2>&1); rc=$?
@@ -151,6 +151,30 @@ out=$("$H" -L "$fh" /bin/echo ran 2>&1); rc=$?
 out=$(HOSTPIN_LIB=/nope "$H" /bin/true 2>&1); rc=$?
 [ $rc -eq 127 ] && echo "$out" | grep -q "^hostpin: HOSTPIN_LIB=/nope was not found" && ! echo "$out" | grep -q "(set HOSTPIN_LIB)" &&
 	ok "HOSTPIN_LIB=/nope: named as set, not found" || bad "HOSTPIN_LIB=/nope (rc $rc): $out"
+
+# -- the launcher and the library say the same of a size: the same words
+# for the same knob (bounds 4K..1T, not bytes; "N% of the memory base") --
+for pair in "-t HOSTPIN_THRESHOLD 4X" "-m HOSTPIN_MAX_PINNED lots"; do
+	set -- $pair
+	lw=$("$H" "$1" "$3" /bin/true 2>&1 | sed -n "s/^hostpin: $1: '$3' is not //p")
+	bw=$(env $P "$2=$3" /bin/true 2>&1 | sed -n "s/^hostpin\[[0-9]*\]: invalid $2=\"$3\": expected \(.*\); using the default .*/\1/p")
+	[ -n "$lw" ] && [ "$lw" = "$bw" ] && ok "$1 $3 and $2=$3: the same words ('$lw')" ||
+		bad "launcher and library differ on $2: launcher '$lw', library '$bw'"
+done
+
+# -- --stats: the job's summary first, then its processes; with the mlock
+# backend, one line saying there is nothing to gain without a GPU --
+out=$("$H" --stats -b mlock -t 1M -- /usr/bin/python3 -c 'b = bytearray(8 << 20); c = bytearray(8 << 20)' 2>&1); rc=$?
+first=$(echo "$out" | grep '^hostpin' | head -1)
+if [ $rc -eq 0 ] && echo "$first" | grep -q '^hostpin: job report: 1 process' &&
+	echo "$out" | grep '^hostpin' | tail -1 | grep -q '^hostpin:   backend mlock: .*nothing to gain without one' &&
+	[ "$(echo "$out" | grep -c '^hostpin:   pid ')" = 1 ]; then
+	ok "--stats: 'job report:' first, the process under it, and the mlock backend says there is nothing to gain without a GPU"
+else bad "--stats report order or mlock line (rc $rc):"; echo "$out" | sed 's/^/    /'; fi
+out=$(env $P HOSTPIN_BACKEND=mlock HOSTPIN_STATS=1 /usr/bin/python3 -c 'b = bytearray(8 << 20)' 2>&1)
+echo "$out" | grep -q '^hostpin\[[0-9]*\]:   backend mlock: .*nothing to gain without one' &&
+	ok "HOSTPIN_STATS=1 with the mlock backend: the process's report says there is nothing to gain without a GPU" ||
+	bad "HOSTPIN_STATS=1 mlock report lacks the no-GPU line: $(echo "$out" | tail -3)"
 
 # -- make demo PYTHON=: the demo runs that interpreter --
 # Injected: PYTHON= a wrapper that records its run, then execs

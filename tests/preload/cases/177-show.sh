@@ -71,6 +71,20 @@ if [ -n "$show" ] && [ "$show" = "$info" ] && echo "$info" | grep -qxF "$want_mp
 	ok "HOSTPIN_LOG=info logs the list --show prints ($(echo "$info" | wc -l) lines)"
 else bad "HOSTPIN_LOG=info and --show differ: $(diff <(echo "$show") <(echo "$info") | head -8)"; fi
 
+# -- one order everywhere: --show's knobs (so HOSTPIN_LOG=info's) by name,
+# as docs/knobs.md's table and hostpin(7)'s ENVIRONMENT list them (there
+# HOSTPIN_LIB and HOSTPIN_COMPAT_ROOT, the launcher's and make compat's,
+# come first) --
+names=$(echo "$show" | sed 's/=.*//')
+readme_order=$(sed -n 's/^| `\(HOSTPIN_[A-Z0-9_]*\)` |.*/\1/p' "$top/docs/knobs.md" | grep -vx HOSTPIN_SYSFS_ROOT)
+man_order=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH BACKENDS/p' "$top/man/hostpin.7" | awk '/^\.TP/ { getline; print }' |
+	sed -n 's/^\.B \(HOSTPIN_[A-Z0-9_]*\)$/\1/p' |
+	awk '!seen[$0]++' | grep -xF -f <(echo "$readme_order"))
+if [ -n "$names" ] && [ "$names" = "$(echo "$names" | LC_ALL=C sort)" ] && [ "$names" = "$readme_order" ] &&
+	[ "$names" = "$man_order" ]; then
+	ok "--show, HOSTPIN_LOG=info, docs/knobs.md's table and hostpin(7) list the $(echo "$names" | wc -l) knobs in one order (by name)"
+else bad "knob order: --show/docs/knobs.md: $(diff <(echo "$names") <(echo "$readme_order") | head -4 | tr '\n' ' '); --show/man: $(diff <(echo "$names") <(echo "$man_order") | head -4 | tr '\n' ' ')"; fi
+
 # -- --show runs no program, prints no report, tells a library that did
 # not load --
 # Injected: HOSTPIN_STATS=1 (a report at exit would follow the list), a

@@ -89,7 +89,7 @@ HOSTPIN_LEDGER=$pl "$ST" --prometheus --all > "$pm/all.prom"
 why=$(promcheck "$pm/a.prom")
 case "$why" in
 '') ok "prometheus: the output passes promtool check metrics and the strict format check ($(grep -c '^# TYPE' "$pm/a.prom") families)" ;;
-SKIP) echo "SKIP: promtool not installed (Debian package prometheus): only the strict format check ran"
+SKIP) echo "SKIP: promtool not installed (Debian package prometheus; make check-cluster installs it, no service started): only the strict format check ran"
 	ok "prometheus: the output passes the strict format check" ;;
 *) bad "prometheus (rc $rc): $why"; head -5 "$pm/a.prom" | sed 's/^/    /' ;;
 esac

@@ -46,7 +46,7 @@ if [ "$(id -u)" != 0 ]; then sl_why="not root"
 else
 	for t in munged slurmctld slurmd srun sinfo scancel squeue; do
 		command -v "$t" > /dev/null || PATH=$PATH:/usr/sbin command -v "$t" > /dev/null ||
-			{ sl_why="no $t (Debian: slurmctld slurmd munge slurm-client)"; break; }
+			{ sl_why="no $t (Debian: slurmctld slurmd munge slurm-client; make check-cluster installs them, no service started)"; break; }
 	done
 fi
 if [ -n "$sl_why" ]; then

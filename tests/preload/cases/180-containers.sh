@@ -95,7 +95,10 @@ else bad "containers: a full 1 MiB /dev/shm (want ran, rc=0, one 'no ledger:' li
 # 64 KiB (--cap-add IPC_LOCK): the block is locked (VmLck).
 vmlck='import sys; b = bytearray(int(sys.argv[1]) << 20); print([l.split()[1] for l in open("/proc/self/status") if l.startswith("VmLck")][0])'
 asnobody() { prlimit --memlock="$1" setpriv --reuid=nobody --regid=nogroup --clear-groups "${@:2}"; }
-out=$(asnobody 65536 env -u HOSTPIN_LOG LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock /usr/bin/python3 -c "$vmlck" 64 2>&1; echo "rc=$?")
+# the library as nobody can read it: the clone may sit under a directory
+# only root can enter (/root, mode 0700)
+cp "$LIB" "$d/libhostpin.so"
+out=$(asnobody 65536 env -u HOSTPIN_LOG LD_PRELOAD="$d/libhostpin.so" HOSTPIN_BACKEND=mlock /usr/bin/python3 -c "$vmlck" 64 2>&1; echo "rc=$?")
 if echo "$out" | grep -q '^0$' && echo "$out" | grep -q '^rc=0$' &&
 	[ "$(echo "$out" | grep -c 'RLIMIT_MEMLOCK too small (and no CAP_IPC_LOCK)')" = 1 ]; then
 	ok "containers: memlock 64 KiB, mlock backend: nothing locked, one clear line, the job runs on"
@@ -105,7 +108,7 @@ else lim=$(($(ulimit -Hl) * 1024)) mb=$(($(ulimit -Hl) / 2048)); fi
 if [ "$lim" != unlimited ] && [ "$mb" -lt 2 ]; then
 	echo "SKIP: memlock hard limit $(ulimit -Hl) KiB and no CAP_SYS_RESOURCE: no block fits to lock as nobody"
 else
-	out=$(asnobody "$lim" env -u HOSTPIN_LOG LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock /usr/bin/python3 -c "$vmlck" "$mb" 2>&1; echo "rc=$?")
+	out=$(asnobody "$lim" env -u HOSTPIN_LOG LD_PRELOAD="$d/libhostpin.so" HOSTPIN_BACKEND=mlock /usr/bin/python3 -c "$vmlck" "$mb" 2>&1; echo "rc=$?")
 	if echo "$out" | grep -q '^rc=0$' && [ "$(echo "$out" | head -1)" -ge $((mb * 1024)) ] 2>/dev/null; then
 		ok "containers: memlock $lim, mlock backend, nobody: the $mb MiB block is locked (VmLck $(echo "$out" | head -1) kB)"
 	else bad "containers: memlock $lim (want VmLck >= $mb MiB, rc=0):"; echo "$out" | sed 's/^/    /'; fi
@@ -140,7 +143,17 @@ else
 	if [ ! -x "$croot/usr/bin/python3" ] || [ -z "$cglibc" ]; then
 		echo "SKIP: no Debian 11 root at $croot (make compat makes it; HOSTPIN_COMPAT_ROOT): the image lines run in this machine's root only"
 	elif [ "$(printf '%s\n' "$need" "$cglibc" | sort -V | tail -1)" != "$cglibc" ]; then
-		echo "SKIP: this make deb's library or hostpin-status asks for GLIBC_$need, the Debian 11 root has $cglibc: a deb for older images is built on the oldest"
+		# README: a deb made on Debian 12 does not fit Debian 11; its
+		# Depends says so, and dpkg refuses it there
+		out=$(unshare -m bash -c "$hdr"'
+			mkdir -p "$d/old"; mount -t tmpfs tmpfs "$d/old"; mkdir "$d/old/up" "$d/old/work" "$d/old/r"
+			mount -t overlay overlay -o lowerdir="'"$croot"'",upperdir="$d/old/up",workdir="$d/old/work" "$d/old/r" ||
+				{ echo "no overlay"; exit; }
+			mkdir -p "$d/old/r/tmp"; cp "'"$deb"'" "$d/old/r/tmp/"
+			chroot "$d/old/r" sh -c "dpkg -i /tmp/hostpin_*.deb" 2>&1; echo "dpkg rc=$?"' 2>&1)
+		if echo "$out" | grep -q '^dpkg rc=[1-9]' && echo "$out" | grep -q "depends on libc6 (>= $need)"; then
+			ok "containers: this make deb asks for GLIBC_$need; dpkg -i refuses it in the Debian 11 root (glibc $cglibc): 'depends on libc6 (>= $need)'"
+		else bad "containers: a deb needing GLIBC_$need in the Debian 11 root (glibc $cglibc): want dpkg to refuse it"; echo "$out" | sed 's/^/    /' | tail -8; fi
 	else roots="/ $croot"; fi
 	for r in $roots; do
 		out=$(unshare -m bash -c "$hdr"'
@@ -173,7 +186,7 @@ fi # root
 
 # The docker run line itself is not run (the case builds no image, and a
 # test machine has no Docker daemon): its parts are, above.
-echo "SKIP: docker run itself not run (no image built, no daemon needed): its --ipc=host, a small /dev/shm and --ulimit memlock are run above as mount namespaces and prlimit"
+echo "note: docker run itself is not run (no image built, no daemon needed): its --ipc=host, a small /dev/shm and --ulimit memlock are run above as mount namespaces and prlimit"
 
 # 6. The image's wheel line (pip install, then hostpin.library_path() for
 # LD_PRELOAD), run only where a wheel is already built (make wheel is item
