@@ -32,6 +32,8 @@ struct op {
 	void *staging;
 	struct event *ev;
 	unsigned seq;
+	void (*host_fn)(void *); /* cuLaunchHostFunc: run in order */
+	void *host_arg;
 };
 typedef struct CUstream_st {
 	pthread_mutex_t mu;
@@ -69,10 +71,11 @@ static void *raw(size_t n)
 }
 static void unraw(void *p, size_t n) { syscall(SYS_munmap, p, n); }
 
+#define MAXDEVMEM 4096
 static struct {
 	char *base;
 	size_t len;
-} devmem[256];
+} devmem[MAXDEVMEM];
 static int ndev_mem;
 static int is_dev(const void *p)
 {
@@ -130,6 +133,8 @@ static void run_queue(stream_t *s, const struct op *last)
 			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
 		if (o->staging)
 			unraw(o->staging, o->n);
+		if (o->host_fn)
+			o->host_fn(o->host_arg);
 		/* release: pairs with the acquire loads of done */
 		if (o->ev && o->seq == __atomic_load_n(&o->ev->seq,
 						       __ATOMIC_RELAXED))
@@ -267,16 +272,28 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	ENTRY("cuMemAlloc_v2");
 	NEED_INIT;
 	char *m = raw(n);
-	if (m == MAP_FAILED || ndev_mem == 256)
+	if (m == MAP_FAILED || ndev_mem == MAXDEVMEM)
 		RETURN(OUT_OF_MEMORY);
 	devmem[ndev_mem].base = m, devmem[ndev_mem++].len = n;
 	*p = (CUdeviceptr)(uintptr_t)m;
 	RETURN(OK);
 }
 
+static int rt_mode(void);
 CUresult cuMemFree_v2(CUdeviceptr p)
 {
-	(void)p; /* device memory of the fake: kept, tests are short */
+	/* device memory of the fake: kept, tests are short; under a real
+	 * runtime (fake_rt.h) given back, as frameworks move gigabytes */
+	if (!rt_mode())
+		return OK;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ndev_mem; i++)
+		if (devmem[i].base == (char *)(uintptr_t)p) {
+			unraw(devmem[i].base, devmem[i].len);
+			devmem[i] = devmem[--ndev_mem];
+			break;
+		}
+	pthread_mutex_unlock(&mu);
 	return OK;
 }
 
@@ -687,11 +704,14 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
 			     unsigned long long flags, int *status);
 CUresult cuGetProcAddress(const char *sym, void **pfn, int ver,
 			  unsigned long long flags);
-static const struct proc {
+struct proc {
 	const char *name;
 	int since, ptsz;
 	void *fn;
-} procs[] = {
+};
+static const struct proc *rt_proc(const char *sym);
+static void *rt_stub(const char *sym);
+static const struct proc procs[] = {
 #define P(n, v, f) {#n, v, 0, (void *)f},
 #define P2(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptsz},
 #define P2S(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptds},
@@ -768,6 +788,26 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
 		if (best == NULL || p->since > best->since ||
 		    (p->since == best->since && p->ptsz == ptsz))
 			best = p;
+	}
+	/* a driver new enough for a real 13.x runtime (FAKE_CUDA_VERSION):
+	 * what the fake does not model answers CUDA_ERROR_NOT_SUPPORTED
+	 * (fake_rt.h), so the runtime finds every entry point it expects */
+	int stubbed = 0;
+	if (!best && rt_mode()) {
+		const struct proc *r = rt_proc(sym);
+		if (r)
+			best = r;
+		else
+			stubbed = 1;
+	}
+	if (getenv("FAKE_CUDA_TRACE"))
+		fprintf(stderr, "fake: cuGetProcAddress %s %d %llx%s\n", sym, ver,
+			flags, best ? "" : stubbed ? " STUB" : " MISSING");
+	if (stubbed) {
+		if (status)
+			*status = 0;
+		*pfn = rt_stub(sym);
+		RETURN(OK);
 	}
 	if (status)
 		*status = best ? 0 : 1;
