@@ -528,6 +528,7 @@ SYNC_FN2(cuMemcpy, (CUdeviceptr d, CUdeviceptr sr, size_t n),
 SYNC_FN2(cuMemcpy2D_v2, (const M2D *p), cuMemcpy2DAsync_v2(p, s_))
 SYNC_FN2(cuMemcpy2DUnaligned_v2, (const M2D *p), cuMemcpy2DAsync_v2(p, s_))
 SYNC_FN2(cuMemcpy3D_v2, (const M3D *p), cuMemcpy3DAsync_v2(p, s_))
+SYNC_FN2(cuMemcpy3DPeer, (const M3D *p), cuMemcpy3DPeerAsync(p, s_))
 SYNC_FN2(cuMemcpyHtoA_v2, (CUarray a, size_t off, const void *h, size_t n),
 	 cuMemcpyHtoAAsync_v2(a, off, h, n, s_))
 SYNC_FN2(cuMemcpyAtoH_v2, (void *h, CUarray a, size_t off, size_t n),

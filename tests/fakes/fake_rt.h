@@ -692,8 +692,8 @@ static CUresult rt_peera(CUdeviceptr d, CUcontext dc, CUdeviceptr s,
 }
 
 /* ---- modules, libraries, kernels: handles that do nothing; a global
- * (__device__ variable, for cudaMemcpyToSymbol) is 1 MiB of device memory
- * per name ---- */
+ * (__device__ variable, for cudaMemcpyToSymbol) is 64 MiB of device memory
+ * per name (64 MiB, untouched until used) ---- */
 static struct {
 	char name[128];
 	CUdeviceptr p;
@@ -713,7 +713,7 @@ static CUresult rt_global(CUdeviceptr *p, size_t *n, void *mod,
 		return OUT_OF_MEMORY;
 	if (fresh) {
 		CUdeviceptr m;
-		if (cuMemAlloc_v2(&m, 1 << 20))
+		if (cuMemAlloc_v2(&m, (size_t)64 << 20))
 			return OUT_OF_MEMORY;
 		pthread_mutex_lock(&mu);
 		snprintf(globals[nglobals].name, sizeof(globals[0].name), "%s",
@@ -724,7 +724,7 @@ static CUresult rt_global(CUdeviceptr *p, size_t *n, void *mod,
 	if (p)
 		*p = globals[i].p;
 	if (n)
-		*n = 1 << 20;
+		*n = (size_t)64 << 20;
 	return OK;
 }
 static CUresult rt_module_load(struct CUmod_st **m, const void *image)
