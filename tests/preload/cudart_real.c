@@ -431,6 +431,10 @@ int main(void)
 			unsigned char *h = round ? h1 : malloc(N);
 			unsigned char *g = round ? g1 : malloc(N);
 			check(x->name, x->f, x->async, h, g, d, seed++);
+			/* nothing of theirs may still be queued when they are
+			 * freed: a copy hostpin left running would write into
+			 * memory reused since */
+			cudaDeviceSynchronize();
 			if (!round)
 				free(h), free(g);
 		}

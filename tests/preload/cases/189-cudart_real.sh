@@ -44,7 +44,7 @@ if crt=$("$top/scripts/fetch-cudart" 2>/dev/null); then
 	for prog in cudart_real cudart_real_static; do
 		[ -x "$B/$prog" ] || continue
 		crt_run "$prog: every copy entry point keeps pageable semantics without hostpin" $prog 0
-		echo "$CRT_OUT" | grep "^skip" | sed 's/^/    /'
+		echo "$CRT_OUT" | grep "^skip" | sort -u | sed 's/^/    /'
 		crt_run "$prog: under hostpin's defaults: semantics kept, a block copied twice registered" $prog 1 \
 			LD_PRELOAD="$LIB" HOSTPIN_STATS=1
 		crt_run "$prog: HOSTPIN_PIN_AFTER=0" $prog 0 LD_PRELOAD="$LIB" HOSTPIN_PIN_AFTER=0
