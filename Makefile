@@ -3,6 +3,7 @@
 #   make check      install missing Debian packages, build, run every test
 #   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
+#   make check-torch  PyPI torch, DeepSpeed, CuPy over the fake driver (venv in build/; not in check)
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
@@ -55,7 +56,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check demo bench bench-peers install uninstall deb wheel pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: check-torch all check demo bench bench-peers install uninstall deb wheel pkg-check clean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -126,6 +127,12 @@ compat:
 # stress, compat.
 check: $(DEPS_STAMP) all
 	$(MAKE) --no-print-directory unit sanitize preload-tests stress pkg-check compat
+
+# PyPI's torch 2.15 (CUDA 13.2), DeepSpeed and CuPy over the fake driver,
+# without and with hostpin (scripts/check-torch; a venv in build/torch-venv,
+# made once).  Not part of check: it downloads about 4 GB once.
+check-torch: all
+	scripts/check-torch
 
 # The Python module's tests (with and without hostpin), then the Debian
 # package: built, installed, smoke-tested and removed again.
