@@ -113,6 +113,14 @@ int hp_cuda_stage_fns(void);
 uintptr_t hp_cuda_ctx_current(void);
 unsigned hp_cuda_ctx_epoch(void);
 int hp_cuda_host_known(const void *p);
+/* The driver's memory type of p (CU_MEMORYTYPE_HOST 1, DEVICE 2, ...), 0
+ * where it does not know p (pageable memory) or cannot say; after
+ * hp_cuda_stage_fns. */
+unsigned hp_cuda_mem_type(const void *p);
+/* Wait for every stream of this thread's current context
+ * (cuCtxSynchronize), not while a capture forbids it: 0 if waited, -1 if
+ * not (no driver, no context, a capture). */
+int hp_cuda_wait_context(void);
 int hp_cuda_ring_register(void *p, size_t n);
 /* At exit: unregister the ring at p (through a context hostpin knows). */
 int hp_cuda_ring_unregister(void *p);
@@ -132,7 +140,8 @@ int hp_cuda_stream_wait(struct CUstream_st *s);
  * exist here). */
 void hp_cuda_fence_fork_child(void);
 /* coverage.c: non-zero, with *why set, when registering must be refused: a
- * loaded object carries a copy entry point hostpin does not guard; 0 when
+ * loaded object calls a driver copy entry point hostpin does not guard by a
+ * linked reference (unknown.c follows looked-up ones); 0 when
  * every one is guarded, the backend registers nothing with a device, or
  * HOSTPIN_COVERAGE=ignore. */
 int hp_coverage_refuses(const hp_backend_t *b, const char **why);

@@ -812,6 +812,28 @@ unsigned hp_cuda_ctx_epoch(void)
 }
 
 #define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+int hp_cuda_wait_context(void)
+{
+	typedef hp_CUresult (*ctx_sync_t)(void);
+	ctx_sync_t f;
+	if (hp_in_child || !load() ||
+	    (*(void **)&f = hp_cuda_sym("cuCtxSynchronize")) == NULL ||
+	    !hp_capture_enter())
+		return -1;
+	hp_CUresult r = f();
+	hp_capture_leave();
+	return r == HP_CUDA_SUCCESS ? 0 : -1;
+}
+
+unsigned hp_cuda_mem_type(const void *p)
+{
+	unsigned type = 0;
+	if (!sf.attr || sf.attr(&type, HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				(hp_CUdeviceptr)(uintptr_t)p) != HP_CUDA_SUCCESS)
+		return 0;
+	return type;
+}
+
 int hp_cuda_host_known(const void *p)
 {
 	unsigned type = 0;

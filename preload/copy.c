@@ -40,6 +40,10 @@ static int copy_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	struct copy_walk *w = arg;
 	w->hit = 1;
 	unsigned f = hp_rflags(r);
+	/* A block the program registered itself: its copies are the
+	 * program's business, not counted towards hostpin's registration. */
+	if (f & HP_F_FOREIGN)
+		f &= ~(HOSTPIN_PENDING | HP_F_LAZY);
 	w->pending |= (f & HOSTPIN_PENDING) != 0;
 	if ((f & HP_F_LAZY) && w->nlazy < HP_COPY_RECS) {
 		w->lazy[w->nlazy] = r;

@@ -1,77 +1,66 @@
 /* The coverage check (HOSTPIN_COVERAGE).  Registering a block changes what
  * an async copy from or into it means; hostpin restores the old meaning in
- * its copy hooks.  A loaded object that exports a copy entry point hostpin
- * does not know (a newer driver or runtime, a layer with copies of its own)
- * could copy through a registered block unguarded, so before registering
- * with a device hostpin reads every loaded object's dynamic symbols, again
- * whenever objects were loaded or unloaded, and registers nothing while any
- * unknown one is there.  When the check newly fails (such an object was
- * loaded while blocks were registered), every registered block, cached
- * ones included, is unregistered once its copies completed, and stays so;
- * hostpin looks at the loaded objects again at each large allocation and
- * after each guarded copy through a registered block. */
+ * its copy hooks.  Every CUDA runtime, static or dynamic, reaches the
+ * driver's copy entry points through driver lookups, which hostpin wraps:
+ * a known entry point with its hook, one hostpin does not know (a newer
+ * CUDA minor, a form older than any it hooks) with a stub that keeps
+ * pageable semantics (unknown.c).  So a name a loaded object merely
+ * exports changes nothing: a runtime's new copy functions reach the
+ * driver through lookups like its old ones.  What no lookup sees is a
+ * call linked straight to the driver by a name hostpin does not define:
+ * an object that imports such a driver copy entry point.  While one is
+ * loaded, hostpin registers nothing; when one is loaded while blocks are
+ * registered, every registered block, cached ones included, is
+ * unregistered once its copies completed, and stays so.  hostpin reads the
+ * loaded objects' references again whenever objects were loaded or
+ * unloaded, at each large allocation and after each guarded copy through
+ * a registered block. */
 #include <link.h>
 #include <string.h>
 
 #include "hooks.h"
 #include "symtab.h"
 
-/* Copy entry points that touch host memory and that hostpin guards, that
- * touch device memory only, or that (runtime) reach the driver's guarded
- * ones; and the CUDA < 3.2 forms a current driver still exports for old
- * binaries.  Names without their "_ptsz" suffix. */
-static const char *const known[] = {
-	/* guarded: driver */
-	"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyAsync",
-	"cuMemcpy2DAsync_v2", "cuMemcpy3DAsync_v2", "cuMemcpyHtoAAsync_v2",
-	"cuMemcpyAtoHAsync_v2", "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2",
-	"cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_v2",
-	"cuMemcpy3DPeerAsync",
-	/* guarded: runtime */
-	"cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3DAsync",
-	"cudaMemcpy3DPeerAsync",
-	"cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
-	"cudaMemcpyBatchAsync", "cudaMemcpy3DBatchAsync",
-	/* runtime copies that reach the driver's guarded ones */
-	"cudaMemcpy2DToArrayAsync", "cudaMemcpy2DFromArrayAsync",
-	"cudaMemcpyToArrayAsync", "cudaMemcpyFromArrayAsync",
-	/* device to device only */
+/* Driver copy entry points that touch device memory only (no hook
+ * needed), without their "_ptsz" suffix. */
+static const char *const device_only[] = {
 	"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2", "cuMemcpyPeerAsync",
-	"cudaMemcpyPeerAsync",
-	/* CUDA < 3.2 forms (32-bit sizes), kept by the driver for old
-	 * binaries; cuGetProcAddress hands them out only below version 3020,
-	 * which hostpin reports */
-	"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpy2DAsync",
-	"cuMemcpy3DAsync", "cuMemcpyHtoAAsync", "cuMemcpyAtoHAsync",
 };
 
-static int is_copy_name(const char *s)
-{
-	return s[0] == 'c' && s[1] == 'u' && strstr(s, "Memcpy") &&
-	       strstr(s, "Async");
-}
-
-static int is_known(const char *s)
+static size_t base_len(const char *s)
 {
 	size_t n = strlen(s);
 	if (n > 5 && strcmp(s + n - 5, "_ptsz") == 0)
 		n -= 5;
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strlen(known[i]) == n && strncmp(known[i], s, n) == 0)
-			return 1;
-	return 0;
+	return n;
+}
+
+int hp_coverage_unguarded(const char *s)
+{
+	/* an asynchronous driver copy (a synchronous one has completed when
+	 * it returns, registered memory or not) */
+	if (strncmp(s, "cuMemcpy", 8) != 0 || !strstr(s, "Async") ||
+	    hp_cudrv_wrapped_name(s))
+		return 0;
+	size_t n = base_len(s);
+	for (size_t i = 0; i < sizeof(device_only) / sizeof(device_only[0]);
+	     i++)
+		if (strlen(device_only[i]) == n &&
+		    strncmp(device_only[i], s, n) == 0)
+			return 0;
+	return 1;
 }
 
 struct scan {
 	uintptr_t self;          /* an address in hostpin's own object */
-	const char *obj, *name;  /* the first unknown entry point found */
+	const char *obj, *name;  /* the first unguarded reference found */
 	char objbuf[256], namebuf[96];
 };
 
-static int check_sym(const char *name, void *arg)
+static int check_ref(const char *name, void *arg)
 {
 	struct scan *sc = arg;
-	if (!is_copy_name(name) || is_known(name))
+	if (!hp_coverage_unguarded(name))
 		return 0;
 	hp_snprintf(sc->namebuf, sizeof(sc->namebuf), "%s", name);
 	sc->name = sc->namebuf;
@@ -84,7 +73,7 @@ static int each_obj(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (sc->name)
 		return 0;
-	/* hostpin's own exports are the guards themselves.  (No dladdr here:
+	/* hostpin's own references are its own business.  (No dladdr here:
 	 * it takes the loader's lock, which a thread running constructors in
 	 * dlopen holds while it may allocate and wait for cov_mu.) */
 	for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -93,8 +82,8 @@ static int each_obj(struct dl_phdr_info *info, size_t size, void *arg)
 		if (ph->p_type == PT_LOAD && sc->self - lo < ph->p_memsz)
 			return 0;
 	}
-	if (hp_elf_each_func(info->dlpi_addr, info->dlpi_phdr,
-			     info->dlpi_phnum, check_sym, sc)) {
+	if (hp_elf_each_ref(info->dlpi_addr, info->dlpi_phdr,
+			    info->dlpi_phnum, check_ref, sc)) {
 		hp_snprintf(sc->objbuf, sizeof(sc->objbuf), "%s",
 			    info->dlpi_name && info->dlpi_name[0]
 				? info->dlpi_name
@@ -127,12 +116,12 @@ int hp_coverage_refuses(const hp_backend_t *b, const char **why)
 		cov_gen = gen;
 		if (sc.name && !cov_bad) {
 			hp_log(HP_LOG_WARN,
-			       "%s exports %s, a copy entry point hostpin does "
-			       "not guard: blocks are not registered, and "
-			       "registered ones are unregistered once their "
-			       "copies complete (HOSTPIN_COVERAGE=ignore "
-			       "registers them anyway; see \"Which copies are "
-			       "guarded\" in hostpin(7))",
+			       "%s calls %s, a driver copy entry point hostpin "
+			       "does not guard, by a linked reference: blocks "
+			       "are not registered, and registered ones are "
+			       "unregistered once their copies complete "
+			       "(HOSTPIN_COVERAGE=ignore registers them anyway; "
+			       "see \"Which copies are guarded\" in hostpin(7))",
 			       sc.obj, sc.name);
 			newly = 1;
 		}
@@ -144,7 +133,12 @@ int hp_coverage_refuses(const hp_backend_t *b, const char **why)
 	int bad = cov_bad;
 	pthread_mutex_unlock(&cov_mu);
 	if (bad)
-		*why = "unguarded copy entry point loaded";
+		*why = "unguarded copy entry point linked";
+	else if (atomic_load_explicit(&hp_unknown_overflow,
+				      memory_order_relaxed)) {
+		bad = 1;
+		*why = "too many unknown copy entry points";
+	}
 	/* Not under cov_mu: unregistering calls the driver. */
 	if (newly)
 		hp_pin_unregister_all();

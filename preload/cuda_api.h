@@ -261,6 +261,39 @@ typedef hp_CUresult (*hp_cuMemcpy3DBatchAsync_t)(
     size_t numOps, hp_CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
     unsigned long long flags, hp_cudaStream_t hStream);
 
+/* CUDA 13.2's single copies with attributes (each also in its _ptsz form),
+ * driver and runtime; checked against a 13.2 cuda.h where one is found
+ * (tests/unit/cuda_decls.c).  BOP: the 3D batch op type. */
+#define HP_CU_COPY132_FNS(X, R, BOP)                                          \
+	X(cuMemcpyWithAttributesAsync, R,                                     \
+	  (hp_CUdeviceptr dst, hp_CUdeviceptr src, size_t size,               \
+	   hp_CUmemcpyAttributes * attr, hp_cudaStream_t hStream))            \
+	X(cuMemcpy3DWithAttributesAsync, R,                                   \
+	  (BOP * op, unsigned long long flags, hp_cudaStream_t hStream))
+#define HP_CUDART_COPY132_FNS(X, R, B3)                                       \
+	X(cudaMemcpyWithAttributesAsync, R,                                   \
+	  (void *dst, const void *src, size_t size,                           \
+	   hp_cudaMemcpyAttributes *attr, hp_cudaStream_t stream))            \
+	X(cudaMemcpy3DWithAttributesAsync, R,                                 \
+	  (B3 * op, unsigned long long flags, hp_cudaStream_t stream))
+
+/* What the driver answers about host memory (invariant 14: for memory
+ * hostpin registered, what it answers for pageable memory).  A: the
+ * pointer-attribute enum type. */
+#define HP_CU_QUERY_FNS(X, R, A)                                              \
+	X(cuPointerGetAttribute, R,                                           \
+	  (void *data, A attribute, hp_CUdeviceptr ptr))                      \
+	X(cuPointerGetAttributes, R,                                          \
+	  (unsigned int numAttributes, A *attributes, void **data,            \
+	   hp_CUdeviceptr ptr))                                               \
+	X(cuMemHostGetFlags, R, (unsigned int *pFlags, void *p))              \
+	X(cuMemHostGetDevicePointer_v2, R,                                    \
+	  (hp_CUdeviceptr * pdptr, void *p, unsigned int Flags))
+/* The CUDA < 3.2 form (a 32-bit device pointer), still exported. */
+typedef hp_CUresult (*hp_cuMemHostGetDevicePointer_t)(unsigned int *pdptr,
+						       void *p,
+						       unsigned int Flags);
+
 /* Driver lookup entry points hostpin wraps. */
 #define HP_CU_LOOKUP_FNS(X, R, Q)                                                \
 	X(cuGetProcAddress_v2, R,                                             \
@@ -325,6 +358,9 @@ HP_CU_POLICY_OPT_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
 HP_CU_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D, hp_CUDA_MEMCPY3D,
 	       hp_CUDA_MEMCPY3D_BATCH_OP)
 HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUdriverProcAddressQueryResult)
+HP_CU_COPY132_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY3D_BATCH_OP)
+HP_CUDART_COPY132_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpy3DBatchOp)
+HP_CU_QUERY_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
 HP_CU_SYNC_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D,
 		    hp_CUDA_MEMCPY3D)
 HP_CUDART_SYNC_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind,

@@ -88,6 +88,24 @@ int hp_foreign_overlaps(uintptr_t base, size_t len)
 	return hit;
 }
 
+int hp_foreign_hides(const void *p)
+{
+	hp_snap_t s;
+	hp_rec_t *r;
+	if (!hp_registry_maybe(&hp_reg, (uintptr_t)p) ||
+	    (r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s)) == NULL)
+		return 0;
+	return !(hp_rflags(r) & HP_F_FOREIGN);
+}
+
+/* A page of hostpin's own that nothing ever registers. */
+static char pageable_probe[4096] __attribute__((aligned(4096)));
+
+void *hp_foreign_asked(void *p)
+{
+	return hp_foreign_hides(p) ? (void *)pageable_probe : p;
+}
+
 static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	int *n = arg;
@@ -141,7 +159,12 @@ static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	    !(st = hp_busy_begin(r, s)))
 		return 0;
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_FOREIGN);
-	hp_pin(r, s->base, s->len);
+	/* Ours again, but not registered at once: the program's copies
+	 * through its own registration were not counted, and a program that
+	 * pins and unpins one buffer in turn (DeepSpeed's native backend)
+	 * would have it registered by hostpin between its own registrations.
+	 * It earns registration anew (HOSTPIN_PIN_AFTER copies). */
+	hp_pin_earn_again(r, s);
 	hp_busy_end(r, st);
 	return 0;
 }

@@ -23,6 +23,14 @@ HP_HIDDEN void hp_hook_leave(void);
 HP_HIDDEN void hp_step_aside(void *p, size_t n);
 HP_HIDDEN void hp_step_aside_failed(void *p);
 HP_HIDDEN void hp_step_aside_released(void *p);
+/* foreign.c: 1 if p lies in a block of hostpin's that the program has not
+ * registered itself (what hostpin registered there is hidden from it:
+ * invariant 14).  Lock-free. */
+HP_HIDDEN int hp_foreign_hides(const void *p);
+/* What to ask the driver or runtime about p: p itself, or, where hostpin's
+ * registration is hidden there, a page of hostpin's that nothing
+ * registers, whose answer is the one for pageable memory. */
+HP_HIDDEN void *hp_foreign_asked(void *p);
 
 /* ---- copy.c: the copy policy, for every copy hook ----
  * Between hp_hook_enter and the real call, each host-side pointer goes to
@@ -86,6 +94,17 @@ HP_HIDDEN int hp_ze_wrapped_name(const char *name);
 /* 1 if hostpin wraps a driver / runtime entry point of this exported name. */
 HP_HIDDEN int hp_cudrv_wrapped_name(const char *name);
 HP_HIDDEN int hp_cudart_wrapped_name(const char *name);
+/* unknown.c: for a driver copy entry point hostpin has no hook for, a
+ * stub to hand out instead of fn: it calls fn, then waits for the
+ * context while blocks are registered (pageable semantics).  fn itself
+ * if no slot is left (hp_unknown_overflow set: registration is refused
+ * from then on). */
+HP_HIDDEN void *hp_unknown_wrap(const char *name, void *fn);
+HP_HIDDEN int hp_unknown_is_stub(const void *p);
+HP_HIDDEN extern _Atomic int hp_unknown_overflow;
+/* coverage.c: 1 if name is a driver copy entry point that may touch host
+ * memory and that hostpin has no hook for (a newer or older form). */
+HP_HIDDEN int hp_coverage_unguarded(const char *name);
 /* The host sides of a 3D batch (the driver's and the runtime's layout). */
 HP_HIDDEN void hp_copy_host_ops(hp_copy_t *c,
 				const hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t n);

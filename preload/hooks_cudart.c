@@ -166,10 +166,19 @@ static int stage_kind(const hp_copy_t *c, void *dst, const void *src,
 		k = hp_stage_dtoh(c, dst, (uintptr_t)src, n, s, ptsz, sync, &r);
 	return r == 0 ? k : 0;
 }
-/* 2: went direct in parts through a registered block: ended as a copy
- * through registered memory (END) */
-#define STAGED_KIND(sync, END)                                                \
-	int sd_ = stage_kind(&c_, dst, src, n, kind, s, ptsz, sync);         \
+/* CUDA 13.2's copy with attributes names no direction: asked of the
+ * driver (copy_dir.c).  Errors as stage_kind. */
+static int stage_unified(const hp_copy_t *c, void *dst, const void *src,
+			 size_t n, hp_cudaStream_t s, int ptsz)
+{
+	int r = 0, k = hp_stage_unified(c, (uintptr_t)dst, (uintptr_t)src, n,
+					s, ptsz, 0, &r);
+	return r == 0 ? k : 0;
+}
+/* CALL: stage_kind or stage_unified.  2: went direct in parts through a
+ * registered block: ended as a copy through registered memory (END) */
+#define STAGED_BY(CALL, END)                                                  \
+	int sd_ = (CALL);                                                     \
 	if (sd_ == 2) {                                                       \
 		hp_cudaError_t e_ = 0;                                        \
 		END;                                                          \
@@ -179,6 +188,8 @@ static int stage_kind(const hp_copy_t *c, void *dst, const void *src,
 		hp_copy_sync_end(&c_, 1);                                     \
 		return 0;                                                     \
 	}
+#define STAGED_KIND(sync, END)                                                \
+	STAGED_BY(stage_kind(&c_, dst, src, n, kind, s, ptsz, sync), END)
 
 /* A 2D copy whose kind names its direction (stage.c): its descriptor in
  * the driver's terms, host side HOST and device side DEVICE.  Errors as
@@ -255,6 +266,27 @@ HP_BODY hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 	HP_COPY_BODY(f, hp_cudaMemcpyAsync_t, hp_cudaError_t,
 		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n);
 		     STAGED_KIND(0, ASYNC_END), ASYNC_END)
+}
+/* CUDA 13.2: either side may be host memory (unified addressing). */
+HP_BODY hp_cudaError_t copy_attr_async(void *f, int ptsz, void *dst,
+				      const void *src, size_t n,
+				      hp_cudaMemcpyAttributes *at,
+				      hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpyWithAttributesAsync_t, hp_cudaError_t,
+		     (dst, src, n, at, s),
+		     host_kind(&c_, HP_cudaMemcpyDefault, dst, src, n);
+		     STAGED_BY(stage_unified(&c_, dst, src, n, s, ptsz),
+			       ASYNC_END),
+		     ASYNC_END)
+}
+HP_BODY hp_cudaError_t copy3d_attr_async(void *f, int ptsz,
+					hp_cudaMemcpy3DBatchOp *op,
+					unsigned long long fl,
+					hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cudaMemcpy3DWithAttributesAsync_t, hp_cudaError_t,
+		     (op, fl, s), hp_copy_host_ops(&c_, op, 1), ASYNC_END)
 }
 HP_BODY hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 				   const void *src, size_t sp, size_t w,
@@ -413,7 +445,9 @@ HP_BODY hp_cudaError_t host_unregister(void *f, void *p)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(p);
-	hp_cudaError_t e = fn(p);
+	/* hostpin's own registration is not the program's to release: the
+	 * runtime answers (and records) as for memory never registered */
+	hp_cudaError_t e = fn(hp_foreign_asked(p));
 	if (e == 0)
 		hp_step_aside_released(p);
 	hp_hook_leave();
@@ -676,6 +710,36 @@ HP_EXPORT hp_cudaError_t cudaMemcpy3DBatchAsync_ptsz(
 	return batch3d_async(NEXT(cudaMemcpy3DBatchAsync_ptsz),
 			     __builtin_return_address(0), 1, n, ops, a3, a4,
 			     a5);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyWithAttributesAsync(
+    void *dst, const void *src, size_t n, hp_cudaMemcpyAttributes *at,
+    hp_cudaStream_t s)
+{
+	return copy_attr_async(NEXT(cudaMemcpyWithAttributesAsync), 0, dst, src,
+			       n, at, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpyWithAttributesAsync_ptsz(
+    void *dst, const void *src, size_t n, hp_cudaMemcpyAttributes *at,
+    hp_cudaStream_t s)
+{
+	return copy_attr_async(NEXT(cudaMemcpyWithAttributesAsync_ptsz), 1, dst,
+			       src, n, at, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DWithAttributesAsync(
+    hp_cudaMemcpy3DBatchOp *op, unsigned long long fl, hp_cudaStream_t s)
+{
+	return copy3d_attr_async(NEXT(cudaMemcpy3DWithAttributesAsync), 0, op,
+				 fl, s);
+}
+
+HP_EXPORT hp_cudaError_t cudaMemcpy3DWithAttributesAsync_ptsz(
+    hp_cudaMemcpy3DBatchOp *op, unsigned long long fl, hp_cudaStream_t s)
+{
+	return copy3d_attr_async(NEXT(cudaMemcpy3DWithAttributesAsync_ptsz), 1,
+				 op, fl, s);
 }
 
 /* ---- synchronous copies: NAME and the per-thread default stream form

@@ -238,6 +238,31 @@ HP_BODY hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
 		     (n, ops, fl, s), hp_copy_host_ops(&c_, ops, n), ASYNC_END)
 }
 
+/* CUDA 13.2's single copies with attributes.  Either side of the 1D form
+ * may be host memory (unified addressing): a large one from or into host
+ * memory hostpin has not registered is staged when the other side is
+ * device memory (copy_dir). */
+HP_BODY hp_CUresult copy_attr_async(void *f, int ptsz, hp_CUdeviceptr d,
+				   hp_CUdeviceptr sr, size_t n,
+				   hp_CUmemcpyAttributes *at,
+				   hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpyWithAttributesAsync_t, hp_CUresult,
+		     (d, sr, n, at, s),
+		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
+		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
+		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
+			    ASYNC_END),
+		     ASYNC_END)
+}
+HP_BODY hp_CUresult copy3d_attr_async(void *f, int ptsz,
+				     hp_CUDA_MEMCPY3D_BATCH_OP *op,
+				     unsigned long long fl, hp_cudaStream_t s)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DWithAttributesAsync_t, hp_CUresult,
+		     (op, fl, s), hp_copy_host_ops(&c_, op, 1), ASYNC_END)
+}
+
 /* Synchronous copies: the per-thread default stream form is _ptds. */
 HP_BODY hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
 			     const void *h, size_t n)
@@ -323,11 +348,55 @@ HP_BODY hp_CUresult host_unregister(void *f, void *p)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(p);
-	hp_CUresult e = fn(p);
+	/* hostpin's own registration is not the program's to release: it
+	 * gets the driver's answer for memory it never registered */
+	hp_CUresult e = fn(hp_foreign_asked(p));
 	if (e == HP_CUDA_SUCCESS)
 		hp_step_aside_released(p);
 	hp_hook_leave();
 	return e;
+}
+
+/* What the driver answers about memory (invariant 14).  A block hostpin
+ * registered is pageable memory to the program: asked about an address
+ * in one, the driver is asked about a page of hostpin's own that nothing
+ * registers instead (hp_foreign_asked), so the answer is exactly
+ * the driver's answer for pageable memory (an error for most queries,
+ * cuPointerGetAttributes' defaults), whatever the driver's version.  The
+ * program's own registrations, cudaHostAlloc memory and device memory
+ * pass through. */
+static void *asked(void *p) { return hp_foreign_asked(p); }
+static hp_CUdeviceptr asked_dev(hp_CUdeviceptr p)
+{
+	return (hp_CUdeviceptr)(uintptr_t)asked((void *)(uintptr_t)p);
+}
+HP_BODY hp_CUresult ptr_attr(void *f, void *data, int attr, hp_CUdeviceptr p)
+{
+	hp_cuPointerGetAttribute_t fn = (hp_cuPointerGetAttribute_t)f;
+	return fn ? fn(data, attr, asked_dev(p)) : HP_CUDA_ERROR_NOT_FOUND;
+}
+HP_BODY hp_CUresult ptr_attrs(void *f, unsigned n, int *attrs, void **data,
+			     hp_CUdeviceptr p)
+{
+	hp_cuPointerGetAttributes_t fn = (hp_cuPointerGetAttributes_t)f;
+	return fn ? fn(n, attrs, data, asked_dev(p)) : HP_CUDA_ERROR_NOT_FOUND;
+}
+HP_BODY hp_CUresult host_flags(void *f, unsigned *flags, void *p)
+{
+	hp_cuMemHostGetFlags_t fn = (hp_cuMemHostGetFlags_t)f;
+	return fn ? fn(flags, asked(p)) : HP_CUDA_ERROR_NOT_FOUND;
+}
+HP_BODY hp_CUresult host_devptr_v2(void *f, hp_CUdeviceptr *d, void *p,
+				  unsigned fl)
+{
+	hp_cuMemHostGetDevicePointer_v2_t fn =
+	    (hp_cuMemHostGetDevicePointer_v2_t)f;
+	return fn ? fn(d, asked(p), fl) : HP_CUDA_ERROR_NOT_FOUND;
+}
+HP_BODY hp_CUresult host_devptr(void *f, unsigned *d, void *p, unsigned fl)
+{
+	hp_cuMemHostGetDevicePointer_t fn = (hp_cuMemHostGetDevicePointer_t)f;
+	return fn ? fn(d, asked(p), fl) : HP_CUDA_ERROR_NOT_FOUND;
 }
 
 /* Entry points that end a context.  The registrations a context made die
@@ -845,6 +914,54 @@ static hp_CUresult lk_cuMemcpy3DBatchAsync_v2_ptsz(
 				ops, fl, s);
 }
 
+HP_EXPORT hp_CUresult cuMemcpyWithAttributesAsync(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+		size_t n, hp_CUmemcpyAttributes *at, hp_cudaStream_t s)
+{
+	return copy_attr_async(NEXT(cuMemcpyWithAttributesAsync), 0, d, sr, n, at, s);
+}
+
+static hp_CUresult lk_cuMemcpyWithAttributesAsync(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+		size_t n, hp_CUmemcpyAttributes *at, hp_cudaStream_t s)
+{
+	return copy_attr_async(LOOKED_UP(cuMemcpyWithAttributesAsync), 0, d, sr, n, at, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpyWithAttributesAsync_ptsz(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+		size_t n, hp_CUmemcpyAttributes *at, hp_cudaStream_t s)
+{
+	return copy_attr_async(NEXT(cuMemcpyWithAttributesAsync_ptsz), 1, d, sr, n, at, s);
+}
+
+static hp_CUresult lk_cuMemcpyWithAttributesAsync_ptsz(hp_CUdeviceptr d, hp_CUdeviceptr sr,
+		size_t n, hp_CUmemcpyAttributes *at, hp_cudaStream_t s)
+{
+	return copy_attr_async(LOOKED_UP(cuMemcpyWithAttributesAsync_ptsz), 1, d, sr, n, at, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DWithAttributesAsync(hp_CUDA_MEMCPY3D_BATCH_OP *op,
+		unsigned long long fl, hp_cudaStream_t s)
+{
+	return copy3d_attr_async(NEXT(cuMemcpy3DWithAttributesAsync), 0, op, fl, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DWithAttributesAsync(hp_CUDA_MEMCPY3D_BATCH_OP *op,
+		unsigned long long fl, hp_cudaStream_t s)
+{
+	return copy3d_attr_async(LOOKED_UP(cuMemcpy3DWithAttributesAsync), 0, op, fl, s);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DWithAttributesAsync_ptsz(hp_CUDA_MEMCPY3D_BATCH_OP *op,
+		unsigned long long fl, hp_cudaStream_t s)
+{
+	return copy3d_attr_async(NEXT(cuMemcpy3DWithAttributesAsync_ptsz), 1, op, fl, s);
+}
+
+static hp_CUresult lk_cuMemcpy3DWithAttributesAsync_ptsz(hp_CUDA_MEMCPY3D_BATCH_OP *op,
+		unsigned long long fl, hp_cudaStream_t s)
+{
+	return copy3d_attr_async(LOOKED_UP(cuMemcpy3DWithAttributesAsync_ptsz), 1, op, fl, s);
+}
+
 /* ---- synchronous copies ----
  * NAME, lk_NAME, and the per-thread default stream forms NAME_ptds,
  * lk_NAME_ptds. */
@@ -1111,6 +1228,66 @@ static hp_CUresult lk_cuCtxDestroy_v2(hp_CUcontext ctx)
 	return ctx_destroy(LOOKED_UP(cuCtxDestroy_v2), ctx);
 }
 
+/* ---- what the driver answers about memory ---- */
+HP_EXPORT hp_CUresult cuPointerGetAttribute(void *data, int attr,
+					    hp_CUdeviceptr p)
+{
+	return ptr_attr(NEXT(cuPointerGetAttribute), data, attr, p);
+}
+
+static hp_CUresult lk_cuPointerGetAttribute(void *data, int attr,
+					    hp_CUdeviceptr p)
+{
+	return ptr_attr(LOOKED_UP(cuPointerGetAttribute), data, attr, p);
+}
+
+HP_EXPORT hp_CUresult cuPointerGetAttributes(unsigned n, int *attrs,
+					     void **data, hp_CUdeviceptr p)
+{
+	return ptr_attrs(NEXT(cuPointerGetAttributes), n, attrs, data, p);
+}
+
+static hp_CUresult lk_cuPointerGetAttributes(unsigned n, int *attrs,
+					     void **data, hp_CUdeviceptr p)
+{
+	return ptr_attrs(LOOKED_UP(cuPointerGetAttributes), n, attrs, data, p);
+}
+
+HP_EXPORT hp_CUresult cuMemHostGetFlags(unsigned *flags, void *p)
+{
+	return host_flags(NEXT(cuMemHostGetFlags), flags, p);
+}
+
+static hp_CUresult lk_cuMemHostGetFlags(unsigned *flags, void *p)
+{
+	return host_flags(LOOKED_UP(cuMemHostGetFlags), flags, p);
+}
+
+HP_EXPORT hp_CUresult cuMemHostGetDevicePointer_v2(hp_CUdeviceptr *d, void *p,
+						   unsigned fl)
+{
+	return host_devptr_v2(NEXT(cuMemHostGetDevicePointer_v2), d, p, fl);
+}
+
+static hp_CUresult lk_cuMemHostGetDevicePointer_v2(hp_CUdeviceptr *d, void *p,
+						   unsigned fl)
+{
+	return host_devptr_v2(LOOKED_UP(cuMemHostGetDevicePointer_v2), d, p,
+			      fl);
+}
+
+HP_EXPORT hp_CUresult cuMemHostGetDevicePointer(unsigned *d, void *p,
+						unsigned fl)
+{
+	return host_devptr(NEXT(cuMemHostGetDevicePointer), d, p, fl);
+}
+
+static hp_CUresult lk_cuMemHostGetDevicePointer(unsigned *d, void *p,
+						unsigned fl)
+{
+	return host_devptr(LOOKED_UP(cuMemHostGetDevicePointer), d, p, fl);
+}
+
 /* ---- graph capture ---- */
 HP_EXPORT hp_CUresult cuStreamBeginCapture(hp_cudaStream_t s)
 {
@@ -1322,16 +1499,16 @@ void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 				v = &variants[i];
 	} else {
 		v = pick(symbol, version, flags);
-		if (v == NULL && is_driver_base(symbol)) {
-			/* a form older than any hostpin knows (CUDA < 3.2
-			 * 32-bit copies): say so once, hand it out as is */
-			HP_LOG_ONCE(HP_LOG_WARN, "%s asked at CUDA version %d: "
-				    "a form hostpin does not guard", symbol,
-				    version);
-			hp_stat_fail("unguarded copy entry point looked up");
-			return fn;
-		}
+		if (v == NULL && is_driver_base(symbol) &&
+		    strstr(symbol, "Memcpy") && strstr(symbol, "Async"))
+			/* a form older than any hostpin hooks (CUDA < 3.2
+			 * 32-bit copies): followed as an unknown one */
+			return hp_unknown_wrap(symbol, fn);
 	}
+	/* A copy entry point hostpin has no hook for (a newer CUDA): its
+	 * calls keep pageable semantics (unknown.c); registration stays on. */
+	if (v == NULL && hp_coverage_unguarded(symbol))
+		return hp_unknown_wrap(symbol, fn);
 	if (v == NULL)
 		return fn;
 	if (!learn(v->slot, fn)) {

@@ -141,10 +141,11 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver,
 	}
 	if (st != HP_ST_READY)
 		return FORWARD;
-	int drv = 0, rt = 0, ze = 0;
+	int drv = 0, rt = 0, ze = 0, unk = 0;
 	if (name[0] == 'z') {
 		ze = hp_ze_wrapped_name(name);
 	} else if (!strncmp(name, "cuMem", 5) ||
+		   !strncmp(name, "cuPointerGetAttribute", 21) ||
 		   !strncmp(name, "cuGetProcAddress", 16) ||
 		   !strncmp(name, "cudaMemcpy", 10) ||
 		   !strncmp(name, "cudaHost", 8) ||
@@ -160,11 +161,21 @@ void *hp_dlsym_hook(void *h, const char *name, const char *ver,
 		 * capture's begin and end): a cheap test before the
 		 * tables. */
 		drv = hp_cudrv_wrapped_name(name);
-		rt = !drv && hp_cudart_wrapped_name(name);
+		unk = !drv && hp_coverage_unguarded(name);
+		rt = !drv && !unk && hp_cudart_wrapped_name(name);
 	}
-	if (!drv && !rt && !ze)
+	if (!drv && !rt && !ze && !unk)
 		return FORWARD;
 	void *fn;
+	if (unk) {
+		/* a driver copy entry point hostpin has no hook for (a newer
+		 * CUDA): the driver's own, followed (unknown.c) */
+		HP_GUARDED(fn = ver ? hp_dlvsym_chain(h, name, ver)
+				    : hp_dlsym_chain(h, name);
+			   if (fn && !hp_is_self(fn) && hp_cuda_in_driver(fn))
+				   fn = hp_unknown_wrap(name, fn));
+		return fn;
+	}
 	if (h == RTLD_DEFAULT) {
 		/* The next dlsym finds hostpin's export, whose calls go on to
 		 * what this caller's scope holds; where it holds nothing, the

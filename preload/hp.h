@@ -282,6 +282,13 @@ enum { HP_BK_NONE = 1, HP_BK_MLOCK, HP_BK_CUDA, HP_BK_LEVEL_ZERO, HP_BK_AUTO };
  * initialisation (before hp_state says READY) and in a forked child. */
 HP_HIDDEN extern struct hp_counters *hp_ctrp;
 /* stage.c: copies staged, their bytes, the staging ring's bytes. */
+/* unknown.c: one call of line per copy entry point hostpin does not know
+ * that it handed out a stub for: its name, lookups, calls (outermost),
+ * waits (for the report). */
+HP_HIDDEN void hp_unknown_report(void (*line)(const char *name,
+					      unsigned long long lookups,
+					      unsigned long long calls,
+					      unsigned long long waits));
 HP_HIDDEN void hp_stage_counts(uint64_t *copies, uint64_t *bytes,
 			       uint64_t *ring_bytes);
 #define hp_ctr (*hp_ctrp)

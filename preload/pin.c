@@ -489,6 +489,19 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 	hp_busy_end(r, st);
 }
 
+void hp_pin_earn_again(hp_rec_t *r, const hp_snap_t *s)
+{
+	if (!hp_pin_counts_copies()) {
+		hp_pin(r, s->base, s->len);
+		return;
+	}
+	/* relaxed: a count; the caller holds r (busy), whose claim orders */
+	atomic_store_explicit(&r->user[HP_U_COPIES], 0, memory_order_relaxed);
+	hp_set_rflags(r, hp_rflags(r) | HP_F_LAZY);
+	/* release: as in track_rec */
+	atomic_store_explicit(&lazy_seen, 1, memory_order_release);
+}
+
 /* Released blocks whose unregistration waits (HP_F_DEFER). */
 static _Atomic int deferred_n;
 /* Some of them wait because a driver freed them inside its own call. */

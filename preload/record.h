@@ -185,6 +185,10 @@ HP_HIDDEN void hp_count_track(unsigned kind, size_t len, int add);
 /* A device copy through r (copy.c, hook outermost, guarded): count it, and
  * register the block before the copy runs once the count is reached. */
 HP_HIDDEN void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s);
+/* A block the program registered itself, then released (foreign.c; r held
+ * busy): not registered at once, but after HOSTPIN_PIN_AFTER copies from
+ * now, as a new block (at once where copies are not counted). */
+HP_HIDDEN void hp_pin_earn_again(hp_rec_t *r, const hp_snap_t *s);
 /* 1 if blocks wait for their HOSTPIN_PIN_AFTER-th copy (the backend's
  * copies are counted). */
 HP_HIDDEN int hp_pin_counts_copies(void);

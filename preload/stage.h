@@ -25,6 +25,15 @@ HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
 			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
 			    int *res);
 
+/* A 1D copy between unified addresses (cuMemcpyWithAttributesAsync and
+ * the runtime's): staged as hp_stage_htod or hp_stage_dtoh when one side
+ * is host memory the driver does not know (or a block of hostpin's) and
+ * the other device memory; 0 otherwise (both host, both device, managed
+ * or the program's pinned memory on either side).  copy_dir.c. */
+HP_HIDDEN int hp_stage_unified(const hp_copy_t *c, uintptr_t d, uintptr_t s,
+			       size_t n, hp_cudaStream_t st, int ptsz,
+			       int sync, int *res);
+
 /* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory,
  * staged whole rows at a time: as many rows as fit in a slot, packed
  * there, then one 2D DMA per slot.  1 if staged (*res: the driver's

@@ -158,6 +158,17 @@ static void emit(int fd, const char *fmt, ...)
 		json_err = hp_write_all(fd, buf, len);
 }
 
+/* One line per copy entry point hostpin does not know (unknown.c). */
+static int report_pid;
+static void unknown_line(const char *name, unsigned long long lookups,
+			 unsigned long long calls, unsigned long long waits)
+{
+	emit(-1, "hostpin[%d]:   unknown copy entry point %s: looked up "
+	     "%llu times, called %llu; hostpin waited for the context after "
+	     "%llu calls (registration stays on)\n", report_pid, name,
+	     lookups, calls, waits);
+}
+
 void hp_stats_report(void)
 {
 	struct hostpin_stats s;
@@ -199,6 +210,8 @@ void hp_stats_report(void)
 		     (unsigned long long)s.copies_registered,
 		     hp_human(s.copy_bytes_registered, h1),
 		     (unsigned long long)s.copy_waits);
+		report_pid = pid;
+		hp_unknown_report(unknown_line);
 		uint64_t sc, sb, sr;
 		hp_stage_counts(&sc, &sb, &sr);
 		emit(fd, "hostpin[%d]:   staged copies %llu (%s), staging ring "

@@ -126,8 +126,10 @@ static uint32_t nsyms(const struct tabs *t)
 	return max + 1;
 }
 
-int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
-		     int (*fn)(const char *, void *), void *arg)
+/* Defined function symbols (undef 0), or references (undef 1: functions,
+ * or untyped as some linkers leave them). */
+static int each_sym(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
+		    int undef, int (*fn)(const char *, void *), void *arg)
 {
 	struct tabs t;
 	if (!tables(base, dynamic(base, phdr, phnum), &t))
@@ -135,14 +137,28 @@ int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
 	uint32_t n = nsyms(&t);
 	for (uint32_t i = 1; i < n; i++) {
 		const ElfW(Sym) *s = &t.sym[i];
-		if (s->st_shndx == SHN_UNDEF ||
-		    ELF64_ST_TYPE(s->st_info) != STT_FUNC)
+		int type = ELF64_ST_TYPE(s->st_info);
+		if (undef ? s->st_shndx != SHN_UNDEF ||
+				(type != STT_FUNC && type != STT_NOTYPE)
+			  : s->st_shndx == SHN_UNDEF || type != STT_FUNC)
 			continue;
 		int r = fn(t.str + s->st_name, arg);
 		if (r)
 			return r;
 	}
 	return 0;
+}
+
+int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
+		     int (*fn)(const char *, void *), void *arg)
+{
+	return each_sym(base, phdr, phnum, 0, fn, arg);
+}
+
+int hp_elf_each_ref(ElfW(Addr) base, const ElfW(Phdr) *phdr, int phnum,
+		    int (*fn)(const char *, void *), void *arg)
+{
+	return each_sym(base, phdr, phnum, 1, fn, arg);
 }
 
 const char *hp_elf_ref_version(ElfW(Addr) base, const ElfW(Phdr) *phdr,

@@ -16,6 +16,10 @@ HP_HIDDEN void *hp_elf_lookup(ElfW(Addr) base, const ElfW(Phdr) *phdr,
 HP_HIDDEN int hp_elf_each_func(ElfW(Addr) base, const ElfW(Phdr) *phdr,
 			       int phnum, int (*fn)(const char *, void *),
 			       void *arg);
+/* The same for each function the object at base references (imports). */
+HP_HIDDEN int hp_elf_each_ref(ElfW(Addr) base, const ElfW(Phdr) *phdr,
+			      int phnum, int (*fn)(const char *, void *),
+			      void *arg);
 
 /* The version the object at base requires for its reference to name
  * ("libcudart.so.13"), or NULL if its reference is unversioned or absent. */

@@ -26,6 +26,7 @@ static struct {
 	char *base;
 	size_t len;
 	void *owner; /* the context that registered it (CUDA) */
+	unsigned flags; /* its registration flags (CUDA) */
 } held[MAXHELD];
 static int nheld;
 static int logfd = -1;

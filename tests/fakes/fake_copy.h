@@ -86,24 +86,6 @@ static int is_dev(const void *p)
 	return 0;
 }
 
-/* CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2): host memory registered with the
- * fake, or its device memory; else CUDA_ERROR_INVALID_VALUE, as the driver
- * answers for pageable memory. */
-CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
-{
-	if (attr != 2)
-		return 1;
-	if (is_dev((const void *)(uintptr_t)p)) {
-		*(unsigned *)data = 2;
-		return OK;
-	}
-	if (held_covers((const void *)(uintptr_t)p, 1)) {
-		*(unsigned *)data = 1;
-		return OK;
-	}
-	return 1;
-}
-
 static stream_t *S(stream_t *s)
 {
 	if (s == NULL || s == (stream_t *)0x1)
@@ -686,6 +668,8 @@ COPY_FN2(cuMemcpy3DBatchAsync_v2,
 	 (size_t n, BOP *ops, unsigned long long fl, stream_t *s),
 	 (n, ops, fl, s), s, batch3d(&x, ops, n))
 
+#include "fake_query.h"
+
 /* ---- cuGetProcAddress: the driver's own table ---- */
 /* fake_cuda.c's synchronous copies and device attributes, after this file */
 #define SYNC_DECL(n, params) CUresult n params; CUresult n##_ptds params;
@@ -769,6 +753,7 @@ static const struct proc procs[] = {
 	P2S(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2)
 	P(cuDeviceGetAttribute, 2000, cuDeviceGetAttribute)
 	P(cuDeviceGetPCIBusId, 4000, cuDeviceGetPCIBusId)
+	FAKE_QUERY_PROCS
 	P(cuGetProcAddress, 11030, cuGetProcAddress)
 	P(cuGetProcAddress, 12000, cuGetProcAddress_v2)
 #undef P

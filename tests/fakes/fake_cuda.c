@@ -452,6 +452,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 		RETURN(OUT_OF_MEMORY);
 	held[nheld].base = p, held[nheld].len = n;
 	held[nheld].owner = stack[depth - 1];
+	held[nheld].flags = flags;
 	nheld++;
 	resident_touch(p, n);
 	logf_("REG %p %zu %u ctxdev=%d", p, n, flags, stack[depth - 1]->dev);

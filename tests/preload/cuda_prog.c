@@ -208,6 +208,33 @@ static int drv3dbatch(void *dst, const void *src, size_t n, cudaStream_t s)
 static int drv3dbatch_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dbatch(dv, h, n, s); }
 static int drv3dbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3dbatch(h, dv, n, s); }
 
+/* CUDA 13.2's single copies with attributes (the attributes: the fake
+ * reads none) */
+typedef int (*attr_t)(dptr, dptr, size_t, const void *, cudaStream_t);
+static const long attrs_any[8];
+static int attr_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return ((attr_t)drv_fn[0])((dptr)(uintptr_t)dv, (dptr)(uintptr_t)h, n, attrs_any, s); }
+static int attr_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return ((attr_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, attrs_any, s); }
+static int drv3dattr(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+	BOP op = {0};
+	op.src.type = op.dst.type = 1;
+	op.src.op.ptr.ptr = (dptr)(uintptr_t)src;
+	op.dst.op.ptr.ptr = (dptr)(uintptr_t)dst;
+	op.w = n, op.h = op.d = 1;
+	return ((int (*)(BOP *, unsigned long long, cudaStream_t))drv_fn[0])(&op, 0, s);
+}
+static int drv3dattr_h2d(void *dv, const void *h, size_t n, cudaStream_t s) { return drv3dattr(dv, h, n, s); }
+static int drv3dattr_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { return drv3dattr(h, dv, n, s); }
+/* a copy entry point of a CUDA newer than hostpin (the fake's "13.5"):
+ * eight arguments, two on the stack */
+typedef int (*future_t)(dptr, dptr, size_t, cudaStream_t, int, int, int, long);
+static int future_h2d(void *dv, const void *h, size_t n, cudaStream_t s)
+{ return ((future_t)drv_fn[0])((dptr)(uintptr_t)dv, (dptr)(uintptr_t)h, n, s, 5, 6, 7, 8); }
+static int future_d2h(void *h, const void *dv, size_t n, cudaStream_t s)
+{ return ((future_t)drv_fn[0])((dptr)(uintptr_t)h, (dptr)(uintptr_t)dv, n, s, 5, 6, 7, 8); }
+
 #ifdef LINKED_DRIVER
 /* linked to the driver's exported names (only their addresses are used) */
 #define DRV_LINKED(X)                                                         \
@@ -218,7 +245,9 @@ static int drv3dbatch_d2h(void *h, const void *dv, size_t n, cudaStream_t s) { r
 	X(cuMemHostRegister_v2) X(cuMemHostUnregister)                        \
 	X(cuMemcpy3DPeerAsync) X(cuDevicePrimaryCtxReset_v2)                  \
 	X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxRetain)           \
-	X(cuCtxSetCurrent) X(cuCtxDestroy_v2)
+	X(cuCtxSetCurrent) X(cuCtxDestroy_v2) X(cuPointerGetAttribute)        \
+	X(cuPointerGetAttributes) X(cuMemHostGetFlags)                        \
+	X(cuMemHostGetDevicePointer_v2)
 #define DECL_D(n) int n(void);
 DRV_LINKED(DECL_D)
 #undef DECL_D
@@ -236,12 +265,13 @@ static void *linked_sym(const char *n) { (void)n; return NULL; }
 #endif
 
 typedef int (*gpa_t)(const char *, void **, int, unsigned long long, int *);
+static int gpa_version = 12000;
 static void *by_gpa(const char *base, int ptsz)
 {
 	void *f = NULL;
 	gpa_t g = LINKED ? (gpa_t)linked_sym("cuGetProcAddress_v2")
 			 : (gpa_t)dlsym(libcuda(), "cuGetProcAddress_v2");
-	CHECK(g && g(base, &f, 12000, ptsz ? 2 : 0, NULL) == 0 && f);
+	CHECK(g && g(base, &f, gpa_version, ptsz ? 2 : 0, NULL) == 0 && f);
 	return f;
 }
 
@@ -263,6 +293,21 @@ static void path_init(void)
 			drv_fn[0] = by_gpa("cuMemcpy3DPeerAsync", 0);
 		else
 			CHECK(R.cudaGetDriverEntryPoint("cuMemcpy3DPeerAsync", &drv_fn[0], 0, NULL) == 0 && drv_fn[0]);
+	}
+	else if (IS("gpaattr") || IS("gpaattr_ptsz") || IS("dlattr")) {
+		h2d = attr_h2d, d2h = attr_d2h, gpa_version = 13020;
+		path_ptsz = IS("gpaattr_ptsz");
+		drv_fn[0] = IS("dlattr") ? dlsym(libcuda(), "cuMemcpyWithAttributesAsync")
+					 : by_gpa("cuMemcpyWithAttributesAsync", path_ptsz);
+		CHECK(drv_fn[0]);
+	} else if (IS("gpa3dattr")) {
+		h2d = drv3dattr_h2d, d2h = drv3dattr_d2h, gpa_version = 13020;
+		drv_fn[0] = by_gpa("cuMemcpy3DWithAttributesAsync", 0);
+	} else if (IS("gpafuture") || IS("dlfuture")) {
+		h2d = future_h2d, d2h = future_d2h, gpa_version = 13050;
+		drv_fn[0] = IS("dlfuture") ? dlsym(libcuda(), "cuMemcpyFutureAsync")
+					   : by_gpa("cuMemcpyFutureAsync", 0);
+		CHECK(drv_fn[0]);
 	}
 	else if (IS("rt")) ;
 	else {
@@ -518,15 +563,110 @@ static void mlock_fallback(void)
 
 /* The program unregisters hostpin's own registration: hostpin notices,
  * registers the block again, and does not fail at free. */
+/* The program unregisters memory it never registered (hostpin's block):
+ * the driver's answer for pageable memory, and hostpin's registration
+ * stays (invariant 14). */
 static void drop(void)
 {
 	CHECK(R.cudaSetDevice(0) == 0);
 	char *p = malloc(8 * MB);
 	memset(p, 1, 8 * MB);
-	CHECK(R.cudaHostUnregister(p) == 0);
+	CHECK(R.cudaHostUnregister(p) == 713);
+	CHECK(cu_unreg(p + 4 * MB) == 713);
 	if (hp)
 		CHECK(registered(p) && cu_is_registered(p, 8 * MB));
 	free(p);
+}
+
+/* What the driver answers about memory hostpin registered is what it
+ * answers for pageable memory (invariant 14), however the query is found;
+ * the program's own registrations and cudaHostAlloc memory it sees. */
+typedef int (*attr1_t)(void *, int, dptr);
+typedef int (*attrs_t)(unsigned, int *, void **, dptr);
+typedef int (*hflags_t)(unsigned *, void *);
+typedef int (*hdevp_t)(dptr *, void *, unsigned);
+static int looks_pageable(void *const fns[4], const void *q)
+{
+	unsigned t = 99, f = 99, ty = 7;
+	dptr dp = 7, d = 7;
+	void *hpp = (void *)7;
+	int ord = 7, at[4] = {2, 3, 4, 9};
+	void *data[4] = {&ty, &dp, &hpp, &ord};
+	return ((attr1_t)fns[0])(&t, 2, (dptr)(uintptr_t)q) == 1 && t == 99 &&
+	       ((attrs_t)fns[1])(4, at, data, (dptr)(uintptr_t)q) == 0 &&
+	       ty == 0 && dp == 0 && hpp == NULL && ord == -2 &&
+	       ((hflags_t)fns[2])(&f, (void *)q) == 1 &&
+	       ((hdevp_t)fns[3])(&d, (void *)q, 0) == 1;
+}
+static int looks_pinned(void *const fns[4], const void *q)
+{
+	unsigned t = 0, f = 99;
+	dptr d = 0;
+	return ((attr1_t)fns[0])(&t, 2, (dptr)(uintptr_t)q) == 0 && t == 1 &&
+	       ((hflags_t)fns[2])(&f, (void *)q) == 0 &&
+	       ((hdevp_t)fns[3])(&d, (void *)q, 0) == 0 && d == (dptr)(uintptr_t)q;
+}
+static void invisible(void)
+{
+	CHECK(R.cudaSetDevice(0) == 0);
+	static const char *names[4] = {"cuPointerGetAttribute",
+				       "cuPointerGetAttributes",
+				       "cuMemHostGetFlags",
+				       "cuMemHostGetDevicePointer"};
+	void *ways[3][4];
+	int nways = 0;
+	for (int i = 0; i < 4; i++) {
+		/* dlsym on the driver's handle; cuGetProcAddress */
+		ways[0][i] = dlsym(libcuda(), i == 3 ? "cuMemHostGetDevicePointer_v2" : names[i]);
+		ways[1][i] = by_gpa(names[i], 0);
+		ways[2][i] = LINKED ? linked_sym(i == 3 ? "cuMemHostGetDevicePointer_v2" : names[i]) : NULL;
+		CHECK(ways[0][i] && ways[1][i]);
+	}
+	nways = LINKED ? 3 : 2;
+	size_t n = 16 * MB;
+	char *p = malloc(n);
+	memset(p, 3, n);
+	if (hp)
+		CHECK(registered(p) && cu_is_registered(p, n));
+	for (int w = 0; w < nways; w++)
+		CHECK(looks_pageable(ways[w], p) && looks_pageable(ways[w], p + n / 2 + 5));
+	/* the program's own registration of it is the program's to see */
+	CHECK(cu_reg(p, n, 0) == 0);
+	for (int w = 0; w < nways; w++)
+		CHECK(looks_pinned(ways[w], p));
+	CHECK(cu_unreg(p) == 0);
+	for (int w = 0; w < nways; w++)
+		CHECK(looks_pageable(ways[w], p));
+	free(p);
+	/* cudaHostAlloc memory is the runtime's pinned memory */
+	void *h;
+	CHECK(R.cudaHostAlloc(&h, 8 * MB, 0) == 0);
+	for (int w = 0; w < nways; w++)
+		CHECK(looks_pinned(ways[w], h));
+}
+
+/* DeepSpeed's native pinned-memory backend: posix_memalign, mlock, the
+ * program's own registration, copies, unregistration, free; again at the
+ * same address.  hostpin registers none of it (runner: the fake's log). */
+static void dsloop(void)
+{
+	CHECK(R.cudaSetDevice(0) == 0);
+	size_t n = 64 * MB;
+	void *d = dev(n, 0);
+	for (int round = 0; round < 5; round++) {
+		void *p = NULL;
+		CHECK(posix_memalign(&p, 4096, n) == 0);
+		CHECK(mlock(p, n) == 0);
+		CHECK(R.cudaHostRegister(p, n, 0) == 0);
+		for (int i = 0; i < 3; i++) {
+			memset(p, round * 3 + i, n);
+			CHECK(R.cudaMemcpyAsync(d, p, n, H2D, NULL) == 0);
+			R.cudaDeviceSynchronize();
+		}
+		CHECK(R.cudaHostUnregister(p) == 0);
+		munlock(p, n);
+		free(p);
+	}
 }
 
 /* An async copy from a registered block inside CUDA graph capture: the
@@ -671,6 +811,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "fork")) forked();
 	else if (!strcmp(m, "churn")) churn();
 	else if (!strcmp(m, "drop")) drop();
+	else if (!strcmp(m, "invisible")) invisible();
+	else if (!strcmp(m, "dsloop")) dsloop();
 	else if (!strcmp(m, "capture")) capture();
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "mlock_fallback")) mlock_fallback();

@@ -51,7 +51,9 @@ $CC $CFL -shared -fPIC -o "$F/libfake_ze.so" ../fakes/fake_ze.c -ldl -lpthread &
 	build ze_prog ze_prog.c -lze_loader || bad "build the Level Zero fake"
 fi
 $CC $CFL -shared -fPIC -o "$B/libnext.so" libnext.c -ldl && build dlcheck dlcheck.c -lm &&
-	$CC $CFL -shared -fPIC -o "$B/libextra.so" libextra.c || bad "build the dlsym programs"
+	$CC $CFL -shared -fPIC -o "$B/libextra.so" libextra.c &&
+	$CC $CFL -shared -fPIC -o "$B/libextrause.so" libextrause.c -L"$B" -l:libextra.so \
+		-Wl,-rpath,"$B" || bad "build the dlsym programs"
 $CC $CFL -shared -fPIC -o "$B/libearly.so" early_lib.c &&
 	build early early.c -L"$B" -learly -Wl,-rpath,"$B"
 

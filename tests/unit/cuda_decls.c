@@ -153,3 +153,12 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuDevicePrimaryCtxReleas
 _Static_assert(__builtin_types_compatible_p(__typeof__(&cuCtxDestroy_v2),
 					    CUresult (*)(hp_CUcontext)),
 	       "cuCtxDestroy_v2");
+
+/* The driver's answers about memory, hooked for invariant 14. */
+HP_CU_QUERY_FNS(CHECK_FN, CUresult, CUpointer_attribute)
+/* CUDA 13.2's copies with attributes: against a 13.2 (or newer) cuda.h
+ * only (the toolkit may be older; the runtime wheel's headers are 13.2). */
+#if CUDA_VERSION >= 13020
+HP_CU_COPY132_FNS(CHECK_FN, CUresult, CUDA_MEMCPY3D_BATCH_OP)
+HP_CUDART_COPY132_FNS(CHECK_FN, cudaError_t, struct cudaMemcpy3DBatchOp)
+#endif

@@ -27,7 +27,31 @@ cuda "HOSTPIN_COPY=async: freed block not released under an in-flight copy" 0 0 
 cuda "coexistence: program registers inside hostpin blocks; cudaHostAlloc untouched" 0 1 -- foreign
 cuda "work with a 1 MiB registration chunk" 0 0 HOSTPIN_REGISTER_CHUNK=1M -- work
 cuda "work with a chunk that is not a page multiple (rounded down)" 0 0 HOSTPIN_REGISTER_CHUNK=1000000 -- work
-cuda "program unregisters hostpin's registration: registered again, no failure" 0 0 -- drop
+cuda "program unregisters memory it never registered (hostpin's block): the driver's error, hostpin's registration stays" 0 0 -- drop
+# invariant 14: hostpin's registrations are invisible to the driver's
+# memory queries (linked, cuGetProcAddress, dlsym), in every program form
+for prog in cuda_prog cuda_static cuda_dl; do
+	out=$(timeout 60 env FAKE_CUDA_LOG=/dev/null "$B/$prog" invisible 2>&1) ||
+		bad "$prog invisible fails without hostpin: $out"
+	cudaprog $prog "$prog: hostpin's registrations look pageable to the driver's queries; the program's own and cudaHostAlloc's look pinned" 0 1 -- invisible
+done
+# DeepSpeed's native backend under hostpin's defaults (HOSTPIN_PIN_AFTER=2):
+# pin, copy three times, unpin, free, five rounds at the same address.  The
+# program's copies through its own registration do not count towards
+# hostpin's, and a block it unregistered is not registered by hostpin:
+# no registration of hostpin's of the 64 MiB buffer (flags PORTABLE, 1),
+# five of the program's (flags 0), nothing left registered.
+for pa in 2 1; do
+	P_DS="$P_SAVE HOSTPIN_PIN_AFTER=$pa"
+	log=$(mktemp)
+	out=$(timeout 60 env $P_DS HP_EXPECT_ACTIVE=1 HOSTPIN_STATS=1 FAKE_CUDA_LOG="$log" "$B/cuda_prog" dsloop 2>&1); rc=$?
+	mine=$(grep -c " REG 0x[0-9a-f]* 67108864 1 " "$log")
+	theirs=$(grep -c " REG 0x[0-9a-f]* 67108864 0 " "$log")
+	if [ $rc -eq 0 ] && [ "$mine" = 0 ] && [ "$theirs" = 5 ] && fakelog "$log" 0; then
+		ok "cuda: DeepSpeed's native pin loop (HOSTPIN_PIN_AFTER=$pa): 5 registrations of the program's, none of hostpin's"
+	else bad "cuda: DeepSpeed's loop (HOSTPIN_PIN_AFTER=$pa; rc $rc): hostpin registered the buffer $mine times, the program $theirs: $(echo "$out" | tail -3)"; fi
+	rm -f "$log"
+done
 cuda "HOSTPIN_REGISTER_DEVICE=0 registers nothing" 0 0 HOSTPIN_REGISTER_DEVICE=0 HP_EXPECT_ACTIVE= -- work
 cuda "HOSTPIN_MLOCK=1: a refused registration is locked instead" 0 0 HOSTPIN_MLOCK=1 \
 	FAKE_CUDA_FAIL=cuMemHostRegister_v2:1 -- mlock_fallback

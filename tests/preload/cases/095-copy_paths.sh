@@ -54,19 +54,42 @@ cpath "cuda: cuEventCreate fails under HOSTPIN_COPY=async: falls back to the wai
 echo "$CUDA_LOG_KEEP" | grep -q "INJECT cuEventCreate" && ok "cuda: the cuEventCreate failure was injected" ||
 	bad "cuda: cuEventCreate never called under HOSTPIN_COPY=async"
 
-# The coverage check: a loaded object exporting a copy entry point hostpin
-# does not know leaves blocks unregistered (one message, counted), unless
-# HOSTPIN_COVERAGE=ignore.
+# The coverage check.  A loaded object that merely exports a copy entry
+# point hostpin does not know (a newer runtime's, a layer's) changes
+# nothing: runtimes reach the driver through lookups.  One that calls an
+# unknown driver copy entry point by a linked reference (libextrause.so
+# imports libextra.so's cuMemcpyFancyAsync) keeps blocks unregistered (one
+# message, counted), unless HOSTPIN_COVERAGE=ignore.
+cpath "coverage: an object exporting an unknown copy entry point it does not call leaves registration on" 0 \
+	cuda_prog HP_LOAD_EXTRA="$B/libextra.so" HP_EXPECT_REG=1 -- coverage
 d=$(mktemp -d)
-out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_LOAD_EXTRA="$B/libextra.so" HP_EXPECT_REG=0 \
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_LOAD_EXTRA="$B/libextrause.so" HP_EXPECT_REG=0 \
 	HOSTPIN_STATS_FILE="$d/s.json" "$B/cuda_prog" coverage 2>&1); rc=$?
-n=$(echo "$out" | grep -c "libextra.so exports cuMemcpyFancyAsync, a copy entry point hostpin does not guard")
-f=$(python3 -c "import json;print(json.load(open('$d/s.json'))['failures'].get('unguarded copy entry point loaded', 0))" 2>/dev/null)
+n=$(echo "$out" | grep -c "libextrause.so calls cuMemcpyFancyAsync, a driver copy entry point hostpin does not guard, by a linked reference")
+f=$(python3 -c "import json;print(json.load(open('$d/s.json'))['failures'].get('unguarded copy entry point linked', 0))" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "$n" = 1 ] && [ "${f:-0}" -ge 1 ]; then
-	ok "coverage: an unknown copy entry point keeps blocks unregistered (1 message, $f counted)"
+	ok "coverage: a linked call of an unknown driver copy entry point keeps blocks unregistered (1 message, $f counted)"
 else bad "coverage check (rc $rc, $n messages, ${f:-?} counted): $out"; fi
 rm -rf "$d"
-cpath "coverage: HOSTPIN_COVERAGE=ignore registers anyway" 0 cuda_prog HP_LOAD_EXTRA="$B/libextra.so" \
+cpath "coverage: HOSTPIN_COVERAGE=ignore registers anyway" 0 cuda_prog HP_LOAD_EXTRA="$B/libextrause.so" \
 	HP_EXPECT_REG=1 HOSTPIN_COVERAGE=ignore -- coverage
 cpath "coverage: the fakes' own entry points are all known" 0 cuda_prog HP_EXPECT_REG=1 -- coverage
+# A copy entry point of a newer CUDA (the fake's cuMemcpyFutureAsync, eight
+# arguments, two on the stack), found by cuGetProcAddress or dlsym: blocks
+# are registered, and each call keeps pageable semantics (hostpin waits for
+# the context after it, in either HOSTPIN_COPY mode); one report line says
+# so.
+for p in gpafuture dlfuture; do
+	for m in sync async; do
+		cpath "unknown copy entry point ($p, HOSTPIN_COPY=$m): registered, pageable semantics kept" 0 \
+			cuda_prog HP_PATH=$p HOSTPIN_COPY=$m -- sync
+	done
+	echo "$CUDA_LOG_KEEP" | grep -q "VIOLATION future-arguments" &&
+		bad "unknown copy entry point ($p): the stub lost an argument"
+	out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_PATH=$p HOSTPIN_STATS=1 FAKE_CUDA_LOG=/dev/null \
+		"$B/cuda_prog" sync 2>&1)
+	echo "$out" | grep -Eq "unknown copy entry point cuMemcpyFutureAsync: looked up [0-9]+ times, called [1-9][0-9]*; hostpin waited for the context after [1-9]" &&
+		ok "unknown copy entry point ($p): the report names it and its waits" ||
+		bad "unknown copy entry point ($p): report: $(echo "$out" | grep -i unknown)"
+done
 P=$P_SAVE

@@ -10,11 +10,11 @@ cuda "refused unregistration: munmap, MAP_FIXED and free leave the range mapped 
 	FAKE_CUDA_FAIL=cuMemHostUnregister:1,cuMemHostUnregister:2 -- munmap_leak
 cuda "a 2D copy whose host side runs into a block from outside is waited for" 0 0 -- runs_into
 d=$(mktemp -d)
-out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=1G HP_LATE_EXTRA="$B/libextra.so" FAKE_CUDA_LOG="$d/log" \
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=1G HP_LATE_EXTRA="$B/libextrause.so" FAKE_CUDA_LOG="$d/log" \
 	FAKE_CUDA_DELAY_US=3000 "$B/cuda_prog" coverage_late 2>&1); rc=$?
-n=$(echo "$out" | grep -c "libextra.so exports cuMemcpyFancyAsync")
+n=$(echo "$out" | grep -c "libextrause.so calls cuMemcpyFancyAsync")
 if [ $rc -eq 0 ] && [ "$n" = 1 ] && fakelog "$d/log"; then
-	ok "coverage: an unknown copy entry point loaded late unregisters registered and cached blocks (1 message)"
+	ok "coverage: an object linking an unknown driver copy, loaded late, unregisters registered and cached blocks (1 message)"
 else bad "coverage loaded late (rc $rc, $n messages): $(echo "$out" | tail -3)"; fi
 rm -rf "$d"
 for prog in cuda_prog cuda_static cuda_dl; do
