@@ -589,7 +589,9 @@ static CUresult rt_host_alloc(void **pp, size_t n, unsigned flags)
 		return OUT_OF_MEMORY;
 	}
 	held[nheld].base = p, held[nheld].len = len;
-	held[nheld].owner = NULL;
+	/* the context it belongs to (queries answer its device) */
+	held[nheld].owner = depth ? stack[depth - 1] : &prim[0];
+	held[nheld].flags = flags;
 	nheld++;
 	logf_("HOSTALLOC %p %zu %u", (void *)p, len, flags);
 	pthread_mutex_unlock(&mu);
