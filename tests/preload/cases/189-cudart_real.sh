@@ -30,7 +30,10 @@ if crt=$("$top/scripts/fetch-cudart" 2>/dev/null); then
 			HOSTPIN_CACHE=0 "$@" "$B/$prog" 2>&1); rc=$?
 		[ $rc -eq 0 ] || why="$why rc $rc;"
 		echo "$out" | grep -q "^FAIL" && why="$why $(echo "$out" | grep "^FAIL" | head -3 | tr '\n' ';')"
-		[ "$(echo "$out" | grep -c '^ok ')" -ge 40 ] || why="$why only $(echo "$out" | grep -c '^ok ') entry points checked;"
+		# every entry point checked, in both rounds (none skipped for
+		# want of a driver entry point in the fake)
+		[ "$(echo "$out" | grep -c '^ok ')" -ge 56 ] && ! echo "$out" | grep -q '^skip' ||
+			why="$why only $(echo "$out" | grep -c '^ok ') checks ran ($(echo "$out" | grep '^skip' | sort -u | head -2 | tr '\n' ';'));"
 		fakelog "$log" || why="$why fake driver;"
 		if [ "$want" = 1 ]; then
 			grep -q " REG .* 16777216 " "$log" || why="$why no 16 MiB block registered (REG $(grep -c ' REG ' "$log"));"
@@ -44,7 +47,6 @@ if crt=$("$top/scripts/fetch-cudart" 2>/dev/null); then
 	for prog in cudart_real cudart_real_static; do
 		[ -x "$B/$prog" ] || continue
 		crt_run "$prog: every copy entry point keeps pageable semantics without hostpin" $prog 0
-		echo "$CRT_OUT" | grep "^skip" | sort -u | sed 's/^/    /'
 		crt_run "$prog: under hostpin's defaults: semantics kept, a block copied twice registered" $prog 1 \
 			LD_PRELOAD="$LIB" HOSTPIN_STATS=1
 		crt_run "$prog: HOSTPIN_PIN_AFTER=0" $prog 0 LD_PRELOAD="$LIB" HOSTPIN_PIN_AFTER=0
