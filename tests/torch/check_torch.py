@@ -11,6 +11,27 @@ import torch
 
 MiB = 1 << 20
 fails = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import hostpin  # noqa: E402  (the repository's module: hostpin.query)
+
+UNDER_HOSTPIN = "libhostpin" in os.environ.get("LD_PRELOAD", "")
+
+
+def registered_by_hostpin(addr, what):
+    """Under hostpin: wait (a generous limit, polled) until hostpin has
+    registered the block at addr, so the checks that follow look at a
+    registered block; a FAIL if it never does."""
+    if not UNDER_HOSTPIN:
+        return
+    import time
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        q = hostpin.query(addr)
+        if q and q["registered"]:
+            return
+        time.sleep(0.1)
+    fails.append(f"hostpin never registered {what}: {hostpin.query(addr)}")
+    print("FAIL:", fails[-1], flush=True)
 
 
 def check(cond, what):
@@ -60,6 +81,7 @@ def pinning():
     x = pattern(64 * MiB, 9)
     for _ in range(3):
         x.cuda()  # copies: hostpin registers x
+    registered_by_hostpin(x.data_ptr(), "a tensor copied three times")
     check(not x.is_pinned(), "is_pinned() of pageable memory (registered by hostpin) is True")
     px = x.pin_memory()
     check(px.is_pinned(), "pin_memory() result not pinned")
@@ -70,6 +92,10 @@ def pinning():
     n = 0
     for (b,) in torch.utils.data.DataLoader(ds, batch_size=16, pin_memory=True):
         check(b.is_pinned(), "DataLoader(pin_memory=True) batch not pinned")
+        # its own pinned copy (cudaHostAlloc), not the collated batch that
+        # looked pinned because hostpin registered it (HOSTPIN_PIN_AFTER=0)
+        check(not UNDER_HOSTPIN or hostpin.query(b.data_ptr()) is None,
+              "DataLoader(pin_memory=True) skipped a batch hostpin had registered")
         check(torch.equal(b.cuda().cpu(), b), "DataLoader batch round trip")
         n += 1
     check(n == 4, "DataLoader batches")
@@ -142,6 +168,11 @@ def cupy_checks():
     pa = numpy.frombuffer(p, a.dtype, a.size)
     pa[:] = a
     check(numpy.array_equal(cupy.asnumpy(cupy.asarray(pa)), a), "cupy pinned memory round trip")
+    # copied to the device by address (cupy's asarray stages through its
+    # own pinned buffer): hostpin registers the numpy array itself
+    for _ in range(3):
+        cupy.cuda.runtime.memcpy(g.data.ptr, a.ctypes.data, a.nbytes, 1)
+    registered_by_hostpin(a.ctypes.data, "a numpy array copied three times")
     at = cupy.cuda.runtime.pointerGetAttributes(a.ctypes.data)
     check(at.type == 0 and at.hostPointer == 0 and at.devicePointer == 0,
           f"pointerGetAttributes of a numpy array: type {at.type}, host {at.hostPointer:#x}, device {at.devicePointer:#x}")
