@@ -777,8 +777,9 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
 			best = p;
 	}
 	/* a driver new enough for a real 13.x runtime (FAKE_CUDA_VERSION):
-	 * what the fake does not model answers CUDA_ERROR_NOT_SUPPORTED
-	 * (fake_rt.h), so the runtime finds every entry point it expects */
+	 * fake_rt.h's entry points, and a logged stub for what the fake does
+	 * not model, so the runtime finds every entry point it expects.
+	 * FAKE_CUDA_TRACE=1: every lookup on stderr. */
 	int stubbed = 0;
 	if (!best && rt_mode()) {
 		const struct proc *r = rt_proc(sym);

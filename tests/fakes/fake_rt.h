@@ -2,16 +2,19 @@
  * copy) needs of the driver to initialise and run, included at the end of
  * fake_cuda.c.  On only when FAKE_CUDA_VERSION is 13000 or more: the fake
  * then answers cuGetProcAddress for the entry points below, and every other
- * name with a stub that fails with CUDA_ERROR_NOT_SUPPORTED, as a real
- * runtime expects every entry point of its version to exist.  Kernels,
- * modules and libraries are accepted and do nothing: tests check copies
- * only. */
+ * name with a stub, as a real runtime expects every entry point of its
+ * version to exist.  A stub answers success and writes nothing: the 13.2
+ * runtime calls a few entry points at start-up (cuStreamWaitValue32,
+ * cuMipmappedArrayGetLevel, cuGraphGetId) and gives up on any error; each
+ * call of a stub is logged ("UNSUPPORTED name"), so a test that needs one
+ * sees it.  Kernels, modules and libraries are accepted and do nothing:
+ * tests check copies only. */
 
-#define NOT_SUPPORTED 0
+#define STUB_RESULT OK
 
 static CUresult rt_unsupported(void)
 {
-	return NOT_SUPPORTED;
+	return STUB_RESULT;
 }
 
 static int rt_mode(void)
@@ -23,12 +26,12 @@ static int rt_mode(void)
 /* Unmodelled entry points: one stub per name handed out (up to 1024), so
  * a call logs which ("UNSUPPORTED name"). */
 #define NSTUB 1024
-static const char *stub_name[NSTUB];
+static char stub_name[NSTUB][96]; /* no malloc inside the driver */
 static int nstub;
 static CUresult stub_call(int i)
 {
 	logf_("UNSUPPORTED %s", stub_name[i]);
-	return NOT_SUPPORTED;
+	return STUB_RESULT;
 }
 #define ST1(i) static CUresult stub_##i(void) { return stub_call(i); }
 #define ST4(i) ST1(i##0) ST1(i##1) ST1(i##2) ST1(i##3)
@@ -50,7 +53,7 @@ static void *rt_stub(const char *sym)
 			return stubs[i];
 	if (nstub == NSTUB)
 		return (void *)rt_unsupported;
-	stub_name[nstub] = strdup(sym);
+	snprintf(stub_name[nstub], sizeof(stub_name[0]), "%s", sym);
 	return stubs[nstub++];
 }
 
