@@ -12,7 +12,8 @@
 # again must be registered: a REG of 16 MiB in the fake's log, "pin calls"
 # above 0 in the report, and no refusal for an unguarded entry point.
 # Skipped, with the reason, only when PyPI cannot be reached.
-if crt=$("$top/scripts/fetch-cudart" 2>/dev/null); then
+crt=$("$top/scripts/fetch-cudart" 2>/tmp/hp-fetch-cudart.$$); crt_rc=$?
+if [ $crt_rc -eq 0 ]; then
 	CRT=$crt/nvidia/cu13
 	build cudart_real cudart_real.c -I"$CRT/include" -L"$CRT/lib" -l:libcudart.so.13 \
 		-Wl,-rpath,"$CRT/lib" &&
@@ -52,6 +53,9 @@ if crt=$("$top/scripts/fetch-cudart" 2>/dev/null); then
 		crt_run "$prog: HOSTPIN_PIN_AFTER=0" $prog 0 LD_PRELOAD="$LIB" HOSTPIN_PIN_AFTER=0
 		crt_run "$prog: HOSTPIN_STAGE=0" $prog 0 LD_PRELOAD="$LIB" HOSTPIN_STAGE=0
 	done
-else
+elif [ $crt_rc -eq 2 ]; then
 	echo "SKIP: cudart_real: PyPI could not be reached (scripts/fetch-cudart: nvidia-cuda-runtime 13.2.86)"
+else
+	bad "scripts/fetch-cudart: $(tail -2 /tmp/hp-fetch-cudart.$$ | tr '\n' ' ')"
 fi
+rm -f /tmp/hp-fetch-cudart.$$
