@@ -4,6 +4,7 @@
 #   make check-cluster  the Slurm and Prometheus cases, their packages installed first
 #   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
+#   make check-torch  PyPI torch, DeepSpeed, CuPy over the fake driver (venv in build/; not in check)
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it; stops if
 #                   PYTHON would not find hostpin.py there)
@@ -66,7 +67,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check check-cluster demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: all check check-cluster check-torch demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -151,6 +152,12 @@ check-cluster: all
 	@rm -f $(B)/check/cluster.*
 	@scripts/check-tier cluster tests/preload/run.sh prometheus slurm
 	@scripts/check-summary cluster
+
+# PyPI's torch 2.15 (CUDA 13.2), DeepSpeed and CuPy over the fake driver,
+# without and with hostpin (scripts/check-torch; a venv in build/torch-venv,
+# made once).  Not part of check: it downloads about 4 GB once.
+check-torch: all
+	scripts/check-torch
 
 # The Python module's tests (with and without hostpin), then the Debian
 # package: built, installed, smoke-tested and removed again.

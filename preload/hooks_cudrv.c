@@ -17,15 +17,19 @@
 #include "resolve.h"
 #include "stage.h"
 
-/* One side of a 2D or 3D descriptor, if it is host memory (or unified,
- * which may be): every byte from its first to its last row. */
+/* One side of a 2D or 3D descriptor, if it is host memory (or unified or
+ * device, which may be: under unified addressing the CUDA 13.2 runtime
+ * hands cudaMemcpy3DPeer's pointers to the driver as device memory,
+ * whatever they are; device memory is never in the registry, so only a
+ * hostpin block counts): every byte from its first to its last row. */
 static void host_side(hp_copy_t *c, hp_CUmemorytype m, const void *host,
 		      hp_CUdeviceptr dev, size_t x, size_t y, size_t z,
 		      size_t pitch, size_t height, size_t w, size_t h, size_t d)
 {
-	const char *p = m == HP_CU_MEMORYTYPE_HOST	  ? host
-			: m == HP_CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)dev
-							: NULL;
+	const char *p = m == HP_CU_MEMORYTYPE_HOST ? host
+			: m == HP_CU_MEMORYTYPE_UNIFIED || m == HP_CU_MEMORYTYPE_DEVICE
+			    ? (const char *)(uintptr_t)dev
+			    : NULL;
 	if (p == NULL || w == 0 || h == 0 || d == 0)
 		return;
 	size_t rows = (d - 1) * height + (h - 1);

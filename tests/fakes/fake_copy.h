@@ -32,6 +32,8 @@ struct op {
 	void *staging;
 	struct event *ev;
 	unsigned seq;
+	void (*host_fn)(void *); /* cuLaunchHostFunc: run in order */
+	void *host_arg;
 };
 typedef struct CUstream_st {
 	pthread_mutex_t mu;
@@ -69,10 +71,11 @@ static void *raw(size_t n)
 }
 static void unraw(void *p, size_t n) { syscall(SYS_munmap, p, n); }
 
+#define MAXDEVMEM 4096
 static struct {
 	char *base;
 	size_t len;
-} devmem[256];
+} devmem[MAXDEVMEM];
 static int ndev_mem;
 static int is_dev(const void *p)
 {
@@ -112,6 +115,8 @@ static void run_queue(stream_t *s, const struct op *last)
 			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
 		if (o->staging)
 			unraw(o->staging, o->n);
+		if (o->host_fn)
+			o->host_fn(o->host_arg);
 		/* release: pairs with the acquire loads of done */
 		if (o->ev && o->seq == __atomic_load_n(&o->ev->seq,
 						       __ATOMIC_RELAXED))
@@ -249,16 +254,28 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	ENTRY("cuMemAlloc_v2");
 	NEED_INIT;
 	char *m = raw(n);
-	if (m == MAP_FAILED || ndev_mem == 256)
+	if (m == MAP_FAILED || ndev_mem == MAXDEVMEM)
 		RETURN(OUT_OF_MEMORY);
 	devmem[ndev_mem].base = m, devmem[ndev_mem++].len = n;
 	*p = (CUdeviceptr)(uintptr_t)m;
 	RETURN(OK);
 }
 
+static int rt_mode(void);
 CUresult cuMemFree_v2(CUdeviceptr p)
 {
-	(void)p; /* device memory of the fake: kept, tests are short */
+	/* device memory of the fake: kept, tests are short; under a real
+	 * runtime (fake_rt.h) given back, as frameworks move gigabytes */
+	if (!rt_mode())
+		return OK;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ndev_mem; i++)
+		if (devmem[i].base == (char *)(uintptr_t)p) {
+			unraw(devmem[i].base, devmem[i].len);
+			devmem[i] = devmem[--ndev_mem];
+			break;
+		}
+	pthread_mutex_unlock(&mu);
 	return OK;
 }
 
@@ -662,6 +679,7 @@ SYNC_DECL(cuMemcpy, (CUdeviceptr, CUdeviceptr, size_t))
 SYNC_DECL(cuMemcpy2D_v2, (const M2D *))
 SYNC_DECL(cuMemcpy2DUnaligned_v2, (const M2D *))
 SYNC_DECL(cuMemcpy3D_v2, (const M3D *))
+SYNC_DECL(cuMemcpy3DPeer, (const M3D *))
 SYNC_DECL(cuMemcpyHtoA_v2, (CUarray, size_t, const void *, size_t))
 SYNC_DECL(cuMemcpyAtoH_v2, (void *, CUarray, size_t, size_t))
 #undef SYNC_DECL
@@ -671,11 +689,14 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
 			     unsigned long long flags, int *status);
 CUresult cuGetProcAddress(const char *sym, void **pfn, int ver,
 			  unsigned long long flags);
-static const struct proc {
+struct proc {
 	const char *name;
 	int since, ptsz;
 	void *fn;
-} procs[] = {
+};
+static const struct proc *rt_proc(const char *sym);
+static void *rt_stub(const char *sym);
+static const struct proc procs[] = {
 #define P(n, v, f) {#n, v, 0, (void *)f},
 #define P2(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptsz},
 #define P2S(n, v, f) {#n, v, 0, (void *)f}, {#n, v, 1, (void *)f##_ptds},
@@ -727,6 +748,7 @@ static const struct proc {
 	P2S(cuMemcpy2D, 3020, cuMemcpy2D_v2)
 	P2S(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2)
 	P2S(cuMemcpy3D, 3020, cuMemcpy3D_v2)
+	P2S(cuMemcpy3DPeer, 4000, cuMemcpy3DPeer)
 	P2S(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2)
 	P2S(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2)
 	P(cuDeviceGetAttribute, 2000, cuDeviceGetAttribute)
@@ -753,6 +775,27 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver,
 		if (best == NULL || p->since > best->since ||
 		    (p->since == best->since && p->ptsz == ptsz))
 			best = p;
+	}
+	/* a driver new enough for a real 13.x runtime (FAKE_CUDA_VERSION):
+	 * fake_rt.h's entry points, and a logged stub for what the fake does
+	 * not model, so the runtime finds every entry point it expects.
+	 * FAKE_CUDA_TRACE=1: every lookup on stderr. */
+	int stubbed = 0;
+	if (!best && rt_mode()) {
+		const struct proc *r = rt_proc(sym);
+		if (r)
+			best = r;
+		else
+			stubbed = 1;
+	}
+	if (getenv("FAKE_CUDA_TRACE"))
+		fprintf(stderr, "fake: cuGetProcAddress %s %d %llx%s\n", sym, ver,
+			flags, best ? "" : stubbed ? " STUB" : " MISSING");
+	if (stubbed) {
+		if (status)
+			*status = 0;
+		*pfn = rt_stub(sym);
+		RETURN(OK);
 	}
 	if (status)
 		*status = best ? 0 : 1;

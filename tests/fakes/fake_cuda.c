@@ -88,9 +88,12 @@ CUresult cuInit(unsigned flags)
 	RETURN(OK);
 }
 
+/* FAKE_CUDA_VERSION (default 12000): the version the driver reports; the
+ * real 13.x runtimes need 13000 or more. */
 CUresult cuDriverGetVersion(int *v)
 {
-	*v = 12000;
+	const char *e = getenv("FAKE_CUDA_VERSION");
+	*v = e && atoi(e) > 0 ? atoi(e) : 12000;
 	return OK;
 }
 
@@ -526,6 +529,7 @@ SYNC_FN2(cuMemcpy, (CUdeviceptr d, CUdeviceptr sr, size_t n),
 SYNC_FN2(cuMemcpy2D_v2, (const M2D *p), cuMemcpy2DAsync_v2(p, s_))
 SYNC_FN2(cuMemcpy2DUnaligned_v2, (const M2D *p), cuMemcpy2DAsync_v2(p, s_))
 SYNC_FN2(cuMemcpy3D_v2, (const M3D *p), cuMemcpy3DAsync_v2(p, s_))
+SYNC_FN2(cuMemcpy3DPeer, (const M3D *p), cuMemcpy3DPeerAsync(p, s_))
 SYNC_FN2(cuMemcpyHtoA_v2, (CUarray a, size_t off, const void *h, size_t n),
 	 cuMemcpyHtoAAsync_v2(a, off, h, n, s_))
 SYNC_FN2(cuMemcpyAtoH_v2, (void *h, CUarray a, size_t off, size_t n),
@@ -534,12 +538,15 @@ SYNC_FN2(cuMemcpyAtoH_v2, (void *h, CUarray a, size_t off, size_t n),
 /* ---- where a device sits: FAKE_CUDA_NUMA_ID (CU_DEVICE_ATTRIBUTE_
  * HOST_NUMA_ID; unset: -1, as without NUMA support) and FAKE_CUDA_BUSID
  * (cuDeviceGetPCIBusId; unset: 0000:3B:00.0) ---- */
+static int rt_attr(int attr, int *v);
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
 	ENTRY("cuDeviceGetAttribute");
 	NEED_INIT;
 	if (d < 0 || d >= ndev)
 		RETURN(INVALID_DEVICE);
+	if (attr != 134 && rt_attr(attr, v)) /* fake_rt.h */
+		RETURN(OK);
 	if (attr != 134) /* only HOST_NUMA_ID is modelled */
 		RETURN(INVALID_VALUE);
 	const char *e = getenv("FAKE_CUDA_NUMA_ID");
@@ -557,3 +564,6 @@ CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
 	snprintf(buf, (size_t)len, "%s", e ? e : "0000:3B:00.0");
 	RETURN(OK);
 }
+
+/* What a real CUDA 13.x runtime needs of the driver (FAKE_CUDA_VERSION). */
+#include "fake_rt.h"

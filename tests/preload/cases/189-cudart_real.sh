@@ -1,0 +1,61 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- the real CUDA 13.2 runtime over the fake driver ----
+# PyPI's nvidia-cuda-runtime 13.2.86 (what `pip install torch` brings),
+# fetched once into build/ (scripts/fetch-cudart), drives the fake driver
+# (FAKE_CUDA_VERSION=13020: fake_rt.h answers what the runtime needs).
+# cudart_real.c calls every host<->device copy entry point the runtime
+# exports, linked against libcudart.so.13 and again against
+# libcudart_static.a, and checks pageable semantics itself (an async H2D's
+# source overwritten at return, an async D2H's data there at return), first
+# without hostpin, then under hostpin's defaults, HOSTPIN_PIN_AFTER=0 and
+# HOSTPIN_STAGE=0.  Under the defaults its 16 MiB buffers copied again and
+# again must be registered: a REG of 16 MiB in the fake's log, "pin calls"
+# above 0 in the report, and no refusal for an unguarded entry point.
+# Skipped, with the reason, only when PyPI cannot be reached.
+crt=$("$top/scripts/fetch-cudart" 2>/tmp/hp-fetch-cudart.$$); crt_rc=$?
+if [ $crt_rc -eq 0 ]; then
+	CRT=$crt/nvidia/cu13
+	build cudart_real cudart_real.c -I"$CRT/include" -L"$CRT/lib" -l:libcudart.so.13 \
+		-Wl,-rpath,"$CRT/lib" &&
+		build cudart_real_static cudart_real.c -I"$CRT/include" "$CRT/lib/libcudart_static.a" -lrt ||
+		bad "build the programs over the real CUDA runtime"
+	# crt_run NAME PROG WANT-REG ENV...: the program's checks hold (rc 0,
+	# no FAIL line), the fake saw no violation and nothing stayed
+	# registered; WANT-REG=1: a 16 MiB block was registered (REG in the
+	# fake's log, pin calls > 0, no "unguarded" refusal)
+	crt_run() {
+		local name=$1 prog=$2 want=$3; shift 3
+		local log out rc why=""
+		log=$(mktemp)
+		out=$(timeout 120 env FAKE_CUDA_VERSION=13020 LD_LIBRARY_PATH="$F" FAKE_CUDA_LOG="$log" \
+			HOSTPIN_CACHE=0 "$@" "$B/$prog" 2>&1); rc=$?
+		[ $rc -eq 0 ] || why="$why rc $rc;"
+		echo "$out" | grep -q "^FAIL" && why="$why $(echo "$out" | grep "^FAIL" | head -3 | tr '\n' ';')"
+		# every entry point checked, in both rounds (none skipped for
+		# want of a driver entry point in the fake)
+		[ "$(echo "$out" | grep -c '^ok ')" -ge 56 ] && ! echo "$out" | grep -q '^skip' ||
+			why="$why only $(echo "$out" | grep -c '^ok ') checks ran ($(echo "$out" | grep '^skip' | sort -u | head -2 | tr '\n' ';'));"
+		fakelog "$log" || why="$why fake driver;"
+		if [ "$want" = 1 ]; then
+			grep -q " REG .* 16777216 " "$log" || why="$why no 16 MiB block registered (REG $(grep -c ' REG ' "$log"));"
+			echo "$out" | grep -q "pin calls [1-9]" || why="$why report: $(echo "$out" | grep -o 'pin calls [0-9]*');"
+			echo "$out" | grep -q "unguarded" && why="$why $(echo "$out" | grep -m1 -o 'exports [^,]*, a copy entry point hostpin does not guard\|unguarded[^;(]*');"
+		fi
+		rm -f "$log"
+		if [ -z "$why" ]; then ok "cudart 13.2 $name"; else bad "cudart 13.2 $name:$why"; fi
+		CRT_OUT=$out
+	}
+	for prog in cudart_real cudart_real_static; do
+		[ -x "$B/$prog" ] || continue
+		crt_run "$prog: every copy entry point keeps pageable semantics without hostpin" $prog 0
+		crt_run "$prog: under hostpin's defaults: semantics kept, a block copied twice registered" $prog 1 \
+			LD_PRELOAD="$LIB" HOSTPIN_STATS=1
+		crt_run "$prog: HOSTPIN_PIN_AFTER=0" $prog 0 LD_PRELOAD="$LIB" HOSTPIN_PIN_AFTER=0
+		crt_run "$prog: HOSTPIN_STAGE=0" $prog 0 LD_PRELOAD="$LIB" HOSTPIN_STAGE=0
+	done
+elif [ $crt_rc -eq 2 ]; then
+	echo "SKIP: cudart_real: PyPI could not be reached (scripts/fetch-cudart: nvidia-cuda-runtime 13.2.86)"
+else
+	bad "scripts/fetch-cudart: $(tail -2 /tmp/hp-fetch-cudart.$$ | tr '\n' ' ')"
+fi
+rm -f /tmp/hp-fetch-cudart.$$
