@@ -15,6 +15,13 @@
 crt=$("$top/scripts/fetch-cudart" 2>/tmp/hp-fetch-cudart.$$); crt_rc=$?
 if [ $crt_rc -eq 0 ]; then
 	CRT=$crt/nvidia/cu13
+	# cuda_api.h's CUDA 13.2 declarations (the copies with attributes,
+	# checked only against a 13.2 or newer cuda.h) against this runtime's
+	# own headers
+	if $CC -std=c11 -Wall -Wextra -Werror -I"$CRT/include" -fsyntax-only "$top/tests/unit/cuda_decls.c" &&
+		grep -q cuMemcpyWithAttributesAsync "$CRT/include/cuda.h"; then
+		ok "preload/cuda_api.h agrees with CUDA 13.2's cuda.h and cuda_runtime_api.h (copies with attributes included)"
+	else bad "preload/cuda_api.h disagrees with CUDA 13.2's headers"; fi
 	build cudart_real cudart_real.c -I"$CRT/include" -L"$CRT/lib" -l:libcudart.so.13 \
 		-Wl,-rpath,"$CRT/lib" &&
 		build cudart_real_static cudart_real.c -I"$CRT/include" "$CRT/lib/libcudart_static.a" -lrt ||
