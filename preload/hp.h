@@ -297,6 +297,12 @@ HP_HIDDEN void hp_stage_counts(uint64_t *copies, uint64_t *bytes,
 /* Every counter update: relaxed, since nothing is ordered by statistics.
  * A gauge never goes below zero (never wraps to 16384 PiB), whatever
  * went wrong elsewhere. */
+/* a + b, or UINT64_MAX where that wraps: sums over other processes'
+ * numbers (the ledger) never wrap to small. */
+static inline uint64_t hp_sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
 #define HP_CTR_ADD(c, n)                                                      \
 	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)
 #define HP_CTR_SUB(c, n) hp_ctr_sub(&hp_ctr.c, (n))
