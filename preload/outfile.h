@@ -64,8 +64,19 @@ static inline int hp_out_dir_ok(int fd, const char *shown, int last,
  * top of this file says; mode for a file it creates.  The descriptor, or
  * -1 with errno (and why[] filled for a refusal; why[0] == 0 otherwise:
  * the reason is errno's). */
+static inline int hp_out_open_in(const char *path, int append, mode_t mode,
+				 char *why, size_t wcap, int *pdir);
 static inline int hp_out_open(const char *path, int append, mode_t mode,
 			      char *why, size_t wcap)
+{
+	return hp_out_open_in(path, append, mode, why, wcap, NULL);
+}
+
+/* hp_out_open, and (pdir not NULL) the directory that holds the file, in
+ * *pdir (an O_PATH descriptor: renameat there renames within the very
+ * directory the checks were made in). */
+static inline int hp_out_open_in(const char *path, int append, mode_t mode,
+				 char *why, size_t wcap, int *pdir)
 {
 	char rest[4096], shown[4096], comp[256];
 	size_t sl = 0;
@@ -154,7 +165,10 @@ static inline int hp_out_open(const char *path, int append, mode_t mode,
 				close(fd);
 				break;
 			}
-			close(dir);
+			if (pdir)
+				*pdir = dir;
+			else
+				close(dir);
 			return fd;
 		}
 		if (!n || !strcmp(comp, ".")) {
