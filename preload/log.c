@@ -47,7 +47,7 @@ static size_t put_num(char *buf, size_t cap, size_t at, unsigned long long v,
 	return at;
 }
 
-/* Supports %s %c %d %i %u %x %p %% with l, ll and z length modifiers and a
+/* Supports %s %c %d %i %u %o %x %p %% with l, ll and z length modifiers and a
  * zero-padded width (%06llu). */
 int hp_fmt(char *buf, size_t cap, const char *f, va_list ap)
 {
@@ -87,12 +87,13 @@ int hp_fmt(char *buf, size_t cap, const char *f, va_list ap)
 			break;
 		}
 		case 'u':
+		case 'o':
 		case 'x': {
 			unsigned long long v =
 			    lng ? va_arg(ap, unsigned long long)
 				: va_arg(ap, unsigned);
-			at = put_num(buf, cap, at, v, 0, *f == 'x' ? 16 : 10,
-				     width);
+			at = put_num(buf, cap, at, v, 0,
+				     *f == 'x' ? 16 : *f == 'o' ? 8 : 10, width);
 			break;
 		}
 		case 'p':
