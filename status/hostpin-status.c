@@ -144,7 +144,7 @@ static struct hp_ledger *open_ledger(int rw)
 		if (err == EEXIST)
 			fprintf(stderr, "hostpin status: %s is not a ledger of "
 				"this user's made by hostpin (owner, mode 0600, "
-				"size); not read\n", path);
+				"size); not read\n", esc(path));
 		return NULL; /* no hostpin process ever ran: nothing to show */
 	}
 	void *m = mmap(NULL, sizeof(struct hp_ledger),
@@ -162,7 +162,7 @@ static struct hp_ledger *open_ledger(int rw)
 	    l->version != HP_LEDGER_VERSION ||
 	    l->size != sizeof(struct hp_ledger)) {
 		fprintf(stderr, "hostpin status: %s has another layout (another "
-			"hostpin version)\n", path);
+			"hostpin version)\n", esc(path));
 		exit(1);
 	}
 	return l;
@@ -310,7 +310,7 @@ static uint64_t total(struct hp_ledger *l, const char *name)
 				t = hp_sat_add(t, atomic_load((_Atomic uint64_t *)((char *)&l->slot[i].ctr + f[k].off)));
 		return t;
 	}
-	fprintf(stderr, "hostpin status: unknown counter '%s'\n", name);
+	fprintf(stderr, "hostpin status: unknown counter '%s'\n", esc(name));
 	exit(2);
 }
 
@@ -796,9 +796,9 @@ static int ledger_unusable(char *why, size_t cap)
 		return 0;
 	if (err == EEXIST)
 		snprintf(why, cap, "%s is not a ledger of this user's made by "
-			 "hostpin", path);
+			 "hostpin", esc(path));
 	else
-		snprintf(why, cap, "the ledger %s cannot be %s (%s)", path,
+		snprintf(why, cap, "the ledger %s cannot be %s (%s)", esc(path),
 			 err == ENOENT || err == EROFS || err == EACCES
 			     ? "made or written" : "opened",
 			 strerror(err));
@@ -841,7 +841,7 @@ int main(int argc, char **argv)
 				if ((watch = count_arg(argv[++i])) < 0) {
 					fprintf(stderr, "hostpin status: %s: "
 						"'%s' is not a number of seconds "
-						"(1 or more)\n", a, argv[i]);
+						"(1 or more)\n", a, esc(argv[i]));
 					return 2;
 				}
 			}
@@ -869,7 +869,7 @@ int main(int argc, char **argv)
 			} else if ((a[2] == 'r' ? (job = count_arg(v))
 					      : (count = count_arg(v))) < 0) {
 				fprintf(stderr, "hostpin status: %s: '%s' is not "
-					"%s\n", a, v,
+					"%s\n", a, esc(v),
 					a[2] == 'r' ? "a process id"
 						    : "a count (1 or more)");
 				return 2;
@@ -881,7 +881,7 @@ int main(int argc, char **argv)
 			return 0;
 		} else {
 			fprintf(stderr, "hostpin status: unknown argument '%s'\n",
-				a);
+				esc(a));
 			usage(stderr);
 			return 2;
 		}

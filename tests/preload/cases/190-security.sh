@@ -164,7 +164,7 @@ n=$(grep -c "hostpin-0\.d\|getdents" "$S/st")
 if [ $rc = 0 ] && [ "$n" -lt 200 ] && grep -q "ledger /dev/shm/hostpin-0.d-1/ledger" "$S/err"; then
 	ok "100,000 names of another user in /dev/shm: $n calls naming hostpin-0.d, ledger in hostpin-0.d-1"
 else bad "flood (rc $rc): $n stat/getdents calls on /dev/shm: $(grep -m2 ledger "$S/err")"; fi
-nob sh -c "cd /dev/shm && rm -f hostpin-0.d-x* && for k in 1 2 3 4 5 6 7 8; do mkdir hostpin-0.d-\$k; done"
+nob sh -c "cd /dev/shm && find . -maxdepth 1 -name hostpin-0.d-x\\* -delete && for k in 1 2 3 4 5 6 7 8; do mkdir hostpin-0.d-\$k; done"
 rm -rf /dev/shm/hostpin-0.d-1 2>/dev/null; nob mkdir /dev/shm/hostpin-0.d-1
 out=$(env LD_PRELOAD="$LIB" /bin/true 2>&1); rc=$?
 if [ $rc = 0 ] && [ -z "$out" ]; then ok "every ledger name taken by another user: exit 0, nothing said at the default level"
@@ -185,7 +185,19 @@ if poll 60 test -s "$S/p.prom" && kill -0 $wp 2>/dev/null && [ "$(stat -c %a "$S
 	grep -q "cannot create $S/p.prom.tmp.[0-9]*: Is a directory" "$S/w.out"; then
 	ok "a cycle that cannot write: said, and the next one writes P"
 else bad "watcher (alive: $(kill -0 $wp 2>/dev/null && echo yes || echo no)): $(cat "$S/w.out")"; fi
-kill $wp 2>/dev/null; wait $wp 2>/dev/null'
+kill $wp 2>/dev/null; wait $wp 2>/dev/null
+rm -f "$S/in"; mkfifo "$S/in"
+env LD_PRELOAD="$LIB" sh -c "echo up > $S/up; read x" marker-cmd-line < "$S/in" &
+exec 3>"$S/in"
+poll 60 test -s "$S/up"
+"$ST" --all --prometheus-file "$S/open.prom"
+mount -t proc -o hidepid=2 proc /proc || bad "mount proc hidepid=2"
+"$ST" --all --prometheus-file "$S/hid.prom"
+exec 3>&-; wait
+if grep -q "command=\"sh -c.*marker-cmd-line\"" "$S/open.prom" && grep -q "hostpin_process_live_bytes{pid=\"[0-9]*\".*command=\"\"}" "$S/hid.prom" &&
+	! grep -q marker-cmd-line "$S/hid.prom"; then
+	ok "/proc mounted hidepid=2: the world-readable Prometheus file shows no command line"
+else bad "hidepid: $(grep -h -m1 live_bytes{ "$S/open.prom" "$S/hid.prom")"; fi'
 
 fi # root
 umount "$sd/s" 2>/dev/null
