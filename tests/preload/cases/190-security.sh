@@ -237,3 +237,8 @@ if ! echo "$out" | grep -q '^hostpin\[1\]: forged' && ! printf '%s' "$out" | gre
 	echo "$out" | grep -qF '1M\nhostpin[1]: forged \x1b[31m' && echo "$out" | grep -qF 'HOSTPIN_X\x1b]0;t\x07Y'; then
 	ok "knob messages: a value's newline and escape sequences, an unknown name's, printed escaped"
 else bad "knob messages not escaped: $(printf '%s' "$out" | cat -v)"; fi
+out=$(HOSTPIN_STATS_FILE="$(printf '/x\nHOSTPIN_BACKEND=cuda\033[1m')" "$HP" --show 2>&1)
+if ! printf '%s' "$out" | grep -q "$(printf '\033')" && ! echo "$out" | grep -q '^HOSTPIN_BACKEND=cuda' &&
+	echo "$out" | grep -qF 'HOSTPIN_STATS_FILE="/x\nHOSTPIN_BACKEND=cuda\x1b[1m"'; then
+	ok "hostpin --show: a string knob's newline and escape sequence printed escaped"
+else bad "--show not escaped: $(printf '%s' "$out" | cat -v | grep -A1 STATS_FILE)"; fi
