@@ -97,15 +97,20 @@ static int led_whole(void)
 		   HP_LEDGER_LAYOUT;
 }
 
-/* Stop using a ledger that is no longer whole: our slot's contents are
- * kept, in private memory at the same place. */
+/* Stop using a ledger that is no longer whole: the mapping becomes
+ * private memory at the same place, our slot's contents kept where the
+ * file still has its size (a truncation took them already: reading them
+ * would fault). */
 static void led_drop(void)
 {
 	static struct hp_lslot keep;
+	struct stat st;
+	int fd = lock_fd();
 	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
 		return;
-	if (self)
-		memcpy(&keep, self, sizeof(keep)); /* a fault here: on_sigbus */
+	if (self && fd >= 0 && fstat(fd, &st) == 0 &&
+	    st.st_size == (off_t)sizeof(struct hp_ledger))
+		memcpy(&keep, self, sizeof(keep));
 	if (mmap(led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
 	    self)

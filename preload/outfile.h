@@ -78,7 +78,8 @@ static inline int hp_out_open(const char *path, int append, mode_t mode,
 static inline int hp_out_open_in(const char *path, int append, mode_t mode,
 				 char *why, size_t wcap, int *pdir)
 {
-	char rest[4096], shown[4096], comp[256];
+	/* paths of up to 2047 bytes: the stack of whatever thread logs */
+	char rest[2048], shown[2048], comp[256];
 	size_t sl = 0;
 	int links = 0, err = 0;
 	why[0] = '\0';
@@ -184,7 +185,7 @@ static inline int hp_out_open_in(const char *path, int append, mode_t mode,
 			break;
 		}
 		if (S_ISLNK(st.st_mode)) {
-			char tgt[4096];
+			char tgt[2048];
 			ssize_t tl;
 			if (st.st_uid != geteuid() && st.st_uid != 0) {
 				hp_snprintf(why, wcap, "%s%s is a symbolic link of "

@@ -811,6 +811,12 @@ int main(int argc, char **argv)
 	volatile int all = 0, watch = 0, job = 0, prom = 0;
 	int count = 0;
 	const char *volatile tot = NULL, *volatile promfile = NULL;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 	if (argc >= 5 && !strcmp(argv[1], "--run") && !strcmp(argv[3], "--")) {
 		char why[512];
 		int merged = !ledger_unusable(why, sizeof(why));
@@ -820,10 +826,13 @@ int main(int argc, char **argv)
 				"exit (HOSTPIN_STATS=1)\n", why);
 			setenv("HOSTPIN_STATS", "1", 1);
 		}
-		int rc = hp_run_job(argv[2], argv + 4);
-		struct hp_ledger *l = merged ? open_ledger(1) : NULL;
-		if (l)
+		volatile int rc = hp_run_job(argv[2], argv + 4);
+		struct hp_ledger *l = merged ? whole(open_ledger(1)) : NULL;
+		if (l && !sigsetjmp(bus_jb, 1)) {
+			bus_armed = 1;
 			report(l, (int)getpid());
+		} else if (l)
+			drop_ledger(); /* truncated while read: said */
 		else if (merged)
 			fprintf(stderr, "hostpin: --stats: no merged report: "
 				"the ledger cannot be read after the job\n");
@@ -886,12 +895,6 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
 	/* volatile: read again after a siglongjmp from on_sigbus */
 	struct hp_ledger *volatile l = open_ledger(1);
 	volatile int left = count;
