@@ -805,12 +805,25 @@ static int ledger_unusable(char *why, size_t cap)
 	return 1;
 }
 
+/* The merged report, a SIGBUS in the ledger (truncated meanwhile) cutting
+ * it short with a message. */
+static void guarded_report(struct hp_ledger *l)
+{
+	if (sigsetjmp(bus_jb, 1)) {
+		bus_armed = 0;
+		drop_ledger();
+		return;
+	}
+	bus_armed = 1;
+	report(l, (int)getpid());
+	bus_armed = 0;
+}
+
 int main(int argc, char **argv)
 {
-	/* volatile: live across the sigsetjmp below */
-	volatile int all = 0, watch = 0, job = 0, prom = 0;
-	int count = 0;
-	const char *volatile tot = NULL, *volatile promfile = NULL;
+	/* static: live across the sigsetjmp below (never clobbered) */
+	static int all, watch, job, prom, count;
+	static const char *tot, *promfile;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;
@@ -826,13 +839,10 @@ int main(int argc, char **argv)
 				"exit (HOSTPIN_STATS=1)\n", why);
 			setenv("HOSTPIN_STATS", "1", 1);
 		}
-		volatile int rc = hp_run_job(argv[2], argv + 4);
+		int rc = hp_run_job(argv[2], argv + 4);
 		struct hp_ledger *l = merged ? whole(open_ledger(1)) : NULL;
-		if (l && !sigsetjmp(bus_jb, 1)) {
-			bus_armed = 1;
-			report(l, (int)getpid());
-		} else if (l)
-			drop_ledger(); /* truncated while read: said */
+		if (l)
+			guarded_report(l);
 		else if (merged)
 			fprintf(stderr, "hostpin: --stats: no merged report: "
 				"the ledger cannot be read after the job\n");
@@ -895,9 +905,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* volatile: read again after a siglongjmp from on_sigbus */
-	struct hp_ledger *volatile l = open_ledger(1);
-	volatile int left = count;
+	/* static: read again after a siglongjmp from on_sigbus */
+	static struct hp_ledger *l;
+	static int left;
+	l = open_ledger(1);
+	left = count;
 	if (sigsetjmp(bus_jb, 1)) {
 		drop_ledger();
 		l = NULL;
