@@ -106,9 +106,18 @@ HP_HIDDEN const char *hp_file_reason(int err);
 /* Expand %p to the pid into out; 0 or ENAMETOOLONG. */
 HP_HIDDEN int hp_expand_path(char *out, size_t cap, const char *tmpl);
 /* Open tmpl (%p expanded into path[cap], which names it in messages) for
- * writing, close-on-exec, refusing symlinks; -1 with errno on failure. */
+ * writing, close-on-exec, as outfile.h says (no FIFO, no link of another
+ * user's, no file of another user's; created 0600); -1 with errno on
+ * failure, and why[wcap] filled for a refusal. */
 HP_HIDDEN int hp_open_out(const char *tmpl, int append, char *path,
-			  size_t cap);
+			  size_t cap, char *why, size_t wcap);
+/* The reason for a failed hp_open_out, for a message: why[] if it is set,
+ * else hp_file_reason(err) and "(errno N)" written into it. */
+HP_HIDDEN const char *hp_file_why(int err, char *why, size_t wcap);
+/* s[n] into out[cap] with control characters escaped (\n, \t, \xHH):
+ * user-controlled bytes in a message stay one line and never reach a
+ * terminal as control sequences.  The length written. */
+HP_HIDDEN size_t hp_escape(char *out, size_t cap, const char *s, size_t n);
 HP_HIDDEN void hp_log_open(void);
 HP_HIDDEN _Noreturn void hp_fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
@@ -295,6 +304,12 @@ HP_HIDDEN void hp_stage_counts(uint64_t *copies, uint64_t *bytes,
 /* Every counter update: relaxed, since nothing is ordered by statistics.
  * A gauge never goes below zero (never wraps to 16384 PiB), whatever
  * went wrong elsewhere. */
+/* a + b, or UINT64_MAX where that wraps: sums over other processes'
+ * numbers (the ledger) never wrap to small. */
+static inline uint64_t hp_sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
 #define HP_CTR_ADD(c, n)                                                      \
 	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)
 #define HP_CTR_SUB(c, n) hp_ctr_sub(&hp_ctr.c, (n))

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 
 #include "ledger.h"
@@ -25,6 +26,99 @@ static int lockfd = -1;
 static dev_t lock_dev;
 static ino_t lock_ino;
 static char lock_path[340]; /* to open it again in a forked child */
+/* What one slot may claim of a byte gauge: the machine's memory.  A slot
+ * above it was written by something other than hostpin (a process of the
+ * user's, through the file) and is not counted. */
+static uint64_t slot_max = UINT64_MAX;
+/* Set once the ledger file stopped backing our mapping (another process
+ * of the user's truncated it): the mapping is private zeros from then on
+ * and the process works as without a ledger.  Relaxed: each reader only
+ * picks its way; the mapping it reads stays valid memory either way. */
+static _Atomic int led_lost;
+static struct sigaction bus_prev;
+
+/* SIGBUS on the ledger: its file was truncated under our mapping (a
+ * process of the user's in another container sharing /dev/shm).  The
+ * ledger's pages become private zero pages, so the faulting access,
+ * repeated on return, succeeds; the process goes on without a ledger.
+ * Any other SIGBUS is the program's: the disposition it had (the
+ * default: installed only over SIG_DFL) is put back and the signal
+ * happens again as if hostpin had never been there. */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	char *a = si->si_addr, *l = (char *)led;
+	int e = errno;
+	if (si->si_code > 0 && l && a >= l && a < l + sizeof(struct hp_ledger) &&
+	    mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+		atomic_store_explicit(&led_lost, 1, memory_order_relaxed);
+		errno = e;
+		return;
+	}
+	sigaction(SIGBUS, &bus_prev, NULL);
+	if (si->si_code <= 0) /* sent (kill, raise): send it again */
+		raise(sig);
+	errno = e;
+	/* a fault: the access is repeated on return and faults again */
+}
+
+/* The handler above, where the program has none (SIG_DFL): a program's
+ * own handler is never replaced. */
+static void sigbus_guard(void)
+{
+	struct sigaction sa;
+	if (sigaction(SIGBUS, NULL, &bus_prev) ||
+	    (bus_prev.sa_flags & SA_SIGINFO) || bus_prev.sa_handler != SIG_DFL)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* The ledger file still backs the whole mapping (size, reserved pages,
+ * header): checked where a fault is cheap to avoid (the reaper, once a
+ * second); the handler above covers the moments in between. */
+static int lock_fd(void);
+static int led_whole(void)
+{
+	struct stat st;
+	int fd = lock_fd();
+	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
+		return 0;
+	if (fd < 0)
+		return 1; /* nothing to ask; the handler guards */
+	return fstat(fd, &st) == 0 &&
+	       st.st_size == (off_t)sizeof(struct hp_ledger) &&
+	       (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger) &&
+	       atomic_load_explicit(&led->layout, memory_order_relaxed) ==
+		   HP_LEDGER_LAYOUT;
+}
+
+/* Stop using a ledger that is no longer whole: the mapping becomes
+ * private memory at the same place, our slot's contents kept where the
+ * file still has its size (a truncation took them already: reading them
+ * would fault). */
+static void led_drop(void)
+{
+	static struct hp_lslot keep;
+	struct stat st;
+	int fd = lock_fd();
+	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
+		return;
+	if (self && fd >= 0 && fstat(fd, &st) == 0 &&
+	    st.st_size == (off_t)sizeof(struct hp_ledger))
+		memcpy(&keep, self, sizeof(keep));
+	if (mmap(led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
+	    self)
+		memcpy(self, &keep, sizeof(keep));
+	hp_log(HP_LOG_WARN, "ledger %s was truncated or replaced by another "
+	       "process: this process goes on without it (node-wide caps do "
+	       "not apply to it)", lock_path);
+}
 
 /* lockfd if it is still the ledger file (a program may have closed it and
  * opened something else under its number); -1 if not. */
@@ -45,7 +139,11 @@ static int slot_lock(int fd, uint32_t i, short type)
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
-int hp_ledger_on(void) { return self != NULL; }
+int hp_ledger_on(void)
+{
+	return self != NULL &&
+	       !atomic_load_explicit(&led_lost, memory_order_relaxed);
+}
 
 /* The first of names a, b, c that is set (b, c may be NULL), as a
  * number; -1 if none is a whole number. */
@@ -354,6 +452,16 @@ void hp_ledger_attach(void)
 	if (!p[0]) {
 		long taken;
 		dirfd = hp_ledger_dir(dir, sizeof(dir), 1, &taken);
+		if (dirfd < 0 && errno == EEXIST) {
+			/* another user's doing: every process of this user
+			 * would say it; info, as one it may cause at will */
+			hp_log(HP_LOG_INFO, "no ledger: /dev/shm/hostpin-%u.d "
+			       "and the %d other names hostpin tries for it are "
+			       "taken by other users; node-wide caps do not "
+			       "apply, per-process caps do", (unsigned)geteuid(),
+			       HP_LEDGER_DIR_ALT);
+			return;
+		}
 		if (dirfd < 0) {
 			hp_log(HP_LOG_WARN, "no ledger: cannot make a directory "
 			       "of this user's in /dev/shm (%s); node-wide caps "
@@ -401,6 +509,10 @@ void hp_ledger_attach(void)
 		return;
 	}
 	led = l;
+	sigbus_guard();
+	struct sysinfo si;
+	if (sysinfo(&si) == 0 && si.totalram)
+		slot_max = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
 	/* kept, for the slot locks: at a high number, as the log's, out of
 	 * the way of programs that reuse low descriptors */
 	struct stat st;
@@ -472,7 +584,7 @@ static int reopen(void)
 
 void hp_ledger_fork_child(void)
 {
-	if (!self)
+	if (!hp_ledger_on())
 		return;
 	/* The child is single-threaded here.  Its counters start from the
 	 * parent's gauges (it inherited the blocks, cache and mappings, and
@@ -545,7 +657,7 @@ void hp_ledger_fork_child(void)
 
 uint64_t hp_ledger_sum(size_t off)
 {
-	if (!self)
+	if (!hp_ledger_on())
 		return atomic_load_explicit(
 		    (_Atomic uint64_t *)((char *)hp_ctrp + off),
 		    memory_order_relaxed);
@@ -555,11 +667,17 @@ uint64_t hp_ledger_sum(size_t off)
 		struct hp_lslot *s = &led->slot[i];
 		/* relaxed: a sum of statistics, each read on its own */
 		if (HP_LS_ST(atomic_load_explicit(&s->state,
-						  memory_order_relaxed)) ==
+						  memory_order_relaxed)) !=
 		    HP_LS_LIVE)
-			t += atomic_load_explicit(
-			    (_Atomic uint64_t *)((char *)&s->ctr + off),
-			    memory_order_relaxed);
+			continue;
+		uint64_t v = atomic_load_explicit(
+		    (_Atomic uint64_t *)((char *)&s->ctr + off),
+		    memory_order_relaxed);
+		/* a slot claiming more than the machine has is not hostpin's
+		 * word; and no sum wraps */
+		if (s != self && v > slot_max)
+			continue;
+		t = hp_sat_add(t, v);
 	}
 	return t;
 }
@@ -567,7 +685,7 @@ uint64_t hp_ledger_sum(size_t off)
 int hp_ledger_reap(void)
 {
 	static _Atomic uint64_t last;
-	if (!self)
+	if (!hp_ledger_on())
 		return 0;
 	uint64_t now = hp_now_ns(),
 		 prev = atomic_load_explicit(&last, memory_order_relaxed);
@@ -577,6 +695,10 @@ int hp_ledger_reap(void)
 						     memory_order_relaxed,
 						     memory_order_relaxed))
 		return 0;
+	if (!led_whole()) {
+		led_drop();
+		return 0;
+	}
 	int any = 0;
 	uint32_t hw = atomic_load_explicit(&led->hiwater, memory_order_relaxed);
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {

@@ -25,9 +25,10 @@
  * Where it lives (hp_ledger_dir): /dev/shm/hostpin-UID.d/ledger-vV-S, in a
  * directory mode 0700 of the user's.  /dev/shm is writable by every user,
  * so another user can take that name first; then the ledger lives in
- * /dev/shm/hostpin-UID.d-RANDOM, a directory of the user's found by
- * listing /dev/shm (the first such name of the user's, by name), which no
- * other user can predict beforehand nor create as the user's.
+ * /dev/shm/hostpin-UID.d-N (N = 1..8), the first of those names that is a
+ * directory of the user's (made if none): a fixed, short list of names
+ * looked at, never a listing of /dev/shm (no other user can make a start-up
+ * slow).
  * The file is made whole before it gets its name: created O_EXCL under a
  * temporary name, its pages reserved (fallocate; a full /dev/shm means no
  * ledger, never a SIGBUS later), its header written, then linked to its
@@ -378,69 +379,46 @@ static inline int hp_ledger_open_checked(int dirfd, const char *name, int rw)
 	return fd;
 }
 
+/* Other names tried for the ledger's directory when /dev/shm/hostpin-UID.d
+ * is not the user's: hostpin-UID.d-1 .. -HP_LEDGER_DIR_ALT. */
+#define HP_LEDGER_DIR_ALT 8
+
 /* The default ledger's directory for the effective user, into path[cap]
  * (see the top of this file); its descriptor, or -1.  create: make it if
  * there is none (the library); *taken: set to the owner of a
  * /dev/shm/hostpin-UID.d that is not the user's (or -1 for a link or
- * other file of the user's), for a message. */
+ * other file of the user's), for a message.  At most 1 + HP_LEDGER_DIR_ALT
+ * names are looked at, never a listing of /dev/shm: another user who
+ * fills /dev/shm with names costs nobody's start-up anything, and one who
+ * takes all of them leaves the user without a ledger (per-process caps
+ * still apply), which filling /dev/shm does as well. */
 static inline int hp_ledger_dir(char *path, size_t cap, int create,
 				long *taken)
 {
 	unsigned uid = (unsigned)geteuid();
-	char pre[48];
-	hp_snprintf(pre, sizeof(pre), "hostpin-%u.d", uid);
-	hp_snprintf(path, cap, "/dev/shm/%s", pre);
 	*taken = 0;
-	if (create && mkdir(path, 0700) && errno != EEXIST)
-		return -1;
-	int fd = hp_own_dir(path);
-	if (fd >= 0)
-		return fd;
-	struct stat st;
-	if (lstat(path, &st))
-		return -1; /* none (not creating), or /dev/shm unusable */
-	*taken = st.st_uid != uid ? (long)st.st_uid : -1;
-	/* The name is not ours: the user's first /dev/shm/hostpin-UID.d-*
-	 * directory by name, made if none. */
-	size_t pl = strlen(pre);
-	for (int round = 0; round < 2; round++) {
-		int d = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (d < 0)
+	for (int k = 0; k <= HP_LEDGER_DIR_ALT; k++) {
+		if (k)
+			hp_snprintf(path, cap, "/dev/shm/hostpin-%u.d-%d", uid, k);
+		else
+			hp_snprintf(path, cap, "/dev/shm/hostpin-%u.d", uid);
+		/* the first free name is made; a name taken meanwhile by
+		 * another process of the user's is just as good */
+		if (create && mkdir(path, 0700) && errno != EEXIST)
 			return -1;
-		char best[64] = "", buf[4096];
-		long n;
-		while ((n = syscall(SYS_getdents64, d, buf, sizeof(buf))) > 0)
-			for (long o = 0; o < n;) {
-				struct dirent64 *e = (struct dirent64 *)(buf + o);
-				o += e->d_reclen;
-				if (strncmp(e->d_name, pre, pl) || e->d_name[pl] != '-' ||
-				    strlen(e->d_name) >= sizeof(best) ||
-				    (best[0] && strcmp(e->d_name, best) >= 0) ||
-				    fstatat(d, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-				    !S_ISDIR(st.st_mode) || st.st_uid != uid ||
-				    (st.st_mode & 077))
-					continue;
-				memcpy(best, e->d_name, strlen(e->d_name) + 1);
-			}
-		close(d);
-		if (best[0]) {
-			/* two processes that made one each at once: the first
-			 * by name is used, ours (empty) removed */
-			if (round && strcmp(path + 9, best))
-				rmdir(path);
-			hp_snprintf(path, cap, "/dev/shm/%s", best);
-			return hp_own_dir(path);
+		int fd = hp_own_dir(path);
+		if (fd >= 0)
+			return fd;
+		struct stat st;
+		if (lstat(path, &st)) {
+			if (errno != ENOENT)
+				return -1; /* /dev/shm unusable */
+			continue; /* not made (not creating): the next */
 		}
-		if (!create || round)
-			return -1;
-		uint64_t r[2] = {0, 0};
-		if (syscall(SYS_getrandom, r, sizeof(r), 0) != (long)sizeof(r))
-			return -1;
-		hp_snprintf(path, cap, "/dev/shm/%s-%016llx%016llx", pre,
-			    (unsigned long long)r[0], (unsigned long long)r[1]);
-		if (mkdir(path, 0700))
-			return -1;
+		if (!k)
+			*taken = st.st_uid != uid ? (long)st.st_uid : -1;
 	}
+	errno = EEXIST;
 	return -1;
 }
 

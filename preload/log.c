@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hp.h"
+#include "outfile.h"
 
 int hp_log_level = HP_LOG_WARN;
 _Atomic int hp_log_fd = 2;
@@ -46,7 +47,7 @@ static size_t put_num(char *buf, size_t cap, size_t at, unsigned long long v,
 	return at;
 }
 
-/* Supports %s %c %d %i %u %x %p %% with l, ll and z length modifiers and a
+/* Supports %s %c %d %i %u %o %x %p %% with l, ll and z length modifiers and a
  * zero-padded width (%06llu). */
 int hp_fmt(char *buf, size_t cap, const char *f, va_list ap)
 {
@@ -86,12 +87,13 @@ int hp_fmt(char *buf, size_t cap, const char *f, va_list ap)
 			break;
 		}
 		case 'u':
+		case 'o':
 		case 'x': {
 			unsigned long long v =
 			    lng ? va_arg(ap, unsigned long long)
 				: va_arg(ap, unsigned);
-			at = put_num(buf, cap, at, v, 0, *f == 'x' ? 16 : 10,
-				     width);
+			at = put_num(buf, cap, at, v, 0,
+				     *f == 'x' ? 16 : *f == 'o' ? 8 : 10, width);
 			break;
 		}
 		case 'p':
@@ -231,9 +233,9 @@ int hp_log_target(void)
 	fd = atomic_load_explicit(&hp_log_fd, memory_order_acquire);
 	if (fd != 2 && !log_ours(fd)) {
 		int nfd = -1, err = EBADF;
+		char why[320] = "";
 		if (log_path[0]) {
-			nfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND |
-						 O_CLOEXEC | O_NOFOLLOW, 0644);
+			nfd = hp_out_open(log_path, 1, 0600, why, sizeof(why));
 			err = errno;
 		}
 		if (nfd >= 0) {
@@ -252,10 +254,10 @@ int hp_log_target(void)
 				    buf, sizeof(buf),
 				    "hostpin[%d]: the program closed hostpin's "
 				    "descriptor of HOSTPIN_LOG_FILE=%s and it "
-				    "cannot be opened again: %s (errno %d); "
+				    "cannot be opened again: %s; "
 				    "logging to stderr from now on\n",
 				    (int)getpid(), log_path,
-				    hp_file_reason(err), err);
+				    hp_file_why(err, why, sizeof(why)));
 				hp_write_all(2, buf,
 					     (size_t)m < sizeof(buf)
 						 ? (size_t)m
@@ -294,15 +296,53 @@ void hp_log_write(const char *s, size_t n)
 	hp_write_all(2, s, n);
 }
 
+size_t hp_escape(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e[4] = {'\\', 0, 0, 0};
+		size_t k = 2;
+		/* C0 controls, DEL, and C1 controls in UTF-8 (0xc2 0x80-0x9f),
+		 * which some terminals obey as escape sequences */
+		int c1 = c == 0xc2 && i + 1 < n &&
+			 (unsigned char)s[i + 1] >= 0x80 &&
+			 (unsigned char)s[i + 1] <= 0x9f;
+		if (c == '\n')
+			e[1] = 'n';
+		else if (c == '\t')
+			e[1] = 't';
+		else if (c == '\r')
+			e[1] = 'r';
+		else if (c < 0x20 || c == 0x7f || c1) {
+			if (c1)
+				c = (unsigned char)s[++i];
+			e[1] = 'x', e[2] = "0123456789abcdef"[c >> 4],
+			e[3] = "0123456789abcdef"[c & 15], k = 4;
+		} else
+			e[0] = (char)c, k = 1;
+		if (at + k >= cap)
+			break;
+		memcpy(out + at, e, k);
+		at += k;
+	}
+	if (cap)
+		out[at] = '\0';
+	return at;
+}
+
 static void vlog(const char *fmt, va_list ap)
 {
-	char buf[512];
+	char raw[512], buf[768];
 	int e = errno;
 	size_t n = (size_t)hp_snprintf(buf, sizeof(buf), "hostpin[%d]: ",
 				       (int)getpid());
-	n += (size_t)hp_fmt(buf + n, sizeof(buf) - n - 1, fmt, ap);
-	if (n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
+	size_t m = (size_t)hp_fmt(raw, sizeof(raw), fmt, ap);
+	if (m > sizeof(raw) - 1)
+		m = sizeof(raw) - 1;
+	/* what a message quotes (a knob's value, a name, a path) may hold
+	 * any byte: one line, and nothing a terminal acts on */
+	n += hp_escape(buf + n, sizeof(buf) - n - 1, raw, m);
 	buf[n++] = '\n';
 	hp_log_write(buf, n);
 	errno = e;
@@ -348,8 +388,10 @@ int hp_expand_path(char *out, size_t cap, const char *t)
 	return 0;
 }
 
-int hp_open_out(const char *tmpl, int append, char *path, size_t cap)
+int hp_open_out(const char *tmpl, int append, char *path, size_t cap,
+		char *why, size_t wcap)
 {
+	why[0] = '\0';
 	int err = hp_expand_path(path, cap, tmpl);
 	if (err) {
 		/* name what there is: the template */
@@ -362,9 +404,7 @@ int hp_open_out(const char *tmpl, int append, char *path, size_t cap)
 		errno = EPERM;
 		return -1;
 	}
-	return open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
-			   (append ? O_APPEND : O_TRUNC),
-		    0644);
+	return hp_out_open(path, append, 0600, why, wcap);
 }
 
 /* The reason in a file error: strerror's words, except where the errno
@@ -379,19 +419,27 @@ const char *hp_file_reason(int err)
 	return hp_strerror(err);
 }
 
+const char *hp_file_why(int err, char *why, size_t wcap)
+{
+	if (!why[0])
+		hp_snprintf(why, wcap, "%s (errno %d)", hp_file_reason(err),
+			    err);
+	return why;
+}
+
 void hp_log_open(void)
 {
 	const char *tmpl = hp_optstr[HP_OPT_LOG_FILE];
-	char path[sizeof(log_path)];
+	char path[sizeof(log_path)], why[320];
 	if (!tmpl[0])
 		return;
-	int fd = hp_open_out(tmpl, 1, path, sizeof(path));
+	int fd = hp_open_out(tmpl, 1, path, sizeof(path), why, sizeof(why));
 	if (fd < 0) {
 		int err = errno;
 		hp_log(HP_LOG_WARN,
-		       "cannot open HOSTPIN_LOG_FILE=%s: %s (errno %d); "
+		       "cannot open HOSTPIN_LOG_FILE=%s: %s; "
 		       "logging to stderr instead",
-		       path, hp_file_reason(err), err);
+		       path, hp_file_why(err, why, sizeof(why)));
 		return;
 	}
 	memcpy(log_path, path, sizeof(log_path));

@@ -509,8 +509,11 @@ void hp_options_show(int fd)
 			hp_log(HP_LOG_INFO, "%s", line);
 			continue;
 		}
-		size_t n = strlen(line);
-		line[n] = '\n'; /* show_line left room: 800 > its widest */
-		hp_write_all(fd, line, n + 1);
+		/* a string knob's value may hold any byte: one line, and
+		 * nothing a terminal acts on */
+		char esc[1600];
+		size_t n = hp_escape(esc, sizeof(esc) - 1, line, strlen(line));
+		esc[n] = '\n';
+		hp_write_all(fd, esc, n + 1);
 	}
 }

@@ -250,14 +250,14 @@ void hp_stats_report(void)
 		hp_sites_report(hp_log_target());
 	}
 	if (hp_optstr[HP_OPT_STATS_FILE][0]) {
-		char path[512];
+		char path[512], fwhy[320];
 		int fd = hp_open_out(hp_optstr[HP_OPT_STATS_FILE], 0, path,
-				     sizeof(path));
+				     sizeof(path), fwhy, sizeof(fwhy));
 		if (fd < 0) {
 			int err = errno;
 			hp_log(HP_LOG_WARN, "cannot open HOSTPIN_STATS_FILE=%s: "
-			       "%s (errno %d); the JSON report is lost",
-			       path, hp_file_reason(err), err);
+			       "%s; the JSON report is lost",
+			       path, hp_file_why(err, fwhy, sizeof(fwhy)));
 			return;
 		}
 		json_err = 0;

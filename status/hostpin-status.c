@@ -14,6 +14,8 @@
  *                                                CMD (run.c), then report
  * HOSTPIN_LEDGER names the ledger file, as for the library. */
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "../preload/ledger.h"
+#include "../preload/outfile.h"
 #include "run.h"
 
 /* ledger.h's helper formats with the library's hp_snprintf. */
@@ -43,6 +46,71 @@ static int proc_ok;   /* /proc is our namespace's */
  * holds none, so every process's lock shows); -1: none */
 static int ledfd = -1;
 static struct hp_ledger *ledmap;
+
+/* s with control characters escaped (\n, \xHH), into a static buffer of
+ * two (for a message's user-given names and paths). */
+static const char *esc(const char *s)
+{
+	static char buf[2][1024];
+	static int k;
+	char *o = buf[k ^= 1];
+	size_t at = 0;
+	for (; *s && at + 5 < sizeof(buf[0]); s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f)
+			at += (size_t)snprintf(o + at, 5, c == '\n' ? "\\n"
+						: c == '\t' ? "\\t" : "\\x%02x", c);
+		else
+			o[at++] = (char)c;
+	}
+	o[at] = '\0';
+	return o;
+}
+
+/* The ledger's file truncated by another process while we read it: a
+ * SIGBUS in the mapping jumps back to the loop (bus_jb, armed), which
+ * drops the ledger and opens it again next time.  Any other SIGBUS gets
+ * the default action. */
+static sigjmp_buf bus_jb;
+static volatile sig_atomic_t bus_armed;
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	char *a = si->si_addr, *m = (char *)ledmap;
+	if (bus_armed && si->si_code > 0 && m && a >= m &&
+	    a < m + sizeof(struct hp_ledger))
+		siglongjmp(bus_jb, 1);
+	signal(sig, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(sig);
+}
+
+/* Forget the ledger (its file is not whole any more), with a message. */
+static void drop_ledger(void)
+{
+	if (ledmap)
+		munmap(ledmap, sizeof(struct hp_ledger));
+	if (ledfd >= 0)
+		close(ledfd);
+	ledmap = NULL;
+	ledfd = -1;
+	fprintf(stderr, "hostpin status: the ledger was truncated or replaced "
+		"by another process while it was read; not read\n");
+}
+
+/* l, if its file still backs the whole mapping; else NULL (dropped). */
+static struct hp_ledger *whole(struct hp_ledger *l)
+{
+	struct stat st;
+	if (!l || ledfd < 0)
+		return l;
+	if (fstat(ledfd, &st) == 0 &&
+	    st.st_size == (off_t)sizeof(struct hp_ledger) &&
+	    (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger))
+		return l;
+	drop_ledger();
+	return NULL;
+}
 
 /* The ledger, checked as the library checks it (ledger.h): the default
  * one in a directory of ours, or HOSTPIN_LEDGER; a file of ours, mode
@@ -76,7 +144,7 @@ static struct hp_ledger *open_ledger(int rw)
 		if (err == EEXIST)
 			fprintf(stderr, "hostpin status: %s is not a ledger of "
 				"this user's made by hostpin (owner, mode 0600, "
-				"size); not read\n", path);
+				"size); not read\n", esc(path));
 		return NULL; /* no hostpin process ever ran: nothing to show */
 	}
 	void *m = mmap(NULL, sizeof(struct hp_ledger),
@@ -94,7 +162,7 @@ static struct hp_ledger *open_ledger(int rw)
 	    l->version != HP_LEDGER_VERSION ||
 	    l->size != sizeof(struct hp_ledger)) {
 		fprintf(stderr, "hostpin status: %s has another layout (another "
-			"hostpin version)\n", path);
+			"hostpin version)\n", esc(path));
 		exit(1);
 	}
 	return l;
@@ -239,10 +307,10 @@ static uint64_t total(struct hp_ledger *l, const char *name)
 		uint32_t hw = atomic_load(&l->hiwater);
 		for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++)
 			if (state_of(&l->slot[i], 1) == HP_LS_LIVE)
-				t += atomic_load((_Atomic uint64_t *)((char *)&l->slot[i].ctr + f[k].off));
+				t = hp_sat_add(t, atomic_load((_Atomic uint64_t *)((char *)&l->slot[i].ctr + f[k].off)));
 		return t;
 	}
-	fprintf(stderr, "hostpin status: unknown counter '%s'\n", name);
+	fprintf(stderr, "hostpin status: unknown counter '%s'\n", esc(name));
 	exit(2);
 }
 
@@ -306,6 +374,31 @@ struct psnap {
 	uint64_t v[NPMET];
 };
 static struct psnap snap[HP_LEDGER_SLOTS];
+/* The command label left empty: /proc hides other users' processes
+ * (hidepid), and a file node_exporter reads (0644) must not show them
+ * their command lines. */
+static int prom_nocmd;
+
+/* /proc is mounted with hidepid=1 or more (or invisible). */
+static int proc_hidepid(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	int hide = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char mnt[256];
+		const char *opt = strstr(line, " - ");
+		if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		    strcmp(mnt, "/proc") || !opt)
+			continue;
+		const char *h = strstr(opt, "hidepid=");
+		if (h && strncmp(h + 8, "0", 1) && strncmp(h + 8, "off", 3))
+			hide = 1;
+	}
+	if (f)
+		fclose(f);
+	return hide;
+}
 
 /* A label value: backslash, double quote and newline escaped as the format
  * wants (\\ \" \n); any other byte outside printable ASCII (a control
@@ -362,7 +455,7 @@ static void prometheus(FILE *o, struct hp_ledger *l, int all)
 			p->v[k] = atomic_load_explicit(
 			    (_Atomic uint64_t *)((char *)&s->ctr + pmet[k].off),
 			    memory_order_relaxed);
-			node[k] += p->v[k];
+			node[k] = hp_sat_add(node[k], p->v[k]);
 		}
 		live++;
 		if (!all && !did_something(s))
@@ -400,7 +493,7 @@ static void prometheus(FILE *o, struct hp_ledger *l, int all)
 				!k ? "_seconds"
 				: pmet[k - 1].kind == PM_GAUGE ? "" : "_total",
 				p->pid, r, lr, jb);
-			prom_label(o, p->cmd);
+			prom_label(o, prom_nocmd ? "" : p->cmd);
 			fputs("\"}", o);
 			if (k)
 				prom_value(o, pmet[k - 1].kind, p->v[k - 1]);
@@ -424,27 +517,40 @@ static void prometheus(FILE *o, struct hp_ledger *l, int all)
 }
 
 /* --prometheus-file: the exposition written to PATH.tmp.PID, mode 0644
- * (node_exporter may run as another user), then renamed over PATH, so a
- * reader (node_exporter's textfile collector reads *.prom) sees the old
- * file or the new one whole.  0, or 1 with a message. */
+ * (node_exporter may run as another user), then renamed over PATH within
+ * the same directory, so a reader (node_exporter's textfile collector
+ * reads *.prom) sees the old file or the new one whole.  The file is
+ * opened as the library opens its files (outfile.h: no FIFO, no link or
+ * file of another user's, no directory others may change).  0, or 1 with
+ * a message. */
 static int prometheus_file(const char *path, struct hp_ledger *l, int all)
 {
-	char tmp[4200];
+	char tmp[4200], why[512];
+	const char *leaf = strrchr(path, '/');
+	leaf = leaf ? leaf + 1 : path;
+	if (!*leaf) {
+		fprintf(stderr, "hostpin status: --prometheus-file: '%s' names a "
+			"directory (expected a file name)\n", esc(path));
+		return 1;
+	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
 	    (int)sizeof(tmp)) {
 		fprintf(stderr, "hostpin status: --prometheus-file: name too "
 			"long\n");
 		return 1;
 	}
-	unlink(tmp); /* a stale one of an earlier process of our pid */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		      0644);
+	const char *tleaf = tmp + (leaf - path);
+	int dir = -1;
+	int fd = hp_out_open_in(tmp, 0, 0644, why, sizeof(why), &dir);
 	FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!o) {
+		int e = errno;
 		fprintf(stderr, "hostpin status: --prometheus-file: cannot "
-			"create %s: %s\n", tmp, strerror(errno));
+			"create %s: %s\n", esc(tmp), why[0] ? why : strerror(e));
 		if (fd >= 0)
-			close(fd), unlink(tmp);
+			close(fd), unlinkat(dir, tleaf, 0);
+		if (dir >= 0)
+			close(dir);
 		return 1;
 	}
 	int err = fchmod(fd, 0644) ? errno : 0; /* whatever the umask */
@@ -453,15 +559,15 @@ static int prometheus_file(const char *path, struct hp_ledger *l, int all)
 		err = errno ? errno : EIO;
 	if (fclose(o) && !err)
 		err = errno;
-	if (!err && rename(tmp, path))
+	if (!err && renameat(dir, tleaf, dir, leaf))
 		err = errno;
 	if (err) {
 		fprintf(stderr, "hostpin status: --prometheus-file: cannot "
-			"write %s: %s\n", path, strerror(err));
-		unlink(tmp);
-		return 1;
+			"write %s: %s\n", esc(path), strerror(err));
+		unlinkat(dir, tleaf, 0);
 	}
-	return 0;
+	close(dir);
+	return err ? 1 : 0;
 }
 
 /* The merged report of launcher job's processes: one report, every
@@ -707,19 +813,40 @@ static int ledger_unusable(char *why, size_t cap)
 		return 0;
 	if (err == EEXIST)
 		snprintf(why, cap, "%s is not a ledger of this user's made by "
-			 "hostpin", path);
+			 "hostpin", esc(path));
 	else
-		snprintf(why, cap, "the ledger %s cannot be %s (%s)", path,
+		snprintf(why, cap, "the ledger %s cannot be %s (%s)", esc(path),
 			 err == ENOENT || err == EROFS || err == EACCES
 			     ? "made or written" : "opened",
 			 strerror(err));
 	return 1;
 }
 
+/* The merged report, a SIGBUS in the ledger (truncated meanwhile) cutting
+ * it short with a message. */
+static void guarded_report(struct hp_ledger *l)
+{
+	if (sigsetjmp(bus_jb, 1)) {
+		bus_armed = 0;
+		drop_ledger();
+		return;
+	}
+	bus_armed = 1;
+	report(l, (int)getpid());
+	bus_armed = 0;
+}
+
 int main(int argc, char **argv)
 {
-	int all = 0, watch = 0, job = 0, count = 0, prom = 0;
-	const char *tot = NULL, *promfile = NULL;
+	/* static: live across the sigsetjmp below (never clobbered) */
+	static int all, watch, job, prom, count;
+	static const char *tot, *promfile;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 	if (argc >= 5 && !strcmp(argv[1], "--run") && !strcmp(argv[3], "--")) {
 		char why[512];
 		int merged = !ledger_unusable(why, sizeof(why));
@@ -730,9 +857,9 @@ int main(int argc, char **argv)
 			setenv("HOSTPIN_STATS", "1", 1);
 		}
 		int rc = hp_run_job(argv[2], argv + 4);
-		struct hp_ledger *l = merged ? open_ledger(1) : NULL;
+		struct hp_ledger *l = merged ? whole(open_ledger(1)) : NULL;
 		if (l)
-			report(l, (int)getpid());
+			guarded_report(l);
 		else if (merged)
 			fprintf(stderr, "hostpin: --stats: no merged report: "
 				"the ledger cannot be read after the job\n");
@@ -750,7 +877,7 @@ int main(int argc, char **argv)
 				if ((watch = count_arg(argv[++i])) < 0) {
 					fprintf(stderr, "hostpin status: %s: "
 						"'%s' is not a number of seconds "
-						"(1 or more)\n", a, argv[i]);
+						"(1 or more)\n", a, esc(argv[i]));
 					return 2;
 				}
 			}
@@ -778,7 +905,7 @@ int main(int argc, char **argv)
 			} else if ((a[2] == 'r' ? (job = count_arg(v))
 					      : (count = count_arg(v))) < 0) {
 				fprintf(stderr, "hostpin status: %s: '%s' is not "
-					"%s\n", a, v,
+					"%s\n", a, esc(v),
 					a[2] == 'r' ? "a process id"
 						    : "a count (1 or more)");
 				return 2;
@@ -790,12 +917,24 @@ int main(int argc, char **argv)
 			return 0;
 		} else {
 			fprintf(stderr, "hostpin status: unknown argument '%s'\n",
-				a);
+				esc(a));
 			usage(stderr);
 			return 2;
 		}
 	}
-	struct hp_ledger *l = open_ledger(1);
+	/* static: read again after a siglongjmp from on_sigbus */
+	static struct hp_ledger *l;
+	static int left;
+	l = open_ledger(1);
+	left = count;
+	if (sigsetjmp(bus_jb, 1)) {
+		drop_ledger();
+		l = NULL;
+		if (!watch || tot || job)
+			return 1;
+	}
+	bus_armed = 1;
+	l = whole(l);
 	if (tot) {
 		printf("%llu\n", l ? (unsigned long long)total(l, tot) : 0ull);
 		return 0;
@@ -810,16 +949,24 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (prom || promfile) {
+		prom_nocmd = promfile && proc_hidepid();
 		for (;;) {
+			int failed = 0;
 			if (prom)
 				prometheus(stdout, l, all);
 			if (promfile && prometheus_file(promfile, l, all))
-				return 1;
-			if (!watch || (count && --count == 0))
-				return fflush(stdout) ? 1 : 0;
+				failed = 1;
+			/* a cycle that could not write (ENOSPC for a moment, a
+			 * name taken) is said, and the next one tries again */
+			if (failed && watch && !(left && left - 1 == 0))
+				fprintf(stderr, "hostpin status: --prometheus-file: "
+					"trying again in %d s\n", watch);
+			if (!watch || (left && --left == 0))
+				return failed || fflush(stdout) ? 1 : 0;
 			sleep((unsigned)watch);
+			l = whole(l);
 			if (!l)
-				l = open_ledger(1);
+				l = whole(open_ledger(1));
 		}
 	}
 	/* the screen is redrawn only on a terminal: into a pipe or a file,
@@ -835,11 +982,12 @@ int main(int argc, char **argv)
 		else
 			printf("no hostpin process has run on this node (no "
 			       "ledger)\n");
-		if (!watch || (count && --count == 0))
+		if (!watch || (left && --left == 0))
 			return 0;
 		fflush(stdout);
 		sleep((unsigned)watch);
+		l = whole(l);
 		if (!l)
-			l = open_ledger(1);
+			l = whole(open_ledger(1));
 	}
 }

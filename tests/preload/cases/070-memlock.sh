@@ -3,7 +3,7 @@
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	# copies in a world-readable place: the checkout may sit under a
 	# directory that user nobody cannot enter (/root, say)
-	d=$(mktemp -d); chmod 777 "$d"
+	d=$(mktemp -d); chmod 1777 "$d" # sticky: hostpin refuses a world-writable directory without it
 	cp "$LIB" "$B/pinmany" "$d/"
 	out=$(cd "$d" && prlimit --memlock=262144 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env LD_PRELOAD="$d/libhostpin.so" HOSTPIN_BACKEND=mlock HOSTPIN_STATS=1 HOSTPIN_STATS_FILE="$d/s.json" \

@@ -49,7 +49,7 @@ else bad "valgrind missing"; fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	sysdir=/usr/lib/x86_64-linux-gnu
 	cp "$LIB" "$sysdir/libhostpin-suidtest.so" && chmod 4755 "$sysdir/libhostpin-suidtest.so"
-	d=$(mktemp -d); chmod 777 "$d"
+	d=$(mktemp -d); chmod 1777 "$d" # sticky: hostpin refuses a world-writable directory without it
 	cp "$B/suid" "$d/suid" && chmod 4755 "$d/suid"
 	out=$(cd "$d" && setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD=libhostpin-suidtest.so \
 		HOSTPIN_STATS_FILE="$d/stats.json" HOSTPIN_LOG_FILE="$d/log" HOSTPIN_LOG=info HOSTPIN_STATS=1 \

@@ -54,7 +54,7 @@ set --
 # refused before any pre-fault work (no backend pin call is even made), and
 # said once.
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
-	d=$(mktemp -d); chmod 777 "$d"
+	d=$(mktemp -d); chmod 1777 "$d" # sticky: hostpin refuses a world-writable directory without it
 	cp "$LIB" "$B/grow" "$d/"
 	out=$(cd "$d" && prlimit --memlock=65536 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env LD_PRELOAD="$d/libhostpin.so" HOSTPIN_BACKEND=mlock HOSTPIN_LOG=debug \

@@ -1,0 +1,244 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- security tier (issue 33): what another local user, or another
+# process of the same user, can do to a root job through the files hostpin
+# writes, the ledger and the launcher's input.  Each case runs as root in a
+# mount namespace of its own (`unshare -m`) with a private sticky,
+# world-writable directory $S (a tmpfs, as /tmp) and a private /dev/shm;
+# user nobody plants the files, FIFOs, links and directories
+# (`runuser -u nobody`), running only the system's programs (nothing of
+# the clone, which may lie under a 0700 directory).  Without root the
+# namespace cases print SKIP; the launcher and message cases always run. ----
+ST=$top/build/hostpin-status
+HP=$top/build/hostpin
+build ledger_holder ledger_holder.c
+$CC $CFL -o "$B/ledger_poke" ledger_poke.c || bad "build ledger_poke"
+sd=$(mktemp -d)
+chmod 755 "$sd"
+mkdir "$sd/s"
+# what each case needs, for `unshare -m bash -c`: paths, and helpers
+# printing "ok: ..." and "bad: ..." lines that sec() turns into results
+sec_hdr="set -u; LIB='$LIB'; ST='$ST'; LH='$B/ledger_holder'; LP='$B/ledger_poke'; S='$sd/s'
+ok() { echo \"ok: \$*\"; }
+bad() { echo \"bad: \$*\"; }
+nob() { runuser -u nobody -- \"\$@\"; }
+poll() { local end=\$((SECONDS + \$1)); shift; until \"\$@\"; do [ \$SECONDS -lt \$end ] || return 1; sleep 0.2; done; }
+mount -t tmpfs -o mode=1777 tmpfs \"\$S\" && mount -t tmpfs -o size=64m,mode=1777 tmpfs /dev/shm || { bad 'mounts'; exit 1; }
+cd \"\$S\"
+"
+# sec NAME SCRIPT: SCRIPT in a namespace of its own; its ok:/bad: lines
+# become results, anything else is shown under a failure
+sec() {
+	local name=$1 out line any=0
+	out=$(unshare -m bash -c "$sec_hdr$2" 2>&1)
+	while IFS= read -r line; do
+		case "$line" in
+		"ok: "*) ok "$name: ${line#ok: }"; any=1 ;;
+		"bad: "*) bad "$name: ${line#bad: }"; any=1
+			echo "$out" | grep -v '^ok: \|^bad: ' | tail -12 | sed 's/^/    /' ;;
+		esac
+	done <<<"$out"
+	[ $any = 1 ] || { bad "$name: no result"; echo "$out" | tail -12 | sed 's/^/    /'; }
+}
+
+if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null || ! id nobody >/dev/null 2>&1; then
+	echo "SKIP: not root (or no unshare -m, no user nobody): the security tier's planted files are not injected"
+else
+
+# 1. Another user's FIFO at HOSTPIN_LOG_FILE, and at HOSTPIN_STATS_FILE
+# (%p: planted while the job runs, its pid seen in ps).  Must hold: the
+# job never blocks (timeout 30 is a hang detector only), exits 0, and says
+# in one line what it refused.
+sec "FIFO" '
+nob mkfifo "$S/h.log"
+out=$(timeout 30 env LD_PRELOAD="$LIB" HOSTPIN_LOG_FILE="$S/h.log" /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(echo "$out" | grep -c "^hostpin")" = 1 ] &&
+	echo "$out" | grep -q "cannot open HOSTPIN_LOG_FILE=$S/h.log: it is a FIFO, not a regular file, which hostpin refuses; logging to stderr instead"; then
+	ok "another user'"'"'s FIFO at HOSTPIN_LOG_FILE: refused in one line, no hang"
+else bad "FIFO at HOSTPIN_LOG_FILE (rc $rc, 124: it hung): $out"; fi
+timeout 30 env LD_PRELOAD="$LIB" HOSTPIN_STATS_FILE="$S/x-%p.json" bash -c "echo \$\$ > $S/pid; until [ -e $S/go ]; do sleep 0.1; done" > "$S/job.out" 2>&1 &
+jp=$!
+poll 60 test -s "$S/pid"
+pid=$(cat "$S/pid")
+nob mkfifo "$S/x-$pid.json"; touch "$S/go"
+wait $jp; rc=$?
+if [ $rc = 0 ] && grep -q "cannot open HOSTPIN_STATS_FILE=$S/x-$pid.json: it is a FIFO, not a regular file, which hostpin refuses; the JSON report is lost" "$S/job.out"; then
+	ok "a FIFO planted at HOSTPIN_STATS_FILE=x-%p.json while the job runs: refused at exit, no hang"
+else bad "FIFO at the stats file (rc $rc, 124: it never exited): $(cat "$S/job.out")"; fi'
+
+# 2. Files planted first: another user's log and stats files (mode 666),
+# and a hard link to a file of root's.  Must hold: nothing written into
+# them, each refusal said; a file hostpin creates is root's, mode 0600.
+sec "planted files" '
+nob sh -c ": > $S/s.json; : > $S/j.log; chmod 666 $S/s.json $S/j.log"
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_LOG=info HOSTPIN_LOG_FILE="$S/j.log" HOSTPIN_STATS_FILE="$S/s.json" /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && [ ! -s "$S/j.log" ] && [ ! -s "$S/s.json" ] &&
+	echo "$out" | grep -q "cannot open HOSTPIN_LOG_FILE=$S/j.log: it belongs to another user (uid 65534), which hostpin never writes into; logging to stderr instead" &&
+	echo "$out" | grep -q "cannot open HOSTPIN_STATS_FILE=$S/s.json: it belongs to another user (uid 65534), which hostpin never writes into; the JSON report is lost"; then
+	ok "another user'"'"'s log and stats files: left empty, refused"
+else bad "planted files (rc $rc, log $(stat -c %s "$S/j.log") bytes, stats $(stat -c %s "$S/s.json") bytes): $out"; fi
+echo secret > "$S/secret"; ln "$S/secret" "$S/hl.json"
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_STATS_FILE="$S/hl.json" /bin/true 2>&1)
+if [ "$(cat "$S/secret")" = secret ] && echo "$out" | grep -q "HOSTPIN_STATS_FILE=$S/hl.json: it has 2 hard links, which hostpin refuses"; then
+	ok "a hard link to another file at HOSTPIN_STATS_FILE: never truncated"
+else bad "hard link: secret now \"$(cat "$S/secret")\": $out"; fi
+env LD_PRELOAD="$LIB" HOSTPIN_STATS_FILE="$S/new.json" HOSTPIN_LOG_FILE="$S/new.log" HOSTPIN_LOG=info /bin/true
+if [ "$(stat -c "%U %a" "$S/new.json" "$S/new.log" | sort -u)" = "root 600" ] && [ -s "$S/new.json" ] && [ -s "$S/new.log" ]; then
+	ok "files hostpin creates: root'"'"'s, mode 0600"
+else bad "created files: $(stat -c "%n %U %a" "$S/new.json" "$S/new.log" 2>&1)"; fi'
+
+# 3. A directory on the way that another user controls: a link of theirs
+# (/tmp/jobs -> their directory), their directory, a world-writable one
+# without the sticky bit.  Must hold: nothing is created there, the
+# refusal is said; root's own link is followed.
+sec "directories" '
+nob sh -c "mkdir $S/nb && chmod 777 $S/nb && ln -s $S/nb $S/jobs && mkdir $S/nd"
+mkdir -m 777 "$S/open"; chmod 777 "$S/open"
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_LOG=info HOSTPIN_STATS_FILE="$S/jobs/stats.json" HOSTPIN_LOG_FILE="$S/jobs/job.log" /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && [ -z "$(ls -A "$S/nb")" ] &&
+	echo "$out" | grep -q "cannot open HOSTPIN_LOG_FILE=$S/jobs/job.log: $S/jobs is a symbolic link of another user (uid 65534), which hostpin does not follow" &&
+	echo "$out" | grep -q "cannot open HOSTPIN_STATS_FILE=$S/jobs/stats.json: $S/jobs is a symbolic link"; then
+	ok "another user'"'"'s link as a directory on the path: not followed, nothing created"
+else bad "link of another user (rc $rc, in its target: $(ls -A "$S/nb")): $out"; fi
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_STATS_FILE="$S/nd/s.json" HOSTPIN_LOG_FILE="$S/open/o.log" /bin/true 2>&1)
+if [ ! -e "$S/nd/s.json" ] && [ ! -e "$S/open/o.log" ] &&
+	echo "$out" | grep -q "HOSTPIN_STATS_FILE=$S/nd/s.json: directory $S/nd/ belongs to another user (uid 65534), which hostpin does not write into" &&
+	echo "$out" | grep -q "HOSTPIN_LOG_FILE=$S/open/o.log: directory $S/open/ (owner uid 0, mode 0777) can be changed by other users and has no sticky bit, which hostpin refuses"; then
+	ok "another user'"'"'s directory, a world-writable one without the sticky bit: refused"
+else bad "directories: $out"; fi
+mkdir "$S/mine"; ln -s "$S/mine" "$S/mylink"
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_STATS_FILE="$S/mylink/s.json" /bin/true 2>&1)
+if [ -z "$out" ] && [ -s "$S/mine/s.json" ]; then ok "root'"'"'s own link on the path: followed"
+else bad "own link: $out"; fi'
+
+# 4. The ledger truncated by another process of the user's (a container
+# sharing /dev/shm) while a hostpin process pins and hostpin status
+# --watch runs.  Must hold: the process frees its block and exits 0 (no
+# SIGBUS), the watcher goes on, a new process starts and exits 0.
+sec "truncated ledger" '
+rm -f "$S/in" "$S/ups"; mkfifo "$S/in"
+env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 "$LH" 64 < "$S/in" > "$S/ups" 2>&1 &
+hp=$!
+exec 3>"$S/in"
+poll 60 grep -q "^held$" "$S/ups" || bad "holder never held: $(cat "$S/ups")"
+"$ST" --watch 1 > "$S/w.out" 2>&1 3>&- &
+wp=$!
+poll 60 grep -q "ledger_holder" "$S/w.out"
+led=$(ls /dev/shm/hostpin-0.d/ledger-v*)
+truncate -s 0 "$led"
+poll 60 grep -q "truncated or replaced" "$S/w.out"
+exec 3>&-
+wait $hp; rc=$?
+env LD_PRELOAD="$LIB" /bin/true; rc2=$?
+if kill -0 $wp 2>/dev/null; then alive=1; kill $wp; else alive=0; fi
+wait $wp 2>/dev/null
+if [ $rc = 0 ] && [ $rc2 = 0 ] && [ $alive = 1 ]; then
+	ok "a truncated ledger: the process ends 0, a new one starts, hostpin status --watch goes on"
+else bad "truncated ledger: holder rc $rc (135: SIGBUS), new process rc $rc2, watcher alive $alive: $(cat "$S/ups") / $(tail -3 "$S/w.out")"; fi'
+
+# 5. A slot written by another process of the user's, no lock, claiming
+# 2^64 - 32 MiB pinned (the node total wraps) or 2^60 (nothing may ever
+# pin again).  Must hold: under HOSTPIN_NODE_MAX_PINNED=64M a 96 MiB block
+# is not pinned, and a 32 MiB block is.
+sec "ledger sums" '
+export HOSTPIN_LEDGER="$S/led"
+env LD_PRELOAD="$LIB" /bin/true
+"$LP" "$S/led" $((0xfffffffffe000000)) || bad "poke"
+env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 HOSTPIN_NODE_MAX_PINNED=64M HOSTPIN_STATS_FILE="$S/r96.json" "$LH" 96 < /dev/null > /dev/null
+if grep -q "\"pinned_bytes_peak\": 0," "$S/r96.json"; then ok "a slot near 2^64: the node sum does not wrap, 96 MiB not pinned under a 64 MiB cap"
+else bad "sum wrapped: $(grep -o "\"pinned_bytes_peak\": [0-9]*" "$S/r96.json")"; fi
+"$LP" "$S/led" $((1 << 60)) || bad "poke"
+env LD_PRELOAD="$LIB" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 HOSTPIN_NODE_MAX_PINNED=64M HOSTPIN_STATS_FILE="$S/r32.json" "$LH" 32 < /dev/null > /dev/null
+if grep -q "\"pinned_bytes_peak\": 33554432," "$S/r32.json"; then ok "a slot claiming more than the machine has is not counted: 32 MiB pinned under 64 MiB"
+else bad "bogus slot blocks pinning: $(grep -o "\"pinned_bytes_peak\": [0-9]*" "$S/r32.json")"; fi'
+
+# 6. Another user takes /dev/shm/hostpin-0.d and fills /dev/shm with
+# 100,000 names like hostpin-0.d-*.  Must hold: a root process looks at a
+# handful of names (strace counts its stat and getdents calls, under 200;
+# never one per entry) and uses a ledger of its own; when every name
+# hostpin tries is taken it says nothing at the default level and exits 0.
+if command -v strace >/dev/null; then
+sec "/dev/shm flood" '
+nob sh -c "cd /dev/shm && mkdir hostpin-0.d && seq 100000 | sed s/^/hostpin-0.d-x/ | xargs touch"
+strace -f -o "$S/st" -e trace=getdents64,newfstatat,fstatat64,statx,lstat,stat env LD_PRELOAD="$LIB" HOSTPIN_LOG=info /bin/true 2> "$S/err"; rc=$?
+n=$(grep -c "hostpin-0\.d\|getdents" "$S/st")
+if [ $rc = 0 ] && [ "$n" -lt 200 ] && grep -q "ledger /dev/shm/hostpin-0.d-1/ledger" "$S/err"; then
+	ok "100,000 names of another user in /dev/shm: $n calls naming hostpin-0.d, ledger in hostpin-0.d-1"
+else bad "flood (rc $rc): $n stat/getdents calls on /dev/shm: $(grep -m2 ledger "$S/err")"; fi
+nob sh -c "cd /dev/shm && find . -maxdepth 1 -name hostpin-0.d-x\\* -delete && for k in 1 2 3 4 5 6 7 8; do mkdir hostpin-0.d-\$k; done"
+rm -rf /dev/shm/hostpin-0.d-1 2>/dev/null; nob mkdir /dev/shm/hostpin-0.d-1
+out=$(env LD_PRELOAD="$LIB" /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && [ -z "$out" ]; then ok "every ledger name taken by another user: exit 0, nothing said at the default level"
+else bad "all names taken (rc $rc): $out"; fi'
+else echo "SKIP: no strace: the /dev/shm flood case"; fi
+
+# 7. The Prometheus watcher: another user makes its P.tmp.PID a directory.
+# Must hold: the failed cycle is said, the watcher goes on, and writes P
+# once the name is free again.
+sec "prometheus watcher" '
+bash -c "echo \$\$ > $S/wpid; until [ -e $S/go ]; do sleep 0.1; done; exec \"$ST\" --prometheus-file $S/p.prom --watch 1" > "$S/w.out" 2>&1 &
+wp=$!
+poll 60 test -s "$S/wpid"
+nob mkdir "$S/p.prom.tmp.$(cat "$S/wpid")"; touch "$S/go"
+poll 60 grep -q "trying again" "$S/w.out"
+nob rmdir "$S/p.prom.tmp.$(cat "$S/wpid")"
+if poll 60 test -s "$S/p.prom" && kill -0 $wp 2>/dev/null && [ "$(stat -c %a "$S/p.prom")" = 644 ] &&
+	grep -q "cannot create $S/p.prom.tmp.[0-9]*: Is a directory" "$S/w.out"; then
+	ok "a cycle that cannot write: said, and the next one writes P"
+else bad "watcher (alive: $(kill -0 $wp 2>/dev/null && echo yes || echo no)): $(cat "$S/w.out")"; fi
+kill $wp 2>/dev/null; wait $wp 2>/dev/null
+rm -f "$S/in"; mkfifo "$S/in"
+env LD_PRELOAD="$LIB" sh -c "echo up > $S/up; read x" marker-cmd-line < "$S/in" &
+exec 3>"$S/in"
+poll 60 test -s "$S/up"
+"$ST" --all --prometheus-file "$S/open.prom"
+mount -t proc -o hidepid=2 proc /proc || bad "mount proc hidepid=2"
+"$ST" --all --prometheus-file "$S/hid.prom"
+exec 3>&-; wait
+if grep -q "command=\"sh -c.*marker-cmd-line\"" "$S/open.prom" && grep -q "hostpin_process_live_bytes{pid=\"[0-9]*\".*command=\"\"}" "$S/hid.prom" &&
+	! grep -q marker-cmd-line "$S/hid.prom"; then
+	ok "/proc mounted hidepid=2: the world-readable Prometheus file shows no command line"
+else bad "hidepid: $(grep -h -m1 live_bytes{ "$S/open.prom" "$S/hid.prom")"; fi'
+
+fi # root
+umount "$sd/s" 2>/dev/null
+rm -rf "$sd"
+
+# 8. The launcher: a library path with a space, a colon and non-ASCII; -e
+# values holding '=', leading dashes, non-ASCII; a command whose path
+# holds a backslash.  Must hold: hostpin is loaded (no ld.so error), each
+# value reaches the environment unchanged, the command runs.
+ld=$(mktemp -d)
+mkdir -p "$ld/My Projects/vé:nv"
+cp "$LIB" "$ld/My Projects/vé:nv/libhostpin.so"
+out=$(HOSTPIN_LIB="$ld/My Projects/vé:nv/libhostpin.so" "$HP" -l info /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && echo "$out" | grep -q "ready: backend" && ! echo "$out" | grep -q "ld.so"; then
+	ok "launcher: a library path with a space, a colon and non-ASCII is preloaded"
+else bad "launcher, library path with a space (rc $rc): $out"; fi
+out=$(cd "$ld" && "$HP" -e "HOSTPIN_STATS_FILE=$ld/run=1 é.json" -e 'HOSTPIN_LOG_FILE=-x=\y.log' /usr/bin/env 2>&1); rc=$?
+if [ $rc = 0 ] && [ -s "$ld/run=1 é.json" ] && [ -e "$ld/-x=\\y.log" ] &&
+	echo "$out" | grep -qxF "HOSTPIN_STATS_FILE=$ld/run=1 é.json"; then
+	ok "launcher: -e values with '=', a leading dash, a backslash and non-ASCII reach the job unchanged"
+else bad "launcher -e values (rc $rc): $out"; fi
+printf '#!/bin/sh\nprintf "%%s|" "$@"\n' > "$ld/a\\b -c"; chmod +x "$ld/a\\b -c"
+out=$("$HP" "$ld/a\\b -c" -x 'é\n' '--' 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$out" = '-x|é\n|--|' ]; then ok "launcher: a command path with a backslash and a space, arguments with dashes and backslashes"
+else bad "launcher command with a backslash (rc $rc): $out"; fi
+out=$("$HP" -b "$(printf 'x\033[2Jy\nhostpin: forged')" true 2>&1)
+if ! printf '%s' "$out" | grep -q "$(printf '\033')" && [ "$(echo "$out" | wc -l)" = 1 ]; then
+	ok "launcher: a bad value with an escape sequence and a newline is printed on one line, escaped"
+else bad "launcher message not escaped: $(printf '%s' "$out" | cat -v)"; fi
+rm -rf "$ld"
+
+# 9. Knob messages: an invalid value and an unknown HOSTPIN_* name holding
+# a newline and escape sequences.  Must hold: one line per message (no
+# forged "hostpin[1]:" line), no escape byte reaches the output.
+out=$(env $P HOSTPIN_THRESHOLD="$(printf '1M\nhostpin[1]: forged \033[31m')" "$(printf 'HOSTPIN_X\033]0;t\007Y=1')" /bin/true 2>&1)
+if ! echo "$out" | grep -q '^hostpin\[1\]: forged' && ! printf '%s' "$out" | grep -q "$(printf '\033')" &&
+	echo "$out" | grep -qF '1M\nhostpin[1]: forged \x1b[31m' && echo "$out" | grep -qF 'HOSTPIN_X\x1b]0;t\x07Y'; then
+	ok "knob messages: a value's newline and escape sequences, an unknown name's, printed escaped"
+else bad "knob messages not escaped: $(printf '%s' "$out" | cat -v)"; fi
+out=$(HOSTPIN_STATS_FILE="$(printf '/x\nHOSTPIN_BACKEND=cuda\033[1m')" "$HP" --show 2>&1)
+if ! printf '%s' "$out" | grep -q "$(printf '\033')" && ! echo "$out" | grep -q '^HOSTPIN_BACKEND=cuda' &&
+	echo "$out" | grep -qF 'HOSTPIN_STATS_FILE="/x\nHOSTPIN_BACKEND=cuda\x1b[1m"'; then
+	ok "hostpin --show: a string knob's newline and escape sequence printed escaped"
+else bad "--show not escaped: $(printf '%s' "$out" | cat -v | grep -A1 STATS_FILE)"; fi
