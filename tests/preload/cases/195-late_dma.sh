@@ -1,0 +1,31 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- the copy engine over a driver whose DMA completes later ----
+# (issue 32) The fake driver's late mode (FAKE_CUDA_LATE_DMA=1,
+# tests/fakes/fake_late.h): each stream's DMA runs on a worker thread, only
+# as far as the program synchronised; a program may hold a stream until it
+# releases it; events belong to their context.  late.c checks data and
+# semantics; staged_lib.sh's staged_case checks the fake's log (no
+# VIOLATION, every registration released at exit).
+F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+build late late.c $F_FLAGS || true
+. ./staged_lib.sh
+# lt NAME WANT ENV... -- MODE: staged_case in the late mode (sets LT_OUT,
+# LT_LOG).
+lt() {
+	local name=$1 want=$2; shift 2
+	staged_case "late DMA" late "$name" "$want" FAKE_CUDA_LATE_DMA=1 "$@"
+	LT_OUT=$STAGE_OUT LT_LOG=$STAGE_LOG
+}
+if [ -x "$B/late" ]; then
+# Must hold (item 1): a copy under HOSTPIN_STAGE_MIN into the registered
+# part of a block being registered in the background waits as a copy
+# through a registered block does (HOSTPIN_COPY=sync): D2H data there on
+# return, an H2D source overwritten after the call changes nothing.
+lt "a small copy into a block's registered part keeps the registered-memory semantics (waits)" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 -- prefix_small
+# Must hold (item 6): a staged copy on stream s2 never waits for s1's work
+# (s1 held by the program until the copy returned: a wait is a hang).
+lt "a staged copy on one stream does not wait for another stream's work" staged \
+	-- streams
+fi

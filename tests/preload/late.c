@@ -1,0 +1,128 @@
+/* The copy engine over the fake driver's late mode (FAKE_CUDA_LATE_DMA=1:
+ * DMA runs on a worker thread per stream, only as far as the program
+ * synchronised; fake_late.h), run under hostpin.
+ *   late MODE   (see main)
+ * Each mode checks data and semantics and exits non-zero when they differ;
+ * a host wait that can never end (a stream the program holds) is a hang
+ * that alarm() turns into a failure.  Outcomes never depend on timing:
+ * what hostpin's threads do is polled for, 60 s meaning a hang. */
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "staged_common.h"
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuDevicePrimaryCtxRelease_v2(int);
+int fake_cuda_is_registered(const void *, size_t);
+void fake_cuda_open_gate(void);
+void fake_cuda_open_gate_once(void);
+int fake_cuda_gate_waiters(void);
+int fake_cuda_stream_hold(CUstream);
+void fake_cuda_stream_release(CUstream);
+
+static int is_reg(void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
+static int gate_held(void *arg) { (void)arg; return fake_cuda_gate_waiters() == 1; }
+static int first_piece(void *p)
+{
+	return fake_cuda_is_registered(p, 8 * MB) &&
+	       fake_cuda_gate_waiters() == 1;
+}
+static void wait_for(int (*pred)(void *), void *arg, const char *what)
+{
+	for (int i = 0; i < 60000 && !pred(arg); i++)
+		usleep(1000);
+	if (!pred(arg)) {
+		fprintf(stderr, "never: %s\n", what);
+		exit(1);
+	}
+}
+
+/* Item 1: a block registered in the background (HOSTPIN_REGISTER_CHUNK=8M,
+ * FAKE_CUDA_REGISTER_GATE=8M: its first 8 MiB cell registered, the second
+ * held).  A copy under HOSTPIN_STAGE_MIN wholly inside the registered
+ * cell reaches the driver as registered memory: it must keep the
+ * semantics hostpin promises for registered memory under
+ * HOSTPIN_COPY=sync (it waits): D2H data there on return, an H2D source
+ * overwritten after the call changes nothing. */
+static int mode_prefix_small(void)
+{
+	size_t m = 32 * MB, n = 1 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 10);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	CHECK(!is_reg(blk));
+	char *in = blk + 2 * MB;
+	fill(D(d), n, 11);
+	CHECK(cuMemcpyDtoHAsync_v2(in, d, n, s) == 0);
+	CHECK(same(in, n, 11)); /* there on return */
+	fill(in, n, 12);
+	CHECK(cuMemcpyHtoDAsync_v2(d, in, n, s) == 0);
+	memset(in, 0, n); /* after the call: changes nothing */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 12));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
+/* Item 6: a staged copy never waits for another stream's work.  Stream s1
+ * is held by the program (fake_cuda_stream_hold: a host function or an
+ * event wait it satisfies later), a staged H2D queued behind the hold
+ * (its source staged: the call returns).  A staged H2D of 32 MiB on s2
+ * must return without waiting for s1: the program releases s1 only after
+ * it returned. */
+static int mode_streams(void)
+{
+	size_t n1 = 24 * MB, n2 = 32 * MB;
+	alarm(20);
+	char *h1 = plain(n1), *h2 = plain(n2);
+	CUdeviceptr d1 = dev(n1), d2 = dev(n2);
+	CUstream s1, s2;
+	CHECK(cuStreamCreate(&s1, 0) == 0 && cuStreamCreate(&s2, 0) == 0);
+	fill(h1, n1, 20), fill(h2, n2, 21);
+	CHECK(fake_cuda_stream_hold(s1) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, s1) == 0);
+	memset(h1, 0, n1);
+	CHECK(cuMemcpyHtoDAsync_v2(d2, h2, n2, s2) == 0); /* no wait on s1 */
+	memset(h2, 0, n2);
+	printf("the copy on s2 returned while s1 was held\n");
+	CHECK(cuStreamSynchronize(s2) == 0);
+	CHECK(same(D(d2), n2, 21));
+	fake_cuda_stream_release(s1);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d1), n1, 20));
+	/* and the other way: D2H on s2 while s1 is held again */
+	CHECK(fake_cuda_stream_hold(s1) == 0);
+	fill(h1, n1, 22);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, s1) == 0);
+	char *back = plain(n2);
+	CHECK(cuMemcpyDtoHAsync_v2(back, d2, n2, s2) == 0);
+	CHECK(same(back, n2, 21));
+	fake_cuda_stream_release(s1);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d1), n1, 22));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"prefix_small", mode_prefix_small},
+	    {"streams", mode_streams},
+	};
+	return staged_main("late", argc, argv, modes);
+}
