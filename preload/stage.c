@@ -472,17 +472,19 @@ static int split(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 }
 
 /* A copy through a block being registered in the background
- * (register.c), wholly inside the part of it registered so far: direct,
- * one DMA per registration on the program's stream, then a wait for the
- * stream whatever the form (the block is not REGISTERED, so no fence
- * follows: this keeps the semantics of the pageable memory it still is,
- * and the pieces are not unregistered under the DMA).  1 if done so
- * (*res: the first error); 0 if not. */
+ * (register.c), wholly inside the part of it registered so far, whatever
+ * its size ("being registered" is a state of the block every copy
+ * honours: a small one, not staged, would reach the driver as registered
+ * memory all the same): direct, one DMA per registration on the
+ * program's stream, then a wait for the stream whatever the form (the
+ * block is not REGISTERED, so no fence follows: this keeps the semantics
+ * of the pageable memory it still is, as HOSTPIN_COPY=sync does for a
+ * registered block, and the pieces are not unregistered under the DMA).
+ * 1 if done so (*res: the first error); 0 if not. */
 static int prefix(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 		  hp_cudaStream_t s, int htod, int *res)
 {
 	if (h == NULL || hp_in_child || c->overflow || c->n != 1 ||
-	    n < hp_opt[HP_OPT_STAGE_MIN] ||
 	    (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED) || !hp_stage_on())
 		return 0;
 	uintptr_t a = (uintptr_t)h, base = 0;
