@@ -126,6 +126,9 @@ int hp_cuda_2d_async(const struct hp_CUDA_MEMCPY2D *p, struct CUstream_st *s);
 int hp_cuda_event_new(void **ev);
 int hp_cuda_event_record(void *ev, struct CUstream_st *s);
 int hp_cuda_event_wait(void *ev);
+/* 0 if ev completed, else not (the driver's answer; no wait). */
+int hp_cuda_event_query(void *ev);
+int hp_cuda_event_free(void *ev);
 int hp_cuda_stream_wait(struct CUstream_st *s);
 /* backend_cuda.c, the fork child handler: the fence locks are free again
  * (a thread of the parent may have held one at the fork; it does not

@@ -777,6 +777,8 @@ static struct {
 	dtoh_fn dtoh;
 	ptrattr_fn attr;
 	m2d_fn m2d; /* optional: without it 2D copies are not staged */
+	hp_CUresult (*query)(hp_cudaEvent_t); /* optional: slots reused by
+					       * their own stream only */
 } sf;
 
 int hp_cuda_stage_fns(void)
@@ -790,6 +792,7 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
 	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
+	*(void **)&sf.query = hp_cuda_sym("cuEventQuery");
 	/* without cuStreamIsCapturing a capturing stream cannot be told
 	 * apart: nothing is staged */
 	st = sf.htod && sf.dtoh && pf.cuStreamIsCapturing ? 1 : -1;
@@ -880,6 +883,16 @@ int hp_cuda_event_record(void *ev, hp_cudaStream_t s)
 int hp_cuda_event_wait(void *ev)
 {
 	return pf.cuEventSynchronize((hp_cudaEvent_t)ev);
+}
+
+int hp_cuda_event_query(void *ev)
+{
+	return sf.query ? sf.query((hp_cudaEvent_t)ev) : 600 /* NOT_READY */;
+}
+
+int hp_cuda_event_free(void *ev)
+{
+	return pf.cuEventDestroy_v2((hp_cudaEvent_t)ev);
 }
 
 int hp_cuda_stream_wait(hp_cudaStream_t s)

@@ -4,6 +4,8 @@
 #ifndef HP_STAGE_H
 #define HP_STAGE_H
 
+#include <pthread.h>
+
 #include "hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
@@ -56,5 +58,52 @@ HP_HIDDEN void hp_register_prefix_leave(void);
 
 /* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
 HP_HIDDEN int hp_stage_on(void);
+
+/* ---- inside the copy engine ----
+ * ring.c: the staging rings, one per direction.  Their slots are owned per
+ * stream until the event recorded after their last DMA completes.
+ * hp_ring_get: the ring of that direction, made (once) through ctx and
+ * claimed (not made again while claimed), or NULL (it could not be made,
+ * or it was made through another context); hp_ring_put lets go of it.
+ * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
+ * was on s; first: the copy holds none yet, the ring may grow for it),
+ * taken until hp_ring_release; -1 if none (never a wait).
+ * hp_ring_wait: wait for the taken slot's last DMA (s's own work).
+ * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
+ * its event (if that fails, wait for s).  hp_ring_slot: slot k's bytes. */
+#define HP_RING_SLOTS 4 /* a segment's */
+#define HP_RING_SEGS 8 /* at most: grown when every slot is another stream's */
+#define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
+struct hp_ring {
+	pthread_mutex_t mu;
+	int state; /* 0: not made yet; 1: ready; -1: could not be made */
+	char *base[HP_RING_SEGS];
+	int nseg;
+	size_t slot, seglen;
+	uintptr_t ctx; /* the context it was made through */
+	unsigned epoch; /* hp_cuda_ctx_epoch then */
+	int claims; /* copies using it */
+	void *ev[HP_RING_MAX];
+	/* under mu: taken by a copy; the rest: by whoever took the slot */
+	int taken[HP_RING_MAX];
+	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
+	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
+};
+HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx);
+HP_HIDDEN void hp_ring_put(struct hp_ring *R);
+HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
+HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
+HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s);
+HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
+HP_HIDDEN char *hp_ring_slot(const struct hp_ring *R, int k);
+HP_HIDDEN uint64_t hp_ring_bytes(void);
+
+/* pool.c: the copy threads (HOSTPIN_STAGE_THREADS, the calling thread
+ * counted), started once (hp_pool_start); a memcpy, and rows rows of w
+ * bytes dp and sp bytes apart, by them together. */
+HP_HIDDEN void hp_pool_start(void);
+HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
+HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
+			     size_t sp, size_t w, size_t rows);
 
 #endif
