@@ -745,7 +745,9 @@ void hp_cuda_quiesce(hp_rec_t *r)
 	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
 	unlock(l);
-	if (ev == NULL || hp_cuda_copy_fns() != 1)
+	/* the driver that made ev unloaded: ev died with it (no call into
+	 * an unloaded driver) */
+	if (ev == NULL || !load() || hp_cuda_copy_fns() != 1)
 		return;
 	/* A block is neither unregistered nor released while a copy that
 	 * used it may still run. */

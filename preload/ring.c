@@ -41,11 +41,18 @@ static const char *dir_name(const struct hp_ring *R)
  * handlers the driver and runtime registered earlier): the ring's last
  * DMAs are waited for and its registration released, so the driver sees
  * every registration of hostpin's released.  Skipped while a copy holds
- * slots of the ring (another thread still copying at exit). */
+ * slots of the ring (another thread still copying at exit), and once the
+ * driver or the ring's context is gone. */
 static void ring_exit_one(struct hp_ring *R)
 {
 	if (pthread_mutex_trylock(&R->mu) != 0)
 		return;
+	/* the liveness check every driver call makes: a driver unloaded (a
+	 * plug-in closed), or the ring's context ended, took the ring's
+	 * registration and events with it: nothing to call (issue 32) */
+	if (R->state > 0 && (!hp_cuda_stage_fns() ||
+			     R->epoch != hp_cuda_ctx_epoch()))
+		R->state = -1;
 	if (R->state > 0 && R->claims == 0 && hp_capture_enter()) {
 		for (int i = 0; i < R->nseg * HP_RING_SLOTS; i++)
 			if (R->used[i])

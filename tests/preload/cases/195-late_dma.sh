@@ -8,6 +8,9 @@
 # VIOLATION, every registration released at exit).
 F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build late late.c $F_FLAGS || true
+$CC $CFL -shared -fPIC -DAS_PLUGIN -o "$B/liblate_plug.so" late_plug.c -L"$F" \
+	-l:libcuda.so.1 -Wl,-rpath,"$F" -ldl -lpthread || bad "build liblate_plug.so"
+build late_plug late_plug.c || true
 . ./staged_lib.sh
 # lt NAME WANT ENV... -- MODE: staged_case in the late mode (sets LT_OUT,
 # LT_LOG).
@@ -28,4 +31,12 @@ lt "a small copy into a block's registered part keeps the registered-memory sema
 # (s1 held by the program until the copy returned: a wait is a hang).
 lt "a staged copy on one stream does not wait for another stream's work" staged \
 	-- streams
+# Must hold (item 2): after a staged copy, the plug-in that brought the
+# driver is closed (the driver unloaded with it); the exit calls nothing in
+# the unloaded driver (a call there dies with SIGSEGV).
+out=$(timeout 60 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=256M FAKE_CUDA_LOG=/dev/null \
+	"$B/late_plug" "$B/liblate_plug.so" 2>&1); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "late_plug unload: ok" &&
+	ok "late DMA: the driver unloaded after a staged copy: the exit calls nothing in it" ||
+	bad "late DMA: the driver unloaded after a staged copy: rc=$rc $(echo "$out" | tail -2)"
 fi
