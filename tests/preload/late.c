@@ -8,6 +8,7 @@
  * what hostpin's threads do is polled for, 60 s meaning a hang. */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "staged_common.h"
@@ -118,11 +119,54 @@ static int mode_streams(void)
 	return 0;
 }
 
+/* Item 7: a forked child's ledger slot starts with no ring bytes.  Both
+ * rings made (64 MiB), a child forked and kept alive; the case sets
+ * HOSTPIN_NODE_MAX_PINNED=100M: the parent's 32 MiB block that earns
+ * registration at its first copy fits (64 + 32) only if the child's slot
+ * does not count the parent's rings again. */
+static int mode_fork_ring(void)
+{
+	size_t n = 16 * MB, m = 32 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(m);
+	fill(h, n, 30);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* staged: H2D ring */
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, NULL) == 0); /* staged: D2H ring */
+	CHECK(same(h, n, 30));
+	int fd[2];
+	CHECK(pipe(fd) == 0);
+	pid_t c = fork();
+	CHECK(c >= 0);
+	if (c == 0) {
+		char b;
+		close(fd[1]);
+		_exit(read(fd[0], &b, 1) == 0 ? 0 : 1);
+	}
+	close(fd[0]);
+	char *blk = malloc(m);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 31);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* earns */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	int reg = is_reg(blk);
+	close(fd[1]);
+	int st;
+	CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0);
+	printf("block registered while the child lived: %d\n", reg);
+	CHECK(reg);
+	CHECK(same(D(d), m, 31));
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"prefix_small", mode_prefix_small},
 	    {"streams", mode_streams},
+	    {"fork_ring", mode_fork_ring},
 	};
 	return staged_main("late", argc, argv, modes);
 }

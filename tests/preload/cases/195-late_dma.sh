@@ -31,6 +31,14 @@ lt "a small copy into a block's registered part keeps the registered-memory sema
 # (s1 held by the program until the copy returned: a wait is a hang).
 lt "a staged copy on one stream does not wait for another stream's work" staged \
 	-- streams
+# Must hold (item 7): a forked child's ledger slot starts with no ring
+# bytes: while it lives, the parent's block still fits under
+# HOSTPIN_NODE_MAX_PINNED (rings 64 MiB + block 32 MiB under 100 MiB).
+led=$(mktemp -d)
+lt "a forked child's ledger slot holds none of the parent's ring bytes" staged \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=1 HOSTPIN_REGISTER_BACKGROUND=0 \
+	HOSTPIN_MMAP=off HOSTPIN_NODE_MAX_PINNED=100M HOSTPIN_LEDGER="$led/ledger" -- fork_ring
+rm -rf "$led"
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
