@@ -112,9 +112,18 @@ void hp_cuda_forget(struct hp_rec *r);
 int hp_cuda_stage_fns(void);
 uintptr_t hp_cuda_ctx_current(void);
 unsigned hp_cuda_ctx_epoch(void);
+/* What the context ctx (current on this thread, or learnt before) is now:
+ * a value that changes when it ends (a primary context reset or released
+ * comes back as the same handle) or the driver is unloaded; 0 if it is
+ * not known alive.  What was made through it lives while this stays. */
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx);
 int hp_cuda_host_known(const void *p);
 int hp_cuda_ring_register(void *p, size_t n);
-/* At exit: unregister the ring at p (through a context hostpin knows). */
+/* Unregister the ring at p (through a context hostpin knows): 0, or the
+ * driver's error (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED also when the
+ * driver that registered it is gone), -1 if refused without a call (a
+ * capture in progress, a forked child): then it may still be
+ * registered. */
 int hp_cuda_ring_unregister(void *p);
 int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
 		       struct CUstream_st *s);

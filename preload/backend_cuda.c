@@ -52,6 +52,7 @@ static _Atomic int sf_state;
 /* Counts the contexts that ended and the drivers forgotten: the staging
  * ring (hp_cuda_ctx_epoch) is made again after either. */
 static _Atomic unsigned ctx_epoch;
+static _Atomic unsigned drv_gen; /* drivers forgotten (unloaded) */
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
  * (tens of microseconds) is not repeated for every
@@ -83,6 +84,7 @@ static void forget_driver(void)
 	atomic_store_explicit(&pf_state, 0, memory_order_release);
 	atomic_store_explicit(&sf_state, 0, memory_order_release);
 	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&drv_gen, 1, memory_order_relaxed);
 	/* the policy sends the blocks back to pending */
 	hp_backend_report(HP_EV_DEVICE_LOST);
 }
@@ -213,6 +215,7 @@ static struct {
 	hp_CUcontext ctx;
 	int dev;
 	int alive;
+	unsigned gen; /* its ends (a primary context comes back the same) */
 } ctxs[MAX_CTXS];
 static int nctxs;
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -272,8 +275,8 @@ static void mark_ended(hp_CUcontext ctx)
 {
 	pthread_mutex_lock(&own_mu);
 	for (int i = 0; i < nctxs; i++)
-		if (ctxs[i].ctx == ctx)
-			ctxs[i].alive = 0;
+		if (ctxs[i].ctx == ctx && ctxs[i].alive)
+			ctxs[i].alive = 0, ctxs[i].gen++;
 	pthread_mutex_unlock(&own_mu);
 	/* relaxed: a stale known_ctx is only a context to push, which the
 	 * table then refuses */
@@ -816,6 +819,22 @@ unsigned hp_cuda_ctx_epoch(void)
 	return atomic_load_explicit(&ctx_epoch, memory_order_relaxed);
 }
 
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx)
+{
+	if (!load())
+		return 0; /* no driver: nothing made through any context lives */
+	if (ctx == hp_cuda_ctx_current())
+		learn_ctx((hp_CUcontext)ctx);
+	uint64_t g = 0;
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < nctxs && !g; i++)
+		if (ctxs[i].ctx == (hp_CUcontext)ctx && ctxs[i].alive)
+			g = ((uint64_t)ctxs[i].gen << 1 | 1) << 31;
+	pthread_mutex_unlock(&own_mu);
+	return g ? g | atomic_load_explicit(&drv_gen, memory_order_relaxed)
+		 : 0;
+}
+
 #define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 int hp_cuda_host_known(const void *p)
 {
@@ -837,9 +856,12 @@ int hp_cuda_ring_register(void *p, size_t n)
 
 int hp_cuda_ring_unregister(void *p)
 {
-	if (hp_in_child || atomic_load_explicit(&cu_loaded,
-						memory_order_acquire) <= 0 ||
-	    driver_gone() || !hp_capture_enter())
+	if (hp_in_child)
+		return -1;
+	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) <= 0 ||
+	    driver_gone())
+		return HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; /* died with it */
+	if (!hp_capture_enter())
 		return -1;
 	int pushed = enter_ctx(), r = -1;
 	if (pushed >= 0) {

@@ -51,7 +51,7 @@ static void ring_exit_one(struct hp_ring *R)
 	 * plug-in closed), or the ring's context ended, took the ring's
 	 * registration and events with it: nothing to call (issue 32) */
 	if (R->state > 0 && (!hp_cuda_stage_fns() ||
-			     R->epoch != hp_cuda_ctx_epoch()))
+			     R->gen != hp_cuda_ctx_gen(R->ctx)))
 		R->state = -1;
 	if (R->state > 0 && R->claims == 0 && hp_capture_enter()) {
 		for (int i = 0; i < R->nseg * HP_RING_SLOTS; i++)
@@ -83,24 +83,31 @@ static void rings_first(void)
 	hp_pool_start();
 }
 
-/* Under R->mu, no slot claimed: a context ended since R was made (perhaps
- * R's: its registration and events died with it, and no DMA of it runs)
- * or the driver was unloaded: R is made again, through the context
- * current now. */
+/* Under R->mu, no slot claimed: R's context ended since R was made (its
+ * registration and events died with it, and no DMA of it runs; another
+ * context's end changes nothing here) or the driver was unloaded: R is
+ * made again, through the context current now.  Its events are not
+ * touched (they are gone); its registration is released before any unmap,
+ * and a segment whose release is refused (it may still be registered) is
+ * never unmapped: left in place, still counted (invariant 1). */
 static void ring_unmake(struct hp_ring *R)
 {
-	for (int i = 0; i < R->nseg * HP_RING_SLOTS; i++)
-		if (R->used[i])
-			hp_cuda_event_wait(R->ev[i]); /* an error: it ended */
 	for (int g = 0; g < R->nseg; g++) {
-		if (hp_cuda_ring_unregister(R->base[g]) != 0)
-			hp_log(HP_LOG_INFO, "staging ring: its context ended; "
-			       "made again");
+		int r = hp_cuda_ring_unregister(R->base[g]);
+		if (r != 0 && r != HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED &&
+		    r != HP_CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+			HP_LOG_ONCE(HP_LOG_WARN, "a staging ring's registration "
+				    "could not be released (%d): its memory "
+				    "is left mapped", r);
+			continue;
+		}
 		hp_real.munmap(R->base[g], R->seglen);
 		HP_CTR_SUB(ring_bytes, R->seglen);
 		atomic_fetch_sub_explicit(&st_ring, R->seglen,
 					  memory_order_relaxed);
 	}
+	hp_log(HP_LOG_INFO, "staging ring (%s): its context ended; made again",
+	       dir_name(R));
 	for (int i = 0; i < HP_RING_SEGS * HP_RING_SLOTS; i++)
 		R->ev[i] = NULL, R->used[i] = 0, R->owner[i] = NULL;
 	R->nseg = 0;
@@ -176,19 +183,19 @@ static int seg_add(struct hp_ring *R)
  * 1 if ready. */
 static int ring_make(struct hp_ring *R, uintptr_t ctx)
 {
-	if (R->state > 0 && R->epoch != hp_cuda_ctx_epoch()) {
+	if (R->state > 0 && R->gen != hp_cuda_ctx_gen(R->ctx)) {
 		if (R->claims > 0)
 			return 0; /* in use: made again once let go */
 		ring_unmake(R);
 	}
 	if (R->state)
 		return R->state > 0 && R->ctx == ctx;
-	unsigned epoch = hp_cuda_ctx_epoch();
+	uint64_t gen = hp_cuda_ctx_gen(ctx);
 	if (seg_add(R) != 0) {
 		R->state = -1;
 		return 0;
 	}
-	R->ctx = ctx, R->epoch = epoch;
+	R->ctx = ctx, R->gen = gen;
 	static pthread_once_t first = PTHREAD_ONCE_INIT;
 	pthread_once(&first, rings_first);
 	R->state = 1;

@@ -81,7 +81,7 @@ struct hp_ring {
 	int nseg;
 	size_t slot, seglen;
 	uintptr_t ctx; /* the context it was made through */
-	unsigned epoch; /* hp_cuda_ctx_epoch then */
+	uint64_t gen; /* hp_cuda_ctx_gen(ctx) then: made again when it changes */
 	int claims; /* copies using it */
 	void *ev[HP_RING_MAX];
 	/* under mu: taken by a copy; the rest: by whoever took the slot */

@@ -161,12 +161,41 @@ static int mode_fork_ring(void)
 	return 0;
 }
 
+/* Items 8 and 3: the rings belong to their context.  Staged copies on
+ * device 0; meanwhile another context (device 1's primary) is made and
+ * ended 50 times.  The rings are made once (the case counts their
+ * registrations and the events live at exit: no leak), and a ring is never
+ * unmapped while registered (the fake flags that). */
+static int mode_other_ctx(void)
+{
+	size_t n = 16 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	for (unsigned i = 0; i < 51; i++) {
+		fill(h, n, 40 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0); /* staged */
+		memset(h, 0, n);
+		CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0); /* staged */
+		CHECK(same(h, n, 40 + i));
+		if (i == 50)
+			break;
+		CUcontext c1;
+		CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+		CHECK(cuDevicePrimaryCtxRelease_v2(1) == 0); /* it ends */
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"prefix_small", mode_prefix_small},
 	    {"streams", mode_streams},
 	    {"fork_ring", mode_fork_ring},
+	    {"other_ctx", mode_other_ctx},
 	};
 	return staged_main("late", argc, argv, modes);
 }

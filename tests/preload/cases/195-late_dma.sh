@@ -39,6 +39,24 @@ lt "a forked child's ledger slot holds none of the parent's ring bytes" staged \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=1 HOSTPIN_REGISTER_BACKGROUND=0 \
 	HOSTPIN_MMAP=off HOSTPIN_NODE_MAX_PINNED=100M HOSTPIN_LEDGER="$led/ledger" -- fork_ring
 rm -rf "$led"
+# Must hold (item 8): another context made and ended 50 times while copies
+# are staged on device 0: the rings are made once (two registrations of
+# 32 MiB), their events not leaked (8 live at exit: the rings' own).
+lt "rings remade only when their own context ends; no event leaked" staged -- other_ctx
+n=$(echo "$LT_LOG" | grep -c " REG .* 33554432 ")
+ev=$(echo "$LT_LOG" | sed -n 's/.*LATE events-live=\([0-9]*\)$/\1/p')
+[ "$n" = 2 ] && [ "$ev" = 8 ] && ok "late DMA: other contexts ending: rings registered twice, 8 events live" ||
+	bad "late DMA: other contexts ending: $n ring registrations, ${ev:-?} events live at exit"
+# Must hold (item 3): a ring's registration the driver refuses to release
+# (an unregistration failing with 900, as during a global capture) is never
+# unmapped: no "VIOLATION registered-range-unmapped".
+log=$(mktemp)
+out=$(timeout 120 env $P HOSTPIN_CACHE=0 HOSTPIN_THRESHOLD=256M FAKE_CUDA_LATE_DMA=1 \
+	FAKE_CUDA_LOG="$log" FAKE_CUDA_FAIL=cuMemHostUnregister:1:900 "$B/late" other_ctx 2>&1); rc=$?
+if [ $rc = 0 ] && ! grep -q "VIOLATION registered-range-unmapped" "$log"; then
+	ok "late DMA: a ring whose release is refused is never unmapped"
+else bad "late DMA: a ring whose release is refused: rc=$rc $(grep VIOLATION "$log" | head -1)"; fi
+rm -f "$log"
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
