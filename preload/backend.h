@@ -118,6 +118,9 @@ unsigned hp_cuda_ctx_epoch(void);
  * not known alive.  What was made through it lives while this stays. */
 uint64_t hp_cuda_ctx_gen(uintptr_t ctx);
 int hp_cuda_host_known(const void *p);
+/* 0 if the driver says [d, d+n) runs past the end of the device
+ * allocation holding d (it would refuse such a copy whole); else 1. */
+int hp_cuda_dev_fits(uintptr_t d, size_t n);
 int hp_cuda_ring_register(void *p, size_t n);
 /* Unregister the ring at p (through a context hostpin knows): 0, or the
  * driver's error (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED also when the

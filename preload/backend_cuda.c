@@ -844,6 +844,21 @@ int hp_cuda_host_known(const void *p)
 			      HP_CUDA_SUCCESS;
 }
 
+#define HP_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define HP_CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
+int hp_cuda_dev_fits(uintptr_t d, size_t n)
+{
+	hp_CUdeviceptr start = 0;
+	size_t size = 0;
+	if (!sf.attr ||
+	    sf.attr(&start, HP_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) !=
+		HP_CUDA_SUCCESS ||
+	    sf.attr(&size, HP_CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) !=
+		HP_CUDA_SUCCESS)
+		return 1; /* not known: the driver's to refuse */
+	return d >= start && d - start <= size && n <= size - (d - start);
+}
+
 int hp_cuda_ring_register(void *p, size_t n)
 {
 	if (!hp_capture_enter())

@@ -72,7 +72,8 @@ static int own_block(const hp_copy_t *c, const void *h)
  * ring, with the capture gate entered and the ring claimed (stage_done
  * lets go of both); NULL if not. */
 static struct hp_ring *stage_begin(const hp_copy_t *c, const void *h,
-				   size_t n, hp_cudaStream_t s, int htod)
+				   size_t n, uintptr_t d, hp_cudaStream_t s,
+				   int htod)
 {
 	if (n < hp_opt[HP_OPT_STAGE_MIN] || h == NULL || hp_in_child ||
 	    c->overflow || !hp_stage_on())
@@ -85,6 +86,11 @@ static struct hp_ring *stage_begin(const hp_copy_t *c, const void *h,
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
 	    (hp_cuda_host_known(h) && !own_block(c, h)))
 		return NULL; /* no context here, or memory the driver knows */
+	/* staged in chunks: a copy the driver would refuse whole (past the
+	 * end of its device allocation) goes to it as it is, nothing
+	 * written (d: 0 for a 2D copy) */
+	if (d && !hp_cuda_dev_fits(d, n))
+		return NULL;
 	/* A stream capturing a graph records the copy instead of running it;
 	 * any wait now would invalidate a capture elsewhere (invariant 13). */
 	if (hp_cuda_capturing(s) || !hp_capture_enter())
@@ -176,6 +182,15 @@ static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 	uintptr_t a = (uintptr_t)h;
 	int r = 0;
 	*queued = 0;
+	/* several calls: what the driver would refuse whole is refused
+	 * before any byte moves (it goes to the driver as it is) */
+	if (hp_cells_piece_end(base, len, a) < a + n &&
+	    !hp_cuda_dev_fits(d, n)) {
+		r = htod ? hp_cuda_htod_async(d, h, n, s)
+			 : hp_cuda_dtoh_async(h, d, n, s);
+		*queued = r == 0;
+		return r;
+	}
 	for (size_t off = 0; off < n && r == 0;) {
 		size_t l = hp_cells_piece_end(base, len, a + off) - (a + off);
 		if (l > n - off)
@@ -305,7 +320,7 @@ int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
 		return 2;
 	if (prefix(c, d, (char *)(uintptr_t)h, n, s, 1, res))
 		return 1;
-	struct hp_ring *R = stage_begin(c, h, n, s, 1);
+	struct hp_ring *R = stage_begin(c, h, n, d, s, 1);
 	if (R == NULL)
 		return 0;
 	struct lin j = {.R = R, .h = (char *)(uintptr_t)h, .d = d, .n = n,
@@ -372,7 +387,7 @@ int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		return 2;
 	if (prefix(c, d, h, n, s, 0, res))
 		return 1;
-	struct hp_ring *R = stage_begin(c, h, n, s, 0);
+	struct hp_ring *R = stage_begin(c, h, n, d, s, 0);
 	if (R == NULL)
 		return 0;
 	struct lin j = {.R = R, .h = h, .d = d, .n = n, .s = s};
@@ -549,7 +564,7 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		return 0;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
 	s = program_stream(s, ptsz);
-	struct hp_ring *R = stage_begin(c, h, n, s, htod);
+	struct hp_ring *R = stage_begin(c, h, n, 0, s, htod);
 	if (R == NULL)
 		return 0;
 	if (w > R->slot) { /* a row wider than a slot: as it is */

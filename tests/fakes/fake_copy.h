@@ -92,6 +92,17 @@ static int is_dev(const void *p)
  * answers for pageable memory. */
 CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
 {
+	/* RANGE_START_ADDR (11), RANGE_SIZE (12): device memory's allocation */
+	for (int i = 0; (attr == 11 || attr == 12) && i < ndev_mem; i++)
+		if ((char *)(uintptr_t)p >= devmem[i].base &&
+		    (char *)(uintptr_t)p < devmem[i].base + devmem[i].len) {
+			if (attr == 11)
+				*(CUdeviceptr *)data =
+				    (CUdeviceptr)(uintptr_t)devmem[i].base;
+			else
+				*(size_t *)data = devmem[i].len;
+			return OK;
+		}
 	if (attr != 2)
 		return 1;
 	if (is_dev((const void *)(uintptr_t)p)) {
@@ -209,6 +220,7 @@ struct xfer {
 	int rect; /* a 2D/3D copy: its rows' pageable bytes summed */
 	int flagged; /* a pageable-copy VIOLATION logged for it */
 	size_t paged; /* bytes of its segments on a pageable host side */
+	int refused; /* the late mode: a device side past its allocation */
 };
 
 static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
@@ -223,6 +235,7 @@ static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
 	x->wait = 0;
 	x->rect = x->flagged = 0;
 	x->paged = 0;
+	x->refused = 0;
 	return r;
 }
 
@@ -238,8 +251,12 @@ static long long no_pageable(void)
 
 static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 {
-	if (n == 0)
+	if (n == 0 || x->refused)
 		return;
+	if (late_dev_bad(src, n) || late_dev_bad(dst, n)) {
+		x->refused = 1;
+		return;
+	}
 	int hs = !is_dev(src), hd = !is_dev(dst);
 	int ps = hs && held_covers(src, n), pd = hd && held_covers(dst, n);
 	struct op *o = raw(sizeof(*o));
@@ -272,6 +289,8 @@ static CUresult end(struct xfer *x)
 	if (x->rect && !x->flagged && nopage >= 0 &&
 	    (long long)x->paged >= nopage)
 		logf_("VIOLATION pageable-copy 2D/3D %zu", x->paged);
+	if (x->refused)
+		return INVALID_VALUE;
 	if (x->wait)
 		run_queue(x->s, NULL); /* pageable D2H returns after the copy */
 	return OK;
@@ -579,10 +598,12 @@ CUresult cuEventDestroy_v2(struct event *e)
 COPY_FN2(cuMemcpyHtoDAsync_v2,
 	 (CUdeviceptr d, const void *h, size_t n, stream_t *s), (d, h, n, s), s,
 	 (gate_wait("FAKE_CUDA_HTOD_GATE", n),
+	  late_need_dev(&x.refused, (void *)(uintptr_t)d, n),
 	  seg(&x, (void *)(uintptr_t)d, h, n)))
 COPY_FN2(cuMemcpyDtoHAsync_v2,
 	 (void *h, CUdeviceptr d, size_t n, stream_t *s), (h, d, n, s), s,
-	 seg(&x, h, (const void *)(uintptr_t)d, n))
+	 (late_need_dev(&x.refused, (const void *)(uintptr_t)d, n),
+	  seg(&x, h, (const void *)(uintptr_t)d, n)))
 COPY_FN2(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr sr, size_t n, stream_t *s),
 	 (d, sr, n, s), s,
 	 seg(&x, (void *)(uintptr_t)d, (const void *)(uintptr_t)sr, n))

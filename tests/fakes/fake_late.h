@@ -15,7 +15,9 @@
  * event-of-ended-context" / "VIOLATION event-destroyed" (destroying an
  * event whose context ended is quiet: it went with its context).  Events
  * live at exit, neither destroyed nor gone with their context, are
- * counted in the log ("LATE events-live=N"), so leaks show. */
+ * counted in the log ("LATE events-live=N"), so leaks show.  A copy whose
+ * device side runs past the end of its allocation is refused whole
+ * (CUDA_ERROR_INVALID_VALUE), nothing written. */
 
 #include <signal.h>
 
@@ -123,6 +125,36 @@ void fake_cuda_stream_release(stream_t *s)
 	l->released++;
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* A device side [p, p+n) past the end of its allocation: the late mode's
+ * driver refuses the whole call (CUDA_ERROR_INVALID_VALUE) before any
+ * byte moves. */
+static int late_dev_bad(const void *p, size_t n)
+{
+	if (!late_on())
+		return 0;
+	for (int i = 0; i < ndev_mem; i++)
+		if ((const char *)p >= devmem[i].base &&
+		    (const char *)p < devmem[i].base + devmem[i].len)
+			return n > (size_t)(devmem[i].base + devmem[i].len -
+					    (const char *)p);
+	return 0;
+}
+
+/* The device side of an H2D or D2H copy must lie in one allocation (the
+ * late mode; else refused whole). */
+static void late_need_dev(int *refused, const void *p, size_t n)
+{
+	if (!late_on() || n == 0)
+		return;
+	for (int i = 0; i < ndev_mem; i++)
+		if ((const char *)p >= devmem[i].base &&
+		    (const char *)p < devmem[i].base + devmem[i].len &&
+		    n <= (size_t)(devmem[i].base + devmem[i].len -
+				  (const char *)p))
+			return;
+	*refused = 1;
 }
 
 /* ---- events per context ---- */

@@ -189,6 +189,27 @@ static int mode_other_ctx(void)
 	return 0;
 }
 
+/* Item 12: a copy the driver refuses outright (its device side past the
+ * end of the allocation: the late mode refuses it whole) is refused before
+ * any byte moves, staged or not: the destination is unchanged. */
+static int mode_past_end(void)
+{
+	size_t m = 32 * MB, n = 48 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(m);
+	fill(D(d), m, 50);
+	fill(h, n, 51);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) != 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), m, 50)); /* nothing written */
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) != 0);
+	CHECK(same(h, n, 51)); /* nothing written */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -196,6 +217,7 @@ int main(int argc, char **argv)
 	    {"streams", mode_streams},
 	    {"fork_ring", mode_fork_ring},
 	    {"other_ctx", mode_other_ctx},
+	    {"past_end", mode_past_end},
 	};
 	return staged_main("late", argc, argv, modes);
 }

@@ -57,6 +57,10 @@ if [ $rc = 0 ] && ! grep -q "VIOLATION registered-range-unmapped" "$log"; then
 	ok "late DMA: a ring whose release is refused is never unmapped"
 else bad "late DMA: a ring whose release is refused: rc=$rc $(grep VIOLATION "$log" | head -1)"; fi
 rm -f "$log"
+# Must hold (item 12): a copy past the end of a device allocation (which
+# the driver refuses whole) writes nothing of its destination, staged or
+# not.
+lt "a copy the driver refuses outright writes nothing" any -- past_end
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
