@@ -52,13 +52,13 @@ static void ring_exit_one(struct hp_ring *R)
 	 * registration and events with it: nothing to call (issue 32) */
 	if (R->state > 0 && (!hp_cuda_stage_fns() ||
 			     R->gen != hp_cuda_ctx_gen(R->ctx)))
-		R->state = -1;
+		R->state = -2;
 	if (R->state > 0 && R->claims == 0 && hp_capture_enter()) {
 		for (int i = 0; i < R->nseg * HP_RING_SLOTS; i++)
 			if (R->used[i])
 				hp_cuda_event_wait(R->ev[i]), R->used[i] = 0;
 		hp_capture_leave();
-		R->state = -1; /* not used again */
+		R->state = -2; /* not used again */
 		for (int g = 0; g < R->nseg; g++)
 			if (hp_cuda_ring_unregister(R->base[g]) == 0)
 				HP_CTR_SUB(ring_bytes, R->seglen);
@@ -115,7 +115,9 @@ static void ring_unmake(struct hp_ring *R)
 }
 
 /* Under R->mu: add a segment of slots to R, its events first, through the
- * context current on this thread; 0 if done. */
+ * context current on this thread; 0 if done; 1 if not now, for a moment
+ * (the pinned-memory caps full, a capture began); -1 if the driver or the
+ * system refused. */
 static int seg_add(struct hp_ring *R)
 {
 	int g = R->nseg;
@@ -134,7 +136,7 @@ static int seg_add(struct hp_ring *R)
 	     i++)
 		if (R->ev[i] == NULL)
 			r = hp_cuda_event_new(&R->ev[i]);
-	int reserved = 0;
+	int reserved = 0, moment = 0;
 	if (r == 0) {
 		/* pinned memory: under the caps with the blocks', in
 		 * the ledger (not a block's: the reports' pinned bytes
@@ -142,7 +144,7 @@ static int seg_add(struct hp_ring *R)
 		what = "reserved under HOSTPIN_MAX_PINNED and "
 		       "HOSTPIN_NODE_MAX_PINNED";
 		if (!(reserved = hp_cap_reserve_ring(len)))
-			r = -1;
+			r = -1, moment = 1;
 	}
 	if (r == 0) {
 		what = "mapped";
@@ -155,6 +157,7 @@ static int seg_add(struct hp_ring *R)
 		what = "registered";
 		if ((r = hp_cuda_ring_register(b, len)) != 0)
 			hp_real.munmap(b, len);
+		moment = r == -1; /* a capture began: not the driver's no */
 	}
 	if (r != 0 && reserved)
 		HP_CTR_SUB(ring_bytes, len);
@@ -168,7 +171,7 @@ static int seg_add(struct hp_ring *R)
 		       "large copies from unregistered memory go to the "
 		       "driver as they are%s", dir_name(R), len, what, r,
 		       g ? " when no slot is free" : "");
-		return -1;
+		return moment ? 1 : -1;
 	}
 	R->base[g] = b, R->slot = slot, R->seglen = len;
 	R->nseg = g + 1;
@@ -188,13 +191,28 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx)
 			return 0; /* in use: made again once let go */
 		ring_unmake(R);
 	}
-	if (R->state)
-		return R->state > 0 && R->ctx == ctx;
+	if (R->state > 0)
+		return R->ctx == ctx;
+	if (R->state == -2)
+		return 0; /* at exit */
+	if (R->state < 0 && R->skip > 0) {
+		R->skip--;
+		return 0;
+	}
 	uint64_t gen = hp_cuda_ctx_gen(ctx);
-	if (seg_add(R) != 0) {
+	int e = seg_add(R);
+	if (e != 0) {
+		/* not for good (issue 32): tried again at the next copy after
+		 * a moment's refusal, else after 1, 2, 4 ... 1024 copies */
+		R->backoff = e > 0 ? 0
+			   : R->backoff ? (R->backoff < 1024 ? 2 * R->backoff
+							      : 1024)
+					: 1;
+		R->skip = R->backoff;
 		R->state = -1;
 		return 0;
 	}
+	R->backoff = 0;
 	R->ctx = ctx, R->gen = gen;
 	static pthread_once_t first = PTHREAD_ONCE_INIT;
 	pthread_once(&first, rings_first);

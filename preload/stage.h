@@ -76,7 +76,9 @@ HP_HIDDEN int hp_stage_on(void);
 #define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
 struct hp_ring {
 	pthread_mutex_t mu;
-	int state; /* 0: not made yet; 1: ready; -1: could not be made */
+	int state; /* 0: not made yet; 1: ready; -1: could not be made (tried
+		    * again after skip copies); -2: exit */
+	int skip, backoff;
 	char *base[HP_RING_SEGS];
 	int nseg;
 	size_t slot, seglen;

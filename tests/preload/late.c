@@ -210,6 +210,36 @@ static int mode_past_end(void)
 	return 0;
 }
 
+/* Item 9: a pinned-memory cap full for a moment does not turn staging off
+ * for good.  The case sets HOSTPIN_MAX_PINNED=64M: a 48 MiB block
+ * registered at its first copy leaves no room for the H2D ring (32 MiB):
+ * the next copy from plain memory passes through; once the block is
+ * freed, the ring is made and the copy after is staged (the case counts
+ * the copies that reached the driver pageable: one). */
+static int mode_cap_transient(void)
+{
+	size_t m = 48 * MB, n = 16 * MB;
+	alarm(20);
+	CUdeviceptr d = dev(m);
+	char *blk = malloc(m), *h = plain(n);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 60);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(blk));
+	fill(h, n, 61);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(d), n, 61));
+	free(blk);
+	fill(h, n, 62);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* staged */
+	memset(h, 0, n);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(d), n, 62));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -218,6 +248,7 @@ int main(int argc, char **argv)
 	    {"fork_ring", mode_fork_ring},
 	    {"other_ctx", mode_other_ctx},
 	    {"past_end", mode_past_end},
+	    {"cap_transient", mode_cap_transient},
 	};
 	return staged_main("late", argc, argv, modes);
 }

@@ -61,6 +61,16 @@ rm -f "$log"
 # the driver refuses whole) writes nothing of its destination, staged or
 # not.
 lt "a copy the driver refuses outright writes nothing" any -- past_end
+# Must hold (item 9): the cap full for a moment (a registered block leaves
+# no room for the ring) does not turn staging off: once the block is
+# freed, the next copy is staged (one copy only reached the driver
+# pageable: the one while the cap was full).
+lt "a pinned-memory cap full for a moment: staging goes on once there is room" any \
+	HOSTPIN_MAX_PINNED=64M HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=1 \
+	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_MMAP=off -- cap_transient
+n=$(echo "$LT_LOG" | grep -c "VIOLATION pageable-copy")
+[ "$n" = 1 ] && ok "late DMA: cap full for a moment: one copy passed through, the next staged" ||
+	bad "late DMA: cap full for a moment: $n copies reached the driver pageable (want 1)"
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
