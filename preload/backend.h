@@ -117,6 +117,9 @@ unsigned hp_cuda_ctx_epoch(void);
  * comes back as the same handle) or the driver is unloaded; 0 if it is
  * not known alive.  What was made through it lives while this stays. */
 uint64_t hp_cuda_ctx_gen(uintptr_t ctx);
+/* The context stream s belongs to (cuStreamGetCtx); cur, the current
+ * one, for the default streams or when the driver cannot say. */
+uintptr_t hp_cuda_stream_ctx(struct CUstream_st *s, uintptr_t cur);
 int hp_cuda_host_known(const void *p);
 /* 0 if the driver says [d, d+n) runs past the end of the device
  * allocation holding d (it would refuse such a copy whole); else 1. */

@@ -784,6 +784,7 @@ static struct {
 	m2d_fn m2d; /* optional: without it 2D copies are not staged */
 	hp_CUresult (*query)(hp_cudaEvent_t); /* optional: slots reused by
 					       * their own stream only */
+	hp_CUresult (*sctx)(hp_cudaStream_t, hp_CUcontext *); /* optional */
 } sf;
 
 int hp_cuda_stage_fns(void)
@@ -798,6 +799,7 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
 	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
 	*(void **)&sf.query = hp_cuda_sym("cuEventQuery");
+	*(void **)&sf.sctx = hp_cuda_sym("cuStreamGetCtx");
 	/* without cuStreamIsCapturing a capturing stream cannot be told
 	 * apart: nothing is staged */
 	st = sf.htod && sf.dtoh && pf.cuStreamIsCapturing ? 1 : -1;
@@ -817,6 +819,17 @@ uintptr_t hp_cuda_ctx_current(void)
 unsigned hp_cuda_ctx_epoch(void)
 {
 	return atomic_load_explicit(&ctx_epoch, memory_order_relaxed);
+}
+
+uintptr_t hp_cuda_stream_ctx(hp_cudaStream_t s, uintptr_t cur)
+{
+	hp_CUcontext c = NULL;
+	/* the legacy and per-thread default streams: the current context's */
+	if (s == NULL || s == (hp_cudaStream_t)(uintptr_t)1 ||
+	    s == HP_CU_STREAM_PER_THREAD || !sf.sctx ||
+	    sf.sctx(s, &c) != HP_CUDA_SUCCESS || c == NULL)
+		return cur;
+	return (uintptr_t)c;
 }
 
 uint64_t hp_cuda_ctx_gen(uintptr_t ctx)

@@ -23,8 +23,16 @@
 #include "record.h"
 #include "stage.h"
 
-static struct hp_ring rings[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER},
-				  {.mu = PTHREAD_MUTEX_INITIALIZER}};
+/* The rings of each context that staged: [i][0] H2D, [i][1] D2H.  An
+ * entry is given to a context (its ctx set) under tab_mu, and taken back
+ * only once that context ended and no copy uses it. */
+#define CTXS 8
+#define RING_INIT {.mu = PTHREAD_MUTEX_INITIALIZER, .dir = 0}, \
+		  {.mu = PTHREAD_MUTEX_INITIALIZER, .dir = 1}
+static struct hp_ring rings[CTXS][2] = {
+    {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT},
+    {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT}};
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t st_ring; /* the rings' bytes, for the report */
 
 uint64_t hp_ring_bytes(void)
@@ -34,7 +42,7 @@ uint64_t hp_ring_bytes(void)
 
 static const char *dir_name(const struct hp_ring *R)
 {
-	return R == &rings[0] ? "H2D" : "D2H";
+	return R->dir ? "D2H" : "H2D";
 }
 
 /* At exit, before any library's destructor (atexit runs this before the
@@ -70,8 +78,8 @@ static void ring_exit(void)
 {
 	if (hp_in_child)
 		return;
-	ring_exit_one(&rings[0]);
-	ring_exit_one(&rings[1]);
+	for (int i = 0; i < CTXS; i++)
+		ring_exit_one(&rings[i][0]), ring_exit_one(&rings[i][1]);
 }
 
 /* Once, at the first ring made: the exit hook, the copy threads. */
@@ -182,9 +190,9 @@ static int seg_add(struct hp_ring *R)
 	return 0;
 }
 
-/* Under R->mu: make R once, through the context current on this thread.
- * 1 if ready. */
-static int ring_make(struct hp_ring *R, uintptr_t ctx)
+/* Under R->mu, R given to context ctx: make it once, through ctx current
+ * on this thread (make: it is).  1 if ready. */
+static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 {
 	if (R->state > 0 && R->gen != hp_cuda_ctx_gen(R->ctx)) {
 		if (R->claims > 0)
@@ -192,9 +200,9 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx)
 		ring_unmake(R);
 	}
 	if (R->state > 0)
-		return R->ctx == ctx;
-	if (R->state == -2)
-		return 0; /* at exit */
+		return 1;
+	if (R->state == -2 || !make)
+		return 0; /* at exit; or not its context current here */
 	if (R->state < 0 && R->skip > 0) {
 		R->skip--;
 		return 0;
@@ -213,20 +221,52 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx)
 		return 0;
 	}
 	R->backoff = 0;
-	R->ctx = ctx, R->gen = gen;
+	R->gen = gen;
 	static pthread_once_t first = PTHREAD_ONCE_INIT;
 	pthread_once(&first, rings_first);
 	R->state = 1;
 	return 1;
 }
 
-struct hp_ring *hp_ring_get(int htod, uintptr_t ctx)
+/* The entry for ctx in direction dir: its own, else one never given,
+ * else one whose context ended and that no copy uses (made again for
+ * ctx); NULL if none. */
+static struct hp_ring *entry(int dir, uintptr_t ctx, int make)
 {
-	struct hp_ring *R = &rings[htod ? 0 : 1];
+	struct hp_ring *R = NULL;
+	pthread_mutex_lock(&tab_mu);
+	for (int i = 0; i < CTXS && !R; i++)
+		if (rings[i][dir].ctx == ctx)
+			R = &rings[i][dir];
+	for (int i = 0; i < CTXS && !R && make; i++)
+		if (rings[i][dir].ctx == 0)
+			R = &rings[i][dir], R->ctx = ctx;
+	for (int i = 0; i < CTXS && !R && make; i++) {
+		struct hp_ring *E = &rings[i][dir];
+		pthread_mutex_lock(&E->mu);
+		if (E->claims == 0 && E->state != -2 &&
+		    E->gen != hp_cuda_ctx_gen(E->ctx)) {
+			if (E->state > 0)
+				ring_unmake(E);
+			E->state = 0, E->skip = E->backoff = 0;
+			E->ctx = ctx;
+			R = E;
+		}
+		pthread_mutex_unlock(&E->mu);
+	}
+	pthread_mutex_unlock(&tab_mu);
+	return R;
+}
+
+struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make)
+{
+	/* a ring is used through the context it was made in (its events
+	 * are that context's): each context its own */
+	struct hp_ring *R = entry(htod ? 0 : 1, ctx, make);
+	if (R == NULL)
+		return NULL;
 	pthread_mutex_lock(&R->mu);
-	/* the ring is used through the context it was made in (its
-	 * events are that context's); other contexts' copies pass */
-	int ok = ring_make(R, ctx);
+	int ok = ring_make(R, ctx, make);
 	if (ok)
 		R->claims++;
 	pthread_mutex_unlock(&R->mu);

@@ -95,7 +95,10 @@ static struct hp_ring *stage_begin(const hp_copy_t *c, const void *h,
 	 * any wait now would invalidate a capture elsewhere (invariant 13). */
 	if (hp_cuda_capturing(s) || !hp_capture_enter())
 		return NULL;
-	struct hp_ring *R = hp_ring_get(htod, ctx);
+	/* the ring of the stream's context (a device's stream may be used
+	 * with another device current): made only through the current one */
+	uintptr_t sc = hp_cuda_stream_ctx(s, ctx);
+	struct hp_ring *R = hp_ring_get(htod, sc, sc == ctx);
 	if (R == NULL)
 		hp_capture_leave();
 	return R;

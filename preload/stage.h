@@ -62,9 +62,10 @@ HP_HIDDEN int hp_stage_on(void);
 /* ---- inside the copy engine ----
  * ring.c: the staging rings, one per direction.  Their slots are owned per
  * stream until the event recorded after their last DMA completes.
- * hp_ring_get: the ring of that direction, made (once) through ctx and
- * claimed (not made again while claimed), or NULL (it could not be made,
- * or it was made through another context); hp_ring_put lets go of it.
+ * Rings belong to a context (a device): hp_ring_get: ctx's ring of that
+ * direction, claimed (not made again while claimed), made (once) through
+ * ctx if make (ctx is current here), or NULL (it could not be made, or ctx
+ * has none and is not current); hp_ring_put lets go of it.
  * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
  * was on s; first: the copy holds none yet, the ring may grow for it),
  * taken until hp_ring_release; -1 if none (never a wait).
@@ -76,6 +77,7 @@ HP_HIDDEN int hp_stage_on(void);
 #define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
 struct hp_ring {
 	pthread_mutex_t mu;
+	int dir; /* 0: H2D, 1: D2H */
 	int state; /* 0: not made yet; 1: ready; -1: could not be made (tried
 		    * again after skip copies); -2: exit */
 	int skip, backoff;
@@ -91,7 +93,7 @@ struct hp_ring {
 	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
 	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
 };
-HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx);
+HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
 HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
 HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);

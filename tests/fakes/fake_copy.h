@@ -44,6 +44,7 @@ typedef struct CUstream_st {
 	pthread_t owner;	/* the thread that began it */
 	unsigned long long enq;	/* ops queued so far */
 	struct late *late;	/* FAKE_CUDA_LATE_DMA: its worker */
+	void *ctx;		/* the context current when it was made */
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;
@@ -341,6 +342,7 @@ CUresult cuStreamCreate(stream_t **ps, unsigned flags)
 	stream_t *s = raw(sizeof(stream_t));
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->mu, NULL);
+	s->ctx = depth ? stack[depth - 1] : NULL;
 	pthread_mutex_lock(&mu);
 	if (nstreams < NSTREAMS)
 		streams[nstreams++] = s;
@@ -496,6 +498,8 @@ CUresult cuEventRecord(struct event *e, stream_t *s)
 	ENTRY("cuEventRecord");
 	pthread_mutex_unlock(&mu);
 	CUresult lr = late_ev_check(e, "cuEventRecord", 0);
+	if (lr == OK)
+		lr = late_ev_stream(e, S(s));
 	if (lr)
 		return lr;
 	struct op *o = raw(sizeof(*o));

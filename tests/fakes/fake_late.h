@@ -215,6 +215,36 @@ static CUresult late_ev_check(struct event *e, const char *fn, int destroy)
 	return r;
 }
 
+/* An event recorded on a stream of another context: the driver refuses
+ * (CUDA_ERROR_INVALID_HANDLE), logged as "LATE event-on-other-context". */
+static CUresult late_ev_stream(struct event *e, stream_t *s)
+{
+	if (!late_on() || !s->ctx)
+		return OK; /* the legacy and per-thread streams: any context */
+	CUresult r = OK;
+	pthread_mutex_lock(&mu);
+	for (int i = late_nev - 1; i >= 0; i--)
+		if (late_ev[i].e == e) {
+			if (late_ev[i].ctx && late_ev[i].ctx != s->ctx) {
+				logf_("LATE event-on-other-context");
+				r = 400;
+			}
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* The context a stream was made in (the legacy and per-thread streams:
+ * the current one). */
+CUresult cuStreamGetCtx(stream_t *s, CUcontext *c);
+CUresult cuStreamGetCtx(stream_t *s, CUcontext *c)
+{
+	stream_t *t = S(s);
+	*c = t->ctx ? (CUcontext)t->ctx : depth ? stack[depth - 1] : NULL;
+	return *c ? OK : INVALID_CONTEXT;
+}
+
 /* A forked child has no workers: its streams start new ones. */
 static void late_child(void)
 {

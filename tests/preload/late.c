@@ -240,6 +240,45 @@ static int mode_cap_transient(void)
 	return 0;
 }
 
+/* Items 11 and 5: the rings belong to a context.  Copies on device 1's
+ * context (current) are staged through its own rings (the case: none
+ * reaches the driver pageable); with device 0 current, a copy onto device
+ * 1's stream (the driver allows it) succeeds whole, with its data: the
+ * fake refuses an event of one context recorded on another's stream. */
+static int mode_two_devices(void)
+{
+	size_t n = 16 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	CUstream s0, s1;
+	CHECK(cuStreamCreate(&s0, 0) == 0);
+	fill(h, n, 70);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s0) == 0); /* device 0's rings */
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s0) == 0);
+	CHECK(same(h, n, 70));
+	CUcontext c1;
+	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CHECK(cuCtxSetCurrent(c1) == 0);
+	CHECK(cuStreamCreate(&s1, 0) == 0);
+	for (unsigned i = 0; i < 10; i++) {
+		fill(h, n, 71 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s1) == 0);
+		memset(h, 0, n);
+		CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s1) == 0);
+		CHECK(same(h, n, 71 + i));
+	}
+	CHECK(cuCtxSetCurrent(ctx) == 0); /* device 0 current */
+	fill(h, n, 90);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s1) == 0); /* device 1's stream */
+	memset(h, 0, n);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d), n, 90));
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s1) == 0);
+	CHECK(same(h, n, 90));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -249,6 +288,7 @@ int main(int argc, char **argv)
 	    {"other_ctx", mode_other_ctx},
 	    {"past_end", mode_past_end},
 	    {"cap_transient", mode_cap_transient},
+	    {"two_devices", mode_two_devices},
 	};
 	return staged_main("late", argc, argv, modes);
 }

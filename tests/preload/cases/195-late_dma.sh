@@ -71,6 +71,11 @@ lt "a pinned-memory cap full for a moment: staging goes on once there is room" a
 n=$(echo "$LT_LOG" | grep -c "VIOLATION pageable-copy")
 [ "$n" = 1 ] && ok "late DMA: cap full for a moment: one copy passed through, the next staged" ||
 	bad "late DMA: cap full for a moment: $n copies reached the driver pageable (want 1)"
+# Must hold (items 11, 5): copies on a second device's context are staged
+# through that context's rings (none reaches the driver pageable); a copy
+# onto device 1's stream with device 0 current succeeds whole.
+lt "rings per context: a second device's copies staged; a copy onto another device's stream succeeds" \
+	staged -- two_devices
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
