@@ -112,11 +112,12 @@ void hp_cuda_forget(struct hp_rec *r);
 int hp_cuda_stage_fns(void);
 uintptr_t hp_cuda_ctx_current(void);
 unsigned hp_cuda_ctx_epoch(void);
-/* What the context ctx (current on this thread, or learnt before) is now:
+/* What the context ctx (current on this thread: current, learnt then; or
+ * learnt before) is now:
  * a value that changes when it ends (a primary context reset or released
  * comes back as the same handle) or the driver is unloaded; 0 if it is
  * not known alive.  What was made through it lives while this stays. */
-uint64_t hp_cuda_ctx_gen(uintptr_t ctx);
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current);
 /* The context stream s belongs to (cuStreamGetCtx); cur, the current
  * one, for the default streams or when the driver cannot say. */
 uintptr_t hp_cuda_stream_ctx(struct CUstream_st *s, uintptr_t cur);

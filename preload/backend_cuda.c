@@ -832,11 +832,11 @@ uintptr_t hp_cuda_stream_ctx(hp_cudaStream_t s, uintptr_t cur)
 	return (uintptr_t)c;
 }
 
-uint64_t hp_cuda_ctx_gen(uintptr_t ctx)
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current)
 {
 	if (!load())
 		return 0; /* no driver: nothing made through any context lives */
-	if (ctx == hp_cuda_ctx_current())
+	if (current)
 		learn_ctx((hp_CUcontext)ctx);
 	uint64_t g = 0;
 	pthread_mutex_lock(&own_mu);

@@ -59,7 +59,7 @@ static void ring_exit_one(struct hp_ring *R)
 	 * plug-in closed), or the ring's context ended, took the ring's
 	 * registration and events with it: nothing to call (issue 32) */
 	if (R->state > 0 && (!hp_cuda_stage_fns() ||
-			     R->gen != hp_cuda_ctx_gen(R->ctx)))
+			     R->gen != hp_cuda_ctx_gen(R->ctx, 0)))
 		R->state = -2;
 	if (R->state > 0 && R->claims == 0 && hp_capture_enter()) {
 		for (int i = 0; i < R->nseg * HP_RING_SLOTS; i++)
@@ -194,7 +194,7 @@ static int seg_add(struct hp_ring *R)
  * on this thread (make: it is).  1 if ready. */
 static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 {
-	if (R->state > 0 && R->gen != hp_cuda_ctx_gen(R->ctx)) {
+	if (R->state > 0 && R->gen != hp_cuda_ctx_gen(R->ctx, 0)) {
 		if (R->claims > 0)
 			return 0; /* in use: made again once let go */
 		ring_unmake(R);
@@ -207,7 +207,7 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 		R->skip--;
 		return 0;
 	}
-	uint64_t gen = hp_cuda_ctx_gen(ctx);
+	uint64_t gen = hp_cuda_ctx_gen(ctx, 1);
 	int e = seg_add(R);
 	if (e != 0) {
 		/* not for good (issue 32): tried again at the next copy after
@@ -245,7 +245,7 @@ static struct hp_ring *entry(int dir, uintptr_t ctx, int make)
 		struct hp_ring *E = &rings[i][dir];
 		pthread_mutex_lock(&E->mu);
 		if (E->claims == 0 && E->state != -2 &&
-		    E->gen != hp_cuda_ctx_gen(E->ctx)) {
+		    E->gen != hp_cuda_ctx_gen(E->ctx, 0)) {
 			if (E->state > 0)
 				ring_unmake(E);
 			E->state = 0, E->skip = E->backoff = 0;
