@@ -279,6 +279,57 @@ static int mode_two_devices(void)
 	return 0;
 }
 
+/* Item 4: the program's own registration of a block hostpin is registering
+ * in the background succeeds (invariant 8: hostpin steps aside).  The
+ * block's first 8 MiB piece is registered, the second held in the fake's
+ * gate (as prefix_small); a helper thread lets every held registration
+ * through one at a time (its outcome does not depend on when).  The
+ * program then registers the whole block itself: it must succeed. */
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+static _Atomic int own_done;
+static void *gatekeeper(void *arg)
+{
+	(void)arg;
+	while (!own_done) {
+		if (fake_cuda_gate_waiters() > 0)
+			fake_cuda_open_gate_once();
+		usleep(1000);
+	}
+	fake_cuda_open_gate();
+	return NULL;
+}
+
+static int mode_own_register(void)
+{
+	size_t m = 32 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 100);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, gatekeeper, NULL) == 0);
+	int r = cuMemHostRegister_v2(blk, m, 0);
+	printf("the program's own registration: %d\n", r);
+	CHECK(r == 0);
+	CHECK(fake_cuda_is_registered(blk, m));
+	CHECK(cuMemHostUnregister(blk) == 0);
+	own_done = 1;
+	CHECK(pthread_join(t, NULL) == 0);
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -289,6 +340,7 @@ int main(int argc, char **argv)
 	    {"past_end", mode_past_end},
 	    {"cap_transient", mode_cap_transient},
 	    {"two_devices", mode_two_devices},
+	    {"own_register", mode_own_register},
 	};
 	return staged_main("late", argc, argv, modes);
 }

@@ -76,6 +76,12 @@ n=$(echo "$LT_LOG" | grep -c "VIOLATION pageable-copy")
 # onto device 1's stream with device 0 current succeeds whole.
 lt "rings per context: a second device's copies staged; a copy onto another device's stream succeeds" \
 	staged -- two_devices
+# Must hold (item 4): the program's own registration of a block being
+# registered in the background succeeds: hostpin cancels what is left and
+# steps aside.
+lt "the program registers a block being registered in the background: it succeeds" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 -- own_register
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
