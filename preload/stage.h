@@ -102,6 +102,28 @@ HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
 HP_HIDDEN char *hp_ring_slot(const struct hp_ring *R, int k);
 HP_HIDDEN uint64_t hp_ring_bytes(void);
 
+/* stage.c, for stage_rect.c: the plan's steps.  hp_stage_begin: the ring
+ * a copy of n bytes from or to host memory h (device side d, 0: not
+ * checked) on s may be staged through, the capture gate entered and the
+ * ring claimed, or NULL; hp_stage_done lets go of both (staged: counted).
+ * hp_stage_run_htod / _dtoh: the chunk loops, m chunks: fill or drain
+ * copies chunk i between the program's memory and a slot, issue enqueues
+ * its DMA on s; *none: no slot could be taken (nothing done).
+ * hp_program_stream: the stream a copy runs on (ptsz: stream 0 is the
+ * per-thread one). */
+HP_HIDDEN struct hp_ring *hp_stage_begin(const hp_copy_t *c, const void *h, size_t n,
+			       uintptr_t d, hp_cudaStream_t s, int htod);
+HP_HIDDEN void hp_stage_done(struct hp_ring *R, size_t n, int staged);
+HP_HIDDEN int hp_stage_run_htod(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      void (*fill)(size_t i, char *sl, void *arg),
+		      int (*issue)(size_t i, char *sl, void *arg), void *arg,
+		      int *none);
+HP_HIDDEN int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      int (*issue)(size_t i, char *sl, void *arg),
+		      void (*drain)(size_t i, char *sl, void *arg), void *arg,
+		      int *none);
+HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
+
 /* pool.c: the copy threads (HOSTPIN_STAGE_THREADS, the calling thread
  * counted), started once (hp_pool_start); a memcpy, and rows rows of w
  * bytes dp and sp bytes apart, by them together. */
