@@ -112,6 +112,15 @@ void hp_cuda_forget(struct hp_rec *r);
 int hp_cuda_stage_fns(void);
 uintptr_t hp_cuda_ctx_current(void);
 unsigned hp_cuda_ctx_epoch(void);
+/* What the context ctx (current on this thread: current, learnt then; or
+ * learnt before) is now:
+ * a value that changes when it ends (a primary context reset or released
+ * comes back as the same handle) or the driver is unloaded; 0 if it is
+ * not known alive.  What was made through it lives while this stays. */
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current);
+/* The context stream s belongs to (cuStreamGetCtx); cur, the current
+ * one, for the default streams or when the driver cannot say. */
+uintptr_t hp_cuda_stream_ctx(struct CUstream_st *s, uintptr_t cur);
 int hp_cuda_host_known(const void *p);
 /* The driver's memory type of p (CU_MEMORYTYPE_HOST 1, DEVICE 2, ...), 0
  * where it does not know p (pageable memory) or cannot say; after
@@ -121,8 +130,15 @@ unsigned hp_cuda_mem_type(const void *p);
  * (cuCtxSynchronize), not while a capture forbids it: 0 if waited, -1 if
  * not (no driver, no context, a capture). */
 int hp_cuda_wait_context(void);
+/* 0 if the driver says [d, d+n) runs past the end of the device
+ * allocation holding d (it would refuse such a copy whole); else 1. */
+int hp_cuda_dev_fits(uintptr_t d, size_t n);
 int hp_cuda_ring_register(void *p, size_t n);
-/* At exit: unregister the ring at p (through a context hostpin knows). */
+/* Unregister the ring at p (through a context hostpin knows): 0, or the
+ * driver's error (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED also when the
+ * driver that registered it is gone), -1 if refused without a call (a
+ * capture in progress, a forked child): then it may still be
+ * registered. */
 int hp_cuda_ring_unregister(void *p);
 int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
 		       struct CUstream_st *s);
@@ -134,6 +150,9 @@ int hp_cuda_2d_async(const struct hp_CUDA_MEMCPY2D *p, struct CUstream_st *s);
 int hp_cuda_event_new(void **ev);
 int hp_cuda_event_record(void *ev, struct CUstream_st *s);
 int hp_cuda_event_wait(void *ev);
+/* 0 if ev completed, else not (the driver's answer; no wait). */
+int hp_cuda_event_query(void *ev);
+int hp_cuda_event_free(void *ev);
 int hp_cuda_stream_wait(struct CUstream_st *s);
 /* backend_cuda.c, the fork child handler: the fence locks are free again
  * (a thread of the parent may have held one at the fork; it does not

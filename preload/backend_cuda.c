@@ -52,6 +52,7 @@ static _Atomic int sf_state;
 /* Counts the contexts that ended and the drivers forgotten: the staging
  * ring (hp_cuda_ctx_epoch) is made again after either. */
 static _Atomic unsigned ctx_epoch;
+static _Atomic unsigned drv_gen; /* drivers forgotten (unloaded) */
 /* The loader's generation at the last miss: until objects are loaded or
  * unloaded, the driver cannot have appeared, and glibc's library search
  * (tens of microseconds) is not repeated for every
@@ -83,6 +84,7 @@ static void forget_driver(void)
 	atomic_store_explicit(&pf_state, 0, memory_order_release);
 	atomic_store_explicit(&sf_state, 0, memory_order_release);
 	atomic_fetch_add_explicit(&ctx_epoch, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&drv_gen, 1, memory_order_relaxed);
 	/* the policy sends the blocks back to pending */
 	hp_backend_report(HP_EV_DEVICE_LOST);
 }
@@ -213,6 +215,7 @@ static struct {
 	hp_CUcontext ctx;
 	int dev;
 	int alive;
+	unsigned gen; /* its ends (a primary context comes back the same) */
 } ctxs[MAX_CTXS];
 static int nctxs;
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -272,8 +275,8 @@ static void mark_ended(hp_CUcontext ctx)
 {
 	pthread_mutex_lock(&own_mu);
 	for (int i = 0; i < nctxs; i++)
-		if (ctxs[i].ctx == ctx)
-			ctxs[i].alive = 0;
+		if (ctxs[i].ctx == ctx && ctxs[i].alive)
+			ctxs[i].alive = 0, ctxs[i].gen++;
 	pthread_mutex_unlock(&own_mu);
 	/* relaxed: a stale known_ctx is only a context to push, which the
 	 * table then refuses */
@@ -745,7 +748,9 @@ void hp_cuda_quiesce(hp_rec_t *r)
 	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
 	unlock(l);
-	if (ev == NULL || hp_cuda_copy_fns() != 1)
+	/* the driver that made ev unloaded: ev died with it (no call into
+	 * an unloaded driver) */
+	if (ev == NULL || !load() || hp_cuda_copy_fns() != 1)
 		return;
 	/* A block is neither unregistered nor released while a copy that
 	 * used it may still run. */
@@ -777,6 +782,9 @@ static struct {
 	dtoh_fn dtoh;
 	ptrattr_fn attr;
 	m2d_fn m2d; /* optional: without it 2D copies are not staged */
+	hp_CUresult (*query)(hp_cudaEvent_t); /* optional: slots reused by
+					       * their own stream only */
+	hp_CUresult (*sctx)(hp_cudaStream_t, hp_CUcontext *); /* optional */
 } sf;
 
 int hp_cuda_stage_fns(void)
@@ -790,6 +798,8 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
 	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
+	*(void **)&sf.query = hp_cuda_sym("cuEventQuery");
+	*(void **)&sf.sctx = hp_cuda_sym("cuStreamGetCtx");
 	/* without cuStreamIsCapturing a capturing stream cannot be told
 	 * apart: nothing is staged */
 	st = sf.htod && sf.dtoh && pf.cuStreamIsCapturing ? 1 : -1;
@@ -809,6 +819,33 @@ uintptr_t hp_cuda_ctx_current(void)
 unsigned hp_cuda_ctx_epoch(void)
 {
 	return atomic_load_explicit(&ctx_epoch, memory_order_relaxed);
+}
+
+uintptr_t hp_cuda_stream_ctx(hp_cudaStream_t s, uintptr_t cur)
+{
+	hp_CUcontext c = NULL;
+	/* the legacy and per-thread default streams: the current context's */
+	if (s == NULL || s == (hp_cudaStream_t)(uintptr_t)1 ||
+	    s == HP_CU_STREAM_PER_THREAD || !sf.sctx ||
+	    sf.sctx(s, &c) != HP_CUDA_SUCCESS || c == NULL)
+		return cur;
+	return (uintptr_t)c;
+}
+
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current)
+{
+	if (!load())
+		return 0; /* no driver: nothing made through any context lives */
+	if (current)
+		learn_ctx((hp_CUcontext)ctx);
+	uint64_t g = 0;
+	pthread_mutex_lock(&own_mu);
+	for (int i = 0; i < nctxs && !g; i++)
+		if (ctxs[i].ctx == (hp_CUcontext)ctx && ctxs[i].alive)
+			g = ((uint64_t)ctxs[i].gen << 1 | 1) << 31;
+	pthread_mutex_unlock(&own_mu);
+	return g ? g | atomic_load_explicit(&drv_gen, memory_order_relaxed)
+		 : 0;
 }
 
 #define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
@@ -842,6 +879,21 @@ int hp_cuda_host_known(const void *p)
 			      HP_CUDA_SUCCESS;
 }
 
+#define HP_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define HP_CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
+int hp_cuda_dev_fits(uintptr_t d, size_t n)
+{
+	hp_CUdeviceptr start = 0;
+	size_t size = 0;
+	if (!sf.attr ||
+	    sf.attr(&start, HP_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) !=
+		HP_CUDA_SUCCESS ||
+	    sf.attr(&size, HP_CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) !=
+		HP_CUDA_SUCCESS)
+		return 1; /* not known: the driver's to refuse */
+	return d >= start && d - start <= size && n <= size - (d - start);
+}
+
 int hp_cuda_ring_register(void *p, size_t n)
 {
 	if (!hp_capture_enter())
@@ -854,9 +906,12 @@ int hp_cuda_ring_register(void *p, size_t n)
 
 int hp_cuda_ring_unregister(void *p)
 {
-	if (hp_in_child || atomic_load_explicit(&cu_loaded,
-						memory_order_acquire) <= 0 ||
-	    driver_gone() || !hp_capture_enter())
+	if (hp_in_child)
+		return -1;
+	if (atomic_load_explicit(&cu_loaded, memory_order_acquire) <= 0 ||
+	    driver_gone())
+		return HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; /* died with it */
+	if (!hp_capture_enter())
 		return -1;
 	int pushed = enter_ctx(), r = -1;
 	if (pushed >= 0) {
@@ -902,6 +957,16 @@ int hp_cuda_event_record(void *ev, hp_cudaStream_t s)
 int hp_cuda_event_wait(void *ev)
 {
 	return pf.cuEventSynchronize((hp_cudaEvent_t)ev);
+}
+
+int hp_cuda_event_query(void *ev)
+{
+	return sf.query ? sf.query((hp_cudaEvent_t)ev) : 600 /* NOT_READY */;
+}
+
+int hp_cuda_event_free(void *ev)
+{
+	return pf.cuEventDestroy_v2((hp_cudaEvent_t)ev);
 }
 
 int hp_cuda_stream_wait(hp_cudaStream_t s)

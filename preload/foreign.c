@@ -110,6 +110,10 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	int *n = arg;
 	uint32_t st = hp_busy_begin(r, s);
+	/* being registered in the background: what is left cancelled, the
+	 * pieces made undone, then stepped aside as for any block */
+	if (!st && hp_register_cancel(r))
+		st = hp_busy_begin(r, s);
 	if (!st)
 		return 0;
 	/* Step aside: the application's registration must not fail with

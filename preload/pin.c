@@ -142,7 +142,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 }
 
 void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
-		 void (*done)(uintptr_t upto))
+		 int (*done)(uintptr_t upto))
 {
 	/* A range the program registered itself is left alone until the
 	 * program unregisters it (hp_foreign_end pins it then): not pending,
@@ -209,6 +209,10 @@ void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 	if (hp_rflags(r) & HOSTPIN_PENDING) {
 		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_PENDING);
 		HP_CTR_SUB(pending_blocks, 1);
+	}
+	if (e == ECANCELED) { /* the block's owner or the program took over */
+		HP_CTR_SUB(pinned_bytes_now, len);
+		return;
 	}
 	if (e) {
 		/* HOSTPIN_MLOCK: a block the device refused is at least kept
@@ -791,6 +795,9 @@ void hp_pin_fork_child(void)
 	hp_backend->fork_child();
 	hp_registry_each(&hp_reg, child_forget, NULL);
 	atomic_store_explicit(&hp_ctr.pinned_bytes_now, 0, memory_order_relaxed);
+	/* nor the staging rings' registrations: the parent's slot counts
+	 * them, the child's must not count them again */
+	atomic_store_explicit(&hp_ctr.ring_bytes, 0, memory_order_relaxed);
 	hp_in_hook--;
 }
 

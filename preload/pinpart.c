@@ -75,7 +75,7 @@ int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 }
 
 int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
-		      void (*done)(uintptr_t upto), int fault)
+		      int (*done)(uintptr_t upto), int fault)
 {
 	size_t c;
 	enum unit u = unit_of(1, &c);
@@ -95,12 +95,14 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 			if (fault)
 				hp_prefault((void *)x, n - x);
 			e = hp_backend->pin((void *)x, n - x, why);
+			if (!e && done(n)) {
+				e = ECANCELED, *why = "cancelled";
+				x = n; /* undo this piece too */
+			}
 			if (e) {
 				const char *w;
 				done(base); /* no copy uses [base, x) now */
 				cells_unpin_c(base, x, u, c, &w);
-			} else {
-				done(n);
 			}
 		}
 		hp_capture_unhold();

@@ -50,10 +50,16 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * for it, a forked child, no thread). */
 HP_HIDDEN int hp_register_later(hp_rec_t *r, const hp_snap_t *s);
 /* pin.c: hp_pin, registering piece by piece and reporting each piece to
- * done (hp_cells_pin_each); also done(base) before a registration made is
- * undone.  The registration thread's (register.c). */
+ * done (hp_cells_pin_each: done's non-zero answer cancels the rest, the
+ * pieces made undone, the block left unregistered); also done(base) before
+ * a registration made is undone.  The registration thread's
+ * (register.c). */
 HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
-			   void (*done)(uintptr_t upto));
+			   int (*done)(uintptr_t upto));
+/* register.c: if r is the block the registration thread is registering,
+ * cancel what is left of it and wait until the thread let go of it (the
+ * pieces made undone): 1; 0 if r is not that block. */
+HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32
@@ -226,10 +232,11 @@ HP_HIDDEN int hp_cells_unpin(uintptr_t base, size_t len, const char **why);
 /* hp_cells_pin one registration at a time (the pieces of
  * hp_cells_piece_end), done(end of the registered prefix) after each; on a
  * failure done(base) before the pieces made are undone (the caller makes
- * sure then that no copy uses them).  fault: each piece pre-faulted
+ * sure then that no copy uses them); when done answers non-zero after a
+ * piece, the same, and ECANCELED.  fault: each piece pre-faulted
  * (hp_prefault) just before it is registered.  done NULL: hp_cells_pin. */
 HP_HIDDEN int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
-				void (*done)(uintptr_t upto), int fault);
+				int (*done)(uintptr_t upto), int fault);
 /* For a range [base, base+len) a device backend registered: the end of its
  * registration that holds x (its cell's, cut every HP_REG_PIECE_MAX bytes
  * from the cell's start); base+len where one lock covers it all. */

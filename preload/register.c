@@ -70,6 +70,10 @@ static struct {
 	uintptr_t base, upto;
 	size_t len;
 	int readers;
+	/* the block held now (pre.r's until its claim is let go), and
+	 * whether its owner or the program cancelled what is left */
+	const hp_rec_t *held;
+	int cancel;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Under pre.mu: no copy reads the prefix any more. */
@@ -81,14 +85,34 @@ static void pre_drain(void)
 
 /* hp_pin_each's report: [pre.base, upto) is registered; upto == base:
  * nothing is (a piece is about to be unregistered): withdrawn, and the
- * copies that read it waited for. */
-static void pre_progress(uintptr_t upto)
+ * copies that read it waited for.  Non-zero: cancelled, stop. */
+static int pre_progress(uintptr_t upto)
 {
 	pthread_mutex_lock(&pre.mu);
-	pre.upto = upto;
+	int c = pre.cancel && upto > pre.base;
+	if (!c)
+		pre.upto = upto;
 	if (upto <= pre.base)
 		pre_drain();
 	pthread_mutex_unlock(&pre.mu);
+	return c;
+}
+
+int hp_register_cancel(const hp_rec_t *r)
+{
+	if (r == NULL)
+		return 0;
+	pthread_mutex_lock(&pre.mu);
+	int k = pre.held == r;
+	if (k) {
+		/* after the piece in flight (one piece at most), the thread
+		 * undoes the pieces made and lets go */
+		pre.cancel = 1;
+		while (pre.held == r)
+			pthread_cond_wait(&pre.cv, &pre.mu);
+	}
+	pthread_mutex_unlock(&pre.mu);
+	return k;
 }
 
 int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
@@ -146,6 +170,7 @@ static int run_job(const struct job *j)
 		       "background", (void *)s.base, s.len);
 		pthread_mutex_lock(&pre.mu);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
+		pre.held = r, pre.cancel = 0;
 		pthread_mutex_unlock(&pre.mu);
 		hp_pin_each(r, s.base, s.len, pre_progress);
 		/* registered (copies now fenced as the block's: hp_copy_end)
@@ -161,6 +186,12 @@ static int run_job(const struct job *j)
 						  memory_order_relaxed);
 	}
 	hp_busy_end(r, st);
+	pthread_mutex_lock(&pre.mu);
+	if (pre.held == r) {
+		pre.held = NULL, pre.cancel = 0;
+		pthread_cond_broadcast(&pre.cv);
+	}
+	pthread_mutex_unlock(&pre.mu);
 	return 0;
 }
 
@@ -263,6 +294,7 @@ void hp_register_fork_child(void)
 	pthread_mutex_init(&pre.mu, NULL);
 	pthread_cond_init(&pre.cv, NULL);
 	pre.r = NULL, pre.readers = 0;
+	pre.held = NULL, pre.cancel = 0;
 	bg.on = bg.busy = 0;
 	bg.head = bg.n = 0;
 	bg.stop = 1; /* a child registers nothing in the background */

@@ -4,6 +4,8 @@
 #ifndef HP_STAGE_H
 #define HP_STAGE_H
 
+#include <pthread.h>
+
 #include "hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
@@ -65,5 +67,78 @@ HP_HIDDEN void hp_register_prefix_leave(void);
 
 /* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
 HP_HIDDEN int hp_stage_on(void);
+
+/* ---- inside the copy engine ----
+ * ring.c: the staging rings, one per direction.  Their slots are owned per
+ * stream until the event recorded after their last DMA completes.
+ * Rings belong to a context (a device): hp_ring_get: ctx's ring of that
+ * direction, claimed (not made again while claimed), made (once) through
+ * ctx if make (ctx is current here), or NULL (it could not be made, or ctx
+ * has none and is not current); hp_ring_put lets go of it.
+ * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
+ * was on s; first: the copy holds none yet, the ring may grow for it),
+ * taken until hp_ring_release; -1 if none (never a wait).
+ * hp_ring_wait: wait for the taken slot's last DMA (s's own work).
+ * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
+ * its event (if that fails, wait for s).  hp_ring_slot: slot k's bytes. */
+#define HP_RING_SLOTS 4 /* a segment's */
+#define HP_RING_SEGS 8 /* at most: grown when every slot is another stream's */
+#define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
+struct hp_ring {
+	pthread_mutex_t mu;
+	int dir; /* 0: H2D, 1: D2H */
+	int state; /* 0: not made yet; 1: ready; -1: could not be made (tried
+		    * again after skip copies); -2: exit */
+	int skip, backoff;
+	char *base[HP_RING_SEGS];
+	int nseg;
+	size_t slot, seglen;
+	uintptr_t ctx; /* the context it was made through */
+	uint64_t gen; /* hp_cuda_ctx_gen(ctx) then: made again when it changes */
+	int claims; /* copies using it */
+	void *ev[HP_RING_MAX];
+	/* under mu: taken by a copy; the rest: by whoever took the slot */
+	int taken[HP_RING_MAX];
+	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
+	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
+};
+HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make);
+HP_HIDDEN void hp_ring_put(struct hp_ring *R);
+HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
+HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
+HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s);
+HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
+HP_HIDDEN char *hp_ring_slot(const struct hp_ring *R, int k);
+HP_HIDDEN uint64_t hp_ring_bytes(void);
+
+/* stage.c, for stage_rect.c: the plan's steps.  hp_stage_begin: the ring
+ * a copy of n bytes from or to host memory h (device side d, 0: not
+ * checked) on s may be staged through, the capture gate entered and the
+ * ring claimed, or NULL; hp_stage_done lets go of both (staged: counted).
+ * hp_stage_run_htod / _dtoh: the chunk loops, m chunks: fill or drain
+ * copies chunk i between the program's memory and a slot, issue enqueues
+ * its DMA on s; *none: no slot could be taken (nothing done).
+ * hp_program_stream: the stream a copy runs on (ptsz: stream 0 is the
+ * per-thread one). */
+HP_HIDDEN struct hp_ring *hp_stage_begin(const hp_copy_t *c, const void *h, size_t n,
+			       uintptr_t d, hp_cudaStream_t s, int htod);
+HP_HIDDEN void hp_stage_done(struct hp_ring *R, size_t n, int staged);
+HP_HIDDEN int hp_stage_run_htod(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      void (*fill)(size_t i, char *sl, void *arg),
+		      int (*issue)(size_t i, char *sl, void *arg), void *arg,
+		      int *none);
+HP_HIDDEN int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      int (*issue)(size_t i, char *sl, void *arg),
+		      void (*drain)(size_t i, char *sl, void *arg), void *arg,
+		      int *none);
+HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
+
+/* pool.c: the copy threads (HOSTPIN_STAGE_THREADS, the calling thread
+ * counted), started once (hp_pool_start); a memcpy, and rows rows of w
+ * bytes dp and sp bytes apart, by them together. */
+HP_HIDDEN void hp_pool_start(void);
+HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
+HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
+			     size_t sp, size_t w, size_t rows);
 
 #endif

@@ -34,6 +34,8 @@ struct op {
 	unsigned seq;
 	void (*host_fn)(void *); /* cuLaunchHostFunc: run in order */
 	void *host_arg;
+	unsigned long long qn;	/* its number on the stream (from 1) */
+	unsigned hold;		/* FAKE_CUDA_LATE_DMA: a hold (fake_late.h) */
 };
 typedef struct CUstream_st {
 	pthread_mutex_t mu;
@@ -42,6 +44,9 @@ typedef struct CUstream_st {
 	int mode;		/* of the capture: 0 global, 1 thread-local, 2 relaxed */
 	int invalid;		/* a prohibited call invalidated it */
 	pthread_t owner;	/* the thread that began it */
+	unsigned long long enq;	/* ops queued so far */
+	struct late *late;	/* FAKE_CUDA_LATE_DMA: its worker */
+	void *ctx;		/* the context current when it was made */
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;
@@ -95,38 +100,26 @@ static stream_t *S(stream_t *s)
 	return s;
 }
 
-/* Run s's queue up to and including `last` (all of it when NULL).  A
- * host side unmapped before its copy ran is what a missed wait does on a
- * real device (DMA into freed memory): flagged, not performed. */
-static void run_queue(stream_t *s, const struct op *last)
+/* Under s->mu: perform op o, taken off s's queue, and free it.  A host
+ * side unmapped before its copy ran is what a missed wait does on a real
+ * device (DMA into freed memory): flagged, not performed. */
+static void run_op(stream_t *s, struct op *o)
 {
-	s = S(s);
-	pthread_mutex_lock(&s->mu);
-	while (s->head) {
-		struct op *o = s->head;
-		s->head = o->next;
-		if (!s->head)
-			s->tail = NULL;
-		if (o->n && (!mapped(o->dst, o->n) ||
+	(void)s;
+	if (o->n && (!mapped(o->dst, o->n) ||
 			     (!o->staging && !mapped(o->src, o->n))))
-			logf_("VIOLATION copy-on-unmapped-memory %p %p %zu",
-			      o->dst, o->src, o->n);
-		else if (o->n)
-			memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
-		if (o->staging)
-			unraw(o->staging, o->n);
-		if (o->host_fn)
-			o->host_fn(o->host_arg);
-		/* release: pairs with the acquire loads of done */
-		if (o->ev && o->seq == __atomic_load_n(&o->ev->seq,
-						       __ATOMIC_RELAXED))
-			__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
-		int stop = o == last;
-		unraw(o, sizeof(*o));
-		if (stop)
-			break;
-	}
-	pthread_mutex_unlock(&s->mu);
+		logf_("VIOLATION copy-on-unmapped-memory %p %p %zu",
+		      o->dst, o->src, o->n);
+	else if (o->n)
+		memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
+	if (o->staging)
+		unraw(o->staging, o->n);
+	if (o->host_fn)
+		o->host_fn(o->host_arg);
+	/* release: pairs with the acquire loads of done */
+	if (o->ev && o->seq == __atomic_load_n(&o->ev->seq, __ATOMIC_RELAXED))
+		__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
+	unraw(o, sizeof(*o));
 }
 
 static void enqueue(stream_t *s, struct op *o)
@@ -134,11 +127,37 @@ static void enqueue(stream_t *s, struct op *o)
 	s = S(s);
 	pthread_mutex_lock(&s->mu);
 	o->next = NULL;
+	o->qn = ++s->enq;
 	if (s->tail)
 		s->tail->next = o;
 	else
 		s->head = o;
 	s->tail = o;
+	pthread_mutex_unlock(&s->mu);
+}
+
+#include "fake_late.h"
+
+/* Run s's queue up to and including `last` (all of it when NULL): here,
+ * or by s's worker in the late mode (fake_late.h). */
+static void run_queue(stream_t *s, const struct op *last)
+{
+	s = S(s);
+	if (late_on()) {
+		late_run(s, last ? last->qn : 0, 1);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	while (s->head) {
+		struct op *o = s->head;
+		s->head = o->next;
+		if (!s->head)
+			s->tail = NULL;
+		int stop = o == last;
+		run_op(s, o);
+		if (stop)
+			break;
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -178,6 +197,7 @@ struct xfer {
 	int rect; /* a 2D/3D copy: its rows' pageable bytes summed */
 	int flagged; /* a pageable-copy VIOLATION logged for it */
 	size_t paged; /* bytes of its segments on a pageable host side */
+	int refused; /* the late mode: a device side past its allocation */
 };
 
 static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
@@ -192,6 +212,7 @@ static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
 	x->wait = 0;
 	x->rect = x->flagged = 0;
 	x->paged = 0;
+	x->refused = 0;
 	return r;
 }
 
@@ -207,8 +228,12 @@ static long long no_pageable(void)
 
 static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 {
-	if (n == 0)
+	if (n == 0 || x->refused)
 		return;
+	if (late_dev_bad(src, n) || late_dev_bad(dst, n)) {
+		x->refused = 1;
+		return;
+	}
 	int hs = !is_dev(src), hd = !is_dev(dst);
 	int ps = hs && held_covers(src, n), pd = hd && held_covers(dst, n);
 	struct op *o = raw(sizeof(*o));
@@ -241,6 +266,8 @@ static CUresult end(struct xfer *x)
 	if (x->rect && !x->flagged && nopage >= 0 &&
 	    (long long)x->paged >= nopage)
 		logf_("VIOLATION pageable-copy 2D/3D %zu", x->paged);
+	if (x->refused)
+		return INVALID_VALUE;
 	if (x->wait)
 		run_queue(x->s, NULL); /* pageable D2H returns after the copy */
 	return OK;
@@ -303,6 +330,7 @@ CUresult cuStreamCreate(stream_t **ps, unsigned flags)
 	stream_t *s = raw(sizeof(stream_t));
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->mu, NULL);
+	s->ctx = depth ? stack[depth - 1] : NULL;
 	pthread_mutex_lock(&mu);
 	if (nstreams < NSTREAMS)
 		streams[nstreams++] = s;
@@ -332,7 +360,10 @@ CUresult cuStreamQuery(stream_t *s)
 	pthread_mutex_unlock(&mu);
 	if (!pending(s))
 		return OK;
-	run_queue(s, NULL);
+	if (late_on())
+		late_run(S(s), 0, 0); /* asked: done later, on the worker */
+	else
+		run_queue(s, NULL);
 	return NOT_READY;
 }
 
@@ -444,13 +475,21 @@ CUresult cuEventCreate(struct event **e, unsigned flags)
 	(void)flags;
 	*e = raw(sizeof(**e));
 	(*e)->done = 1;
-	RETURN(OK);
+	pthread_mutex_unlock(&mu);
+	if (late_on())
+		late_ev_new(*e);
+	return OK;
 }
 
 CUresult cuEventRecord(struct event *e, stream_t *s)
 {
 	ENTRY("cuEventRecord");
 	pthread_mutex_unlock(&mu);
+	CUresult lr = late_ev_check(e, "cuEventRecord", 0);
+	if (lr == OK)
+		lr = late_ev_stream(e, S(s));
+	if (lr)
+		return lr;
 	struct op *o = raw(sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->ev = e;
@@ -465,8 +504,9 @@ CUresult cuEventRecord(struct event *e, stream_t *s)
 	return OK;
 }
 
-/* Run e's stream until e completes (its latest record). */
-static void run_to(struct event *e)
+/* Run e's stream until e completes (its latest record); the late mode:
+ * ask the worker, and wait only if told. */
+static void run_to(struct event *e, int wait)
 {
 	stream_t *s = __atomic_load_n(&e->s, __ATOMIC_RELAXED);
 	/* acquire: pairs with run_queue's release store of done */
@@ -480,6 +520,20 @@ static void run_to(struct event *e)
 		pthread_mutex_unlock(&s->mu);
 		if (!last)
 			break; /* another thread ran it meanwhile */
+		if (late_on()) {
+			/* last may be run and freed once s->mu is let go */
+			pthread_mutex_lock(&s->mu);
+			unsigned long long qn = 0;
+			for (struct op *o = s->head; o; o = o->next)
+				if (o == last)
+					qn = o->qn;
+			pthread_mutex_unlock(&s->mu);
+			if (qn)
+				late_run(s, qn, wait);
+			if (!wait || qn == 0)
+				break;
+			continue;
+		}
 		run_queue(s, last);
 	}
 }
@@ -490,10 +544,13 @@ CUresult cuEventQuery(struct event *e)
 	pthread_mutex_unlock(&mu);
 	if (capture_prohibits("cuEventQuery"))
 		return 900;
+	CUresult lr = late_ev_check(e, "cuEventQuery", 0);
+	if (lr)
+		return lr;
 	/* acquire: pairs with run_queue's release store of done */
 	if (__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
 		return OK;
-	run_to(e); /* not ready now; ready at the next query */
+	run_to(e, 0); /* not ready now; ready at the next query */
 	return NOT_READY;
 }
 
@@ -501,14 +558,17 @@ CUresult cuEventSynchronize(struct event *e)
 {
 	if (capture_prohibits("cuEventSynchronize"))
 		return 900;
-	run_to(e);
+	CUresult lr = late_ev_check(e, "cuEventSynchronize", 0);
+	if (lr)
+		return lr;
+	run_to(e, 1);
 	return OK;
 }
 
 CUresult cuEventDestroy_v2(struct event *e)
 {
-	(void)e; /* may still be queued: leaked, tests are short */
-	return OK;
+	/* may still be queued: leaked, tests are short */
+	return late_ev_check(e, "cuEventDestroy_v2", 1);
 }
 
 /* ---- copies ---- */
@@ -530,10 +590,12 @@ CUresult cuEventDestroy_v2(struct event *e)
 COPY_FN2(cuMemcpyHtoDAsync_v2,
 	 (CUdeviceptr d, const void *h, size_t n, stream_t *s), (d, h, n, s), s,
 	 (gate_wait("FAKE_CUDA_HTOD_GATE", n),
+	  late_need_dev(&x.refused, (void *)(uintptr_t)d, n),
 	  seg(&x, (void *)(uintptr_t)d, h, n)))
 COPY_FN2(cuMemcpyDtoHAsync_v2,
 	 (void *h, CUdeviceptr d, size_t n, stream_t *s), (h, d, n, s), s,
-	 seg(&x, h, (const void *)(uintptr_t)d, n))
+	 (late_need_dev(&x.refused, (const void *)(uintptr_t)d, n),
+	  seg(&x, h, (const void *)(uintptr_t)d, n)))
 COPY_FN2(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr sr, size_t n, stream_t *s),
 	 (d, sr, n, s), s,
 	 seg(&x, (void *)(uintptr_t)d, (const void *)(uintptr_t)sr, n))

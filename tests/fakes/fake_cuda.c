@@ -46,9 +46,13 @@ static int ctx_dead(CUcontext c)
 {
 	return c >= prim && c < prim + MAXDEV && prim_dead[c - prim];
 }
+/* Counts each primary context's ends (what was made in it died then). */
+static unsigned ctx_gen[MAXDEV];
 /* Registrations die with the context that made them. */
 static void drop_owned(CUcontext c)
 {
+	if (c >= prim && c < prim + MAXDEV)
+		ctx_gen[c - prim]++;
 	for (int i = 0; i < nheld; i++)
 		if (held[i].owner == c) {
 			logf_("CTXDROP %p %zu", (void *)held[i].base, held[i].len);

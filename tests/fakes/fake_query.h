@@ -49,9 +49,20 @@ static CUresult attr_of(void *data, int attr, const void *p)
 	case ATTR_IS_MANAGED: *(int *)data = 0; return OK;
 	case ATTR_DEVICE_ORDINAL: *(int *)data = ctx->dev; return OK;
 	case ATTR_RANGE_START:
-		*(void **)data = h >= 0 ? held[h].base : (void *)p;
+	case ATTR_RANGE_SIZE: {
+		/* the registration, or the device allocation, holding p */
+		char *base = h >= 0 ? held[h].base : (char *)p;
+		size_t len = h >= 0 ? held[h].len : 1;
+		for (int i = 0; dev && i < ndev_mem; i++)
+			if ((const char *)p >= devmem[i].base &&
+			    (const char *)p < devmem[i].base + devmem[i].len)
+				base = devmem[i].base, len = devmem[i].len;
+		if (attr == ATTR_RANGE_START)
+			*(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)base;
+		else
+			*(size_t *)data = len;
 		return OK;
-	case ATTR_RANGE_SIZE: *(size_t *)data = h >= 0 ? held[h].len : 1; return OK;
+	}
 	case ATTR_MAPPED: *(int *)data = 1; return OK;
 	default: return INVALID_VALUE;
 	}

@@ -234,12 +234,13 @@ END_TEST
  * pieces made are. */
 static uintptr_t pe_base, pe_up[16];
 static int pe_n, pe_unpins_at_withdraw;
-static void pe_done(uintptr_t upto)
+static int pe_done(uintptr_t upto)
 {
 	if (pe_n < 16)
 		pe_up[pe_n++] = upto;
 	if (upto == pe_base)
 		pe_unpins_at_withdraw = fk.unpins;
+	return 0;
 }
 
 /* Under HOSTPIN_REGISTER_CHUNK=4M: 24 MiB mapped at *m, and its first

@@ -1,0 +1,346 @@
+/* The copy engine over the fake driver's late mode (FAKE_CUDA_LATE_DMA=1:
+ * DMA runs on a worker thread per stream, only as far as the program
+ * synchronised; fake_late.h), run under hostpin.
+ *   late MODE   (see main)
+ * Each mode checks data and semantics and exits non-zero when they differ;
+ * a host wait that can never end (a stream the program holds) is a hang
+ * that alarm() turns into a failure.  Outcomes never depend on timing:
+ * what hostpin's threads do is polled for, 60 s meaning a hang. */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "staged_common.h"
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuDevicePrimaryCtxRelease_v2(int);
+int fake_cuda_is_registered(const void *, size_t);
+void fake_cuda_open_gate(void);
+void fake_cuda_open_gate_once(void);
+int fake_cuda_gate_waiters(void);
+int fake_cuda_stream_hold(CUstream);
+void fake_cuda_stream_release(CUstream);
+
+static int is_reg(void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
+static int gate_held(void *arg) { (void)arg; return fake_cuda_gate_waiters() == 1; }
+static int first_piece(void *p)
+{
+	return fake_cuda_is_registered(p, 8 * MB) &&
+	       fake_cuda_gate_waiters() == 1;
+}
+static void wait_for(int (*pred)(void *), void *arg, const char *what)
+{
+	for (int i = 0; i < 60000 && !pred(arg); i++)
+		usleep(1000);
+	if (!pred(arg)) {
+		fprintf(stderr, "never: %s\n", what);
+		exit(1);
+	}
+}
+
+/* Item 1: a block registered in the background (HOSTPIN_REGISTER_CHUNK=8M,
+ * FAKE_CUDA_REGISTER_GATE=8M: its first 8 MiB cell registered, the second
+ * held).  A copy under HOSTPIN_STAGE_MIN wholly inside the registered
+ * cell reaches the driver as registered memory: it must keep the
+ * semantics hostpin promises for registered memory under
+ * HOSTPIN_COPY=sync (it waits): D2H data there on return, an H2D source
+ * overwritten after the call changes nothing. */
+static int mode_prefix_small(void)
+{
+	size_t m = 32 * MB, n = 1 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 10);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	CHECK(!is_reg(blk));
+	char *in = blk + 2 * MB;
+	fill(D(d), n, 11);
+	CHECK(cuMemcpyDtoHAsync_v2(in, d, n, s) == 0);
+	CHECK(same(in, n, 11)); /* there on return */
+	fill(in, n, 12);
+	CHECK(cuMemcpyHtoDAsync_v2(d, in, n, s) == 0);
+	memset(in, 0, n); /* after the call: changes nothing */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 12));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
+/* Item 6: a staged copy never waits for another stream's work.  Stream s1
+ * is held by the program (fake_cuda_stream_hold: a host function or an
+ * event wait it satisfies later), a staged H2D queued behind the hold
+ * (its source staged: the call returns).  A staged H2D of 32 MiB on s2
+ * must return without waiting for s1: the program releases s1 only after
+ * it returned. */
+static int mode_streams(void)
+{
+	size_t n1 = 24 * MB, n2 = 32 * MB;
+	alarm(20);
+	char *h1 = plain(n1), *h2 = plain(n2);
+	CUdeviceptr d1 = dev(n1), d2 = dev(n2);
+	CUstream s1, s2;
+	CHECK(cuStreamCreate(&s1, 0) == 0 && cuStreamCreate(&s2, 0) == 0);
+	fill(h1, n1, 20), fill(h2, n2, 21);
+	CHECK(fake_cuda_stream_hold(s1) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, s1) == 0);
+	memset(h1, 0, n1);
+	CHECK(cuMemcpyHtoDAsync_v2(d2, h2, n2, s2) == 0); /* no wait on s1 */
+	memset(h2, 0, n2);
+	printf("the copy on s2 returned while s1 was held\n");
+	CHECK(cuStreamSynchronize(s2) == 0);
+	CHECK(same(D(d2), n2, 21));
+	fake_cuda_stream_release(s1);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d1), n1, 20));
+	/* and the other way: D2H on s2 while s1 is held again */
+	CHECK(fake_cuda_stream_hold(s1) == 0);
+	fill(h1, n1, 22);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, s1) == 0);
+	char *back = plain(n2);
+	CHECK(cuMemcpyDtoHAsync_v2(back, d2, n2, s2) == 0);
+	CHECK(same(back, n2, 21));
+	fake_cuda_stream_release(s1);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d1), n1, 22));
+	return 0;
+}
+
+/* Item 7: a forked child's ledger slot starts with no ring bytes.  Both
+ * rings made (64 MiB), a child forked and kept alive; the case sets
+ * HOSTPIN_NODE_MAX_PINNED=100M: the parent's 32 MiB block that earns
+ * registration at its first copy fits (64 + 32) only if the child's slot
+ * does not count the parent's rings again. */
+static int mode_fork_ring(void)
+{
+	size_t n = 16 * MB, m = 32 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(m);
+	fill(h, n, 30);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* staged: H2D ring */
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, NULL) == 0); /* staged: D2H ring */
+	CHECK(same(h, n, 30));
+	int fd[2];
+	CHECK(pipe(fd) == 0);
+	pid_t c = fork();
+	CHECK(c >= 0);
+	if (c == 0) {
+		char b;
+		close(fd[1]);
+		_exit(read(fd[0], &b, 1) == 0 ? 0 : 1);
+	}
+	close(fd[0]);
+	char *blk = malloc(m);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 31);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* earns */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	int reg = is_reg(blk);
+	close(fd[1]);
+	int st;
+	CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0);
+	printf("block registered while the child lived: %d\n", reg);
+	CHECK(reg);
+	CHECK(same(D(d), m, 31));
+	free(blk);
+	return 0;
+}
+
+/* Items 8 and 3: the rings belong to their context.  Staged copies on
+ * device 0; meanwhile another context (device 1's primary) is made and
+ * ended 50 times.  The rings are made once (the case counts their
+ * registrations and the events live at exit: no leak), and a ring is never
+ * unmapped while registered (the fake flags that). */
+static int mode_other_ctx(void)
+{
+	size_t n = 16 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	for (unsigned i = 0; i < 51; i++) {
+		fill(h, n, 40 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0); /* staged */
+		memset(h, 0, n);
+		CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0); /* staged */
+		CHECK(same(h, n, 40 + i));
+		if (i == 50)
+			break;
+		CUcontext c1;
+		CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+		CHECK(cuDevicePrimaryCtxRelease_v2(1) == 0); /* it ends */
+	}
+	return 0;
+}
+
+/* Item 12: a copy the driver refuses outright (its device side past the
+ * end of the allocation: the late mode refuses it whole) is refused before
+ * any byte moves, staged or not: the destination is unchanged. */
+static int mode_past_end(void)
+{
+	size_t m = 32 * MB, n = 48 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(m);
+	fill(D(d), m, 50);
+	fill(h, n, 51);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) != 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), m, 50)); /* nothing written */
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) != 0);
+	CHECK(same(h, n, 51)); /* nothing written */
+	return 0;
+}
+
+/* Item 9: a pinned-memory cap full for a moment does not turn staging off
+ * for good.  The case sets HOSTPIN_MAX_PINNED=64M: a 48 MiB block
+ * registered at its first copy leaves no room for the H2D ring (32 MiB):
+ * the next copy from plain memory passes through; once the block is
+ * freed, the ring is made and the copy after is staged (the case counts
+ * the copies that reached the driver pageable: one). */
+static int mode_cap_transient(void)
+{
+	size_t m = 48 * MB, n = 16 * MB;
+	alarm(20);
+	CUdeviceptr d = dev(m);
+	char *blk = malloc(m), *h = plain(n);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 60);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(blk));
+	fill(h, n, 61);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(d), n, 61));
+	free(blk);
+	fill(h, n, 62);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* staged */
+	memset(h, 0, n);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(d), n, 62));
+	return 0;
+}
+
+/* Items 11 and 5: the rings belong to a context.  Copies on device 1's
+ * context (current) are staged through its own rings (the case: none
+ * reaches the driver pageable); with device 0 current, a copy onto device
+ * 1's stream (the driver allows it) succeeds whole, with its data: the
+ * fake refuses an event of one context recorded on another's stream. */
+static int mode_two_devices(void)
+{
+	size_t n = 16 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	CUstream s0, s1;
+	CHECK(cuStreamCreate(&s0, 0) == 0);
+	fill(h, n, 70);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s0) == 0); /* device 0's rings */
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s0) == 0);
+	CHECK(same(h, n, 70));
+	CUcontext c1;
+	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CHECK(cuCtxSetCurrent(c1) == 0);
+	CHECK(cuStreamCreate(&s1, 0) == 0);
+	for (unsigned i = 0; i < 10; i++) {
+		fill(h, n, 71 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s1) == 0);
+		memset(h, 0, n);
+		CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s1) == 0);
+		CHECK(same(h, n, 71 + i));
+	}
+	CHECK(cuCtxSetCurrent(ctx) == 0); /* device 0 current */
+	fill(h, n, 90);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s1) == 0); /* device 1's stream */
+	memset(h, 0, n);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d), n, 90));
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s1) == 0);
+	CHECK(same(h, n, 90));
+	return 0;
+}
+
+/* Item 4: the program's own registration of a block hostpin is registering
+ * in the background succeeds (invariant 8: hostpin steps aside).  The
+ * block's first 8 MiB piece is registered, the second held in the fake's
+ * gate (as prefix_small); a helper thread lets every held registration
+ * through one at a time (its outcome does not depend on when).  The
+ * program then registers the whole block itself: it must succeed. */
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+static _Atomic int own_done;
+static void *gatekeeper(void *arg)
+{
+	(void)arg;
+	while (!own_done) {
+		if (fake_cuda_gate_waiters() > 0)
+			fake_cuda_open_gate_once();
+		usleep(1000);
+	}
+	fake_cuda_open_gate();
+	return NULL;
+}
+
+static int mode_own_register(void)
+{
+	size_t m = 32 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 100);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, gatekeeper, NULL) == 0);
+	int r = cuMemHostRegister_v2(blk, m, 0);
+	printf("the program's own registration: %d\n", r);
+	CHECK(r == 0);
+	CHECK(fake_cuda_is_registered(blk, m));
+	CHECK(cuMemHostUnregister(blk) == 0);
+	own_done = 1;
+	CHECK(pthread_join(t, NULL) == 0);
+	free(blk);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"prefix_small", mode_prefix_small},
+	    {"streams", mode_streams},
+	    {"fork_ring", mode_fork_ring},
+	    {"other_ctx", mode_other_ctx},
+	    {"past_end", mode_past_end},
+	    {"cap_transient", mode_cap_transient},
+	    {"two_devices", mode_two_devices},
+	    {"own_register", mode_own_register},
+	};
+	return staged_main("late", argc, argv, modes);
+}
