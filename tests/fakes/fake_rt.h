@@ -498,7 +498,7 @@ static CUresult rt_stream_wait_event(stream_t *s, struct event *e,
 				     unsigned flags)
 {
 	(void)s, (void)flags;
-	run_to(e); /* the event's work first: ordered, deterministic */
+	run_to(e, 1); /* the event's work first: ordered, deterministic */
 	return OK;
 }
 static CUresult rt_stream_flags(stream_t *s, unsigned *f)
