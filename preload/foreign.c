@@ -112,13 +112,22 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	uint32_t st = hp_busy_begin(r, s);
 	/* being registered in the background: what is left cancelled, the
 	 * pieces made undone, then stepped aside as for any block */
-	if (!st && hp_register_cancel(r))
+	int cancelled = 0;
+	hp_snap_t now;
+	if (!st && (cancelled = hp_register_cancel(r))) {
+		/* the registration thread's claim changed the state word:
+		 * claimed again from a fresh snapshot */
+		if (hp_registry_lookup_base(&hp_reg, s->base, &now) != r)
+			return 0;
+		s = &now;
 		st = hp_busy_begin(r, s);
+	}
 	if (!st)
 		return 0;
 	/* Step aside: the application's registration must not fail with
-	 * "already registered" because of ours. */
-	if (hp_unpin(r, s->base, s->len) == 0) {
+	 * "already registered" because of ours.  (A cancelled background
+	 * registration has undone its pieces: nothing of ours is left.) */
+	if (hp_unpin(r, s->base, s->len) == 0 || cancelled) {
 		if (!(hp_rflags(r) & HP_F_FOREIGN))
 			HP_CTR_ADD(foreign_ranges, 1);
 		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
