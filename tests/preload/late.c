@@ -40,6 +40,28 @@ static void wait_for(int (*pred)(void *), void *arg, const char *what)
 	}
 }
 
+/* A 32 MiB block (8 MiB aligned) that earned registration by two staged
+ * copies on a stream of its own, registered in the background: its first
+ * 8 MiB piece registered, the second held at the fake's gate.  *d: its
+ * device buffer; *s: the stream. */
+static char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
+{
+	size_t m = 32 * MB;
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	*d = dev(m);
+	CHECK(cuStreamCreate(s, 0) == 0);
+	fill(blk, m, seed);
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	return blk;
+}
+
 /* Item 1: a block registered in the background (HOSTPIN_REGISTER_CHUNK=8M,
  * FAKE_CUDA_REGISTER_GATE=8M: its first 8 MiB cell registered, the second
  * held).  A copy under HOSTPIN_STAGE_MIN wholly inside the registered
@@ -49,21 +71,11 @@ static void wait_for(int (*pred)(void *), void *arg, const char *what)
  * overwritten after the call changes nothing. */
 static int mode_prefix_small(void)
 {
-	size_t m = 32 * MB, n = 1 * MB;
+	size_t n = 1 * MB;
 	alarm(20);
-	void *p = NULL;
-	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
-	char *blk = p;
-	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
-	CUdeviceptr d = dev(m);
+	CUdeviceptr d;
 	CUstream s;
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	fill(blk, m, 10);
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
-	wait_for(gate_held, NULL, "the first piece reached the driver");
-	fake_cuda_open_gate_once();
-	wait_for(first_piece, blk, "the first piece registered, the second held");
+	char *blk = half_registered(10, &d, &s);
 	CHECK(!is_reg(blk));
 	char *in = blk + 2 * MB;
 	fill(D(d), n, 11);
@@ -304,19 +316,10 @@ static int mode_own_register(void)
 {
 	size_t m = 32 * MB;
 	alarm(20);
-	void *p = NULL;
-	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
-	char *blk = p;
-	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
-	CUdeviceptr d = dev(m);
+	CUdeviceptr d;
 	CUstream s;
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	fill(blk, m, 100);
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
-	wait_for(gate_held, NULL, "the first piece reached the driver");
-	fake_cuda_open_gate_once();
-	wait_for(first_piece, blk, "the first piece registered, the second held");
+	char *blk = half_registered(100, &d, &s);
+	(void)d, (void)s;
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, gatekeeper, NULL) == 0);
 	int r = cuMemHostRegister_v2(blk, m, 0);

@@ -5,22 +5,11 @@
  * copy; the host closes it, checks that the driver is gone, and exits:
  * nothing of hostpin's may call into the unloaded driver then (a call
  * there is a SIGSEGV). */
-#include <dlfcn.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
+
+#include "tp.h"
 
 #define MB ((size_t)1 << 20)
-#define CHECK(c)                                                              \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n",          \
-				__FILE__, __LINE__, #c);                      \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
 
 #ifdef AS_PLUGIN
 typedef struct CUctx_st *CUcontext;
