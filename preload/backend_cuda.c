@@ -596,9 +596,21 @@ int hp_capture_enter(void)
 	return 1;
 }
 
+/* A global capture's begin sleeps on gate_cv until the calls in flight
+ * returned; the last to leave wakes it (gate_mu is taken only while a
+ * capture is counted). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+
 void hp_capture_leave(void)
 {
-	atomic_fetch_sub(&in_flight, 1);
+	/* seq_cst both: pairs with hp_cuda_gate_close's count-then-wait */
+	if (atomic_fetch_sub(&in_flight, 1) == 1 &&
+	    atomic_load(&captures) > 0) {
+		pthread_mutex_lock(&gate_mu);
+		pthread_cond_broadcast(&gate_cv);
+		pthread_mutex_unlock(&gate_mu);
+	}
 }
 
 int hp_capture_hold(void)
@@ -628,10 +640,13 @@ void hp_cuda_gate_close(void)
 void hp_cuda_gate_wait(void)
 {
 	/* A registration that started before the capture ends before it
-	 * begins: one call (at most HP_REG_PIECE_MAX), or all the pieces of
-	 * a background registration and their undo (hp_capture_hold). */
+	 * begins: one call (at most HP_REG_PIECE_MAX), or one piece of a
+	 * background registration (hp_cells_pin_each).  Asleep, not
+	 * spinning: the last call to leave wakes it. */
+	pthread_mutex_lock(&gate_mu);
 	while (atomic_load(&in_flight) > 0)
-		sched_yield();
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
 }
 
 void hp_cuda_gate_open(void)

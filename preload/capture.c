@@ -84,6 +84,7 @@ static void forget(hp_cudaStream_t s)
 	if (!done && cap_overflow)
 		cap_overflow--, hp_cuda_gate_open();
 	pthread_mutex_unlock(&cap_mu);
+	hp_register_wake(); /* a registration parked for the capture */
 }
 
 void hp_capture_begin_failed(hp_cudaStream_t s, int counted)

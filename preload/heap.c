@@ -120,7 +120,11 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 		   (hp_word_state(s->word) == HP_REC_RELEASING &&
 		    s->base != (uintptr_t)p && !hp_waited(&t0, spins, 10)));
 	     spins++) {
-		sched_yield();
+		/* the registration thread's block: cancel what is left of
+		 * its registration (after one piece at most), asleep */
+		if (!(hp_word_state(s->word) == HP_REC_BUSY &&
+		      hp_register_cancel(r)))
+			sched_yield();
 		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	}
 	if (r == NULL) {

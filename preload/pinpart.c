@@ -84,14 +84,27 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 		/* One backend call per registration (hp_cells_piece_end:
 		 * the pieces the backend would make in one call, and
 		 * unregisters by the same bases), each reported when made.
-		 * The capture gate is held throughout (invariant 13), as one
-		 * call holds it: a capture that begins meanwhile waits, and
-		 * never leaves pieces that could not be undone. */
+		 * The capture gate is held per piece (invariant 13), as one
+		 * call holds it, so a capture's begin waits for one piece,
+		 * not the block: one that begins between pieces keeps those
+		 * made registered (as a registered block's are) and the next
+		 * waits for its end (hp_register_piece_hold). */
 		if (!hp_capture_hold())
 			return EAGAIN; /* a capture: pending until it ends */
 		int e = 0;
 		for (uintptr_t x = base, n; x < end && !e; x = n) {
 			n = hp_cells_piece_end(base, len, x);
+			if (x > base) {
+				hp_capture_unhold();
+				if (!hp_register_piece_hold()) {
+					/* the exit, during a capture: the
+					 * pieces made cannot be undone now;
+					 * they end with the process */
+					done(base);
+					*why = "the process exits";
+					return ECANCELED;
+				}
+			}
 			if (fault)
 				hp_prefault((void *)x, n - x);
 			e = hp_backend->pin((void *)x, n - x, why);

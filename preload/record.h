@@ -60,6 +60,11 @@ HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
  * cancel what is left of it and wait until the thread let go of it (the
  * pieces made undone): 1; 0 if r is not that block. */
 HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
+/* The registration thread between two pieces of a block: the capture gate
+ * for the next piece, sleeping while a capture holds it; 0: the process
+ * exits meanwhile (nothing held).  hp_register_wake: a capture ended. */
+HP_HIDDEN int hp_register_piece_hold(void);
+HP_HIDDEN void hp_register_wake(void);
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32

@@ -89,7 +89,8 @@ static void pre_drain(void)
 static int pre_progress(uintptr_t upto)
 {
 	pthread_mutex_lock(&pre.mu);
-	int c = pre.cancel && upto > pre.base;
+	/* the exit cancels what is left too (bg.stop) */
+	int c = (pre.cancel || bg.stop) && upto > pre.base;
 	if (!c)
 		pre.upto = upto;
 	if (upto <= pre.base)
@@ -108,6 +109,7 @@ int hp_register_cancel(const hp_rec_t *r)
 		/* after the piece in flight (one piece at most), the thread
 		 * undoes the pieces made and lets go */
 		pre.cancel = 1;
+		pthread_cond_broadcast(&pre.cv); /* wakes a parked registrar */
 		while (pre.held == r)
 			pthread_cond_wait(&pre.cv, &pre.mu);
 	}
@@ -201,6 +203,34 @@ static void pause_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Sleep (no spin) while a capture prohibits this thread's registrations;
+ * a capture's end, a cancel or the exit wakes it (hp_register_wake). */
+static void capture_sleep(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	while (hp_capture_busy() && !bg.stop)
+		pthread_cond_wait(&pre.cv, &pre.mu);
+	pthread_mutex_unlock(&pre.mu);
+}
+
+void hp_register_wake(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	pthread_cond_broadcast(&pre.cv);
+	pthread_mutex_unlock(&pre.mu);
+}
+
+int hp_register_piece_hold(void)
+{
+	for (;;) {
+		if (hp_capture_hold())
+			return 1;
+		if (bg.stop)
+			return 0;
+		capture_sleep();
+	}
+}
+
 static void *registrar_main(void *arg)
 {
 	(void)arg;
@@ -219,10 +249,8 @@ static void *registrar_main(void *arg)
 		bg.busy = 1;
 		pthread_mutex_unlock(&bg.mu);
 		/* A capture that prohibits other threads' registrations:
-		 * wait for its end (the capture's end wakes no one here;
-		 * the block is only staged meanwhile). */
-		while (hp_capture_busy() && !bg.stop)
-			pause_ms(20);
+		 * sleep until it ends (the block is only staged meanwhile). */
+		capture_sleep();
 		/* held by another thread (a free, a purge, a copy's claim):
 		 * tried again once it lets go */
 		while (run_job(&j) && !bg.stop)
@@ -233,14 +261,17 @@ static void *registrar_main(void *arg)
 }
 
 /* Registered with atexit when the thread starts, so that it runs before
- * any library's destructor (the driver's): finish the registration in
- * progress and begin no other; queued blocks stay unregistered. */
+ * any library's destructor (the driver's): cancel the registration in
+ * progress after its piece in flight (the pieces made are undone, so that
+ * the exit waits for one piece, not the block) and begin no other; queued
+ * blocks stay unregistered. */
 static void registrar_exit(void)
 {
 	if (hp_in_child)
 		return;
 	pthread_mutex_lock(&bg.mu);
 	bg.stop = 1;
+	hp_register_wake();
 	pthread_cond_broadcast(&bg.cv);
 	while (bg.on && bg.busy)
 		pthread_cond_wait(&bg.cv, &bg.mu);

@@ -333,6 +333,108 @@ static int mode_own_register(void)
 	return 0;
 }
 
+/* Item 10: no wait longer than one piece.  The block of half_registered
+ * (four 8 MiB pieces; the first registered, the second held at the fake's
+ * gate).  The program's thread W then makes one call (a global capture's
+ * begin, a free of the block, the exit); a helper lets the held piece
+ * through only once W sleeps in the kernel (a futex: a thread that spins
+ * never does, and W then waits for ever: the alarm fails the mode), and
+ * lets no other piece through.  So W returns only if it waited for the
+ * piece in flight, not the block, and slept meanwhile. */
+#include <sys/syscall.h>
+static pid_t waiter; /* W's thread id */
+static int asleep_in_futex(void *arg)
+{
+	(void)arg;
+	char path[64], buf[64] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)waiter);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	return ok && atoi(buf) == SYS_futex;
+}
+static void *one_piece(void *arg)
+{
+	(void)arg;
+	wait_for(asleep_in_futex, NULL, "the waiting thread sleeps");
+	fake_cuda_open_gate_once(); /* the piece in flight, no other */
+	return NULL;
+}
+static pthread_t start_one_piece(void)
+{
+	waiter = (pid_t)syscall(SYS_gettid);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, one_piece, NULL) == 0);
+	return t;
+}
+static int piece_reg(char *blk, int i)
+{
+	return fake_cuda_is_registered(blk + (size_t)i * 8 * MB, 8 * MB);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, void **);
+
+/* A global capture's begin waits for the piece in flight only; the
+ * registration goes on after the capture's end. */
+static int mode_capture_piece(void)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s, o;
+	char *blk = half_registered(110, &d, &s);
+	CHECK(cuStreamCreate(&o, 0) == 0);
+	pthread_t t = start_one_piece();
+	CHECK(cuStreamBeginCapture_v2(o, 0) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	/* the second piece made, the third never begun during the capture */
+	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1) && !piece_reg(blk, 2));
+	CHECK(fake_cuda_gate_waiters() == 0 && !is_reg(blk));
+	void *g;
+	CHECK(cuStreamEndCapture(o, &g) == 0);
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered after the capture");
+	printf("capture began after one piece\n");
+	free(blk);
+	return 0;
+}
+
+/* free() of the block cancels what is left after the piece in flight:
+ * the pieces made unregistered, the third never begun. */
+static int mode_free_piece(void)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(120, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pthread_t t = start_one_piece();
+	free(blk);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(!piece_reg(blk, 0) && !piece_reg(blk, 1) && !piece_reg(blk, 2));
+	CHECK(fake_cuda_gate_waiters() == 0);
+	printf("free cancelled after one piece\n");
+	return 0;
+}
+
+/* The exit cancels what is left after the piece in flight (the fake's log:
+ * two pieces registered and unregistered, none live at exit). */
+static int mode_exit_piece(void)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(130, &d, &s);
+	(void)blk;
+	CHECK(cuStreamSynchronize(s) == 0);
+	(void)start_one_piece();
+	printf("exiting with a registration held\n");
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -344,6 +446,9 @@ int main(int argc, char **argv)
 	    {"cap_transient", mode_cap_transient},
 	    {"two_devices", mode_two_devices},
 	    {"own_register", mode_own_register},
+	    {"capture_piece", mode_capture_piece},
+	    {"free_piece", mode_free_piece},
+	    {"exit_piece", mode_exit_piece},
 	};
 	return staged_main("late", argc, argv, modes);
 }

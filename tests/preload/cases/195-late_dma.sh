@@ -82,6 +82,24 @@ lt "rings per context: a second device's copies staged; a copy onto another devi
 lt "the program registers a block being registered in the background: it succeeds" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- own_register
+# Must hold (item 10): no wait longer than one piece.  A block of four
+# 8 MiB pieces registered in the background, the second held at the fake's
+# gate; late.c lets that piece (and no other) through only once the
+# waiting thread sleeps (a spinning or whole-block wait never returns: the
+# alarm fails the mode).  A global capture's begin returns after that piece
+# (the third begun only after the capture); free() of the block and the
+# exit cancel what is left: each piece made is unregistered, none live.
+for m in capture_piece free_piece exit_piece; do
+	lt "no wait longer than one piece of a background registration ($m)" any \
+		HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+		FAKE_CUDA_REGISTER_GATE=8388608 -- $m
+	[ $m = capture_piece ] && continue
+	reg=$(echo "$LT_LOG" | grep -c " REG .* 8388608 ")
+	unreg=$(echo "$LT_LOG" | grep -c " UNREG .* 8388608")
+	[ "$reg" = 2 ] && [ "$unreg" = 2 ] &&
+		ok "late DMA: $m: two pieces made, both unregistered, the rest cancelled" ||
+		bad "late DMA: $m: pieces registered $reg, unregistered $unreg (want 2, 2)"
+done
 # Must hold (item 2): after a staged copy, the plug-in that brought the
 # driver is closed (the driver unloaded with it); the exit calls nothing in
 # the unloaded driver (a call there dies with SIGSEGV).
