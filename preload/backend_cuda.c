@@ -995,6 +995,8 @@ void hp_cuda_fence_fork_child(void)
 	 * at the fork would never be released. */
 	for (int i = 0; i < 64; i++)
 		atomic_flag_clear_explicit(&pair_lock[i], memory_order_relaxed);
+	pthread_mutex_init(&gate_mu, NULL);
+	pthread_cond_init(&gate_cv, NULL);
 }
 
 static void cuda_fork_child(void)

@@ -13,14 +13,21 @@
  * registration runs.
  *
  * The thread never registers while a CUDA graph capture in global or
- * thread-local mode is in progress (invariant 13): it waits for the
- * capture's end.  It holds the block (its busy claim) while it registers,
- * as the copy hook did; a free or purge of the block meanwhile waits for
- * it.  A queued block is marked HP_F_QUEUED; a block released before its
- * turn is skipped (its record no longer matches), one released and tracked
- * again at the same place is a new record without the mark.  At exit the
- * registration in progress is finished and no other begun, so that the
- * exit's release sees every registration.
+ * thread-local mode is in progress (invariant 13): it sleeps until the
+ * capture's end.  It holds the capture gate one piece at a time, so a
+ * capture's begin waits for the piece in flight, not the block; one that
+ * begins between pieces leaves those made registered and the next piece
+ * waits (asleep) for its end.  It holds the block (its busy claim) while
+ * it registers, as the copy hook did; a free of the block meanwhile
+ * cancels what is left (hp_register_cancel: after the piece in flight,
+ * the pieces made undone; during a capture that parked the registration,
+ * once the capture ended, as the undo needs the gate).  A queued block is
+ * marked HP_F_QUEUED; a block released before its turn is skipped (its
+ * record no longer matches), one released and tracked again at the same
+ * place is a new record without the mark.  At exit the registration in
+ * progress is cancelled after its piece in flight (the pieces made undone,
+ * or, during a capture, left to end with the process) and no other
+ * begun.
  *
  * A registered piece carries direct DMA at once: the thread registers the
  * block one registration at a time (hp_pin_each; each piece pre-faulted
