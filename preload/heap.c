@@ -109,6 +109,10 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
  * pointers and double frees of hostpin blocks, as glibc does for its own. */
 static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 {
+	/* free() cancels a registration in progress; realloc and
+	 * malloc_usable_size wait for it (asleep) */
+	int (*held)(const hp_rec_t *) =
+	    strcmp(fn, "free") == 0 ? hp_register_cancel : hp_register_wait;
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	/* Adoption, madvise or a foreign registration holds it briefly.  A
 	 * pointer inside a block being released: wait for the record (a
@@ -120,10 +124,9 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 		   (hp_word_state(s->word) == HP_REC_RELEASING &&
 		    s->base != (uintptr_t)p && !hp_waited(&t0, spins, 10)));
 	     spins++) {
-		/* the registration thread's block: cancel what is left of
-		 * its registration (after one piece at most), asleep */
-		if (!(hp_word_state(s->word) == HP_REC_BUSY &&
-		      hp_register_cancel(r)))
+		/* the registration thread's block: after one piece at most
+		 * (free), asleep */
+		if (!(hp_word_state(s->word) == HP_REC_BUSY && held(r)))
 			sched_yield();
 		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	}

@@ -60,6 +60,8 @@ HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
  * cancel what is left of it and wait until the thread let go of it (the
  * pieces made undone): 1; 0 if r is not that block. */
 HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
+/* The same, without cancelling: sleep until the thread let go of r. */
+HP_HIDDEN int hp_register_wait(const hp_rec_t *r);
 /* The registration thread between two pieces of a block: the capture gate
  * for the next piece, sleeping while a capture holds it; 0: the process
  * exits meanwhile (nothing held).  hp_register_wake: a capture ended. */

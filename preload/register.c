@@ -106,7 +106,9 @@ static int pre_progress(uintptr_t upto)
 	return c;
 }
 
-int hp_register_cancel(const hp_rec_t *r)
+/* If r is the block held by the thread: cancel (or not) what is left,
+ * and sleep until the thread let go of it: 1; else 0. */
+static int held_wait(const hp_rec_t *r, int cancel)
 {
 	if (r == NULL)
 		return 0;
@@ -115,14 +117,21 @@ int hp_register_cancel(const hp_rec_t *r)
 	if (k) {
 		/* after the piece in flight (one piece at most), the thread
 		 * undoes the pieces made and lets go */
-		pre.cancel = 1;
-		pthread_cond_broadcast(&pre.cv); /* wakes a parked registrar */
+		if (cancel) {
+			pre.cancel = 1;
+			/* wakes a registrar parked for a capture */
+			pthread_cond_broadcast(&pre.cv);
+		}
 		while (pre.held == r)
 			pthread_cond_wait(&pre.cv, &pre.mu);
 	}
 	pthread_mutex_unlock(&pre.mu);
 	return k;
 }
+
+int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
+
+int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
 
 int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 		       uintptr_t *base, size_t *len)
