@@ -53,7 +53,8 @@ static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* work queued, or the thread went idle */
 	int on; /* the thread runs */
-	_Atomic int stop; /* exit: begin nothing more */
+	_Atomic int stop; /* exit (or a forked child): begin nothing more */
+	_Atomic int exiting; /* the exit: cancel what is left */
 	int busy; /* a registration in progress */
 	int head, n;
 	struct job {
@@ -96,8 +97,8 @@ static void pre_drain(void)
 static int pre_progress(uintptr_t upto)
 {
 	pthread_mutex_lock(&pre.mu);
-	/* the exit cancels what is left too (bg.stop) */
-	int c = (pre.cancel || bg.stop) && upto > pre.base;
+	/* the exit cancels what is left too (bg.exiting) */
+	int c = (pre.cancel || bg.exiting) && upto > pre.base;
 	if (!c)
 		pre.upto = upto;
 	if (upto <= pre.base)
@@ -241,9 +242,12 @@ int hp_register_piece_hold(void)
 	for (;;) {
 		if (hp_capture_hold())
 			return 1;
-		if (bg.stop)
+		if (bg.exiting)
 			return 0;
-		capture_sleep();
+		pthread_mutex_lock(&pre.mu);
+		while (hp_capture_busy() && !bg.exiting)
+			pthread_cond_wait(&pre.cv, &pre.mu);
+		pthread_mutex_unlock(&pre.mu);
 	}
 }
 
@@ -287,6 +291,7 @@ static void registrar_exit(void)
 		return;
 	pthread_mutex_lock(&bg.mu);
 	bg.stop = 1;
+	bg.exiting = 1;
 	hp_register_wake();
 	pthread_cond_broadcast(&bg.cv);
 	while (bg.on && bg.busy)

@@ -3,6 +3,8 @@
  * ask for.  hostpin is compiled into this runner with its libc names
  * renamed (Makefile), so the tests call the policy directly. */
 #include <check.h>
+#include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +18,8 @@ static struct {
 	int fail_pin_at; /* the pin call (1-based) that fails; 0: none */
 	int gate; /* pin and unpin pass the capture gate, as the CUDA backend */
 	int capture_at; /* this pin call counts a global capture (its begin) */
+	/* the third pin stores in *third_seen whether *ended was set */
+	_Atomic int *third_seen, *ended;
 	int unpin_while_unmapped; /* invariant 1 broken */
 	int quiesce_after_unpin;  /* a copy could still use an unpinned block */
 	int last_quiesce_pins;    /* unpins seen when quiesce last ran */
@@ -36,6 +40,8 @@ static int fk_pin(void *b, size_t l, const char **why)
 		return EAGAIN; /* as cuda_pin: pending until the capture ends */
 	if (++fk.pins == fk.capture_at)
 		hp_cuda_gate_close(); /* another thread begins a capture */
+	if (fk.pins == 3 && fk.third_seen)
+		*fk.third_seen = *fk.ended;
 	int e = 0;
 	if (fk.pins == fk.fail_pin_at) {
 		*why = "fake refuses";
@@ -236,8 +242,11 @@ static uintptr_t pe_base, pe_up[16];
 static int pe_n, pe_unpins_at_withdraw;
 static int pe_done(uintptr_t upto)
 {
-	if (pe_n < 16)
-		pe_up[pe_n++] = upto;
+	if (pe_n < 16) {
+		pe_up[pe_n] = upto;
+		/* seen by pc_end_capture's thread */
+		__atomic_store_n(&pe_n, pe_n + 1, __ATOMIC_SEQ_CST);
+	}
 	if (upto == pe_base)
 		pe_unpins_at_withdraw = fk.unpins;
 	return 0;
@@ -293,23 +302,41 @@ START_TEST(pieces_reported_then_withdrawn_before_undo)
 END_TEST
 
 /* A capture that begins (in global mode) while a block is registered piece
- * by piece does not cut the pieces: the capture gate is held throughout,
- * so the pieces after its begin are made (the capture's begin waits for
- * them), none is left that could not be undone. */
-START_TEST(pieces_not_cut_by_a_capture)
+ * by piece waits for the piece in flight only (the capture gate is held
+ * per piece): the pieces made stay, the next is made only once the capture
+ * ended (hp_register_piece_hold sleeps until then).  A helper thread ends
+ * the capture once the second piece is reported; the third pin sees
+ * whether it had ended. */
+static _Atomic int pc_ended, pc_third_after_end = -1;
+static void *pc_end_capture(void *arg)
+{
+	(void)arg;
+	while (__atomic_load_n(&pe_n, __ATOMIC_SEQ_CST) < 2)
+		sched_yield();
+	hp_cuda_gate_open(); /* the capture ends */
+	pc_ended = 1;
+	hp_register_wake();
+	return NULL;
+}
+START_TEST(pieces_wait_for_a_capture_begun_between_them)
 {
 	char *m;
 	uintptr_t base = pe_area(&m);
 	const char *why = "";
 	pe_base = base, pe_n = 0;
 	fk.gate = 1, fk.capture_at = 2; /* counted during the second piece */
+	fk.third_seen = &pc_third_after_end, fk.ended = &pc_ended;
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, pc_end_capture, NULL), 0);
 	ck_assert_int_eq(hp_cells_pin_each(base, 16 * MB, &why, pe_done, 0), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(fk.pins, 4);
 	ck_assert_int_eq(pe_n, 4);
-	ck_assert(hp_capture_busy());
-	hp_cuda_gate_open(); /* the capture ends */
+	ck_assert_int_eq(pc_third_after_end, 1); /* made after the capture */
+	ck_assert(!hp_capture_busy());
 	ck_assert_int_eq(hp_cells_unpin(base, 16 * MB, &why), 0);
 	ck_assert_int_eq(fk.unpins, 4);
+	fk.third_seen = NULL, fk.ended = NULL;
 	HP_REAL(munmap)(m, 24 * MB);
 	hp_opt[HP_OPT_REGISTER_CHUNK] = 0;
 }
@@ -328,7 +355,7 @@ Suite *policy_suite(void)
 	tcase_add_test(t, cached_block_quiesced_then_reused_pinned);
 	tcase_add_test(t, munmap_of_part_keeps_the_rest_pinned);
 	tcase_add_test(t, pieces_reported_then_withdrawn_before_undo);
-	tcase_add_test(t, pieces_not_cut_by_a_capture);
+	tcase_add_test(t, pieces_wait_for_a_capture_begun_between_them);
 	suite_add_tcase(s, t);
 	return s;
 }
