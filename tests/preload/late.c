@@ -19,25 +19,13 @@ CUresult cuDevicePrimaryCtxRelease_v2(int);
 int fake_cuda_is_registered(const void *, size_t);
 void fake_cuda_open_gate(void);
 void fake_cuda_open_gate_once(void);
-int fake_cuda_gate_waiters(void);
 int fake_cuda_stream_hold(CUstream);
 void fake_cuda_stream_release(CUstream);
 
-static int is_reg(void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
-static int gate_held(void *arg) { (void)arg; return fake_cuda_gate_waiters() == 1; }
 static int first_piece(void *p)
 {
 	return fake_cuda_is_registered(p, 8 * MB) &&
 	       fake_cuda_gate_waiters() == 1;
-}
-static void wait_for(int (*pred)(void *), void *arg, const char *what)
-{
-	for (int i = 0; i < 60000 && !pred(arg); i++)
-		usleep(1000);
-	if (!pred(arg)) {
-		fprintf(stderr, "never: %s\n", what);
-		exit(1);
-	}
 }
 
 /* A 32 MiB block (8 MiB aligned) that earned registration by two staged

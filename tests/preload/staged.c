@@ -31,7 +31,6 @@ int fake_cuda_capture_broken(void);
 int fake_cuda_is_registered(const void *, size_t);
 void fake_cuda_open_gate(void);
 void fake_cuda_open_gate_once(void);
-int fake_cuda_gate_waiters(void);
 cudaError_t cudaSetDevice(int);
 cudaError_t cudaMemcpy(void *, const void *, size_t, int);
 cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, CUstream);
@@ -351,20 +350,8 @@ static int mode_signals(void)
 	return 0;
 }
 
-/* Background registration (register.c).  Poll for what hostpin's thread
- * does: the outcome never depends on how long it takes (60 s: a hang). */
-static int gate_held(void *arg) { (void)arg; return fake_cuda_gate_waiters() == 1; }
-static int is_reg(void *p) { return (tp_flags(p) & HOSTPIN_REGISTERED) != 0; }
+/* Background registration (register.c): staged_common.h's wait_for. */
 static int not_registered(void *p) { return !fake_cuda_is_registered(p, 1); }
-static void wait_for(int (*pred)(void *), void *arg, const char *what)
-{
-	for (int i = 0; i < 60000 && !pred(arg); i++)
-		usleep(1000);
-	if (!pred(arg)) {
-		fprintf(stderr, "never: %s\n", what);
-		exit(1);
-	}
-}
 
 /* An H2D and a D2H copy of two threads are staged at once (one ring per
  * direction).  The fake holds every async H2D of FAKE_CUDA_HTOD_GATE bytes

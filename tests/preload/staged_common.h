@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "cuda_layouts.h"
 #include "tp.h"
@@ -97,5 +98,27 @@ static inline int staged_run(const char *prog, int argc, char **argv,
 }
 #define staged_main(prog, argc, argv, modes)                                  \
 	staged_run(prog, argc, argv, modes, sizeof(modes) / sizeof(modes[0]))
+
+/* Background registration (register.c): poll for what hostpin's thread
+ * does; the outcome never depends on how long it takes (60 s: a hang). */
+int fake_cuda_gate_waiters(void);
+static inline int gate_held(void *arg)
+{
+	(void)arg;
+	return fake_cuda_gate_waiters() == 1;
+}
+static inline int is_reg(void *p)
+{
+	return (tp_flags(p) & HOSTPIN_REGISTERED) != 0;
+}
+static inline void wait_for(int (*pred)(void *), void *arg, const char *what)
+{
+	for (int i = 0; i < 60000 && !pred(arg); i++)
+		usleep(1000);
+	if (!pred(arg)) {
+		fprintf(stderr, "never: %s\n", what);
+		exit(1);
+	}
+}
 
 #endif
