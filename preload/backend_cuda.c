@@ -866,13 +866,11 @@ uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current)
 #define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 int hp_cuda_wait_context(void)
 {
-	typedef hp_CUresult (*ctx_sync_t)(void);
-	ctx_sync_t f;
-	if (hp_in_child || !load() ||
-	    (*(void **)&f = hp_cuda_sym("cuCtxSynchronize")) == NULL ||
-	    !hp_capture_enter())
+	/* resolved once per loaded driver with the copy fences */
+	if (hp_in_child || !load() || hp_cuda_copy_fns() < 0 ||
+	    pf.cuCtxSynchronize == NULL || !hp_capture_enter())
 		return -1;
-	hp_CUresult r = f();
+	hp_CUresult r = pf.cuCtxSynchronize();
 	hp_capture_leave();
 	return r == HP_CUDA_SUCCESS ? 0 : -1;
 }

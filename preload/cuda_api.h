@@ -186,7 +186,8 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 	X(cuEventDestroy_v2, R, (hp_cudaEvent_t hEvent))
 /* ...and where the driver has it; S is the capture-status enum type. */
 #define HP_CU_POLICY_OPT_FNS(X, R, S)                                         \
-	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus))
+	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus)) \
+	X(cuCtxSynchronize, R, (void))
 
 /* Driver copy entry points hostpin wraps (each also in its _ptsz form):
  * X(name, R, params); M2, M3, BOP: the descriptor types. */

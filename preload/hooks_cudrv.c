@@ -369,10 +369,9 @@ HP_BODY hp_CUresult host_unregister(void *f, void *p)
  * cuPointerGetAttributes' defaults), whatever the driver's version.  The
  * program's own registrations, cudaHostAlloc memory and device memory
  * pass through. */
-static void *asked(void *p) { return hp_foreign_asked(p); }
 static hp_CUdeviceptr asked_dev(hp_CUdeviceptr p)
 {
-	return (hp_CUdeviceptr)(uintptr_t)asked((void *)(uintptr_t)p);
+	return (hp_CUdeviceptr)(uintptr_t)hp_foreign_asked((void *)(uintptr_t)p);
 }
 HP_BODY hp_CUresult ptr_attr(void *f, void *data, int attr, hp_CUdeviceptr p)
 {
@@ -388,19 +387,19 @@ HP_BODY hp_CUresult ptr_attrs(void *f, unsigned n, int *attrs, void **data,
 HP_BODY hp_CUresult host_flags(void *f, unsigned *flags, void *p)
 {
 	hp_cuMemHostGetFlags_t fn = (hp_cuMemHostGetFlags_t)f;
-	return fn ? fn(flags, asked(p)) : HP_CUDA_ERROR_NOT_FOUND;
+	return fn ? fn(flags, hp_foreign_asked(p)) : HP_CUDA_ERROR_NOT_FOUND;
 }
 HP_BODY hp_CUresult host_devptr_v2(void *f, hp_CUdeviceptr *d, void *p,
 				  unsigned fl)
 {
 	hp_cuMemHostGetDevicePointer_v2_t fn =
 	    (hp_cuMemHostGetDevicePointer_v2_t)f;
-	return fn ? fn(d, asked(p), fl) : HP_CUDA_ERROR_NOT_FOUND;
+	return fn ? fn(d, hp_foreign_asked(p), fl) : HP_CUDA_ERROR_NOT_FOUND;
 }
 HP_BODY hp_CUresult host_devptr(void *f, unsigned *d, void *p, unsigned fl)
 {
 	hp_cuMemHostGetDevicePointer_t fn = (hp_cuMemHostGetDevicePointer_t)f;
-	return fn ? fn(d, asked(p), fl) : HP_CUDA_ERROR_NOT_FOUND;
+	return fn ? fn(d, hp_foreign_asked(p), fl) : HP_CUDA_ERROR_NOT_FOUND;
 }
 
 /* Entry points that end a context.  The registrations a context made die
