@@ -33,6 +33,16 @@
 /* Symbolic links followed in one path, as the kernel's MAXSYMLINKS. */
 #define HP_OUT_MAXLINKS 40
 
+/* What a file that is not a regular one is, for the refusal's message. */
+static inline const char *hp_outfile_kind(mode_t m)
+{
+	return S_ISFIFO(m)   ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISDIR(m)  ? "a directory"
+			     : "a special file";
+}
+
 /* Directory fd (reached as `shown`) may be walked through, or (last)
  * hold the file: 0, or EPERM with why[] filled. */
 static inline int hp_out_dir_ok(int fd, const char *shown, int last,
@@ -131,9 +141,7 @@ static inline int hp_out_open_in(const char *path, int append, mode_t mode,
 				    !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
 					hp_snprintf(why, wcap, "it is %s, not a regular "
 						    "file, which hostpin refuses",
-						    S_ISFIFO(st.st_mode) ? "a FIFO"
-						    : S_ISSOCK(st.st_mode) ? "a socket"
-						    : "a special file");
+						    hp_outfile_kind(st.st_mode));
 					err = EPERM;
 				}
 				break;
@@ -143,9 +151,7 @@ static inline int hp_out_open_in(const char *path, int append, mode_t mode,
 			else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
 				hp_snprintf(why, wcap, "it is %s, not a regular file, "
 					    "which hostpin refuses",
-					    S_ISFIFO(st.st_mode) ? "a FIFO"
-					    : S_ISBLK(st.st_mode) ? "a block device"
-					    : "a special file");
+					    hp_outfile_kind(st.st_mode));
 				err = EPERM;
 			} else if (S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
 				hp_snprintf(why, wcap, "it belongs to another user "
