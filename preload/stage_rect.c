@@ -172,6 +172,17 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
 	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
 		return 0;
+	/* staged in chunks of rows: a copy the driver would refuse whole
+	 * (its device rows past the end of their allocation) goes to it as
+	 * it is, nothing written (issue 32 item 12) */
+	hp_CUdeviceptr dv = htod ? p->dstDevice : p->srcDevice;
+	size_t dp = htod ? p->dstPitch : p->srcPitch;
+	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
+	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
+	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
+	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
+	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
+		return 0;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
 	s = hp_program_stream(s, ptsz);
 	struct hp_ring *R = hp_stage_begin(c, h, n, 0, s, htod);

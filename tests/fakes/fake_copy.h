@@ -651,14 +651,29 @@ static void rows(struct xfer *x, const M3D *p)
 			  p->srcArray);
 	char *d = base_of(p->dstMemoryType, p->dstHost, p->dstDevice,
 			  p->dstArray);
-	for (size_t z = 0; z < (p->Depth ? p->Depth : 1); z++)
-		for (size_t y = 0; y < p->Height; y++)
-			seg(x,
-			    d + ((p->dstZ + z) * p->dstHeight + p->dstY + y) *
-				    p->dstPitch + p->dstXInBytes,
-			    s + ((p->srcZ + z) * p->srcHeight + p->srcY + y) *
-				    p->srcPitch + p->srcXInBytes,
-			    p->WidthInBytes);
+	/* the late mode refuses the whole call when any row's device side
+	 * (CU_MEMORYTYPE_DEVICE) is not inside one allocation: checked
+	 * before any row is queued */
+	for (int pass = late_on() ? 0 : 1; pass < 2 && !x->refused; pass++)
+		for (size_t z = 0; z < (p->Depth ? p->Depth : 1); z++)
+			for (size_t y = 0; y < p->Height; y++) {
+				char *dr = d + ((p->dstZ + z) * p->dstHeight +
+						p->dstY + y) * p->dstPitch +
+					   p->dstXInBytes;
+				char *sr = s + ((p->srcZ + z) * p->srcHeight +
+						p->srcY + y) * p->srcPitch +
+					   p->srcXInBytes;
+				if (pass == 1)
+					seg(x, dr, sr, p->WidthInBytes);
+				else {
+					if (p->dstMemoryType == 2)
+						late_need_dev(&x->refused, dr,
+							      p->WidthInBytes);
+					if (p->srcMemoryType == 2)
+						late_need_dev(&x->refused, sr,
+							      p->WidthInBytes);
+				}
+			}
 }
 static void rows2d(struct xfer *x, const M2D *p)
 {
