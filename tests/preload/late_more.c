@@ -4,12 +4,17 @@
  * Each mode checks data and semantics and exits non-zero when they
  * differ; a wait that never ends is a hang that alarm() fails. */
 #include <signal.h>
+#include <string.h>
 
 #include "staged_common.h"
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
+CUresult cuCtxDestroy_v2(CUcontext);
+int fake_cuda_stream_hold(CUstream);
+void fake_cuda_stream_release(CUstream);
 
 /* Item 12, 2D and 3D: a copy whose device side runs past the end of its
  * allocation (the late driver refuses it whole) is refused before any
@@ -59,10 +64,74 @@ static int mode_past_end_rect(void)
 	return 0;
 }
 
+/* One staged round trip of n bytes through h and d on s (seed). */
+static void round_trip(char *h, CUdeviceptr d, size_t n, CUstream s,
+		       unsigned seed)
+{
+	fill(h, n, seed);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0);
+	memset(h, 0, n); /* after the call: changes nothing */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, seed));
+	fill(D(d), n, seed + 100);
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0);
+	CHECK(same(h, n, seed + 100)); /* there on return */
+}
+
+/* Rings exist for 8 contexts at once (ring.c).  The case runs this with
+ * FAKE_CUDA_OWN_CTXS=1: 10 contexts of the program's own, each current in
+ * turn with a stream of its own.  Context 0's staged H2D is left queued
+ * behind a hold of its stream (its slots' events pending): the copies of
+ * the 9 others, each on its own stream and context, must all be right and
+ * never wait for context 0 (a wait is a hang); the 9th and 10th have no
+ * ring of their own: they pass through (the case counts 4 copies reaching
+ * the driver pageable), never through another context's ring (the late
+ * driver refuses an event recorded on another context's stream).  Once
+ * context 0 ended, the 10th context's copies are staged through the entry
+ * it left (no more pageable copies). */
+static int mode_many_ctxs(void)
+{
+	enum { N = 10 };
+	size_t n = 16 * MB;
+	alarm(30);
+	CUcontext c[N];
+	CUstream s[N];
+	CUdeviceptr d[N];
+	char *h = plain(n), *h0 = plain(n);
+	for (int i = 0; i < N; i++) {
+		CHECK(cuCtxCreate_v2(&c[i], 0, 0) == 0);
+		CHECK(cuCtxSetCurrent(c[i]) == 0);
+		CHECK(cuStreamCreate(&s[i], 0) == 0);
+		d[i] = dev(n);
+	}
+	CHECK(cuCtxSetCurrent(c[0]) == 0);
+	round_trip(h, d[0], n, s[0], 89); /* context 0's rings, both ways */
+	fill(h0, n, 90);
+	CHECK(cuMemcpyHtoDAsync_v2(d[0], h0, n, s[0]) == 0); /* staged */
+	memset(h0, 0, n);
+	CHECK(fake_cuda_stream_hold(s[0]) == 0);
+	for (int i = 1; i < N; i++) {
+		CHECK(cuCtxSetCurrent(c[i]) == 0);
+		round_trip(h, d[i], n, s[i], 91 + i);
+	}
+	fake_cuda_stream_release(s[0]);
+	CHECK(cuCtxSetCurrent(c[0]) == 0);
+	CHECK(cuStreamSynchronize(s[0]) == 0);
+	CHECK(same(D(d[0]), n, 90));
+	CHECK(cuCtxDestroy_v2(c[0]) == 0);
+	CHECK(cuCtxSetCurrent(c[N - 1]) == 0);
+	round_trip(h, d[N - 1], n, s[N - 1], 120); /* context 0's entry */
+	for (int i = 1; i < N; i++)
+		CHECK(cuCtxDestroy_v2(c[i]) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"past_end_rect", mode_past_end_rect},
+	    {"many_ctxs", mode_many_ctxs},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }
