@@ -106,13 +106,19 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 }
 
 /* The record of the malloc block that p is the base of; aborts on interior
- * pointers and double frees of hostpin blocks, as glibc does for its own. */
-static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
+ * pointers and double frees of hostpin blocks, as glibc does for its own.
+ * *handed (free only): the registration thread releases the block itself
+ * (it held it during a capture): NULL, nothing to do. */
+static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn,
+			   int *handed)
 {
-	/* free() cancels a registration in progress; realloc and
-	 * malloc_usable_size wait for it (asleep) */
+	/* free() and realloc cancel a registration in progress (after one
+	 * piece at most; free() during a capture that parked it: at once);
+	 * malloc_usable_size waits for it (asleep) */
 	int (*held)(const hp_rec_t *) =
-	    strcmp(fn, "free") == 0 ? hp_register_cancel : hp_register_wait;
+	    handed ? hp_register_cancel_free
+	    : strcmp(fn, "realloc") == 0 ? hp_register_cancel
+					 : hp_register_wait;
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	/* Adoption, madvise or a foreign registration holds it briefly.  A
 	 * pointer inside a block being released: wait for the record (a
@@ -125,8 +131,16 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn)
 		    s->base != (uintptr_t)p && !hp_waited(&t0, spins, 10)));
 	     spins++) {
 		/* the registration thread's block: after one piece at most
-		 * (free), asleep */
-		if (!(hp_word_state(s->word) == HP_REC_BUSY && held(r)))
+		 * (free, realloc), asleep */
+		int h = hp_word_state(s->word) == HP_REC_BUSY &&
+				s->base == (uintptr_t)p
+			    ? held(r)
+			    : 0;
+		if (h == 2) {
+			*handed = 1;
+			return NULL;
+		}
+		if (!h)
 			sched_yield();
 		r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	}
@@ -163,17 +177,26 @@ static void release_block(hp_rec_t *r, hp_snap_t *s, const char *fn)
 int hp_block_free(void *p)
 {
 	hp_snap_t s;
-	hp_rec_t *r = own_block(p, &s, "free");
+	int handed = 0;
+	hp_rec_t *r = own_block(p, &s, "free", &handed);
 	if (r == NULL)
-		return 0;
+		return handed;
 	release_block(r, &s, "free");
 	return 1;
+}
+
+void hp_block_release_freed(hp_rec_t *r, uintptr_t base)
+{
+	hp_snap_t s;
+	if (hp_registry_lookup(&hp_reg, base, &s) == r && s.base == base &&
+	    (hp_rflags(r) & HOSTPIN_KIND_MALLOC))
+		release_block(r, &s, "free");
 }
 
 size_t hp_block_usable(const void *p, int *handled)
 {
 	hp_snap_t s;
-	hp_rec_t *r = own_block((void *)p, &s, "malloc_usable_size");
+	hp_rec_t *r = own_block((void *)p, &s, "malloc_usable_size", NULL);
 	*handled = r != NULL;
 	return r ? s.len : 0;
 }
@@ -292,7 +315,7 @@ stay:
 void *hp_block_realloc(void *p, size_t n, int *handled)
 {
 	hp_snap_t s;
-	hp_rec_t *r = own_block(p, &s, "realloc");
+	hp_rec_t *r = own_block(p, &s, "realloc", NULL);
 	*handled = r != NULL;
 	if (r == NULL)
 		return NULL;
@@ -333,7 +356,7 @@ void *hp_block_realloc(void *p, size_t n, int *handled)
 			return NULL;
 		}
 		/* tracked again at its old place: copy as before */
-		r = own_block(p, &s, "realloc");
+		r = own_block(p, &s, "realloc", NULL);
 		if (r == NULL)
 			return NULL; /* cannot happen: it is ours again */
 	}

@@ -337,8 +337,11 @@ static void advise_records(struct advise *ad)
 		uint32_t st = hp_busy_begin(r, s);
 		if (!st) {
 			/* held or being released by another thread: wait,
-			 * then look again from ad->cur */
-			sched_yield();
+			 * then look again from ad->cur (the registration
+			 * thread's block: what is left cancelled, after one
+			 * piece at most, asleep) */
+			if (!hp_register_cancel(r))
+				sched_yield();
 			continue;
 		}
 		advise_gap(ad, a);

@@ -104,6 +104,15 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 					*why = "the process exits";
 					return ECANCELED;
 				}
+				/* cancelled while it waited: the next piece
+				 * is never begun */
+				if (done(x)) {
+					e = ECANCELED, *why = "cancelled";
+					done(base);
+					const char *w;
+					cells_unpin_c(base, x, u, c, &w);
+					break;
+				}
 			}
 			if (fault)
 				hp_prefault((void *)x, n - x);

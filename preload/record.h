@@ -60,6 +60,13 @@ HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
  * cancel what is left of it and wait until the thread let go of it (the
  * pieces made undone): 1; 0 if r is not that block. */
 HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
+/* The same for free(): while a capture parks the thread (the pieces made
+ * cannot be undone before its end), 2 at once: the thread then undoes
+ * them and releases the block itself (hp_block_release_freed). */
+HP_HIDDEN int hp_register_cancel_free(const hp_rec_t *r);
+/* heap.c: release the malloc block r at base, which the program freed
+ * while the registration thread held it. */
+HP_HIDDEN void hp_block_release_freed(hp_rec_t *r, uintptr_t base);
 /* The same, without cancelling: sleep until the thread let go of r. */
 HP_HIDDEN int hp_register_wait(const hp_rec_t *r);
 /* The registration thread between two pieces of a block: the capture gate
@@ -133,7 +140,10 @@ static inline int hp_claim_release(hp_rec_t *r, hp_snap_t *s)
 		if (hp_registry_lookup(&hp_reg, s->base, s) != r ||
 		    hp_word_state(s->word) != HP_REC_BUSY)
 			return 0;
-		sched_yield();
+		/* the registration thread's block: what is left cancelled,
+		 * after one piece at most, asleep; other holds are brief */
+		if (!hp_register_cancel(r))
+			sched_yield();
 	}
 }
 

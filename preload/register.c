@@ -82,6 +82,11 @@ static struct {
 	 * whether its owner or the program cancelled what is left */
 	const hp_rec_t *held;
 	int cancel;
+	/* the thread sleeps between two pieces for a capture's end
+	 * (parked); a free() of the held block then returns at once and
+	 * the thread releases the block itself once the pieces made are
+	 * undone (handed) */
+	int parked, handed;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Under pre.mu: no copy reads the prefix any more. */
@@ -107,30 +112,45 @@ static int pre_progress(uintptr_t upto)
 	return c;
 }
 
-/* If r is the block held by the thread: cancel (or not) what is left,
- * and sleep until the thread let go of it: 1; else 0. */
-static int held_wait(const hp_rec_t *r, int cancel)
+/* The registration thread itself (it never waits for its own block). */
+static __thread int registrar;
+
+/* If r is the block held by the thread: cancel (mode 1, 2) or not (0)
+ * what is left, and sleep until the thread let go of it: 1; else 0.
+ * Mode 2 (a free): if the thread is parked for a capture, it releases
+ * the block itself once allowed: 2 at once. */
+static int held_wait(const hp_rec_t *r, int mode)
 {
-	if (r == NULL)
+	if (r == NULL || registrar)
 		return 0;
 	pthread_mutex_lock(&pre.mu);
-	int k = pre.held == r;
+	int k = pre.held == r && !pre.handed;
 	if (k) {
 		/* after the piece in flight (one piece at most), the thread
 		 * undoes the pieces made and lets go */
-		if (cancel) {
+		if (mode) {
 			pre.cancel = 1;
 			/* wakes a registrar parked for a capture */
 			pthread_cond_broadcast(&pre.cv);
 		}
-		while (pre.held == r)
+		while (pre.held == r) {
+			if (mode == 2 && pre.parked) {
+				/* the pieces made cannot be undone before
+				 * the capture's end: the thread releases
+				 * the block then */
+				pre.handed = 1, k = 2;
+				break;
+			}
 			pthread_cond_wait(&pre.cv, &pre.mu);
+		}
 	}
 	pthread_mutex_unlock(&pre.mu);
 	return k;
 }
 
 int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
+
+int hp_register_cancel_free(const hp_rec_t *r) { return held_wait(r, 2); }
 
 int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
 
@@ -206,11 +226,14 @@ static int run_job(const struct job *j)
 	}
 	hp_busy_end(r, st);
 	pthread_mutex_lock(&pre.mu);
+	int handed = pre.held == r && pre.handed;
 	if (pre.held == r) {
-		pre.held = NULL, pre.cancel = 0;
+		pre.held = NULL, pre.cancel = pre.handed = 0;
 		pthread_cond_broadcast(&pre.cv);
 	}
 	pthread_mutex_unlock(&pre.mu);
+	if (handed) /* the program freed it during a capture: ours to free */
+		hp_block_release_freed(r, j->base);
 	return 0;
 }
 
@@ -245,8 +268,13 @@ int hp_register_piece_hold(void)
 		if (bg.exiting)
 			return 0;
 		pthread_mutex_lock(&pre.mu);
+		/* parked: a free() of the block waiting now returns (the
+		 * block is released here once the capture ended) */
+		pre.parked = 1;
+		pthread_cond_broadcast(&pre.cv);
 		while (hp_capture_busy() && !bg.exiting)
 			pthread_cond_wait(&pre.cv, &pre.mu);
+		pre.parked = 0;
 		pthread_mutex_unlock(&pre.mu);
 	}
 }
@@ -255,6 +283,7 @@ static void *registrar_main(void *arg)
 {
 	(void)arg;
 	hp_in_hook = 1; /* nothing this thread does is the program's */
+	registrar = 1;
 	pthread_mutex_lock(&bg.mu);
 	for (;;) {
 		if (bg.stop || bg.n == 0) {
@@ -347,6 +376,7 @@ void hp_register_fork_child(void)
 	pthread_cond_init(&pre.cv, NULL);
 	pre.r = NULL, pre.readers = 0;
 	pre.held = NULL, pre.cancel = 0;
+	pre.parked = pre.handed = 0;
 	bg.on = bg.busy = 0;
 	bg.head = bg.n = 0;
 	bg.stop = 1; /* a child registers nothing in the background */

@@ -423,6 +423,91 @@ static int mode_exit_piece(void)
 	return 0;
 }
 
+/* realloc of the block (growing it) cancels what is left after the piece
+ * in flight, asleep (it waited for the whole registration before): the
+ * data moves with it, the third piece never begun. */
+static int mode_realloc_piece(void)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(140, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pthread_t t = start_one_piece();
+	char *q = realloc(blk, 64 * MB);
+	CHECK(q != NULL);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(same(q, 32 * MB, 140));
+	CHECK(fake_cuda_gate_waiters() == 0);
+	printf("realloc cancelled after one piece\n");
+	free(q);
+	return 0;
+}
+
+/* A partial munmap (the block's second half) and a discard
+ * (MADV_DONTNEED of its third piece) of the block being registered wait
+ * for the piece in flight only, asleep (each spun until the whole block
+ * was registered before): what is left of the registration is cancelled,
+ * the third piece never begun. */
+static int cut_piece(int discard)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(150 + discard, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pthread_t t = start_one_piece();
+	if (discard)
+		CHECK(madvise(blk + 16 * MB, 8 * MB, MADV_DONTNEED) == 0);
+	else
+		CHECK(munmap(blk + 16 * MB, 16 * MB) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(fake_cuda_gate_waiters() == 0);
+	CHECK(same(blk, 16 * MB, 150 + discard)); /* the rest kept */
+	printf("%s after one piece\n", discard ? "discard" : "munmap");
+	fake_cuda_open_gate(); /* what registers the rest again, if any */
+	if (discard)
+		free(blk);
+	else
+		CHECK(munmap(blk, 16 * MB) == 0);
+	return 0;
+}
+static int mode_munmap_piece(void) { return cut_piece(0); }
+static int mode_purge_piece(void) { return cut_piece(1); }
+
+/* free() of the block while a global capture parked its registration
+ * (two pieces made, the next waiting for the capture's end) returns at
+ * once: nobody ends the capture before it returns (a wait for it is a
+ * hang).  The pieces made cannot be unregistered during the capture; once
+ * it ended, they are, and the block is released (the case: two pieces
+ * registered, both unregistered, none live at exit). */
+static int two_pieces_unreg(void *blk)
+{
+	return !piece_reg(blk, 0) && !piece_reg(blk, 1);
+}
+static int mode_free_capture(void)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s, o;
+	char *blk = half_registered(160, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(cuStreamCreate(&o, 0) == 0);
+	pthread_t t = start_one_piece();
+	CHECK(cuStreamBeginCapture_v2(o, 0) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1) && !piece_reg(blk, 2));
+	free(blk); /* must not wait for the capture's end */
+	printf("free returned during the capture\n");
+	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1)); /* not during it */
+	void *g;
+	CHECK(cuStreamEndCapture(o, &g) == 0);
+	wait_for(two_pieces_unreg, blk, "the pieces unregistered after the "
+		 "capture");
+	CHECK(fake_cuda_gate_waiters() == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -437,6 +522,10 @@ int main(int argc, char **argv)
 	    {"capture_piece", mode_capture_piece},
 	    {"free_piece", mode_free_piece},
 	    {"exit_piece", mode_exit_piece},
+	    {"realloc_piece", mode_realloc_piece},
+	    {"munmap_piece", mode_munmap_piece},
+	    {"purge_piece", mode_purge_piece},
+	    {"free_capture", mode_free_capture},
 	};
 	return staged_main("late", argc, argv, modes);
 }

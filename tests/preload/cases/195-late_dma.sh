@@ -89,11 +89,16 @@ lt "the program registers a block being registered in the background: it succeed
 # alarm fails the mode).  A global capture's begin returns after that piece
 # (the third begun only after the capture); free() of the block and the
 # exit cancel what is left: each piece made is unregistered, none live.
-for m in capture_piece free_piece exit_piece; do
+# realloc, a partial munmap and a discard (MADV_DONTNEED) of the block
+# cancel what is left after the piece in flight, asleep.  free() while a
+# global capture parked the registration returns during the capture; the
+# pieces made are unregistered once it ended.
+for m in capture_piece free_piece exit_piece realloc_piece free_capture \
+	munmap_piece purge_piece; do
 	lt "no wait longer than one piece of a background registration ($m)" any \
 		HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 		FAKE_CUDA_REGISTER_GATE=8388608 -- $m
-	[ $m = capture_piece ] && continue
+	case $m in capture_piece|munmap_piece|purge_piece) continue ;; esac
 	reg=$(echo "$LT_LOG" | grep -c " REG .* 8388608 ")
 	unreg=$(echo "$LT_LOG" | grep -c " UNREG .* 8388608")
 	[ "$reg" = 2 ] && [ "$unreg" = 2 ] &&
