@@ -96,7 +96,8 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 			n = hp_cells_piece_end(base, len, x);
 			if (x > base) {
 				hp_capture_unhold();
-				if (!hp_register_piece_hold()) {
+				int h = hp_register_piece_hold();
+				if (!h) {
 					/* the exit, during a capture: the
 					 * pieces made cannot be undone now;
 					 * they end with the process */
@@ -104,9 +105,9 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 					*why = "the process exits";
 					return ECANCELED;
 				}
-				/* cancelled while it waited: the next piece
-				 * is never begun */
-				if (done(x)) {
+				/* cancelled (or the exit) while it waited:
+				 * the next piece is never begun */
+				if (h == 2) {
 					e = ECANCELED, *why = "cancelled";
 					done(base);
 					const char *w;

@@ -70,8 +70,10 @@ HP_HIDDEN void hp_block_release_freed(hp_rec_t *r, uintptr_t base);
 /* The same, without cancelling: sleep until the thread let go of r. */
 HP_HIDDEN int hp_register_wait(const hp_rec_t *r);
 /* The registration thread between two pieces of a block: the capture gate
- * for the next piece, sleeping while a capture holds it; 0: the process
- * exits meanwhile (nothing held).  hp_register_wake: a capture ended. */
+ * for the next piece, sleeping while a capture holds it: 1; 2: held, but
+ * what is left was cancelled meanwhile (or the process exits): undo the
+ * pieces made; 0: the process exits during a capture (nothing held).
+ * hp_register_wake: a capture ended. */
 HP_HIDDEN int hp_register_piece_hold(void);
 HP_HIDDEN void hp_register_wake(void);
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)

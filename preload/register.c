@@ -263,8 +263,12 @@ void hp_register_wake(void)
 int hp_register_piece_hold(void)
 {
 	for (;;) {
-		if (hp_capture_hold())
-			return 1;
+		if (hp_capture_hold()) {
+			pthread_mutex_lock(&pre.mu);
+			int c = pre.cancel || bg.exiting;
+			pthread_mutex_unlock(&pre.mu);
+			return c ? 2 : 1;
+		}
 		if (bg.exiting)
 			return 0;
 		pthread_mutex_lock(&pre.mu);
