@@ -160,6 +160,11 @@ static int seg_add(struct hp_ring *R)
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (b == MAP_FAILED)
 			r = -1;
+		/* not inherited by a forked child (which never stages): a
+		 * registered page shared copy-on-write could leave the
+		 * parent's DMA on the page the child got */
+		else
+			hp_real.madvise(b, len, MADV_DONTFORK);
 	}
 	if (r == 0) {
 		what = "registered";

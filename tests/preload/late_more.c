@@ -5,6 +5,7 @@
  * differ; a wait that never ends is a hang that alarm() fails. */
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "staged_common.h"
 
@@ -127,11 +128,58 @@ static int mode_many_ctxs(void)
 	return 0;
 }
 
+/* The staging rings are not inherited by a forked child (MADV_DONTFORK:
+ * registered memory shared copy-on-write with a child could leave the
+ * parent's DMA on a page the child got; the child never stages).  The
+ * case sets HOSTPIN_STAGE_BUFFER=4M: the rings are the registrations of
+ * 2 MiB in the fake's log. */
+static int mode_ring_dontfork(void)
+{
+	size_t n = 16 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	round_trip(h, d, n, NULL, 130);
+	FILE *f = fopen(getenv("FAKE_CUDA_LOG"), "r");
+	CHECK(f != NULL);
+	char line[256];
+	void *ring[8];
+	int k = 0;
+	while (k < 8 && fgets(line, sizeof(line), f)) {
+		char *r = strstr(line, " REG ");
+		void *p;
+		size_t len;
+		if (r && sscanf(r, " REG %p %zu", &p, &len) == 2 &&
+		    len == 2 * MB)
+			ring[k++] = p;
+	}
+	fclose(f);
+	CHECK(k == 2); /* H2D and D2H */
+	unsigned char v;
+	for (int i = 0; i < k; i++)
+		CHECK(mincore(ring[i], 4096, &v) == 0);
+	pid_t c = fork();
+	CHECK(c >= 0);
+	if (c == 0) {
+		int mapped = 0;
+		for (int i = 0; i < k; i++)
+			mapped += mincore(ring[i], 4096, &v) == 0;
+		_exit(mapped);
+	}
+	int st;
+	CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st));
+	printf("ring segments mapped in the child: %d\n", WEXITSTATUS(st));
+	CHECK(WEXITSTATUS(st) == 0);
+	round_trip(h, d, n, NULL, 131); /* the parent's rings still serve */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"past_end_rect", mode_past_end_rect},
 	    {"many_ctxs", mode_many_ctxs},
+	    {"ring_dontfork", mode_ring_dontfork},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }

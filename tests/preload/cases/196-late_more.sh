@@ -52,3 +52,9 @@ while read -r prog p; do
 	cudaprog "$prog" "late DMA: $prog $p: a large copy from or into pageable memory is staged by its direction" 0 0 \
 		$L HP_EXPECT_ACTIVE= HOSTPIN_THRESHOLD=1G FAKE_CUDA_NO_PAGEABLE=4194304 -- sync
 done < <(grep -E '^[a-z_]+ [a-z0-9_]*attr' "$top/tests/preload/matrix/copy-paths")
+if [ -x "$B/late_more" ]; then
+# Must hold: a forked child does not inherit the staging rings (registered
+# memory; MADV_DONTFORK), and the parent's rings still serve after.
+lm "the staging rings are not inherited by a forked child" staged \
+	HOSTPIN_STAGE_BUFFER=4M -- ring_dontfork
+fi
