@@ -21,9 +21,11 @@
  * for its own thread only.  Relaxed mode prohibits nothing and is not
  * counted. */
 #include <pthread.h>
+#include <string.h>
 
 #include "hooks.h"
 #include "record.h"
+#include "stage.h"
 
 #define HP_CAPTURE_GLOBAL 0
 #define HP_CAPTURE_THREAD_LOCAL 1
@@ -40,8 +42,89 @@ static struct {
 static int cap_overflow;
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Streams with copies of several driver calls in progress (stage.h), or a
+ * capture beginning or in progress (any mode), under str_mu.  A stream
+ * not listed (the table full) has none; a copy then passes through. */
+#define MAX_STREAMS 64
+static struct {
+	hp_cudaStream_t s;
+	int copies, captures;
+} strs[MAX_STREAMS];
+static pthread_mutex_t str_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t str_cv = PTHREAD_COND_INITIALIZER;
+
+/* Under str_mu: s's entry (made if add), or NULL. */
+static int str_of(hp_cudaStream_t s, int add)
+{
+	int f = -1;
+	for (int i = 0; i < MAX_STREAMS; i++) {
+		if ((strs[i].copies || strs[i].captures) && strs[i].s == s)
+			return i;
+		if (f < 0 && !strs[i].copies && !strs[i].captures)
+			f = i;
+	}
+	if (add && f >= 0)
+		strs[f].s = s;
+	return add ? f : -1;
+}
+
+int hp_capture_stream_enter(hp_cudaStream_t s)
+{
+	pthread_mutex_lock(&str_mu);
+	int i = str_of(s, 1);
+	int ok = i >= 0 && strs[i].captures == 0;
+	if (ok)
+		strs[i].copies++;
+	pthread_mutex_unlock(&str_mu);
+	return ok;
+}
+
+void hp_capture_stream_leave(hp_cudaStream_t s)
+{
+	pthread_mutex_lock(&str_mu);
+	int i = str_of(s, 0);
+	if (i >= 0 && strs[i].copies > 0 && --strs[i].copies == 0)
+		pthread_cond_broadcast(&str_cv);
+	pthread_mutex_unlock(&str_mu);
+}
+
+void hp_capture_stream_fork_child(void)
+{
+	/* the child's only thread copies nothing now; its lock may have
+	 * been held */
+	pthread_mutex_init(&str_mu, NULL);
+	pthread_cond_init(&str_cv, NULL);
+	memset(strs, 0, sizeof(strs));
+}
+
+/* A capture's begin on s: from now on no copy of several calls enters s;
+ * those in progress are waited for (each waits only for s's own work,
+ * queued before the capture) */
+static void str_begin(hp_cudaStream_t s)
+{
+	pthread_mutex_lock(&str_mu);
+	int i = str_of(s, 1);
+	if (i >= 0) {
+		strs[i].captures++;
+		while (strs[i].copies > 0)
+			pthread_cond_wait(&str_cv, &str_mu);
+	}
+	pthread_mutex_unlock(&str_mu);
+}
+
+/* The capture on s ended, or its begin failed. */
+static void str_end(hp_cudaStream_t s)
+{
+	pthread_mutex_lock(&str_mu);
+	int i = str_of(s, 0);
+	if (i >= 0 && strs[i].captures > 0)
+		strs[i].captures--;
+	pthread_mutex_unlock(&str_mu);
+}
+
 int hp_capture_begin(hp_cudaStream_t s, int mode)
 {
+	str_begin(s);
 	if (mode == HP_CAPTURE_RELAXED)
 		return 0;
 	pthread_mutex_lock(&cap_mu);
@@ -89,6 +172,7 @@ static void forget(hp_cudaStream_t s)
 
 void hp_capture_begin_failed(hp_cudaStream_t s, int counted)
 {
+	str_end(s);
 	if (counted)
 		forget(s);
 }
@@ -105,6 +189,7 @@ void hp_capture_end(hp_cudaStream_t s, hp_CUresult e)
 {
 	if (!capture_over(e))
 		return;
+	str_end(s);
 	pthread_mutex_lock(&cap_mu);
 	int listed = 0;
 	for (int i = 0; i < MAX_CAPTURES; i++)

@@ -384,4 +384,5 @@ void hp_register_fork_child(void)
 	bg.on = bg.busy = 0;
 	bg.head = bg.n = 0;
 	bg.stop = 1; /* a child registers nothing in the background */
+	hp_capture_stream_fork_child();
 }

@@ -68,6 +68,31 @@ static int own_block(const hp_copy_t *c, const void *h)
 	return 0;
 }
 
+/* A copy of several driver calls on s may run: no capture begins on s
+ * until stream_leave (capture.c: one call to the program, captured whole
+ * or not at all), none is in progress there, and none that prohibits this
+ * thread's calls anywhere (the capture gate entered). */
+static int stream_enter(hp_cudaStream_t s)
+{
+	if (!hp_capture_stream_enter(s))
+		return 0;
+	if (hp_cuda_capturing(s) || !hp_capture_enter()) {
+		hp_capture_stream_leave(s);
+		return 0;
+	}
+	return 1;
+}
+
+static void stream_leave(hp_cudaStream_t s)
+{
+	hp_capture_leave();
+	hp_capture_stream_leave(s);
+}
+
+/* The stream of this thread's staged copy (hp_stage_begin to
+ * hp_stage_done: one at a time per thread). */
+static __thread hp_cudaStream_t staged_on;
+
 /* Whether this copy (htod: H2D, else D2H) may be staged: its direction's
  * ring, with the capture gate entered and the ring claimed (stage_done
  * lets go of both); NULL if not. */
@@ -93,14 +118,16 @@ struct hp_ring *hp_stage_begin(const hp_copy_t *c, const void *h,
 		return NULL;
 	/* A stream capturing a graph records the copy instead of running it;
 	 * any wait now would invalidate a capture elsewhere (invariant 13). */
-	if (hp_cuda_capturing(s) || !hp_capture_enter())
+	if (!stream_enter(s))
 		return NULL;
 	/* the ring of the stream's context (a device's stream may be used
 	 * with another device current): made only through the current one */
 	uintptr_t sc = hp_cuda_stream_ctx(s, ctx);
 	struct hp_ring *R = hp_ring_get(htod, sc, sc == ctx);
 	if (R == NULL)
-		hp_capture_leave();
+		stream_leave(s);
+	else
+		staged_on = s;
 	return R;
 }
 
@@ -108,7 +135,7 @@ struct hp_ring *hp_stage_begin(const hp_copy_t *c, const void *h,
 void hp_stage_done(struct hp_ring *R, size_t n, int staged)
 {
 	hp_ring_put(R);
-	hp_capture_leave();
+	stream_leave(staged_on);
 	if (!staged)
 		return;
 	atomic_fetch_add_explicit(&st_copies, 1, memory_order_relaxed);
@@ -268,13 +295,13 @@ static int split(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 	    hp_cells_piece_end(b.base, b.len, a) >= a + n)
 		return 0;
 	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
-	    hp_cuda_capturing(s) || !hp_capture_enter())
+	    !stream_enter(s))
 		return 0;
 	int queued;
 	int r = per_piece(b.base, b.len, d, h, n, s, htod, &queued);
 	if (r == 0 && sync)
 		r = hp_cuda_stream_wait(s);
-	hp_capture_leave();
+	stream_leave(s);
 	*res = r;
 	return 2;
 }
@@ -300,7 +327,7 @@ static int prefix(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 	if (hp_register_prefix(c->r[0], a, n, &base, &len) != 2)
 		return 0;
 	if (!hp_cuda_stage_fns() || !hp_cuda_ctx_current() ||
-	    hp_cuda_capturing(s) || !hp_capture_enter()) {
+	    !stream_enter(s)) {
 		hp_register_prefix_leave();
 		return 0;
 	}
@@ -311,7 +338,7 @@ static int prefix(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 		if (r == 0)
 			r = w;
 	}
-	hp_capture_leave();
+	stream_leave(s);
 	hp_register_prefix_leave();
 	*res = r;
 	return 1;

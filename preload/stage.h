@@ -20,6 +20,17 @@
  * a forked child, no context on this thread, no ring).  s: the program's
  * stream; ptsz: stream 0 means the per-thread default stream; sync: the
  * synchronous form (it returns after the copy completed). */
+/* capture.c: a copy in several driver calls on stream s (staged, or direct
+ * by pieces) is one call to the program, done before a capture on s begins
+ * or captured whole (the driver's own copies are).  hp_capture_stream_enter:
+ * 1 if no capture is beginning or in progress on s (hostpin saw), and none
+ * will begin on s until hp_capture_stream_leave; 0 if one is (pass the
+ * copy through whole).  A capture's begin on s, in any mode, sleeps until
+ * the copies entered on s left. */
+HP_HIDDEN int hp_capture_stream_enter(hp_cudaStream_t s);
+HP_HIDDEN void hp_capture_stream_leave(hp_cudaStream_t s);
+HP_HIDDEN void hp_capture_stream_fork_child(void);
+
 HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
 			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
 			    int *res);

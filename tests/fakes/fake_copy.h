@@ -122,9 +122,19 @@ static void run_op(stream_t *s, struct op *o)
 	unraw(o, sizeof(*o));
 }
 
+static int late_on(void);
 static void enqueue(stream_t *s, struct op *o)
 {
 	s = S(s);
+	if (late_on() && s->capturing && !o->hold) {
+		/* the late mode: work queued on a capturing stream is
+		 * captured into its graph, not run (the graph is not
+		 * modelled: dropped, logged) */
+		logf_("LATE captured %zu", o->n);
+		if (o->staging)
+			unraw(o->staging, o->n);
+		return;
+	}
 	pthread_mutex_lock(&s->mu);
 	o->next = NULL;
 	o->qn = ++s->enq;

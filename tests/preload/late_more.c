@@ -174,12 +174,102 @@ static int mode_ring_dontfork(void)
 	return 0;
 }
 
+/* A capture that begins on stream s (thread-local or relaxed mode: no
+ * other thread's calls are prohibited) while another thread's staged copy
+ * on s is mid-way: the driver treats one copy as one call, done before the
+ * capture or captured whole, so the copy must end first.  The case runs
+ * this with HOSTPIN_STAGE_THREADS=1 and a ring of 2 MiB: thread A's
+ * 32 MiB copy on s, held by the program, fills its slots and sleeps on
+ * its own first chunk's event; thread B then begins the capture on s;
+ * once B returned or sleeps, the hold is let go.  The late driver
+ * captures (does not run) what is queued on a capturing stream: the data
+ * is right only if the whole copy ran before the capture began. */
+#include <pthread.h>
+#include <sys/syscall.h>
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, void **);
+static CUstream cm_s;
+static int cm_mode;
+static _Atomic int cm_begun, cm_end;
+static _Atomic pid_t cm_tid[2];
+static char *cm_h;
+static CUdeviceptr cm_d;
+static int asleep(pid_t t)
+{
+	char path[64], buf[64] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)t);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	return ok && atoi(buf) == SYS_futex;
+}
+static int a_asleep(void *arg) { (void)arg; return cm_tid[0] && asleep(cm_tid[0]); }
+static int b_waits(void *arg)
+{
+	(void)arg;
+	return cm_begun || (cm_tid[1] && asleep(cm_tid[1]));
+}
+static int b_begun(void *arg) { (void)arg; return cm_begun != 0; }
+static int b_ended(void *arg) { (void)arg; return cm_begun == 2; }
+static void *cm_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	cm_tid[0] = (pid_t)syscall(SYS_gettid);
+	CHECK(cuMemcpyHtoDAsync_v2(cm_d, cm_h, 32 * MB, cm_s) == 0);
+	return NULL;
+}
+static void *cm_capture(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	cm_tid[1] = (pid_t)syscall(SYS_gettid);
+	CHECK(cuStreamBeginCapture_v2(cm_s, cm_mode) == 0);
+	cm_begun = 1;
+	while (!cm_end)
+		usleep(1000);
+	void *g;
+	CHECK(cuStreamEndCapture(cm_s, &g) == 0);
+	cm_begun = 2;
+	return NULL;
+}
+static int capture_mid_copy(int mode)
+{
+	alarm(30);
+	cm_mode = mode;
+	cm_h = plain(32 * MB);
+	cm_d = dev(32 * MB);
+	fill(cm_h, 32 * MB, 140 + mode);
+	CHECK(cuStreamCreate(&cm_s, 0) == 0);
+	CHECK(fake_cuda_stream_hold(cm_s) == 0);
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, cm_copy, NULL) == 0);
+	wait_for(a_asleep, NULL, "the copy waits on its own stream");
+	CHECK(pthread_create(&b, NULL, cm_capture, NULL) == 0);
+	wait_for(b_waits, NULL, "the capture's begin returned or sleeps");
+	fake_cuda_stream_release(cm_s);
+	CHECK(pthread_join(a, NULL) == 0);
+	wait_for(b_begun, NULL, "the capture began");
+	cm_end = 1;
+	wait_for(b_ended, NULL, "the capture ended");
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(cuStreamSynchronize(cm_s) == 0);
+	CHECK(same(D(cm_d), 32 * MB, 140 + mode));
+	return 0;
+}
+static int mode_capture_mid_copy_local(void) { return capture_mid_copy(1); }
+static int mode_capture_mid_copy_relaxed(void) { return capture_mid_copy(2); }
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"past_end_rect", mode_past_end_rect},
 	    {"many_ctxs", mode_many_ctxs},
 	    {"ring_dontfork", mode_ring_dontfork},
+	    {"capture_mid_copy_local", mode_capture_mid_copy_local},
+	    {"capture_mid_copy_relaxed", mode_capture_mid_copy_relaxed},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }
