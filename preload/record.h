@@ -176,6 +176,18 @@ HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);
+/* hp_unpin; EAGAIN: not now (a graph capture, no context to unregister
+ * through); quiet: say nothing of that; *in_driver (if given) set when the
+ * refusal is a block freed inside a driver call. */
+HP_HIDDEN int hp_unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet,
+			  int *in_driver);
+/* The backend's ready(), and what it reported while it looked acted on. */
+HP_HIDDEN int hp_pin_ready_now(void);
+/* Blocks marked HP_F_LAZY since adoption last looked (adopt.c). */
+HP_HIDDEN extern _Atomic int hp_lazy_seen;
+/* adopt.c: a block just tracked, left pending (lazy: waiting for copies)
+ * while the device became ready on another thread: adopt it here. */
+HP_HIDDEN void hp_adopt_again(hp_rec_t *r, uintptr_t base, int lazy);
 /* Insert and pin a range we own or track; 0 or an errno. */
 HP_HIDDEN int hp_track(uintptr_t base, size_t len, unsigned kind);
 /* Why hp_track failed, for its one message (ENOMEM: the registry's own
