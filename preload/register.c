@@ -232,7 +232,10 @@ static int run_job(const struct job *j)
 		pthread_cond_broadcast(&pre.cv);
 	}
 	pthread_mutex_unlock(&pre.mu);
-	if (handed) /* the program freed it during a capture: ours to free */
+	/* the program freed it during a capture: ours to free (not at an
+	 * exit during that capture: the pieces made may still be
+	 * registered, the memory stays mapped to the end) */
+	if (handed && !bg.exiting)
 		hp_block_release_freed(r, j->base);
 	return 0;
 }
