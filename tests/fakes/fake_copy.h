@@ -272,7 +272,7 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 		      n);
 		x->flagged = 1;
 	}
-	if (hs && !ps) {
+	if (hs && !ps && !timed_on()) { /* timed: the call waits for it */
 		o->staging = raw(n); /* staged now: the source may change */
 		memcpy(o->staging, src, n);
 	}

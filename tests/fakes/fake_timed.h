@@ -100,13 +100,13 @@ static void timed_seg(struct xfer *x, struct op *o, int hs, int hd, int ps,
 {
 	if (!timed_on())
 		return;
+	if ((hs && !ps) || (hd && !pd))
+		x->wait = 1; /* not staged by the fake: the call waits */
 	o->link = hs && !hd ? 1 : hd && !hs ? 2 : 0;
 	if (!o->link)
 		return; /* device to device, or host to host: not on a link */
 	int pinned = o->link == 1 ? ps : pd;
 	o->rate = timed_rate(o->link, pinned);
-	if (!pinned)
-		x->wait = 1;
 }
 
 /* cuMemHostRegister's cost, before it takes the fake's lock. */
@@ -134,4 +134,13 @@ int fake_cuda_timed_kernel(stream_t *s, double seconds)
 	o->dur = seconds;
 	enqueue(s, o);
 	return 0;
+}
+
+/* The driver's page-locked allocation (cuMemAllocHost_v2, fake_rt.h's),
+ * exported by name too: a benchmark's pinned baseline. */
+static CUresult rt_host_alloc0(void **pp, size_t n);
+CUresult cuMemAllocHost_v2(void **pp, size_t n);
+CUresult cuMemAllocHost_v2(void **pp, size_t n)
+{
+	return rt_host_alloc0(pp, n);
 }
