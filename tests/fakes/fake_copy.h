@@ -150,9 +150,10 @@ static void enqueue(stream_t *s, struct op *o)
 	else
 		s->head = o;
 	s->tail = o;
+	unsigned long long qn = o->qn; /* o may be run and freed once unlocked */
 	pthread_mutex_unlock(&s->mu);
 	if (timed_on())
-		late_run(s, o->qn, 0); /* the timed mode: DMA starts now */
+		late_run(s, qn, 0); /* the timed mode: DMA starts now */
 }
 
 #include "fake_late.h"
