@@ -10,7 +10,8 @@
  * loop and the median of its last 3 copies), d2h (D2H into a fresh calloc
  * destination), two (two threads, each its own buffer and stream, at once),
  * busy (an H2D on one stream while another runs a 1 s kernel); memcpy
- * (no driver: one warm memcpy of MIB, GB/s).  Before the
+ * (no driver: one memcpy of MIB, GB/s; KIND fresh: into a fresh calloc
+ * destination, else a warm one).  Before the
  * clock starts, one 16 MiB copy each way (hostpin makes its rings then).
  * Exits 1 if the data did not arrive. */
 #include <fcntl.h>
@@ -121,8 +122,13 @@ int main(int argc, char **argv)
 	pinned = strcmp(argv[2], "pinned") == 0;
 	n = (size_t)atol(argv[3]) << 20;
 	if (strcmp(sc, "memcpy") == 0) { /* one core's memcpy, GB/s */
-		char *a = malloc(n), *b = malloc(n);
-		memset(a, 1, n), memset(b, 2, n);
+		/* KIND fresh: into a calloc destination, its pages faulted
+		 * in and zeroed as the copy goes */
+		int fresh = strcmp(argv[2], "fresh") == 0;
+		char *a = malloc(n), *b = fresh ? calloc(1, n) : malloc(n);
+		memset(a, 1, n);
+		if (!fresh)
+			memset(b, 2, n);
 		double t0 = now();
 		memcpy(b, a, n);
 		printf("%.2f\n", (double)n / (now() - t0) / 1e9);
