@@ -36,6 +36,8 @@ struct op {
 	void *host_arg;
 	unsigned long long qn;	/* its number on the stream (from 1) */
 	unsigned hold;		/* FAKE_CUDA_LATE_DMA: a hold (fake_late.h) */
+	int link;		/* FAKE_CUDA_TIMED (fake_timed.h): 1 H2D, 2 D2H */
+	double rate, dur, due;	/* its bytes/s, a kernel's seconds, its end */
 };
 typedef struct CUstream_st {
 	pthread_mutex_t mu;
@@ -47,6 +49,7 @@ typedef struct CUstream_st {
 	unsigned long long enq;	/* ops queued so far */
 	struct late *late;	/* FAKE_CUDA_LATE_DMA: its worker */
 	void *ctx;		/* the context current when it was made */
+	double until;		/* FAKE_CUDA_TIMED: when its last work ends */
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;
@@ -100,12 +103,11 @@ static stream_t *S(stream_t *s)
 	return s;
 }
 
-/* Under s->mu: perform op o, taken off s's queue, and free it.  A host
- * side unmapped before its copy ran is what a missed wait does on a real
- * device (DMA into freed memory): flagged, not performed. */
-static void run_op(stream_t *s, struct op *o)
+/* Op o's bytes, moved (then o moves none).  A host side unmapped before
+ * its copy ran is what a missed wait does on a real device (DMA into freed
+ * memory): flagged, not performed. */
+static void run_data(struct op *o)
 {
-	(void)s;
 	if (o->n && (!mapped(o->dst, o->n) ||
 			     (!o->staging && !mapped(o->src, o->n))))
 		logf_("VIOLATION copy-on-unmapped-memory %p %p %zu",
@@ -114,6 +116,15 @@ static void run_op(stream_t *s, struct op *o)
 		memcpy(o->dst, o->staging ? o->staging : o->src, o->n);
 	if (o->staging)
 		unraw(o->staging, o->n);
+	o->staging = NULL;
+	o->n = 0;
+}
+
+/* Under s->mu: perform op o, taken off s's queue, and free it. */
+static void run_op(stream_t *s, struct op *o)
+{
+	(void)s;
+	run_data(o);
 	if (o->host_fn)
 		o->host_fn(o->host_arg);
 	/* release: pairs with the acquire loads of done */
@@ -123,6 +134,10 @@ static void run_op(stream_t *s, struct op *o)
 }
 
 static int late_on(void);
+static int timed_on(void);
+static double timed_due(stream_t *s, struct op *o);
+static void timed_sleep_until(double t);
+static void late_run(stream_t *s, unsigned long long qn, int wait);
 static void enqueue(stream_t *s, struct op *o)
 {
 	s = S(s);
@@ -138,12 +153,17 @@ static void enqueue(stream_t *s, struct op *o)
 	pthread_mutex_lock(&s->mu);
 	o->next = NULL;
 	o->qn = ++s->enq;
+	if (timed_on())
+		o->due = timed_due(s, o);
 	if (s->tail)
 		s->tail->next = o;
 	else
 		s->head = o;
 	s->tail = o;
+	unsigned long long qn = o->qn; /* o may be run and freed once unlocked */
 	pthread_mutex_unlock(&s->mu);
+	if (timed_on())
+		late_run(s, qn, 0); /* the timed mode: DMA starts now */
 }
 
 #include "fake_late.h"
@@ -175,7 +195,8 @@ static int pending(stream_t *s)
 {
 	s = S(s);
 	pthread_mutex_lock(&s->mu);
-	int p = s->head != NULL;
+	/* the timed mode's worker moves an op's bytes off the queue */
+	int p = s->head != NULL || (s->late && s->late->done < s->enq);
 	pthread_mutex_unlock(&s->mu);
 	return p;
 }
@@ -209,6 +230,8 @@ struct xfer {
 	size_t paged; /* bytes of its segments on a pageable host side */
 	int refused; /* the late mode: a device side past its allocation */
 };
+
+#include "fake_timed.h"
 
 static CUresult begin(const char *fn, struct xfer *x, stream_t *s)
 {
@@ -260,12 +283,13 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 		      n);
 		x->flagged = 1;
 	}
-	if (hs && !ps) {
+	if (hs && !ps && !timed_on()) { /* timed: the call waits for it */
 		o->staging = raw(n); /* staged now: the source may change */
 		memcpy(o->staging, src, n);
 	}
 	if (hd && !pd)
 		x->wait = 1;
+	timed_seg(x, o, hs, hd, ps, pd);
 	enqueue(x->s, o);
 }
 

@@ -8,7 +8,9 @@
  * in global mode, any thread's registration, unregistration or wait fails
  * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), invalidates the capture and is
  * logged as "VIOLATION capture-invalidated-by fn"; in thread-local mode only
- * the capturing thread's; in relaxed mode none. */
+ * the capturing thread's; in relaxed mode none.  FAKE_CUDA_LATE_DMA=1
+ * (fake_late.h): DMA on a worker per stream; FAKE_CUDA_TIMED=1
+ * (fake_timed.h, benchmarks only): that, on a modelled link with rates. */
 #include <dlfcn.h>
 #include <fcntl.h>
 
@@ -33,6 +35,7 @@ enum {
 #include "fake_common.h"
 
 static int inflight(const void *p, size_t n);
+static void timed_register(size_t n);
 static int capture_prohibits(const char *fn);
 
 #define MAXDEV 8
@@ -422,6 +425,7 @@ static void gate_wait(const char *env, size_t n)
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
+	timed_register(n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
 	if (capture_prohibits("cuMemHostRegister_v2"))

@@ -26,7 +26,7 @@ static int late_on(void)
 	static int on = -1;
 	if (on < 0) {
 		const char *e = getenv("FAKE_CUDA_LATE_DMA");
-		on = e && *e == '1';
+		on = (e && *e == '1') || timed_on(); /* fake_timed.h's too */
 	}
 	return on;
 }
@@ -57,8 +57,18 @@ static void *late_main(void *arg)
 		s->head = o->next;
 		if (!s->head)
 			s->tail = NULL;
-		l->done = o->qn;
+		if (timed_on() && (o->n || o->dur > 0)) {
+			/* the timed mode: bytes moved and the link's time
+			 * waited with the stream unlocked, so the program
+			 * enqueues meanwhile */
+			pthread_mutex_unlock(&s->mu);
+			run_data(o);
+			timed_sleep_until(o->due);
+			pthread_mutex_lock(&s->mu);
+		}
+		unsigned long long qn = o->qn;
 		run_op(s, o); /* frees o */
+		l->done = qn;
 		pthread_cond_broadcast(&l->cv);
 	}
 	return NULL;

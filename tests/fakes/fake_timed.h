@@ -1,0 +1,146 @@
+/* The fake driver's timed mode, FAKE_CUDA_TIMED=1 (included by
+ * fake_copy.h after its streams and ops; the late mode's worker per stream,
+ * fake_late.h, runs the work): for benchmarks only, no test depends on its
+ * clock.  One DMA engine per direction (H2D, D2H) shared by every stream,
+ * modelled as a link clock: an async copy reserves its link at enqueue,
+ * start = max(now, its stream's last work, the link free), finish = start +
+ * bytes / rate, and completes (its events, a sync on its stream) at finish;
+ * the memcpy still happens, on the stream's worker, so data arrives as in
+ * the other modes.  A copy with a registered (or driver-allocated) host
+ * side moves at the pinned rate; one with a pageable host side at the
+ * slower pageable rate of its direction, and the call returns only after
+ * it (the driver stages pageable memory through buffers of its own).
+ * cuMemHostRegister sleeps for its bytes (outside the fake's lock).  Rates
+ * (env, GB/s and s/GiB as on the device) default to an H200's, all scaled
+ * by FAKE_CUDA_TIMED_SCALE (default 0.05: a 2.7 GB/s link, about a quarter
+ * of one core's memcpy on the machine this was written on, so the worker's
+ * memcpy hides under the link time):
+ *   FAKE_CUDA_PINNED_GBS 54, FAKE_CUDA_PAGEABLE_H2D_GBS 7.2,
+ *   FAKE_CUDA_PAGEABLE_D2H_GBS 12.5, FAKE_CUDA_REGISTER_S_PER_GIB 0.35.
+ * A program may make a stream busy without the link (a kernel):
+ * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
+ * reserves its link in enqueue order, so one queued behind a long kernel
+ * holds the link from the kernel's end for copies enqueued after it. */
+#include <time.h>
+
+static int timed_on(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("FAKE_CUDA_TIMED");
+		on = e && *e == '1';
+	}
+	return on;
+}
+
+static double timed_env(const char *name, double dflt)
+{
+	const char *e = getenv(name);
+	return e && atof(e) > 0 ? atof(e) : dflt;
+}
+
+static double timed_scale(void)
+{
+	return timed_env("FAKE_CUDA_TIMED_SCALE", 0.05);
+}
+
+/* bytes per second of a copy: link 1 H2D, 2 D2H; pinned or pageable */
+static double timed_rate(int link, int pinned)
+{
+	double gbs = pinned ? timed_env("FAKE_CUDA_PINNED_GBS", 54)
+		     : link == 1 ? timed_env("FAKE_CUDA_PAGEABLE_H2D_GBS", 7.2)
+				 : timed_env("FAKE_CUDA_PAGEABLE_D2H_GBS", 12.5);
+	return gbs * 1e9 * timed_scale();
+}
+
+static double timed_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void timed_sleep_until(double t)
+{
+	double d = t - timed_now();
+	if (d <= 0)
+		return;
+	struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* The links' clocks: when each is next free. */
+static pthread_mutex_t timed_mu = PTHREAD_MUTEX_INITIALIZER;
+static double link_free[3];
+
+/* Under s->mu, at enqueue: when op o completes. */
+static double timed_due(stream_t *s, struct op *o)
+{
+	double start = timed_now();
+	if (s->until > start)
+		start = s->until;
+	double end = start + o->dur;
+	if (o->link && o->n) {
+		pthread_mutex_lock(&timed_mu);
+		if (link_free[o->link] > start)
+			start = link_free[o->link];
+		end = start + (double)o->n / o->rate;
+		link_free[o->link] = end;
+		pthread_mutex_unlock(&timed_mu);
+	}
+	s->until = end;
+	return end;
+}
+
+/* seg(): which link a copy uses and at what rate; a pageable host side
+ * makes the call wait for the copy. */
+static void timed_seg(struct xfer *x, struct op *o, int hs, int hd, int ps,
+		      int pd)
+{
+	if (!timed_on())
+		return;
+	if ((hs && !ps) || (hd && !pd))
+		x->wait = 1; /* not staged by the fake: the call waits */
+	o->link = hs && !hd ? 1 : hd && !hs ? 2 : 0;
+	if (!o->link)
+		return; /* device to device, or host to host: not on a link */
+	int pinned = o->link == 1 ? ps : pd;
+	o->rate = timed_rate(o->link, pinned);
+}
+
+/* cuMemHostRegister's cost, before it takes the fake's lock. */
+static void timed_register(size_t n)
+{
+	if (!timed_on())
+		return;
+	double s = timed_env("FAKE_CUDA_REGISTER_S_PER_GIB", 0.35) /
+		   timed_scale();
+	timed_sleep_until(timed_now() + s * (double)n / (1 << 30));
+}
+
+static void enqueue(stream_t *s, struct op *o);
+static void late_run(stream_t *s, unsigned long long qn, int wait);
+
+/* A kernel: the stream is busy for `seconds`, no link used.  -1 outside
+ * the timed mode. */
+int fake_cuda_timed_kernel(stream_t *s, double seconds);
+int fake_cuda_timed_kernel(stream_t *s, double seconds)
+{
+	if (!timed_on())
+		return -1;
+	struct op *o = raw(sizeof(*o));
+	memset(o, 0, sizeof(*o));
+	o->dur = seconds;
+	enqueue(s, o);
+	return 0;
+}
+
+/* The driver's page-locked allocation (cuMemAllocHost_v2, fake_rt.h's),
+ * exported by name too: a benchmark's pinned baseline. */
+static CUresult rt_host_alloc0(void **pp, size_t n);
+CUresult cuMemAllocHost_v2(void **pp, size_t n);
+CUresult cuMemAllocHost_v2(void **pp, size_t n)
+{
+	return rt_host_alloc0(pp, n);
+}
