@@ -54,8 +54,8 @@ CLUSTER_DEPS := $(if $(or $(filter true,$(CI)),$(if $(wildcard /run/systemd/syst
 DEPS_STAMP := $(B)/.deps
 
 REG_SRC := registry/registry.c
-PRELOAD_SRC := $(sort $(wildcard preload/*.c))
-PRELOAD_HDR := $(wildcard preload/*.h preload/*.def) registry/registry.h
+PRELOAD_SRC := $(sort $(wildcard preload/*/*.c))
+PRELOAD_HDR := $(wildcard preload/*.h preload/*/*.h preload/*/*.def) registry/registry.h
 LIB := $(B)/libhostpin.so
 
 UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c)) tests/unit/runner.c
@@ -77,7 +77,7 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-$(B)/hostpin-status: status/hostpin-status.c status/run.c status/run.h preload/ledger.h $(PRELOAD_HDR)
+$(B)/hostpin-status: status/hostpin-status.c status/run.c status/run.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -o $@ status/hostpin-status.c status/run.c
 

@@ -8,7 +8,7 @@
 
 #include <dlfcn.h>
 
-#include "cuda_api.h"
+#include "backend/cuda_api.h"
 #include "hp.h"
 
 /* 1 if this hook is the outermost and hostpin is active: it then acts, and

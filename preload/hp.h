@@ -27,7 +27,7 @@
 /* ---- options (options.c) ---- */
 enum {
 #define HP_OPT(name, kind, def, choices, min, max, doc) HP_OPT_##name,
-#include "options.def"
+#include "base/options.def"
 #undef HP_OPT
 	HP_OPT_COUNT
 };
@@ -390,7 +390,7 @@ HP_HIDDEN void hp_prefault(void *base, size_t len);
 HP_HIDDEN int hp_memlock_fits(size_t len, size_t locked, const char **why);
 
 /* ---- backends (backend.h) ---- */
-#include "backend.h"
+#include "backend/backend.h"
 HP_HIDDEN extern const hp_backend_t *hp_backend;
 
 #endif

@@ -26,8 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../preload/ledger.h"
-#include "../preload/outfile.h"
+#include "../preload/node/ledger.h"
+#include "../preload/base/outfile.h"
 #include "run.h"
 
 /* ledger.h's helper formats with the library's hp_snprintf. */

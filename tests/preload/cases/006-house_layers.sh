@@ -1,9 +1,8 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- the layers of preload/ call only downward (issue 23) ----
-# Layers, top to bottom: exported hooks (wrap_*.c, hooks_*.c, api.c) ->
-# policy (heap, cache, pin, pinpart, maps, foreign, copy, capture) ->
-# backends (backend*.c) and node facts (ledger, limits, numa) -> base (boot,
-# log, options, symtab, resolve) -> the registry.  A backend reports what
+# Layers, top to bottom, one folder each: preload/hooks/ -> preload/copy/ ->
+# preload/policy/ -> preload/backend/ and preload/node/ -> preload/base/ ->
+# the registry (scripts/check-layers checks the includes the same way).  A backend reports what
 # happened (a lost device, an ended context) through its return values or
 # the event word in backend.h; it never calls the policy.
 # Injects nothing: compiles each preload/*.c to an object with the library's
@@ -15,15 +14,17 @@
 hl_dir=$top/build/test/house
 mkdir -p "$hl_dir"
 hl_ok=1
-for hl_c in "$top"/preload/*.c; do
+for hl_c in "$top"/preload/*/*.c; do
 	hl_o=$hl_dir/$(basename "$hl_c" .c).o
 	$CC -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -DHP_VERSION="\"$(cat "$top/VERSION")\"" \
 		${CFLAGS:--O2 -g} -fPIC -fvisibility=hidden -c -o "$hl_o" "$hl_c" || hl_ok=0
 done
-hl_policy="heap cache pin pinpart maps foreign copy capture"
-hl_backends="backend backend_cuda backend_host backend_level_zero"
-hl_node="ledger limits numa"
-hl_base="boot log options symtab resolve"
+# the objects of a layer: the files of its folder
+hl_layer() { local f; for f in "$top"/preload/$1/*.c; do basename "$f" .c; done | tr '\n' ' '; }
+hl_policy=$(hl_layer policy)
+hl_backends=$(hl_layer backend)
+hl_node=$(hl_layer node)
+hl_base=$(hl_layer base)
 # defs FILE OBJ...: "symbol object" for every symbol the objects define
 hl_defs() {
 	local out=$1 o; shift
@@ -58,5 +59,5 @@ if [ $hl_ok = 1 ]; then
 		ok "layers: the base ($hl_base) uses nothing of the policy or the backends"
 	else bad "layers: the base calls up into the policy or the backends:"; echo "$hl_up" | sed 's/^/    /'; fi
 else
-	bad "layers: preload/*.c do not compile one by one"
+	bad "layers: preload/*/*.c do not compile one by one"
 fi

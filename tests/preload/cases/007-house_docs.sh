@@ -1,7 +1,7 @@
 # The documents true to the code.  Nothing is run under hostpin: the case
 # reads README.md, docs/knobs.md and CONTRIBUTING.md against the tree.
 # - docs/knobs.md's table (between the "knobs:" markers) names every knob of
-#   preload/options.def once, and no other, each with options.def's default
+#   preload/base/options.def once, and no other, each with options.def's default
 #   (scripts/readme-knobs --update rewrites it); every "`HOSTPIN_X` (default
 #   `V`)" in README says options.def's default too.
 # - CONTRIBUTING.md's map of preload/ names every preload/*.c, and only files that exist.
@@ -12,7 +12,7 @@
 readme=$top/README.md
 knobs_md=$top/docs/knobs.md        # the table of every knob
 contrib=$top/CONTRIBUTING.md       # the map of preload/ and the file listing
-defs=$top/preload/options.def
+defs=$top/preload/base/options.def
 # NAME DEFAULT of every knob, from options.def
 def_knobs=$(sed -n 's/^HP_OPT(\([A-Z0-9_]*\), *[A-Z]*, *"\([^"]*\)".*/\1 \2/p' "$defs" | LC_ALL=C sort)
 n_opt=$(grep -c '^HP_OPT(' "$defs")
@@ -25,7 +25,7 @@ dups=$(echo "$table" | grep -o '^| `HOSTPIN_[A-Z0-9_]*`' | LC_ALL=C sort | uniq 
 if [ -n "$table" ] && [ -z "$dups" ] && [ "$readme_knobs" = "$def_knobs" ]; then
 	ok "house_docs: docs/knobs.md's table lists the $n_opt knobs of options.def once each, with their defaults"
 else
-	bad "house_docs: docs/knobs.md's table differs from preload/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
+	bad "house_docs: docs/knobs.md's table differs from preload/base/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
 	diff <(echo "$def_knobs") <(echo "$readme_knobs") | sed -n 's/^[<>]/    &/p' | head -10
 fi
 # "`HOSTPIN_X` (default `V`)" in the prose
