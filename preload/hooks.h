@@ -11,10 +11,7 @@
 #include "backend/cuda_api.h"
 #include "hp.h"
 
-/* 1 if this hook is the outermost and hostpin is active: it then acts, and
- * must call hp_hook_leave.  0: pass straight through. */
-HP_HIDDEN int hp_hook_enter(void);
-HP_HIDDEN void hp_hook_leave(void);
+/* The guard every hook enters, hp_hook_enter and hp_hook_leave: hp.h. */
 
 /* The program registers or imports [p, p+n) itself: step aside first (a
  * registration overlapping ours would fail), take the range back if its

@@ -6,6 +6,9 @@
 #include "../hostpin.h"
 #include "../hp.h"
 
+/* The backend in use: none until initialisation chooses (hooks/init.c). */
+const hp_backend_t *hp_backend = &hp_backend_none;
+
 const hp_backend_t *hp_backend_select(void)
 {
 	int dev = hp_opt[HP_OPT_REGISTER_DEVICE] != 0;

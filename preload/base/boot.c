@@ -331,3 +331,19 @@ int hp_hooks_active(void)
 		   HP_ST_READY &&
 	       !hp_in_hook && !hp_in_child;
 }
+
+/* The guard every device hook goes through (hooks.h). */
+/* Hooks entered on this thread: the runtime's hook calls into the driver,
+ * whose hook must then leave everything to the outer one (one wait per
+ * copy, one step-aside per registration). */
+static HP_TLS int hook_depth;
+
+int hp_hook_enter(void)
+{
+	if (hook_depth || !hp_hooks_active())
+		return 0;
+	hook_depth++;
+	return 1;
+}
+
+void hp_hook_leave(void) { hook_depth--; }

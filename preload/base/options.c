@@ -9,8 +9,6 @@
 #include <unistd.h>
 
 #include "../hp.h"
-#include "../node/ledger.h" /* hp_human */
-#include "../record.h" /* hp_thp_ok */
 
 const hp_optdesc_t hp_optdesc[HP_OPT_COUNT] = {
 #define HP_OPT(name, kind, def, choices, min, max, doc)                        \

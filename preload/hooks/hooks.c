@@ -1,22 +1,8 @@
-/* The guard every device hook goes through, and the step-aside sequence for
- * registrations and imports the program makes itself (invariant 8), shared
- * by the CUDA and Level Zero hooks. */
+/* The step-aside sequence for registrations and imports the program makes
+ * itself (invariant 8), shared by the CUDA and Level Zero hooks.  (The guard
+ * every device hook goes through, hp_hook_enter, is base/boot.c's, beside
+ * the other guards: the copy engine's stubs enter it too.) */
 #include "../hooks.h"
-
-/* Hooks entered on this thread: the runtime's hook calls into the driver,
- * whose hook must then leave everything to the outer one (one wait per
- * copy, one step-aside per registration). */
-static HP_TLS int depth;
-
-int hp_hook_enter(void)
-{
-	if (depth || !hp_hooks_active())
-		return 0;
-	depth++;
-	return 1;
-}
-
-void hp_hook_leave(void) { depth--; }
 
 void hp_step_aside(void *p, size_t n)
 {

@@ -10,8 +10,6 @@
 
 #include "../node/ledger.h"
 
-const hp_backend_t *hp_backend = &hp_backend_none;
-
 /* HOSTPIN_SHOW=1 (the launcher's --show): print the settings this process
  * got to stdout, then end it (status 0) before it does anything else. */
 static void show_and_exit(const char *state)

@@ -243,28 +243,6 @@ static inline int hp_slot_gone(int pid, uint64_t start, uint64_t ns,
 	return start != HP_START_UNKNOWN && now != start;
 }
 
-/* A size as people read it, into buf (at least 24 bytes): 512B, 64.0K,
- * 34.0M (binary units, one decimal); the reports' one unit style (exact
- * bytes go in JSON).  No floating point: the library's formatter has none. */
-static inline const char *hp_human(uint64_t b, char *buf)
-{
-	if (b < 1024) {
-		hp_snprintf(buf, 24, "%lluB", (unsigned long long)b);
-		return buf;
-	}
-	uint64_t d = 1024;
-	int i = 0;
-	while (b / d >= 1024 && i < 4)
-		d <<= 10, i++;
-	uint64_t whole = b / d, tenth = ((b % d) * 10 + d / 2) / d;
-	if (tenth == 10)
-		whole++, tenth = 0;
-	if (whole == 1024 && i < 4) /* 1023.96M rounds to 1.0G, not 1024.0M */
-		whole = 1, i++;
-	hp_snprintf(buf, 24, "%llu.%llu%c", (unsigned long long)whole,
-		    (unsigned long long)tenth, "KMGTP"[i]);
-	return buf;
-}
 
 /* With the mlock backend, once something was locked: what that buys (a
  * process's counters, or a job's merged); NULL otherwise. */

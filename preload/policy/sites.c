@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "../hp.h"
-#include "../node/ledger.h" /* hp_human */
 
 #define SITES 1024 /* site 0 means "none" */
 #define MAXF 16

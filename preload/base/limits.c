@@ -360,3 +360,30 @@ void hp_limits_log(void)
 	       (unsigned long long)((mem_ram & ((1ull << 30) - 1)) * 10 >> 30),
 	       hp_cpu_limit());
 }
+
+/* The kernel's transparent huge page mode, read once (a fact of where the
+ * process runs, like the limits above; not cached when reading failed for
+ * want of a descriptor or memory). */
+int hp_thp_ok(void)
+{
+	static _Atomic int mode; /* 0 unread, 1 usable, -1 never; relaxed */
+	int m = atomic_load_explicit(&mode, memory_order_relaxed);
+	if (m == 0) {
+		char path[300], buf[128];
+		m = -1;
+		int got = -1;
+		if (hp_sys_path(path, sizeof(path),
+				"/sys/kernel/mm/transparent_hugepage/enabled") ==
+			0) {
+			got = hp_read_small(path, buf, sizeof(buf));
+			if (got < 0 && (errno == EMFILE || errno == ENFILE ||
+					 errno == ENOMEM))
+				return 0; /* not cached: ask again */
+		}
+		if (got > 0 &&
+		    (strstr(buf, "[always]") || strstr(buf, "[madvise]")))
+			m = 1;
+		atomic_store_explicit(&mode, m, memory_order_relaxed);
+	}
+	return m > 0 && hp_opt[HP_OPT_HUGEPAGES];
+}

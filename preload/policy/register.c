@@ -45,7 +45,7 @@
 #include <time.h>
 
 #include "../record.h"
-#include "stage.h"
+#include "../copy/stage.h"
 
 #define QUEUE 256
 
