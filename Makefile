@@ -77,9 +77,10 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-$(B)/hostpin-status: status/hostpin-status.c status/run.c status/run.h $(PRELOAD_HDR)
+STATUS_SRC := status/hostpin-status.c status/prometheus.c status/report.c status/run.c
+$(B)/hostpin-status: $(STATUS_SRC) status/run.h status/status.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
-	$(CC) $(WARN) $(CFLAGS) -o $@ status/hostpin-status.c status/run.c
+	$(CC) $(WARN) $(CFLAGS) -o $@ $(STATUS_SRC)
 
 $(B)/hostpin: scripts/hostpin VERSION
 	@mkdir -p $(B)
