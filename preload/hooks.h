@@ -74,14 +74,14 @@ HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
 	END;                                                                  \
 	return e_;
 
-/* hooks_cudrv.c: for a driver entry point the driver returned (lookup by
+/* hooks/cudrv_lookup.c: for a driver entry point the driver returned (lookup by
  * cuGetProcAddress, cudaGetDriverEntryPoint or dlsym on its handle), the
  * wrapper to hand out instead, or fn itself if hostpin wraps none for it.
  * version/flags as cuGetProcAddress takes them; version 0 for a lookup of
  * the exact exported name. */
 HP_HIDDEN void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 			      unsigned long long flags);
-/* hooks_cudart.c: the same for a runtime entry point found on a handle by
+/* hooks/cudart_lookup.c: the same for a runtime entry point found on a handle by
  * the caller at ra. */
 HP_HIDDEN void *hp_cudart_wrap(const char *symbol, void *fn, const void *ra);
 /* hooks_ze.c: the same for a Level Zero loader entry point found on a

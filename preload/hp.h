@@ -267,7 +267,8 @@ static inline size_t hp_page_round(size_t n)
 	return (n + HP_PAGE_SIZE - 1) & ~(HP_PAGE_SIZE - 1);
 }
 
-/* ---- statistics (stats.c) ---- */
+/* ---- statistics: the counters and clock (base/counters.c), failures by
+ * reason (policy/stats.c), the report (hooks/report.c) ---- */
 struct hp_counters {
 	_Atomic uint64_t blocks_now, bytes_now, blocks_peak, bytes_peak;
 	_Atomic uint64_t pinned_blocks_now, pinned_bytes_now, pinned_bytes_peak;

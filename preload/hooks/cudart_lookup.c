@@ -10,7 +10,7 @@
 #undef HP_CUDART_EMIT
 
 /* Driver entry points handed out by the runtime: wrapped where hostpin
- * wraps them (hooks_cudrv.c), asked at the runtime's own version where the
+ * wraps them (cudrv_lookup.c), asked at the runtime's own version where the
  * call names none. */
 static void *entry_wrap(const char *sym, void *fn, unsigned version,
 			unsigned long long flags)
