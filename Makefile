@@ -54,8 +54,8 @@ CLUSTER_DEPS := $(if $(or $(filter true,$(CI)),$(if $(wildcard /run/systemd/syst
 DEPS_STAMP := $(B)/.deps
 
 REG_SRC := registry/registry.c
-PRELOAD_SRC := $(sort $(wildcard preload/*.c))
-PRELOAD_HDR := $(wildcard preload/*.h preload/*.def) registry/registry.h
+PRELOAD_SRC := $(sort $(wildcard preload/*/*.c))
+PRELOAD_HDR := $(wildcard preload/*.h preload/*/*.h preload/*/*.def) registry/registry.h
 LIB := $(B)/libhostpin.so
 
 UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c)) tests/unit/runner.c
@@ -67,7 +67,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check check-cluster check-torch demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: all check layers check-cluster check-torch demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -77,9 +77,10 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-$(B)/hostpin-status: status/hostpin-status.c status/run.c status/run.h preload/ledger.h $(PRELOAD_HDR)
+STATUS_SRC := status/hostpin-status.c status/prometheus.c status/report.c status/run.c
+$(B)/hostpin-status: $(STATUS_SRC) status/run.h status/status.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
-	$(CC) $(WARN) $(CFLAGS) -o $@ status/hostpin-status.c status/run.c
+	$(CC) $(WARN) $(CFLAGS) -o $@ $(STATUS_SRC)
 
 $(B)/hostpin: scripts/hostpin VERSION
 	@mkdir -p $(B)
@@ -110,6 +111,11 @@ $(B)/test/registry-asan: $(DEPS_STAMP) $(REG_TEST) tests/unit/unit.h registry/re
 unit: $(B)/test/unit
 	$(B)/test/unit
 
+# The layers of preload/ include only downward (scripts/check-layers; the
+# exceptions, each with its reason, in scripts/layers.allow).
+layers:
+	scripts/check-layers
+
 # Stress: the threads program (also run under LD_PRELOAD by the preload
 # tests) and the pre-fault pool, with hostpin compiled in, under TSan.
 STRESS := threads prefault
@@ -134,12 +140,13 @@ preload-tests: $(DEPS_STAMP) all
 compat:
 	scripts/compat-tier
 
-# Tiers: unit (and the registry under sanitizers), stress, then compat
+# Tiers: layers (the include directions, in seconds), unit (and the registry
+# under sanitizers), stress, then compat
 # (which makes the Debian 11 root once) and pkg-check (which builds the
 # wheel in that root) before the preload tests, whose containers case
 # uses both.  Every tier runs; each one's output is kept in
 # build/check/TIER.log and the last line sums them all (scripts/check-summary).
-CHECK_TIERS := unit sanitize stress compat pkg-check preload-tests
+CHECK_TIERS := layers unit sanitize stress compat pkg-check preload-tests
 check: $(DEPS_STAMP) all
 	@rm -rf $(B)/check
 	@for t in $(CHECK_TIERS); do scripts/check-tier $$t $(MAKE) --no-print-directory $$t; done

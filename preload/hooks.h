@@ -8,13 +8,10 @@
 
 #include <dlfcn.h>
 
-#include "cuda_api.h"
+#include "backend/cuda_api.h"
 #include "hp.h"
 
-/* 1 if this hook is the outermost and hostpin is active: it then acts, and
- * must call hp_hook_leave.  0: pass straight through. */
-HP_HIDDEN int hp_hook_enter(void);
-HP_HIDDEN void hp_hook_leave(void);
+/* The guard every hook enters, hp_hook_enter and hp_hook_leave: hp.h. */
 
 /* The program registers or imports [p, p+n) itself: step aside first (a
  * registration overlapping ours would fail), take the range back if its
@@ -77,14 +74,14 @@ HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
 	END;                                                                  \
 	return e_;
 
-/* hooks_cudrv.c: for a driver entry point the driver returned (lookup by
+/* hooks/cudrv_lookup.c: for a driver entry point the driver returned (lookup by
  * cuGetProcAddress, cudaGetDriverEntryPoint or dlsym on its handle), the
  * wrapper to hand out instead, or fn itself if hostpin wraps none for it.
  * version/flags as cuGetProcAddress takes them; version 0 for a lookup of
  * the exact exported name. */
 HP_HIDDEN void *hp_cudrv_wrap(const char *symbol, void *fn, int version,
 			      unsigned long long flags);
-/* hooks_cudart.c: the same for a runtime entry point found on a handle by
+/* hooks/cudart_lookup.c: the same for a runtime entry point found on a handle by
  * the caller at ra. */
 HP_HIDDEN void *hp_cudart_wrap(const char *symbol, void *fn, const void *ra);
 /* hooks_ze.c: the same for a Level Zero loader entry point found on a
@@ -108,5 +105,16 @@ HP_HIDDEN int hp_coverage_unguarded(const char *name);
 /* The host sides of a 3D batch (the driver's and the runtime's layout). */
 HP_HIDDEN void hp_copy_host_ops(hp_copy_t *c,
 				const hp_CUDA_MEMCPY3D_BATCH_OP *ops, size_t n);
+
+/* policy/capture.c: a copy in several driver calls on stream s (staged, or direct
+ * by pieces) is one call to the program, done before a capture on s begins
+ * or captured whole (the driver's own copies are).  hp_capture_stream_enter:
+ * 1 if no capture is beginning or in progress on s (hostpin saw), and none
+ * will begin on s until hp_capture_stream_leave; 0 if one is (pass the
+ * copy through whole).  A capture's begin on s, in any mode, sleeps until
+ * the copies entered on s left. */
+HP_HIDDEN int hp_capture_stream_enter(hp_cudaStream_t s);
+HP_HIDDEN void hp_capture_stream_leave(hp_cudaStream_t s);
+HP_HIDDEN void hp_capture_stream_fork_child(void);
 
 #endif

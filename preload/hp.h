@@ -27,7 +27,7 @@
 /* ---- options (options.c) ---- */
 enum {
 #define HP_OPT(name, kind, def, choices, min, max, doc) HP_OPT_##name,
-#include "options.def"
+#include "base/options.def"
 #undef HP_OPT
 	HP_OPT_COUNT
 };
@@ -75,6 +75,9 @@ HP_HIDDEN int hp_sys_path(char *out, size_t cap, const char *path);
 HP_HIDDEN uint64_t hp_mem_base(void);
 HP_HIDDEN const char *hp_mem_base_why(void); /* "RAM, ...", "cgroup v2 PATH" */
 HP_HIDDEN unsigned hp_cpu_limit(void);
+/* 1 if transparent huge pages can back an madvised range (mode always or
+ * madvise) and HOSTPIN_HUGEPAGES is on (limits.c). */
+HP_HIDDEN int hp_thp_ok(void);
 HP_HIDDEN void hp_limits_log(void);
 
 /* ---- logging (log.c): never allocates, never recurses ---- */
@@ -241,6 +244,11 @@ HP_HIDDEN int hp_foreign_allocator(void);
 /* Whether a driver or runtime hook should act (hostpin ready, not inside
  * itself, not in a forked child).  Where it forwards to: resolve.h. */
 HP_HIDDEN int hp_hooks_active(void);
+/* The guard (boot.c): 1 if this hook (a driver, runtime or loader hook, or
+ * a stub of the copy engine) is the outermost and hostpin is active: it then
+ * acts, and must call hp_hook_leave.  0: pass straight through. */
+HP_HIDDEN int hp_hook_enter(void);
+HP_HIDDEN void hp_hook_leave(void);
 /* Starts fn(arg) on a detached thread that blocks every signal for its
  * whole life (invariant 11); stack: its size in bytes, 0 for the default.
  * Returns pthread_create's result: 0 when started. */
@@ -259,7 +267,8 @@ static inline size_t hp_page_round(size_t n)
 	return (n + HP_PAGE_SIZE - 1) & ~(HP_PAGE_SIZE - 1);
 }
 
-/* ---- statistics (stats.c) ---- */
+/* ---- statistics: the counters and clock (base/counters.c), failures by
+ * reason (policy/stats.c), the report (hooks/report.c) ---- */
 struct hp_counters {
 	_Atomic uint64_t blocks_now, bytes_now, blocks_peak, bytes_peak;
 	_Atomic uint64_t pinned_blocks_now, pinned_bytes_now, pinned_bytes_peak;
@@ -326,6 +335,11 @@ HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 /* Count a failure under a reason name (a static string); 1 the first time
  * that reason is seen, so each reason is logged once. */
 HP_HIDDEN int hp_stat_fail(const char *reason);
+/* The reasons' slots (policy/stats.c), for the report: slot i's name and
+ * count, NULL when empty; and the sum over them. */
+#define HP_STAT_REASONS 16
+HP_HIDDEN const char *hp_stat_reason(int i, uint64_t *n);
+HP_HIDDEN uint64_t hp_stat_fail_total(void);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);
 
@@ -390,7 +404,30 @@ HP_HIDDEN void hp_prefault(void *base, size_t len);
 HP_HIDDEN int hp_memlock_fits(size_t len, size_t locked, const char **why);
 
 /* ---- backends (backend.h) ---- */
-#include "backend.h"
+#include "backend/backend.h"
 HP_HIDDEN extern const hp_backend_t *hp_backend;
+
+/* A size as people read it, into buf (at least 24 bytes): 512B, 64.0K,
+ * 34.0M (binary units, one decimal); the reports' one unit style (exact
+ * bytes go in JSON).  No floating point: the library's formatter has none. */
+static inline const char *hp_human(uint64_t b, char *buf)
+{
+	if (b < 1024) {
+		hp_snprintf(buf, 24, "%lluB", (unsigned long long)b);
+		return buf;
+	}
+	uint64_t d = 1024;
+	int i = 0;
+	while (b / d >= 1024 && i < 4)
+		d <<= 10, i++;
+	uint64_t whole = b / d, tenth = ((b % d) * 10 + d / 2) / d;
+	if (tenth == 10)
+		whole++, tenth = 0;
+	if (whole == 1024 && i < 4) /* 1023.96M rounds to 1.0G, not 1024.0M */
+		whole = 1, i++;
+	hp_snprintf(buf, 24, "%llu.%llu%c", (unsigned long long)whole,
+		    (unsigned long long)tenth, "KMGTP"[i]);
+	return buf;
+}
 
 #endif

@@ -248,9 +248,6 @@ static inline int hp_rnode(hp_rec_t *r)
 		     0xffffffffu) - 1;
 }
 
-/* 1 if transparent huge pages can back an madvised range (mode always or
- * madvise) and HOSTPIN_HUGEPAGES is on. */
-HP_HIDDEN int hp_thp_ok(void);
 /* The numa_node of PCI function bdf ("0000:3b:00.0", any case) in sysfs;
  * -1 if unknown. */
 HP_HIDDEN int hp_pci_numa_node(const char *bdf);

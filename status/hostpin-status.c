@@ -26,9 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../preload/ledger.h"
-#include "../preload/outfile.h"
+#include "../preload/node/ledger.h"
+#include "../preload/base/outfile.h"
 #include "run.h"
+#include "status.h"
 
 /* ledger.h's helper formats with the library's hp_snprintf. */
 int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
@@ -49,7 +50,7 @@ static struct hp_ledger *ledmap;
 
 /* s with control characters escaped (\n, \xHH), into a static buffer of
  * two (for a message's user-given names and paths). */
-static const char *esc(const char *s)
+const char *status_esc(const char *s)
 {
 	static char buf[2][1024];
 	static int k;
@@ -144,7 +145,7 @@ static struct hp_ledger *open_ledger(int rw)
 		if (err == EEXIST)
 			fprintf(stderr, "hostpin status: %s is not a ledger of "
 				"this user's made by hostpin (owner, mode 0600, "
-				"size); not read\n", esc(path));
+				"size); not read\n", status_esc(path));
 		return NULL; /* no hostpin process ever ran: nothing to show */
 	}
 	void *m = mmap(NULL, sizeof(struct hp_ledger),
@@ -162,7 +163,7 @@ static struct hp_ledger *open_ledger(int rw)
 	    l->version != HP_LEDGER_VERSION ||
 	    l->size != sizeof(struct hp_ledger)) {
 		fprintf(stderr, "hostpin status: %s has another layout (another "
-			"hostpin version)\n", esc(path));
+			"hostpin version)\n", status_esc(path));
 		exit(1);
 	}
 	return l;
@@ -171,7 +172,7 @@ static struct hp_ledger *open_ledger(int rw)
 /* The command line of a slot, printable: every byte outside printable
  * ASCII (escape sequences, control characters, the rest) as \xHH, and a
  * backslash as \\, so nothing in the file reaches a terminal raw. */
-static const char *printable(const struct hp_lslot *s, char *out, size_t cap)
+const char *status_printable(const struct hp_lslot *s, char *out, size_t cap)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < HP_LEDGER_CMD && s->cmd[i] && o + 5 < cap; i++) {
@@ -187,9 +188,8 @@ static const char *printable(const struct hp_lslot *s, char *out, size_t cap)
 	return out;
 }
 
-#define C(s, f) atomic_load_explicit(&(s)->ctr.f, memory_order_relaxed)
 
-static int did_something(struct hp_lslot *s)
+int status_did_something(struct hp_lslot *s)
 {
 	return C(s, pin_calls) || C(s, copies_seen) || C(s, bytes_peak) ||
 	       C(s, fail_count) || C(s, over_cap) || C(s, mmap_ranges_now);
@@ -201,7 +201,7 @@ static int did_something(struct hp_lslot *s)
  * looked at, stays LIVE (ledger.h).  The state, and the state word in
  * *wp for a later change (its generation: a slot reclaimed since is left
  * be). */
-static uint32_t state_word(struct hp_lslot *s, int rw, uint32_t *wp)
+uint32_t status_state_word(struct hp_lslot *s, int rw, uint32_t *wp)
 {
 	uint32_t w = atomic_load_explicit(&s->state, memory_order_acquire);
 	int lk = -1;
@@ -218,14 +218,12 @@ static uint32_t state_word(struct hp_lslot *s, int rw, uint32_t *wp)
 	*wp = w;
 	return HP_LS_ST(w);
 }
-static uint32_t state_of(struct hp_lslot *s, int rw)
+uint32_t status_state_of(struct hp_lslot *s, int rw)
 {
 	uint32_t w;
-	return state_word(s, rw, &w);
+	return status_state_word(s, rw, &w);
 }
 
-/* ledger.h's sizes, as the per-process report writes them */
-#define human(b, buf) hp_human((b), (buf))
 
 /* The BACKEND column: the backend, the one auto chose; *state: how far
  * it got. */
@@ -265,7 +263,7 @@ static void table(struct hp_ledger *l, int rw, int all)
 	uint64_t tl = 0, tp = 0, tc = 0;
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &l->slot[i];
-		if (state_of(s, rw) != HP_LS_LIVE || (!all && !did_something(s)))
+		if (status_state_of(s, rw) != HP_LS_LIVE || (!all && !status_did_something(s)))
 			continue;
 		char rank[16] = "-";
 		if (s->rank >= 0)
@@ -273,7 +271,7 @@ static void table(struct hp_ledger *l, int rw, int all)
 		else if (s->local_rank >= 0)
 			snprintf(rank, sizeof(rank), "L%d", s->local_rank);
 		char cmd[4 * HP_LEDGER_CMD + 8];
-		printable(s, cmd, sizeof(cmd));
+		status_printable(s, cmd, sizeof(cmd));
 		const char *bst;
 		backend_col(s, bk, sizeof(bk), &bst);
 		printf("%7d %5s %-15s %-9s %8s %8s %8s %6llu %5llu %8llu  "
@@ -306,403 +304,12 @@ static uint64_t total(struct hp_ledger *l, const char *name)
 		uint64_t t = 0;
 		uint32_t hw = atomic_load(&l->hiwater);
 		for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++)
-			if (state_of(&l->slot[i], 1) == HP_LS_LIVE)
+			if (status_state_of(&l->slot[i], 1) == HP_LS_LIVE)
 				t = hp_sat_add(t, atomic_load((_Atomic uint64_t *)((char *)&l->slot[i].ctr + f[k].off)));
 		return t;
 	}
-	fprintf(stderr, "hostpin status: unknown counter '%s'\n", esc(name));
+	fprintf(stderr, "hostpin status: unknown counter '%s'\n", status_esc(name));
 	exit(2);
-}
-
-/* ---- --prometheus: the text exposition format, version 0.0.4 ----
- * Per process (the processes the table lists) hostpin_process_*, labelled
- * pid, rank, local_rank, job_pid and command; over every live process (as
- * --total sums them) hostpin_node_*, without labels.  A counter of one
- * process only grows while that process lives (a new pid is a new
- * series), so it is a counter (_total); its sum over the running
- * processes falls when one exits, so the node's sums are gauges. */
-enum { PM_GAUGE, PM_COUNTER, PM_NS };
-static const struct pmet {
-	const char *name; /* after hostpin_process_ / hostpin_node_ */
-	int kind;	  /* PM_NS: a counter of nanoseconds, in seconds */
-	int node;	  /* also summed for the node */
-	size_t off;	  /* in struct hp_counters */
-	const char *help;
-} pmet[] = {
-#define PM(n, k, node, f, h) {n, k, node, offsetof(struct hp_counters, f), h},
-	PM("live_bytes", PM_GAUGE, 1, bytes_now,
-	   "Bytes in hostpin's large blocks and ranges now (LIVE).")
-	PM("blocks", PM_GAUGE, 1, blocks_now,
-	   "hostpin's large blocks and ranges now.")
-	PM("pinned_bytes", PM_GAUGE, 1, pinned_bytes_now,
-	   "Bytes registered with the device (or locked) now (PINNED).")
-	PM("pinned_blocks", PM_GAUGE, 1, pinned_blocks_now,
-	   "Blocks registered with the device (or locked) now.")
-	PM("pinned_peak_bytes", PM_GAUGE, 0, pinned_bytes_peak,
-	   "The most bytes registered at once since the process started.")
-	PM("cached_bytes", PM_GAUGE, 1, cached_bytes,
-	   "Bytes of freed blocks kept registered for reuse now (CACHED).")
-	PM("cached_blocks", PM_GAUGE, 1, cached_blocks,
-	   "Freed blocks kept registered for reuse now.")
-	PM("registrations", PM_COUNTER, 1, pin_calls,
-	   "Registrations made (REGS).")
-	PM("unregistrations", PM_COUNTER, 1, unpin_calls,
-	   "Registrations released.")
-	PM("registration_failures", PM_COUNTER, 1, fail_count,
-	   "Registrations that failed, every reason (FAILS).")
-	PM("registration_seconds", PM_NS, 1, pin_ns,
-	   "Time spent registering.")
-	PM("over_cap_blocks", PM_COUNTER, 1, over_cap,
-	   "Blocks served unregistered because a cap was reached.")
-	PM("copies", PM_COUNTER, 1, copies_seen,
-	   "Device copies from or to host memory seen.")
-	PM("registered_copies", PM_COUNTER, 1, copies_registered,
-	   "Device copies through registered memory (COPIES).")
-	PM("registered_copy_bytes", PM_COUNTER, 1, copy_bytes_registered,
-	   "Bytes copied through registered memory.")
-	PM("cache_hits", PM_COUNTER, 1, cache_hits,
-	   "Allocations served from the cache of registered blocks.")
-#undef PM
-};
-#define NPMET (sizeof(pmet) / sizeof(pmet[0]))
-
-/* one process, read once, so that every family shows the same moment */
-struct psnap {
-	int pid, rank, local_rank, job;
-	uint64_t born;
-	char cmd[HP_LEDGER_CMD + 1];
-	uint64_t v[NPMET];
-};
-static struct psnap snap[HP_LEDGER_SLOTS];
-/* The command label left empty: /proc hides other users' processes
- * (hidepid), and a file node_exporter reads (0644) must not show them
- * their command lines. */
-static int prom_nocmd;
-
-/* /proc is mounted with hidepid=1 or more (or invisible). */
-static int proc_hidepid(void)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096];
-	int hide = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		char mnt[256];
-		const char *opt = strstr(line, " - ");
-		if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
-		    strcmp(mnt, "/proc") || !opt)
-			continue;
-		const char *h = strstr(opt, "hidepid=");
-		if (h && strncmp(h + 8, "0", 1) && strncmp(h + 8, "off", 3))
-			hide = 1;
-	}
-	if (f)
-		fclose(f);
-	return hide;
-}
-
-/* A label value: backslash, double quote and newline escaped as the format
- * wants (\\ \" \n); any other byte outside printable ASCII (a control
- * character, or a UTF-8 sequence the slot's 96 bytes may have cut) as the
- * text \xHH, its backslash escaped: the value is always valid UTF-8. */
-static void prom_label(FILE *o, const char *v)
-{
-	for (; *v; v++) {
-		unsigned char c = (unsigned char)*v;
-		if (c == '\\' || c == '"')
-			fprintf(o, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", o);
-		else if (c >= 0x20 && c < 0x7f)
-			putc(c, o);
-		else
-			fprintf(o, "\\\\x%02x", c);
-	}
-}
-
-static void prom_value(FILE *o, int kind, uint64_t v)
-{
-	if (kind == PM_NS)
-		fprintf(o, " %llu.%09llu\n",
-			(unsigned long long)(v / 1000000000u),
-			(unsigned long long)(v % 1000000000u));
-	else
-		fprintf(o, " %llu\n", (unsigned long long)v);
-}
-
-static void prom_family(FILE *o, const char *scope, const char *name,
-			const char *suffix, const char *type, const char *help,
-			const char *what)
-{
-	fprintf(o, "# HELP hostpin_%s_%s%s %s%s%s\n", scope, name, suffix,
-		help, *what ? " " : "", what);
-	fprintf(o, "# TYPE hostpin_%s_%s%s %s\n", scope, name, suffix, type);
-}
-
-/* The exposition of ledger l (NULL: none, every node figure 0) into o;
- * all: idle processes get series too. */
-static void prometheus(FILE *o, struct hp_ledger *l, int all)
-{
-	int n = 0, live = 0;
-	uint64_t node[NPMET];
-	memset(node, 0, sizeof(node));
-	uint32_t hw = l ? atomic_load(&l->hiwater) : 0;
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &l->slot[i];
-		if (state_of(s, 1) != HP_LS_LIVE)
-			continue;
-		struct psnap *p = &snap[n];
-		for (size_t k = 0; k < NPMET; k++) {
-			p->v[k] = atomic_load_explicit(
-			    (_Atomic uint64_t *)((char *)&s->ctr + pmet[k].off),
-			    memory_order_relaxed);
-			node[k] = hp_sat_add(node[k], p->v[k]);
-		}
-		live++;
-		if (!all && !did_something(s))
-			continue;
-		p->pid = s->pid, p->job = s->job_pid, p->born = s->born;
-		p->rank = s->rank, p->local_rank = s->local_rank;
-		memcpy(p->cmd, s->cmd, HP_LEDGER_CMD);
-		p->cmd[HP_LEDGER_CMD] = '\0';
-		n++;
-	}
-	const char *each = "Per hostpin process.";
-	prom_family(o, "process", "start_time", "_seconds", "gauge",
-		    "When the process attached to the ledger, seconds since "
-		    "the Epoch.", each);
-	for (size_t k = 0; k <= NPMET; k++) {
-		if (k > 0) {
-			const struct pmet *m = &pmet[k - 1];
-			prom_family(o, "process", m->name,
-				    m->kind == PM_GAUGE ? "" : "_total",
-				    m->kind == PM_GAUGE ? "gauge" : "counter",
-				    m->help, each);
-		}
-		for (int j = 0; j < n; j++) {
-			struct psnap *p = &snap[j];
-			char r[16] = "", lr[16] = "", jb[16] = "";
-			if (p->rank >= 0)
-				snprintf(r, sizeof(r), "%d", p->rank);
-			if (p->local_rank >= 0)
-				snprintf(lr, sizeof(lr), "%d", p->local_rank);
-			if (p->job > 0)
-				snprintf(jb, sizeof(jb), "%d", p->job);
-			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",rank=\"%s\""
-				",local_rank=\"%s\",job_pid=\"%s\",command=\"",
-				k ? pmet[k - 1].name : "start_time",
-				!k ? "_seconds"
-				: pmet[k - 1].kind == PM_GAUGE ? "" : "_total",
-				p->pid, r, lr, jb);
-			prom_label(o, prom_nocmd ? "" : p->cmd);
-			fputs("\"}", o);
-			if (k)
-				prom_value(o, pmet[k - 1].kind, p->v[k - 1]);
-			else
-				prom_value(o, PM_GAUGE, p->born);
-		}
-	}
-	const char *sum = "Summed over the hostpin processes running on the "
-			  "node (falls when one exits).";
-	prom_family(o, "node", "processes", "", "gauge", "hostpin processes "
-		    "running on the node, idle ones too.", "");
-	fprintf(o, "hostpin_node_processes %d\n", live);
-	for (size_t k = 0; k < NPMET; k++) {
-		if (!pmet[k].node)
-			continue;
-		prom_family(o, "node", pmet[k].name, "", "gauge", pmet[k].help,
-			    sum);
-		fprintf(o, "hostpin_node_%s", pmet[k].name);
-		prom_value(o, pmet[k].kind, node[k]);
-	}
-}
-
-/* --prometheus-file: the exposition written to PATH.tmp.PID, mode 0644
- * (node_exporter may run as another user), then renamed over PATH within
- * the same directory, so a reader (node_exporter's textfile collector
- * reads *.prom) sees the old file or the new one whole.  The file is
- * opened as the library opens its files (outfile.h: no FIFO, no link or
- * file of another user's, no directory others may change).  0, or 1 with
- * a message. */
-static int prometheus_file(const char *path, struct hp_ledger *l, int all)
-{
-	char tmp[4200], why[512];
-	const char *leaf = strrchr(path, '/');
-	leaf = leaf ? leaf + 1 : path;
-	if (!*leaf) {
-		fprintf(stderr, "hostpin status: --prometheus-file: '%s' names a "
-			"directory (expected a file name)\n", esc(path));
-		return 1;
-	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
-	    (int)sizeof(tmp)) {
-		fprintf(stderr, "hostpin status: --prometheus-file: name too "
-			"long\n");
-		return 1;
-	}
-	const char *tleaf = tmp + (leaf - path);
-	int dir = -1;
-	int fd = hp_out_open_in(tmp, 0, 0644, why, sizeof(why), &dir);
-	FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!o) {
-		int e = errno;
-		fprintf(stderr, "hostpin status: --prometheus-file: cannot "
-			"create %s: %s\n", esc(tmp), why[0] ? why : strerror(e));
-		if (fd >= 0)
-			close(fd), unlinkat(dir, tleaf, 0);
-		if (dir >= 0)
-			close(dir);
-		return 1;
-	}
-	int err = fchmod(fd, 0644) ? errno : 0; /* whatever the umask */
-	prometheus(o, l, all);
-	if (ferror(o) && !err)
-		err = errno ? errno : EIO;
-	if (fclose(o) && !err)
-		err = errno;
-	if (!err && renameat(dir, tleaf, dir, leaf))
-		err = errno;
-	if (err) {
-		fprintf(stderr, "hostpin status: --prometheus-file: cannot "
-			"write %s: %s\n", esc(path), strerror(err));
-		unlinkat(dir, tleaf, 0);
-	}
-	close(dir);
-	return err ? 1 : 0;
-}
-
-/* The merged report of launcher job's processes: one report, every
- * process that did something (whatever way it ended) counted once. */
-static int report(struct hp_ledger *l, int job)
-{
-	uint64_t js = hp_proc_start(job);
-	if (js == HP_START_UNKNOWN) {
-		fprintf(stderr, "hostpin: job report: cannot read /proc/%d/stat\n",
-			job);
-		return 0;
-	}
-	struct hp_counters t;
-	memset(&t, 0, sizeof(t));
-	int n = 0, idle = 0, running = 0;
-	uint64_t peak_sum = 0;
-	uint32_t hw = atomic_load(&l->hiwater);
-	char a[24], b[24], c[24];
-	FILE *o = stderr;
-	/* the per-process lines, printed under the job's summary: hostpin(1)
-	 * says the summary comes first */
-	char *procs = NULL;
-	size_t procs_len = 0;
-	FILE *po = open_memstream(&procs, &procs_len);
-	if (!po)
-		po = o;
-	/* the job's counters for the "nothing pinned" line: every process
-	 * of the job, the idle ones too */
-	struct hp_counters m;
-	memset(&m, 0, sizeof(m));
-	int seen = 0;
-	for (int pass = 0; pass < 2; pass++)
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &l->slot[i];
-		uint32_t w, st = state_word(s, 1, &w);
-		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
-		    s->job_start != js)
-			continue;
-		if (pass == 0) {
-			uint64_t bk = C(s, backend);
-			if (!seen++) {
-				m.backend = bk;
-				m.threshold = C(s, threshold);
-				m.pin_after = C(s, pin_after);
-			}
-			m.backend |= bk & ~(uint64_t)15;
-#define ADD(f) m.f += C(s, f);
-			ADD(pinned_bytes_peak) ADD(large_blocks) ADD(copies_seen)
-			ADD(fail_count) ADD(over_cap)
-#undef ADD
-		}
-		if (!did_something(s)) {
-			if (pass == 1 && st == HP_LS_DEAD) {
-				atomic_compare_exchange_strong(
-				    &s->state, &w, HP_LS_TO(w, HP_LS_FREE));
-				idle++;
-			}
-			continue;
-		}
-		if (pass == 0) {
-#define ADD(f) t.f += C(s, f);
-			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
-			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
-			ADD(copies_seen) ADD(copies_registered)
-			ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
-			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
-#undef ADD
-			peak_sum += C(s, pinned_bytes_peak);
-			n++;
-			running += st == HP_LS_LIVE;
-			continue;
-		}
-		char rank[24] = "";
-		if (s->rank >= 0)
-			snprintf(rank, sizeof(rank), " rank %d", s->rank);
-		char cmd[4 * HP_LEDGER_CMD + 8];
-		printable(s, cmd, sizeof(cmd));
-		fprintf(po, "hostpin:   pid %d%s%s: peak pinned %s, %llu "
-			"registrations, %llu failures, %llu copies through "
-			"registered memory (%s): %.50s\n", s->pid, rank,
-			st == HP_LS_LIVE ? " (still running)" : "",
-			human(C(s, pinned_bytes_peak), a),
-			(unsigned long long)C(s, pin_calls),
-			(unsigned long long)C(s, fail_count),
-			(unsigned long long)C(s, copies_registered),
-			human(C(s, copy_bytes_registered), b), cmd);
-		if (st == HP_LS_DEAD) /* reported: the slot is free again */
-			atomic_compare_exchange_strong(&s->state, &w,
-						       HP_LS_TO(w, HP_LS_FREE));
-	}
-	if (po != o)
-		fclose(po);
-	char why[256];
-	const char *idle_why =
-	    seen ? hp_idle_reason(&m, why, sizeof(why)) : NULL;
-	const char *mlock_note = seen ? hp_mlock_note(&m) : NULL;
-	if (n == 0) {
-		free(procs);
-		fprintf(o, "hostpin: job report: no process of the job used hostpin "
-			"(%d did nothing)\n", idle);
-		if (idle_why)
-			fprintf(o, "hostpin:   %s\n", idle_why);
-		return 0;
-	}
-	(void)c;
-	fprintf(o, "hostpin: job report: %d process%s (%d still running; %d "
-		"that did nothing left out)\n", n, n == 1 ? "" : "es", running,
-		idle);
-	fprintf(o, "hostpin:   pinned: sum of per-process peaks %s; %llu "
-		"registrations, %llu unregistrations, %.3f s registering\n",
-		human(peak_sum, a), (unsigned long long)t.pin_calls,
-		(unsigned long long)t.unpin_calls, (double)t.pin_ns / 1e9);
-	fprintf(o, "hostpin:   failures %llu; served unpinned over a cap %llu; "
-		"adopted %llu; leaked %llu; foreign %llu\n",
-		(unsigned long long)t.fail_count, (unsigned long long)t.over_cap,
-		(unsigned long long)t.adopted_blocks,
-		(unsigned long long)t.leaked_blocks,
-		(unsigned long long)t.foreign_ranges);
-	fprintf(o, "hostpin:   copies seen %llu, through registered memory %llu "
-		"(%s), waits %llu; cache hits %llu, given back %llu\n",
-		(unsigned long long)t.copies_seen,
-		(unsigned long long)t.copies_registered,
-		human(t.copy_bytes_registered, b),
-		(unsigned long long)t.copy_waits,
-		(unsigned long long)t.cache_hits,
-		(unsigned long long)t.cache_evictions);
-	if (procs) {
-		fputs(procs, o);
-		free(procs);
-	}
-	if (idle_why)
-		fprintf(o, "hostpin:   %s\n", idle_why);
-	if (mlock_note)
-		fprintf(o, "hostpin:   %s\n", mlock_note);
-	return 0;
 }
 
 static void usage(FILE *f)
@@ -813,9 +420,9 @@ static int ledger_unusable(char *why, size_t cap)
 		return 0;
 	if (err == EEXIST)
 		snprintf(why, cap, "%s is not a ledger of this user's made by "
-			 "hostpin", esc(path));
+			 "hostpin", status_esc(path));
 	else
-		snprintf(why, cap, "the ledger %s cannot be %s (%s)", esc(path),
+		snprintf(why, cap, "the ledger %s cannot be %s (%s)", status_esc(path),
 			 err == ENOENT || err == EROFS || err == EACCES
 			     ? "made or written" : "opened",
 			 strerror(err));
@@ -832,7 +439,7 @@ static void guarded_report(struct hp_ledger *l)
 		return;
 	}
 	bus_armed = 1;
-	report(l, (int)getpid());
+	status_report(l, (int)getpid());
 	bus_armed = 0;
 }
 
@@ -877,7 +484,7 @@ int main(int argc, char **argv)
 				if ((watch = count_arg(argv[++i])) < 0) {
 					fprintf(stderr, "hostpin status: %s: "
 						"'%s' is not a number of seconds "
-						"(1 or more)\n", a, esc(argv[i]));
+						"(1 or more)\n", a, status_esc(argv[i]));
 					return 2;
 				}
 			}
@@ -905,7 +512,7 @@ int main(int argc, char **argv)
 			} else if ((a[2] == 'r' ? (job = count_arg(v))
 					      : (count = count_arg(v))) < 0) {
 				fprintf(stderr, "hostpin status: %s: '%s' is not "
-					"%s\n", a, esc(v),
+					"%s\n", a, status_esc(v),
 					a[2] == 'r' ? "a process id"
 						    : "a count (1 or more)");
 				return 2;
@@ -917,7 +524,7 @@ int main(int argc, char **argv)
 			return 0;
 		} else {
 			fprintf(stderr, "hostpin status: unknown argument '%s'\n",
-				esc(a));
+				status_esc(a));
 			usage(stderr);
 			return 2;
 		}
@@ -940,7 +547,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (job)
-		return l ? report(l, job) : 0;
+		return l ? status_report(l, job) : 0;
 	if (prom && watch) {
 		/* one exposition per output: a stream of them parses as
 		 * nothing */
@@ -949,12 +556,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (prom || promfile) {
-		prom_nocmd = promfile && proc_hidepid();
+		status_prom_nocmd = promfile && status_proc_hidepid();
 		for (;;) {
 			int failed = 0;
 			if (prom)
-				prometheus(stdout, l, all);
-			if (promfile && prometheus_file(promfile, l, all))
+				status_prometheus(stdout, l, all);
+			if (promfile && status_prometheus_file(promfile, l, all))
 				failed = 1;
 			/* a cycle that could not write (ENOSPC for a moment, a
 			 * name taken) is said, and the next one tries again */

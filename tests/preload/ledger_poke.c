@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "../../preload/ledger.h"
+#include "../../preload/node/ledger.h"
 
 int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
 {

@@ -1,4 +1,4 @@
-/* Check suite for the node-wide ledger (preload/ledger.c), driven through
+/* Check suite for the node-wide ledger (preload/node/ledger.c), driven through
  * its unit-test handles: a reaper's verdict and its compare-and-swap with
  * a reclaim of the slot in between (the generation in the state word), and
  * liveness by the slot's lock whatever the PID namespace. */
@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../preload/ledger.h"
+#include "../../preload/node/ledger.h"
 #include "unit.h"
 
 void hp_ledger_test_use(struct hp_ledger *l, int fd);

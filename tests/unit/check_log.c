@@ -1,4 +1,4 @@
-/* Check suite for preload/log.c: the allocation-free formatter and path
+/* Check suite for preload/base/log.c: the allocation-free formatter and path
  * expansion. */
 #include <check.h>
 #include <errno.h>

@@ -1,12 +1,12 @@
 /* Compiled only where the CUDA toolkit is installed (see Makefile): every
- * declaration in preload/cuda_api.h must agree with cuda.h and
+ * declaration in preload/backend/cuda_api.h must agree with cuda.h and
  * cuda_runtime_api.h.  A mismatch is a compile error. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 #include <stddef.h>
 
-#include "../../preload/cuda_api.h"
+#include "../../preload/backend/cuda_api.h"
 
 _Static_assert(sizeof(CUresult) == sizeof(hp_CUresult), "CUresult");
 _Static_assert(sizeof(cudaError_t) == sizeof(hp_cudaError_t), "cudaError_t");

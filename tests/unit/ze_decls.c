@@ -1,11 +1,11 @@
 /* Compiled where the Level Zero headers are installed (libze-dev): the
- * loader declarations in preload/ze_api.h must agree with ze_api.h and
+ * loader declarations in preload/backend/ze_api.h must agree with ze_api.h and
  * ze_loader.h.  A mismatch is a compile error.  (The zex* functions have
  * no Debian header to check against.) */
 #include <level_zero/loader/ze_loader.h>
 #include <level_zero/ze_api.h>
 
-#include "../../preload/ze_api.h"
+#include "../../preload/backend/ze_api.h"
 
 _Static_assert(sizeof(ze_result_t) == sizeof(hp_ze_result_t), "ze_result_t");
 _Static_assert(__builtin_types_compatible_p(ze_driver_handle_t,

@@ -1,62 +1,86 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
-# ---- the layers of preload/ call only downward (issue 23) ----
-# Layers, top to bottom: exported hooks (wrap_*.c, hooks_*.c, api.c) ->
-# policy (heap, cache, pin, pinpart, maps, foreign, copy, capture) ->
-# backends (backend*.c) and node facts (ledger, limits, numa) -> base (boot,
-# log, options, symtab, resolve) -> the registry.  A backend reports what
-# happened (a lost device, an ended context) through its return values or
-# the event word in backend.h; it never calls the policy.
-# Injects nothing: compiles each preload/*.c to an object with the library's
+# ---- the layers of preload/ call only downward (issues 23, 35) ----
+# Layers, top to bottom, one folder each: preload/hooks/ -> preload/copy/ ->
+# preload/policy/ -> preload/backend/ and preload/node/ (one level) ->
+# preload/base/ -> the registry.  A backend reports what happened (a lost
+# device, an ended context) through its return values or the event word in
+# backend.h; it never calls the policy.
+# The calls: compiles each preload/*/*.c to an object with the library's
 # flags and reads the symbols each one uses (nm -u) against those the others
-# define (nm --defined-only).  Must hold: no backend or node-facts object uses
-# a symbol a policy object defines; no base object uses one a policy or
-# backend object defines; numa uses nothing a particular backend defines.
+# define (nm --defined-only).  Must hold: no object uses a symbol an object of
+# a higher layer defines, but for the "FILE -> SYMBOL: why" lines of
+# scripts/layers.allow; numa uses nothing a particular backend defines.
 # Prints each offending pair (user -> symbol owner).
+# The includes: scripts/check-layers passes on this tree (make check runs
+# it too, as its own tier), and fails, naming the file and line, on a copy
+# of the tree given an upward include, and on a registry that includes
+# preload/.
 hl_dir=$top/build/test/house
+rm -rf "$hl_dir"
 mkdir -p "$hl_dir"
 hl_ok=1
-for hl_c in "$top"/preload/*.c; do
-	hl_o=$hl_dir/$(basename "$hl_c" .c).o
+hl_rank() {
+	case $1 in
+	hooks) echo 7 ;; copy) echo 6 ;; policy) echo 5 ;; backend | node) echo 4 ;;
+	base) echo 3 ;; *) echo 0 ;;
+	esac
+}
+for hl_c in "$top"/preload/*/*.c; do
+	hl_l=$(basename "$(dirname "$hl_c")")
+	hl_o=$hl_dir/$hl_l.$(basename "$hl_c" .c).o
 	$CC -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -DHP_VERSION="\"$(cat "$top/VERSION")\"" \
 		${CFLAGS:--O2 -g} -fPIC -fvisibility=hidden -c -o "$hl_o" "$hl_c" || hl_ok=0
 done
-hl_policy="heap cache pin pinpart maps foreign copy capture"
-hl_backends="backend backend_cuda backend_host backend_level_zero"
-hl_node="ledger limits numa"
-hl_base="boot log options symtab resolve"
-# defs FILE OBJ...: "symbol object" for every symbol the objects define
-hl_defs() {
-	local out=$1 o; shift
-	for o in "$@"; do
-		nm --defined-only "$hl_dir/$o.o" | awk -v o="$o" '$2 ~ /^[A-Z]$/ && $2 != "U" {print $3, o}'
-	done | sort -k1,1 >"$out"
-}
-# uses DEFS OBJ...: "user -> symbol (owner)" for each undefined symbol of an
-# object that DEFS defines
-hl_uses() {
-	local defs=$1 o; shift
-	for o in "$@"; do
-		nm -u "$hl_dir/$o.o" | awk '{print $NF}' | sort -u | join - "$defs" |
-			awk -v o="$o" '{print o " -> " $1 " (" $2 ".o)"}'
-	done
-}
 if [ $hl_ok = 1 ]; then
-	hl_defs "$hl_dir/policy.defs" $hl_policy
-	hl_defs "$hl_dir/lower.defs" $hl_policy $hl_backends
-	hl_up=$(hl_uses "$hl_dir/policy.defs" $hl_backends $hl_node)
+	# "symbol layer.file" for every symbol an object defines
+	for hl_o in "$hl_dir"/*.o; do
+		nm --defined-only "$hl_o" | awk -v o="$(basename "$hl_o" .o)" '$2 ~ /^[A-Z]$/ {print $3, o}'
+	done | sort -k1,1 >"$hl_dir/defs"
+	hl_allow=$(sed -n 's/^\(preload\/[^ ]*\.c\) -> \([A-Za-z_][A-Za-z0-9_]*\):.*/\1 \2/p' "$top/scripts/layers.allow")
+	hl_up="" hl_n=0 hl_allowed=0
+	for hl_o in "$hl_dir"/*.o; do
+		hl_u=$(basename "$hl_o" .o)
+		hl_ur=$(hl_rank "${hl_u%%.*}")
+		while read -r hl_s hl_d; do
+			[ -n "$hl_s" ] || continue
+			hl_n=$((hl_n + 1))
+			[ "$(hl_rank "${hl_d%%.*}")" -gt "$hl_ur" ] || continue
+			if echo "$hl_allow" | grep -qx "preload/${hl_u%%.*}/${hl_u#*.}.c $hl_s"; then
+				hl_allowed=$((hl_allowed + 1)); continue
+			fi
+			hl_up="$hl_up
+    ${hl_u%%.*}/${hl_u#*.}.c -> $hl_s (defined in ${hl_d%%.*}/${hl_d#*.}.c, a layer above)"
+		done < <(nm -u "$hl_o" | awk '{print $NF}' | sort -u | join - "$hl_dir/defs")
+	done
 	if [ -z "$hl_up" ]; then
-		ok "layers: backends and node facts ($hl_backends $hl_node) use nothing of the policy"
-	else bad "layers: backends or node facts call up into the policy:"; echo "$hl_up" | sed 's/^/    /'; fi
+		ok "layers: each of the $hl_n calls between preload/'s objects goes to its own layer or below ($hl_allowed allowed by scripts/layers.allow)"
+	else bad "layers: calls go up a layer (not in scripts/layers.allow):$hl_up"; fi
 	# numa.c asks the contract for the device's node, never a backend by name
-	hl_defs "$hl_dir/named.defs" backend_cuda backend_host backend_level_zero
-	hl_up=$(hl_uses "$hl_dir/named.defs" numa)
+	hl_up=$(nm -u "$hl_dir/node.numa.o" | awk '{print $NF}' | sort -u | join - "$hl_dir/defs" |
+		awk '$2 ~ /^backend\.backend_/')
 	if [ -z "$hl_up" ]; then
 		ok "layers: numa names no backend (the contract's device_node)"
 	else bad "layers: numa names a backend:"; echo "$hl_up" | sed 's/^/    /'; fi
-	hl_up=$(hl_uses "$hl_dir/lower.defs" $hl_base)
-	if [ -z "$hl_up" ]; then
-		ok "layers: the base ($hl_base) uses nothing of the policy or the backends"
-	else bad "layers: the base calls up into the policy or the backends:"; echo "$hl_up" | sed 's/^/    /'; fi
 else
-	bad "layers: preload/*.c do not compile one by one"
+	bad "layers: preload/*/*.c do not compile one by one"
 fi
+
+# the include check, on this tree and on two copies that break it
+if out=$("$top/scripts/check-layers" 2>&1); then ok "layers: $out"
+else bad "layers: scripts/check-layers fails on this tree:"; echo "$out" | sed 's/^/    /'; fi
+hl_t=$hl_dir/tree
+mkdir -p "$hl_t"
+cp -r "$top/preload" "$top/registry" "$top/status" "$hl_t/"
+# base/log.c including the copy engine's header, after its first include
+sed -i '0,/^#include "/s//#include "..\/copy\/stage.h"\n#include "/' "$hl_t/preload/base/log.c"
+hl_line=$(grep -n '^#include "../copy/stage.h"' "$hl_t/preload/base/log.c" | cut -d: -f1)
+out=$("$top/scripts/check-layers" "$hl_t" 2>&1); hl_rc=$?
+if [ $hl_rc = 1 ] && echo "$out" | grep -q "^preload/base/log.c:$hl_line: includes preload/copy/stage.h: base may include only"; then
+	ok "layers: check-layers fails on base/log.c including copy/stage.h, naming preload/base/log.c:$hl_line and the rule"
+else bad "layers: check-layers passed an upward include (rc $hl_rc):"; echo "$out" | sed 's/^/    /'; fi
+cp "$top/preload/base/log.c" "$hl_t/preload/base/log.c"
+sed -i '0,/^#include "/s//#include "..\/preload\/hp.h"\n#include "/' "$hl_t/registry/registry.c"
+out=$("$top/scripts/check-layers" "$hl_t" 2>&1); hl_rc=$?
+if [ $hl_rc = 1 ] && echo "$out" | grep -q "^registry/registry.c:[0-9]*: includes preload/hp.h: the registry is standalone"; then
+	ok "layers: check-layers fails on the registry including preload/hp.h"
+else bad "layers: check-layers passed a registry that includes preload/ (rc $hl_rc):"; echo "$out" | sed 's/^/    /'; fi

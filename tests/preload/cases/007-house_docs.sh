@@ -1,10 +1,10 @@
 # The documents true to the code.  Nothing is run under hostpin: the case
 # reads README.md, docs/knobs.md and CONTRIBUTING.md against the tree.
 # - docs/knobs.md's table (between the "knobs:" markers) names every knob of
-#   preload/options.def once, and no other, each with options.def's default
+#   preload/base/options.def once, and no other, each with options.def's default
 #   (scripts/readme-knobs --update rewrites it); every "`HOSTPIN_X` (default
 #   `V`)" in README says options.def's default too.
-# - CONTRIBUTING.md's map of preload/ names every preload/*.c, and only files that exist.
+# - CONTRIBUTING.md's map of preload/ names every preload/*/*.c, and only files that exist.
 # - CONTRIBUTING.md's "Every file, by directory" listing names each file (and
 #   subdirectory) of registry/ preload/ status/ python/ man/ scripts/ and
 #   tests/{unit,preload,fakes,stress,bench}/ exactly as the tree has them:
@@ -12,7 +12,7 @@
 readme=$top/README.md
 knobs_md=$top/docs/knobs.md        # the table of every knob
 contrib=$top/CONTRIBUTING.md       # the map of preload/ and the file listing
-defs=$top/preload/options.def
+defs=$top/preload/base/options.def
 # NAME DEFAULT of every knob, from options.def
 def_knobs=$(sed -n 's/^HP_OPT(\([A-Z0-9_]*\), *[A-Z]*, *"\([^"]*\)".*/\1 \2/p' "$defs" | LC_ALL=C sort)
 n_opt=$(grep -c '^HP_OPT(' "$defs")
@@ -25,7 +25,7 @@ dups=$(echo "$table" | grep -o '^| `HOSTPIN_[A-Z0-9_]*`' | LC_ALL=C sort | uniq 
 if [ -n "$table" ] && [ -z "$dups" ] && [ "$readme_knobs" = "$def_knobs" ]; then
 	ok "house_docs: docs/knobs.md's table lists the $n_opt knobs of options.def once each, with their defaults"
 else
-	bad "house_docs: docs/knobs.md's table differs from preload/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
+	bad "house_docs: docs/knobs.md's table differs from preload/base/options.def (run scripts/readme-knobs --update):${dups:+ twice: $dups}"
 	diff <(echo "$def_knobs") <(echo "$readme_knobs") | sed -n 's/^[<>]/    &/p' | head -10
 fi
 # "`HOSTPIN_X` (default `V`)" in the prose
@@ -43,11 +43,11 @@ else bad "house_docs: README's prose gives wrong defaults (README/options.def):$
 map=$(sed -n '/^A map of preload\//,/^Every file, by directory:/p' "$contrib")
 map_names=$(echo "$map" | grep -oE '\b[A-Za-z0-9_]+\.(c|h|def|map)\b' | LC_ALL=C sort -u)
 missing="" stale=""
-for f in "$top"/preload/*.c; do
+for f in "$top"/preload/*/*.c; do
 	b=$(basename "$f"); echo "$map_names" | grep -qx "$b" || missing="$missing $b"
 done
-for b in $map_names; do [ -e "$top/preload/$b" ] || [ "$b" = registry.c ] || stale="$stale $b"; done
-if [ -n "$map" ] && [ -z "$missing$stale" ]; then ok "house_docs: the map of preload/ names every preload/*.c ($(ls "$top"/preload/*.c | wc -l)) and only files that exist"
+for b in $map_names; do [ -n "$(find "$top/preload" -name "$b" -print -quit)" ] || [ "$b" = registry.c ] || stale="$stale $b"; done
+if [ -n "$map" ] && [ -z "$missing$stale" ]; then ok "house_docs: the map of preload/ names every preload/*/*.c ($(ls "$top"/preload/*/*.c | wc -l)) and only files that exist"
 else bad "house_docs: the map of preload/ misses:${missing:- none}; names files that do not exist:${stale:- none}"; fi
 
 # The listing: a line "    DIR/  ..." starts DIR's rows; a row "      NAMES  what
@@ -68,7 +68,7 @@ intree() { # the files and subdirectories directly in DIR, as DIR/NAME and DIR/S
 		(cd "$top" && find "$d" -mindepth 1 -maxdepth 1 \( -type f -printf '%p\n' -o -type d -printf '%p/\n' \))
 	fi
 }
-dirs="registry preload status python man scripts tests/unit tests/preload tests/fakes tests/stress tests/bench"
+dirs="registry preload preload/hooks preload/copy preload/policy preload/backend preload/node preload/base status python man scripts tests/unit tests/preload tests/fakes tests/stress tests/bench"
 tree=$(for d in $dirs; do intree "$d"; done | LC_ALL=C sort -u)
 notlisted=$(comm -23 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')
 notthere=$(comm -13 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')

@@ -62,7 +62,7 @@ for kv in "HOSTPIN_BACKEND=cuda9" "HOSTPIN_LOG=loud" "HOSTPIN_MAX_PINNED=101%" "
 done
 out=$(env $P HOSTPIN_LOG=info /bin/true 2>&1)
 # every knob but the test-only ones (options.def: doc "test only: ...")
-k=$(grep '^HP_OPT(' "$top/preload/options.def" | grep -vc '"test only:')
+k=$(grep '^HP_OPT(' "$top/preload/base/options.def" | grep -vc '"test only:')
 if [ "$(echo "$out" | grep -c 'HOSTPIN_[A-Z_]*=')" = "$k" ]; then ok "HOSTPIN_LOG=info dumps all $k knobs (test-only ones left out)"
 else bad "knob dump: $out"; fi
 log=$(mktemp -d)
@@ -80,7 +80,7 @@ if [ $rc -eq 0 ] && echo "$out" | grep -q 'invalid HOSTPIN_PREFAULT_THREADS="100
 	ok "a count knob out of range names the knob, the value and the range"
 else bad "count knob message: $out"; fi
 # the launcher and both man pages list every backend options.def knows
-choices=$(grep '^HP_OPT(BACKEND' "$top/preload/options.def" | cut -d'"' -f4 | tr '|' ' ')
+choices=$(grep '^HP_OPT(BACKEND' "$top/preload/base/options.def" | cut -d'"' -f4 | tr '|' ' ')
 help=$("$top/build/hostpin" --help)
 missing=""
 for c in $choices; do

@@ -149,8 +149,8 @@ for w in glob.glob(sys.argv[1] + "/dl/*.whl"):
 fi
 if [ -n "$cuda_h" ]; then
 	if $CC -std=c11 -Wall -Wextra -Werror -I"$(dirname "$cuda_h")" -fsyntax-only "$top/tests/unit/cuda_decls.c"; then
-		ok "preload/cuda_api.h agrees with $cuda_h ($(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/CUDA_VERSION \1/p' "$cuda_h"))"
-	else bad "preload/cuda_api.h disagrees with $cuda_h"; fi
+		ok "preload/backend/cuda_api.h agrees with $cuda_h ($(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/CUDA_VERSION \1/p' "$cuda_h"))"
+	else bad "preload/backend/cuda_api.h disagrees with $cuda_h"; fi
 elif [ "${HP_TIER:-}" = compat ]; then
 	echo "note: cuda_api.h against cuda.h is checked in the host's tier (the same header and compiler check)"
 else

@@ -48,8 +48,8 @@ for spec in zexDriverImportExternalPointer:2 zexDriverReleaseImportedPointer:2 \
 done
 if [ -f /usr/include/level_zero/ze_api.h ]; then
 	if $CC -std=c11 -Wall -Wextra -Werror -fsyntax-only "$top/tests/unit/ze_decls.c"; then
-		ok "preload/ze_api.h agrees with the Level Zero headers"
-	else bad "preload/ze_api.h disagrees with the Level Zero headers"; fi
+		ok "preload/backend/ze_api.h agrees with the Level Zero headers"
+	else bad "preload/backend/ze_api.h disagrees with the Level Zero headers"; fi
 fi
 
 

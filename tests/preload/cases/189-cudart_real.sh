@@ -20,8 +20,8 @@ if [ $crt_rc -eq 0 ]; then
 	# own headers
 	if $CC -std=c11 -Wall -Wextra -Werror -I"$CRT/include" -fsyntax-only "$top/tests/unit/cuda_decls.c" &&
 		grep -q cuMemcpyWithAttributesAsync "$CRT/include/cuda.h"; then
-		ok "preload/cuda_api.h agrees with CUDA 13.2's cuda.h and cuda_runtime_api.h (copies with attributes included)"
-	else bad "preload/cuda_api.h disagrees with CUDA 13.2's headers"; fi
+		ok "preload/backend/cuda_api.h agrees with CUDA 13.2's cuda.h and cuda_runtime_api.h (copies with attributes included)"
+	else bad "preload/backend/cuda_api.h disagrees with CUDA 13.2's headers"; fi
 	build cudart_real cudart_real.c -I"$CRT/include" -L"$CRT/lib" -l:libcudart.so.13 \
 		-Wl,-rpath,"$CRT/lib" &&
 		build cudart_real_static cudart_real.c -I"$CRT/include" "$CRT/lib/libcudart_static.a" -lrt ||

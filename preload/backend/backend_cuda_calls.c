@@ -1,0 +1,465 @@
+/* CUDA backend: the driver calls the policy and the copy engine ask of it
+ * (backend.h's hp_cuda_*): the capture gate (invariant 13), the copy
+ * fences (copy.c decides when), and the staged copies' DMA, events and
+ * contexts (stage.c and ring.c decide).  The driver's own definitions,
+ * resolved once per loaded driver; finding the driver, its contexts and
+ * registering ranges: backend_cuda.c. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "../hostpin.h"
+#include "../hp.h"
+#include "../record.h"
+#include "../base/resolve.h"
+#include "../base/symtab.h"
+#include "cuda_int.h"
+
+/* ---- the capture gate (invariant 13; capture.c counts the captures) ----
+ * While a stream captures a CUDA graph, the driver fails some "unsafe"
+ * calls (registering and unregistering host memory, waiting on a stream or
+ * an event), and the failure invalidates the capture: in global mode any
+ * thread's, in thread-local mode only the capturing thread's, in relaxed
+ * mode none (cudaStreamCaptureMode).  Such a call runs between
+ * hp_capture_enter and hp_capture_leave.  A global capture's begin counts
+ * itself first, then waits for the calls already inside the driver to
+ * return (a Dekker pair on two sequentially consistent counters), so that
+ * none reaches the driver once the capture began.  A thread-local capture
+ * is counted in its own thread only (tl_caps: a thread's own calls are not
+ * in flight while it begins one); other threads (the decay thread, other
+ * copies) go on.  A thread's own interaction mode
+ * (cudaThreadExchangeStreamCaptureMode) can only allow more than global
+ * mode does: hostpin assumes the default, the strictest. */
+static _Atomic int captures; /* in progress, in global mode */
+static _Atomic int in_flight; /* unsafe driver calls in progress */
+static HP_TLS int tl_caps; /* this thread's thread-local captures */
+
+int hp_capture_busy(void)
+{
+	return tl_caps > 0 || atomic_load(&captures) > 0;
+}
+
+/* This thread holds the gate across several calls (hp_capture_hold): its
+ * calls inside need no new look, a capture's begin waits for the hold. */
+static HP_TLS int gate_held;
+
+int hp_capture_enter(void)
+{
+	if (gate_held) {
+		atomic_fetch_add(&in_flight, 1);
+		return 1;
+	}
+	if (tl_caps > 0 || atomic_load(&captures) > 0)
+		return 0;
+	/* seq_cst both: pairs with hp_cuda_gate_close's count-then-wait */
+	atomic_fetch_add(&in_flight, 1);
+	if (atomic_load(&captures) > 0) {
+		atomic_fetch_sub(&in_flight, 1);
+		return 0;
+	}
+	return 1;
+}
+
+/* A global capture's begin sleeps on gate_cv until the calls in flight
+ * returned; the last to leave wakes it (gate_mu is taken only while a
+ * capture is counted). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+
+void hp_capture_leave(void)
+{
+	/* seq_cst both: pairs with hp_cuda_gate_close's count-then-wait */
+	if (atomic_fetch_sub(&in_flight, 1) == 1 &&
+	    atomic_load(&captures) > 0) {
+		pthread_mutex_lock(&gate_mu);
+		pthread_cond_broadcast(&gate_cv);
+		pthread_mutex_unlock(&gate_mu);
+	}
+}
+
+int hp_capture_hold(void)
+{
+	if (gate_held || !hp_capture_enter())
+		return 0;
+	gate_held = 1;
+	return 1;
+}
+
+void hp_capture_unhold(void)
+{
+	gate_held = 0;
+	hp_capture_leave();
+}
+
+void hp_cuda_gate_local(int d)
+{
+	tl_caps += d;
+}
+
+void hp_cuda_gate_close(void)
+{
+	atomic_fetch_add(&captures, 1);
+}
+
+void hp_cuda_gate_wait(void)
+{
+	/* A registration that started before the capture ends before it
+	 * begins: one call (at most HP_REG_PIECE_MAX), or one piece of a
+	 * background registration (hp_cells_pin_each).  Asleep, not
+	 * spinning: the last call to leave wakes it. */
+	pthread_mutex_lock(&gate_mu);
+	while (atomic_load(&in_flight) > 0)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+void hp_cuda_gate_open(void)
+{
+	atomic_fetch_sub(&captures, 1);
+}
+
+/* ---- copy fences (the copy policy, copy.c, decides when) ----
+ * After an async copy through a registered block, either the stream is
+ * waited for, or an event recorded on it becomes the block's last copy,
+ * which any release or reuse of the block waits for (quiesce).  Waits go
+ * through the driver, whose streams and events the runtime's are. */
+
+int hp_cuda_copy_fns(void)
+{
+	int st = atomic_load_explicit(&hp_cu_pf_state, memory_order_acquire);
+	if (st)
+		return st;
+#define HP_FN_SYM(name, R, params) *(void **)&hp_cu_pf.name = hp_cuda_sym(#name);
+	HP_CU_POLICY_FNS(HP_FN_SYM, )
+	HP_CU_POLICY_OPT_FNS(HP_FN_SYM, , )
+#undef HP_FN_SYM
+	if (!hp_cu_pf.cuStreamSynchronize) {
+		st = -1;
+		hp_log(HP_LOG_WARN, "the CUDA driver lacks cuStreamSynchronize: "
+		       "async copies through registered blocks cannot be made "
+		       "host-synchronous");
+	} else if (!hp_cu_pf.cuEventCreate || !hp_cu_pf.cuEventRecord ||
+		   !hp_cu_pf.cuEventSynchronize || !hp_cu_pf.cuEventDestroy_v2) {
+		st = 2;
+		hp_log(HP_LOG_WARN, "the CUDA driver lacks event entry points: "
+		       "HOSTPIN_COPY=async waits on the stream instead");
+	} else {
+		st = 1;
+	}
+	/* release: pairs with the acquire above; pf is complete. */
+	atomic_store_explicit(&hp_cu_pf_state, st, memory_order_release);
+	return st;
+}
+
+/* The (stream, event) pair of a block's last async copy changes under one
+ * of these, so that a copy and a release racing on a block never see half
+ * of a pair.  Held for a few loads and stores, never across a call. */
+static atomic_flag pair_lock[64];
+
+static atomic_flag *lock_of(hp_rec_t *r)
+{
+	atomic_flag *l = &pair_lock[((uintptr_t)r / sizeof(*r)) % 64];
+	/* acquire: pairs with the release in unlock; the pair is ours */
+	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
+		;
+	return l;
+}
+
+static void unlock(atomic_flag *l)
+{
+	atomic_flag_clear_explicit(l, memory_order_release);
+}
+
+int hp_cuda_capturing(hp_cudaStream_t s)
+{
+	int st = HP_CU_STREAM_CAPTURE_STATUS_NONE;
+	return hp_cu_pf.cuStreamIsCapturing && hp_cu_pf.cuStreamIsCapturing(s, &st) == 0 &&
+	       st != HP_CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void hp_cuda_wait_stream(hp_cudaStream_t s)
+{
+	hp_cu_pf.cuStreamSynchronize(s);
+	HP_CTR_ADD(copy_waits, 1);
+}
+
+/* HOSTPIN_COPY=async: the block's last copy is now this one. */
+int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s)
+{
+	hp_cudaEvent_t ev = NULL;
+	if (hp_cu_pf.cuEventCreate(&ev, HP_CU_EVENT_DISABLE_TIMING) != 0)
+		return -1;
+	if (hp_cu_pf.cuEventRecord(ev, s) != 0) {
+		hp_cu_pf.cuEventDestroy_v2(ev);
+		return -1;
+	}
+	atomic_flag *l = lock_of(r);
+	hp_cudaEvent_t old = (hp_cudaEvent_t)atomic_load_explicit(
+	    &r->user[HP_U_EVENT], memory_order_relaxed);
+	uintptr_t os = atomic_load_explicit(&r->user[HP_U_STREAM],
+					    memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_EVENT], (uintptr_t)ev,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], (uintptr_t)s,
+			      memory_order_relaxed);
+	unlock(l);
+	if (old != NULL) {
+		/* Same stream: the new event covers the old copy.  Another
+		 * stream: wait for it before forgetting it. */
+		if (os != (uintptr_t)s)
+			hp_cu_pf.cuEventSynchronize(old);
+		hp_cu_pf.cuEventDestroy_v2(old);
+	}
+	return 0;
+}
+
+void hp_cuda_quiesce(hp_rec_t *r)
+{
+	if (hp_in_child) {
+		/* The parent's events are not the child's: nothing to wait
+		 * for, and no pair lock to take (hp_cuda_fence_fork_child). */
+		hp_cuda_forget(r);
+		return;
+	}
+	atomic_flag *l = lock_of(r);
+	hp_cudaEvent_t ev = (hp_cudaEvent_t)atomic_load_explicit(
+	    &r->user[HP_U_EVENT], memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
+	unlock(l);
+	/* the driver that made ev unloaded: ev died with it (no call into
+	 * an unloaded driver) */
+	if (ev == NULL || !hp_cu_load() || hp_cuda_copy_fns() != 1)
+		return;
+	/* A block is neither unregistered nor released while a copy that
+	 * used it may still run. */
+	hp_cu_pf.cuEventSynchronize(ev);
+	hp_cu_pf.cuEventDestroy_v2(ev);
+	HP_CTR_ADD(copy_waits, 1);
+}
+
+void hp_cuda_forget(hp_rec_t *r)
+{
+	atomic_flag *l = lock_of(r);
+	atomic_store_explicit(&r->user[HP_U_EVENT], 0, memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], 0, memory_order_relaxed);
+	unlock(l);
+}
+
+/* ---- staged copies (stage.c decides; these make the driver calls) ----
+ * The driver's own definitions (never hostpin's hooks), resolved once per
+ * loaded driver; cuPointerGetAttribute is optional (without it, only
+ * hostpin's registry says what is registered). */
+typedef hp_CUresult (*htod_fn)(hp_CUdeviceptr, const void *, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*dtoh_fn)(void *, hp_CUdeviceptr, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*ptrattr_fn)(void *, int, hp_CUdeviceptr);
+typedef hp_CUresult (*m2d_fn)(const hp_CUDA_MEMCPY2D *, hp_cudaStream_t);
+static struct {
+	htod_fn htod;
+	dtoh_fn dtoh;
+	ptrattr_fn attr;
+	m2d_fn m2d; /* optional: without it 2D copies are not staged */
+	hp_CUresult (*query)(hp_cudaEvent_t); /* optional: slots reused by
+					       * their own stream only */
+	hp_CUresult (*sctx)(hp_cudaStream_t, hp_CUcontext *); /* optional */
+} sf;
+
+int hp_cuda_stage_fns(void)
+{
+	if (hp_in_child || !hp_cu_load() || hp_cuda_copy_fns() != 1)
+		return 0;
+	int st = atomic_load_explicit(&hp_cu_sf_state, memory_order_acquire);
+	if (st)
+		return st > 0;
+	*(void **)&sf.htod = hp_cuda_sym("cuMemcpyHtoDAsync_v2");
+	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
+	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
+	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
+	*(void **)&sf.query = hp_cuda_sym("cuEventQuery");
+	*(void **)&sf.sctx = hp_cuda_sym("cuStreamGetCtx");
+	/* without cuStreamIsCapturing a capturing stream cannot be told
+	 * apart: nothing is staged */
+	st = sf.htod && sf.dtoh && hp_cu_pf.cuStreamIsCapturing ? 1 : -1;
+	/* release: pairs with the acquire above; sf is complete */
+	atomic_store_explicit(&hp_cu_sf_state, st, memory_order_release);
+	return st > 0;
+}
+
+uintptr_t hp_cuda_ctx_current(void)
+{
+	hp_CUcontext cur = NULL;
+	if (hp_cu.cuCtxGetCurrent(&cur) != HP_CUDA_SUCCESS)
+		return 0;
+	return (uintptr_t)cur;
+}
+
+unsigned hp_cuda_ctx_epoch(void)
+{
+	return atomic_load_explicit(&hp_cu_ctx_epoch, memory_order_relaxed);
+}
+
+uintptr_t hp_cuda_stream_ctx(hp_cudaStream_t s, uintptr_t cur)
+{
+	hp_CUcontext c = NULL;
+	/* the legacy and per-thread default streams: the current context's */
+	if (s == NULL || s == (hp_cudaStream_t)(uintptr_t)1 ||
+	    s == HP_CU_STREAM_PER_THREAD || !sf.sctx ||
+	    sf.sctx(s, &c) != HP_CUDA_SUCCESS || c == NULL)
+		return cur;
+	return (uintptr_t)c;
+}
+
+uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current)
+{
+	if (!hp_cu_load())
+		return 0; /* no driver: nothing made through any context lives */
+	if (current)
+		hp_cu_learn_ctx((hp_CUcontext)ctx);
+	uint64_t g = 0;
+	pthread_mutex_lock(&hp_cu_own_mu);
+	for (int i = 0; i < hp_cu_nctxs && !g; i++)
+		if (hp_cu_ctxs[i].ctx == (hp_CUcontext)ctx && hp_cu_ctxs[i].alive)
+			g = ((uint64_t)hp_cu_ctxs[i].gen << 1 | 1) << 31;
+	pthread_mutex_unlock(&hp_cu_own_mu);
+	return g ? g | atomic_load_explicit(&hp_cu_drv_gen, memory_order_relaxed)
+		 : 0;
+}
+
+#define HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+int hp_cuda_wait_context(void)
+{
+	/* resolved once per loaded driver with the copy fences */
+	if (hp_in_child || !hp_cu_load() || hp_cuda_copy_fns() < 0 ||
+	    hp_cu_pf.cuCtxSynchronize == NULL || !hp_capture_enter())
+		return -1;
+	hp_CUresult r = hp_cu_pf.cuCtxSynchronize();
+	hp_capture_leave();
+	return r == HP_CUDA_SUCCESS ? 0 : -1;
+}
+
+unsigned hp_cuda_mem_type(const void *p)
+{
+	unsigned type = 0;
+	if (!sf.attr || sf.attr(&type, HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				(hp_CUdeviceptr)(uintptr_t)p) != HP_CUDA_SUCCESS)
+		return 0;
+	return type;
+}
+
+int hp_cuda_host_known(const void *p)
+{
+	unsigned type = 0;
+	return sf.attr && sf.attr(&type, HP_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				  (hp_CUdeviceptr)(uintptr_t)p) ==
+			      HP_CUDA_SUCCESS;
+}
+
+#define HP_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define HP_CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
+int hp_cuda_dev_fits(uintptr_t d, size_t n)
+{
+	hp_CUdeviceptr start = 0;
+	size_t size = 0;
+	if (!sf.attr ||
+	    sf.attr(&start, HP_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) !=
+		HP_CUDA_SUCCESS ||
+	    sf.attr(&size, HP_CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) !=
+		HP_CUDA_SUCCESS)
+		return 1; /* not known: the driver's to refuse */
+	return d >= start && d - start <= size && n <= size - (d - start);
+}
+
+int hp_cuda_ring_register(void *p, size_t n)
+{
+	if (!hp_capture_enter())
+		return -1;
+	hp_CUresult r = hp_cu.cuMemHostRegister_v2(p, n,
+						HP_CU_MEMHOSTREGISTER_PORTABLE);
+	hp_capture_leave();
+	return r;
+}
+
+int hp_cuda_ring_unregister(void *p)
+{
+	if (hp_in_child)
+		return -1;
+	if (atomic_load_explicit(&hp_cu_loaded, memory_order_acquire) <= 0 ||
+	    hp_cu_driver_gone())
+		return HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED; /* died with it */
+	if (!hp_capture_enter())
+		return -1;
+	int pushed = hp_cu_enter_ctx(), r = -1;
+	if (pushed >= 0) {
+		r = hp_cu.cuMemHostUnregister(p);
+		hp_cu_leave_ctx(pushed);
+	}
+	hp_capture_leave();
+	return r;
+}
+
+int hp_cuda_htod_async(uintptr_t d, const void *h, size_t n,
+		       hp_cudaStream_t s)
+{
+	return sf.htod((hp_CUdeviceptr)d, h, n, s);
+}
+
+int hp_cuda_dtoh_async(void *h, uintptr_t d, size_t n, hp_cudaStream_t s)
+{
+	return sf.dtoh(h, (hp_CUdeviceptr)d, n, s);
+}
+
+int hp_cuda_2d_fn(void)
+{
+	return sf.m2d != NULL;
+}
+
+int hp_cuda_2d_async(const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s)
+{
+	return sf.m2d(p, s);
+}
+
+int hp_cuda_event_new(void **ev)
+{
+	return hp_cu_pf.cuEventCreate((hp_cudaEvent_t *)ev,
+				HP_CU_EVENT_DISABLE_TIMING);
+}
+
+int hp_cuda_event_record(void *ev, hp_cudaStream_t s)
+{
+	return hp_cu_pf.cuEventRecord((hp_cudaEvent_t)ev, s);
+}
+
+int hp_cuda_event_wait(void *ev)
+{
+	return hp_cu_pf.cuEventSynchronize((hp_cudaEvent_t)ev);
+}
+
+int hp_cuda_event_query(void *ev)
+{
+	return sf.query ? sf.query((hp_cudaEvent_t)ev) : 600 /* NOT_READY */;
+}
+
+int hp_cuda_event_free(void *ev)
+{
+	return hp_cu_pf.cuEventDestroy_v2((hp_cudaEvent_t)ev);
+}
+
+int hp_cuda_stream_wait(hp_cudaStream_t s)
+{
+	return hp_cu_pf.cuStreamSynchronize(s);
+}
+
+void hp_cuda_fence_fork_child(void)
+{
+	/* Only this thread exists in the child: a lock a parent's thread held
+	 * at the fork would never be released. */
+	for (int i = 0; i < 64; i++)
+		atomic_flag_clear_explicit(&pair_lock[i], memory_order_relaxed);
+	pthread_mutex_init(&gate_mu, NULL);
+	pthread_cond_init(&gate_cv, NULL);
+}

@@ -1,0 +1,60 @@
+/* What the CUDA backend's two files share (backend_cuda.c: the driver, its
+ * contexts, registration; backend_cuda_calls.c: the capture gate, copy
+ * fences, staged copies).  Not for anyone else: the rest of hostpin goes
+ * through backend.h. */
+#ifndef HP_CUDA_INT_H
+#define HP_CUDA_INT_H
+#include <pthread.h>
+
+#include "cuda_api.h"
+#include "../hp.h"
+
+/* The driver's entry points registration needs, resolved from the loaded
+ * driver (hp_cu_load). */
+struct hp_cu_fns {
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_CU_DRIVER_FNS(HP_FN_FIELD, hp_CUresult)
+#undef HP_FN_FIELD
+};
+/* The copy fences' entry points (hp_cuda_copy_fns). */
+struct hp_cu_pfns {
+#define HP_FN_FIELD(name, R, params) hp_##name##_t name;
+	HP_CU_POLICY_FNS(HP_FN_FIELD, hp_CUresult)
+	HP_CU_POLICY_OPT_FNS(HP_FN_FIELD, hp_CUresult, int)
+#undef HP_FN_FIELD
+};
+HP_HIDDEN extern struct hp_cu_fns hp_cu;
+HP_HIDDEN extern struct hp_cu_pfns hp_cu_pf;
+/* 0: driver not seen loaded yet; 1: entry points resolved; -1: unusable */
+HP_HIDDEN extern _Atomic int hp_cu_loaded;
+/* hp_cu_pf resolved from the driver loaded now (0: not yet); the staged
+ * copies' entry points: 0 not resolved, 1 usable, -1 not. */
+HP_HIDDEN extern _Atomic int hp_cu_pf_state;
+HP_HIDDEN extern _Atomic int hp_cu_sf_state;
+/* Contexts that ended, drivers forgotten (unloaded): the staging ring is
+ * made again after either. */
+HP_HIDDEN extern _Atomic unsigned hp_cu_ctx_epoch;
+HP_HIDDEN extern _Atomic unsigned hp_cu_drv_gen;
+/* The table of contexts learnt, and its length, under hp_cu_own_mu.  A
+ * context that ended is marked so and never pushed again. */
+struct hp_cu_ctx {
+	hp_CUcontext ctx;
+	int dev;
+	int alive;
+	unsigned gen; /* its ends (a primary context comes back the same) */
+};
+HP_HIDDEN extern struct hp_cu_ctx hp_cu_ctxs[HP_CUDA_MAX_CTXS];
+HP_HIDDEN extern int hp_cu_nctxs;
+HP_HIDDEN extern pthread_mutex_t hp_cu_own_mu;
+
+/* 1 if the driver is loaded and its entry points resolved (loads them the
+ * first time); 1 if the driver was unloaded since (forgotten then). */
+HP_HIDDEN int hp_cu_load(void);
+HP_HIDDEN int hp_cu_driver_gone(void);
+/* Learn ctx as a context the program had current (1: known alive); make
+ * a living context current on this thread if it has none (1: pushed, for
+ * hp_cu_leave_ctx; -1: none to push); undo that. */
+HP_HIDDEN int hp_cu_learn_ctx(hp_CUcontext ctx);
+HP_HIDDEN int hp_cu_enter_ctx(void);
+HP_HIDDEN void hp_cu_leave_ctx(int pushed);
+#endif

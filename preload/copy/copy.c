@@ -1,0 +1,159 @@
+/* The copy policy (invariant 7), one for every CUDA copy hook, runtime or
+ * driver.  On pageable memory an async H2D copy returns once the source is
+ * staged and an async D2H once the copy is done; on registered memory both
+ * return at once.  So after a copy through a registered block hostpin waits
+ * on the stream (HOSTPIN_COPY=sync), or records an event that any release
+ * or reuse of the block waits for (async).  Waits go through the driver,
+ * whose streams and events the runtime's are: the CUDA backend's copy
+ * fences (backend_cuda.c) make the waits and events; this file decides. */
+#include "../hooks.h"
+#include "../record.h"
+
+void hp_copy_init(hp_copy_t *c)
+{
+	c->n = c->overflow = 0;
+	c->bytes = 0;
+}
+
+static void copy_add(hp_copy_t *c, hp_rec_t *r)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->r[i] == r)
+			return;
+	if (c->n == HP_COPY_RECS)
+		c->overflow = 1;
+	else
+		c->r[c->n++] = r;
+}
+
+struct copy_walk {
+	hp_copy_t *c;
+	int hit, pending, nlazy;
+	/* Blocks registered at their HOSTPIN_PIN_AFTER-th copy: counted
+	 * after the walk, outside the registry iteration. */
+	hp_rec_t *lazy[HP_COPY_RECS];
+	hp_snap_t lazys[HP_COPY_RECS];
+};
+
+static int copy_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct copy_walk *w = arg;
+	w->hit = 1;
+	unsigned f = hp_rflags(r);
+	/* A block the program registered itself: its copies are the
+	 * program's business, not counted towards hostpin's registration. */
+	if (f & HP_F_FOREIGN)
+		f &= ~(HOSTPIN_PENDING | HP_F_LAZY);
+	w->pending |= (f & HOSTPIN_PENDING) != 0;
+	if ((f & HP_F_LAZY) && w->nlazy < HP_COPY_RECS) {
+		w->lazy[w->nlazy] = r;
+		w->lazys[w->nlazy++] = *s;
+	}
+	copy_add(w->c, r);
+	return 0;
+}
+
+void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (p == NULL)
+		return;
+	if (n > UINTPTR_MAX - a)
+		n = UINTPTR_MAX - a;
+	/* Every block the host interval [p, p+n) overlaps, not only the one
+	 * holding its first byte: a copy that starts outside a block and
+	 * runs into one reaches registered memory too. */
+	struct copy_walk w = {.c = c};
+	hp_registry_each_overlap(&hp_reg, a, n ? n : 1, copy_one, &w);
+	if (w.pending || w.nlazy) {
+		/* The program is copying: it has a device context now, so
+		 * pending blocks, and these if this copy makes them worth it
+		 * (HOSTPIN_PIN_AFTER), are registered before the copy runs. */
+		HP_GUARDED(
+		    hp_cuda_learn_ctx(); hp_backend_events_act();
+		    if (w.pending) hp_adopt_pending();
+		    for (int i = 0; i < w.nlazy; i++)
+			    hp_pin_copied(w.lazy[i], &w.lazys[i]));
+	}
+	if (w.hit)
+		c->bytes += n;
+	/* Released blocks whose unregistration waited (a graph capture, no
+	 * context then): this thread can make a context current now. */
+	hp_retry_deferred();
+}
+
+/* Blocks of c that are registered (overflow: assume some are). */
+static int registered(const hp_copy_t *c)
+{
+	int reg = c->overflow; /* blocks not looked at: assume registered */
+	for (int i = 0; i < c->n; i++)
+		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+			reg++;
+	return reg;
+}
+
+void hp_copy_sync_end(hp_copy_t *c, int ok)
+{
+	hp_hook_leave();
+	if (!ok || (c->n == 0 && !c->overflow))
+		return;
+	/* A synchronous copy returns after it completed, registered memory
+	 * or not: nothing to wait for; it counts (hp_copy_host) and is
+	 * counted. */
+	HP_CTR_ADD(copies_seen, 1);
+	if (registered(c)) {
+		HP_CTR_ADD(copies_registered, 1);
+		HP_CTR_ADD(copy_bytes_registered, c->bytes);
+	}
+}
+
+void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
+{
+	hp_hook_leave();
+	if (!ok || (c->n == 0 && !c->overflow))
+		return;
+	int reg = c->overflow; /* blocks not looked at: assume registered */
+	for (int i = 0; i < c->n; i++)
+		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+			reg++;
+	HP_CTR_ADD(copies_seen, 1);
+	if (!reg)
+		return; /* pageable: the driver already kept the semantics */
+	HP_CTR_ADD(copies_registered, 1);
+	HP_CTR_ADD(copy_bytes_registered, c->bytes);
+	if (s == NULL && ptsz)
+		s = HP_CU_STREAM_PER_THREAD;
+	hp_in_hook++;
+	int st = hp_cuda_copy_fns();
+	hp_backend_events_act();
+	if (st < 0 || hp_cuda_capturing(s)) {
+		/* No way to wait; or a stream capturing into a CUDA graph,
+		 * which records the copy instead of running it: waiting would
+		 * invalidate the capture. */
+	} else if (!hp_capture_enter()) {
+		/* Another stream captures a graph in global mode: any wait
+		 * now would invalidate that capture (invariant 13). */
+		HP_LOG_ONCE(HP_LOG_INFO, "a copy through registered memory "
+			    "during a CUDA graph capture elsewhere in the "
+			    "process: not waited for (a wait would invalidate "
+			    "the capture)");
+	} else {
+		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC || st == 2 ||
+		    c->overflow) {
+			hp_cuda_wait_stream(s);
+		} else {
+			for (int i = 0; i < c->n; i++)
+				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
+				    hp_cuda_track_event(c->r[i], s)) {
+					hp_cuda_wait_stream(s); /* no event: the safe
+							 * wait */
+					break;
+				}
+		}
+		hp_capture_leave();
+	}
+	hp_in_hook--;
+	/* After the wait: an object with unguarded copies loaded since the
+	 * last look makes hostpin unregister its blocks. */
+	hp_coverage_poll();
+}

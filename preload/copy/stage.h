@@ -1,0 +1,144 @@
+/* Staged copies (stage.c): a large copy whose host side is not registered
+ * goes through a ring of staging slots hostpin registered once, with the
+ * semantics of pageable memory (CUDA's "API synchronization behavior"). */
+#ifndef HP_STAGE_H
+#define HP_STAGE_H
+
+#include <pthread.h>
+
+#include "../hooks.h"
+
+/* For a copy hook that entered (hp_hook_enter) and handed its host side to
+ * hp_copy_host: 1 if the copy was staged, or went direct through the
+ * registered part of a block being registered in the background and waited
+ * for its stream (register.c), its driver result in *res; 2 if
+ * it went direct through a registered block in several DMAs, one per
+ * registration it crosses (HP_REG_PIECE_MAX, HOSTPIN_REGISTER_CHUNK), its
+ * result in *res: the hook then ends it as a copy through registered
+ * memory (hp_copy_end); 0 if it must go to the driver as it is
+ * (HOSTPIN_STAGE=0, small, registered memory, another backend, a capture,
+ * a forked child, no context on this thread, no ring).  s: the program's
+ * stream; ptsz: stream 0 means the per-thread default stream; sync: the
+ * synchronous form (it returns after the copy completed). */
+HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
+			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
+			    int *res);
+HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
+			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
+			    int *res);
+
+/* A 1D copy between unified addresses (cuMemcpyWithAttributesAsync and
+ * the runtime's): staged as hp_stage_htod or hp_stage_dtoh when one side
+ * is host memory the driver does not know (or a block of hostpin's) and
+ * the other device memory; 0 otherwise (both host, both device, managed
+ * or the program's pinned memory on either side).  copy_dir.c. */
+HP_HIDDEN int hp_stage_unified(const hp_copy_t *c, uintptr_t d, uintptr_t s,
+			       size_t n, hp_cudaStream_t st, int ptsz,
+			       int sync, int *res);
+
+/* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory,
+ * staged whole rows at a time: as many rows as fit in a slot, packed
+ * there, then one 2D DMA per slot.  1 if staged (*res: the driver's
+ * result), 0 if it must go to the driver as it is (as above, and: an array
+ * on either side, both sides host or both device, rows wider than a slot,
+ * no cuMemcpy2DAsync_v2).  Arguments as above. */
+HP_HIDDEN int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+			  hp_cudaStream_t s, int ptsz, int sync, int *res);
+/* A 3D copy (CUDA_MEMCPY3D) between pitched host memory and device memory:
+ * its Depth slices staged as 2D copies in one hold of the ring, their
+ * chunks pipelined across slices (a chunk spans slices when the device
+ * side's follow each other: dstHeight or srcHeight == Height).  Passed through
+ * (0) as a 2D copy is, and: a LOD or reserved field not 0, a depth of 0,
+ * a slice height below Height with a depth over 1, or a Z with a slice
+ * height of 0.  Arguments as above. */
+HP_HIDDEN int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
+			  hp_cudaStream_t s, int ptsz, int sync, int *res);
+
+/* register.c: the block the registration thread is registering, piece by
+ * piece.  For a copy through record r of [a, a+n): 0 if r is not that
+ * block; 1 if it is, the copy not wholly inside its registered prefix
+ * (staged: the driver knows part of it); 2 if wholly inside: the copy may
+ * go direct (*base, *len: the block), and is counted as a reader of the
+ * prefix until hp_register_prefix_leave, which it calls once the DMAs
+ * completed (no piece is unregistered before). */
+HP_HIDDEN int hp_register_prefix(const struct hp_rec *r, uintptr_t a,
+				 size_t n, uintptr_t *base, size_t *len);
+HP_HIDDEN void hp_register_prefix_leave(void);
+
+/* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
+HP_HIDDEN int hp_stage_on(void);
+
+/* ---- inside the copy engine ----
+ * ring.c: the staging rings, one per direction.  Their slots are owned per
+ * stream until the event recorded after their last DMA completes.
+ * Rings belong to a context (a device): hp_ring_get: ctx's ring of that
+ * direction, claimed (not made again while claimed), made (once) through
+ * ctx if make (ctx is current here), or NULL (it could not be made, or ctx
+ * has none and is not current); hp_ring_put lets go of it.
+ * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
+ * was on s; first: the copy holds none yet, the ring may grow for it),
+ * taken until hp_ring_release; -1 if none (never a wait).
+ * hp_ring_wait: wait for the taken slot's last DMA (s's own work).
+ * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
+ * its event (if that fails, wait for s).  hp_ring_slot: slot k's bytes. */
+#define HP_RING_SLOTS 4 /* a segment's */
+#define HP_RING_SEGS 8 /* at most: grown when every slot is another stream's */
+#define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
+struct hp_ring {
+	pthread_mutex_t mu;
+	int dir; /* 0: H2D, 1: D2H */
+	int state; /* 0: not made yet; 1: ready; -1: could not be made (tried
+		    * again after skip copies); -2: exit */
+	int skip, backoff;
+	char *base[HP_RING_SEGS];
+	int nseg;
+	size_t slot, seglen;
+	uintptr_t ctx; /* the context it was made through */
+	uint64_t gen; /* hp_cuda_ctx_gen(ctx) then: made again when it changes */
+	int claims; /* copies using it */
+	void *ev[HP_RING_MAX];
+	/* under mu: taken by a copy; the rest: by whoever took the slot */
+	int taken[HP_RING_MAX];
+	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
+	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
+};
+HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make);
+HP_HIDDEN void hp_ring_put(struct hp_ring *R);
+HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
+HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
+HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s);
+HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
+HP_HIDDEN char *hp_ring_slot(const struct hp_ring *R, int k);
+HP_HIDDEN uint64_t hp_ring_bytes(void);
+
+/* stage.c, for stage_rect.c: the plan's steps.  hp_stage_begin: the ring
+ * a copy of n bytes from or to host memory h (device side d, 0: not
+ * checked) on s may be staged through, the capture gate entered and the
+ * ring claimed, or NULL; hp_stage_done lets go of both (staged: counted).
+ * hp_stage_run_htod / _dtoh: the chunk loops, m chunks: fill or drain
+ * copies chunk i between the program's memory and a slot, issue enqueues
+ * its DMA on s; *none: no slot could be taken (nothing done).
+ * hp_program_stream: the stream a copy runs on (ptsz: stream 0 is the
+ * per-thread one). */
+HP_HIDDEN struct hp_ring *hp_stage_begin(const hp_copy_t *c, const void *h, size_t n,
+			       uintptr_t d, hp_cudaStream_t s, int htod);
+HP_HIDDEN void hp_stage_done(struct hp_ring *R, size_t n, int staged);
+HP_HIDDEN int hp_stage_run_htod(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      void (*fill)(size_t i, char *sl, void *arg),
+		      int (*issue)(size_t i, char *sl, void *arg), void *arg,
+		      int *none);
+HP_HIDDEN int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      int (*issue)(size_t i, char *sl, void *arg),
+		      void (*drain)(size_t i, char *sl, void *arg), void *arg,
+		      int *none);
+HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
+
+/* pool.c: the copy threads (HOSTPIN_STAGE_THREADS, the calling thread
+ * counted), started once (hp_pool_start); a memcpy, and rows rows of w
+ * bytes dp and sp bytes apart, by them together. */
+HP_HIDDEN void hp_pool_start(void);
+HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
+HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
+			     size_t sp, size_t w, size_t rows);
+
+#endif

@@ -1,0 +1,243 @@
+/* Staged 2D and 3D copies (stage.h: hp_stage_2d, hp_stage_3d): pitched
+ * host memory to or from device memory, staged whole rows at a time
+ * through the rings (ring.c), by the plan and the chunk loops of
+ * stage.c. */
+#include <string.h>
+
+#include "../backend/backend.h"
+#include "../record.h"
+#include "stage.h"
+
+/* ---- 2D and 3D copies ----
+ * A side of a CUDA_MEMCPY2D (or of a 3D copy's slice): host memory the
+ * driver does not know (HOST, or UNIFIED pointing at such memory), or
+ * memory a DMA from the ring can reach (DEVICE, or UNIFIED memory the
+ * driver knows). */
+static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
+{
+	if (m == HP_CU_MEMORYTYPE_HOST)
+		return (char *)(uintptr_t)host;
+	if (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+	    !hp_cuda_host_known((const void *)(uintptr_t)dev))
+		return (char *)(uintptr_t)dev;
+	return NULL;
+}
+static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
+{
+	return m == HP_CU_MEMORYTYPE_DEVICE ||
+	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+		hp_cuda_host_known((const void *)(uintptr_t)dev));
+}
+
+/* A rectangle to stage: depth slices of H rows of w bytes, its rows
+ * numbered slice after slice.  p: a 2D descriptor whose device side is the
+ * program's, at slice 0 (its Y counts the rows before the first slice);
+ * h, pitch: the first host byte, the host rows' pitch; hs: bytes from one
+ * host slice to the next; dh: rows from one device slice to the next.
+ * Its chunks: as many rows as fit a slot, one 2D DMA each; across slices
+ * when the device side's slices follow each other (dh == H: its rows are
+ * then evenly pitched), else per slice (cps chunks a slice). */
+struct rect {
+	struct hp_ring *R;
+	const hp_CUDA_MEMCPY2D *p;
+	char *h;
+	size_t pitch, hs, dh, w, H, depth, per, cps;
+	int across;
+	hp_cudaStream_t s;
+};
+
+/* Chunk i: its first row *g and its rows. */
+static size_t rect_chunk(const struct rect *j, size_t i, size_t *g)
+{
+	size_t y, left;
+	if (j->across) {
+		y = *g = i * j->per;
+		left = j->H * j->depth - y;
+	} else {
+		y = (i % j->cps) * j->per;
+		*g = i / j->cps * j->H + y;
+		left = j->H - y;
+	}
+	return left < j->per ? left : j->per;
+}
+
+/* Row g's row on the device side, counted from p's Y. */
+static size_t rect_dev_row(const struct rect *j, size_t g)
+{
+	return g / j->H * j->dh + g % j->H;
+}
+
+/* rows rows from row g of the host side into the slot sl (in), or out of
+ * it, slice by slice. */
+static void rect_host(const struct rect *j, size_t g, size_t rows, char *sl,
+		      int in)
+{
+	while (rows) {
+		size_t y = g % j->H, t = j->H - y < rows ? j->H - y : rows;
+		char *h = j->h + g / j->H * j->hs + y * j->pitch;
+		if (in)
+			hp_pcopy_rows(sl, j->w, h, j->pitch, j->w, t);
+		else
+			hp_pcopy_rows(h, j->pitch, sl, j->w, j->w, t);
+		sl += t * j->w, g += t, rows -= t;
+	}
+}
+
+static void rect_in(size_t i, char *sl, void *arg)
+{
+	const struct rect *j = arg;
+	size_t g, rows = rect_chunk(j, i, &g);
+	rect_host(j, g, rows, sl, 1);
+}
+
+static int rect_htod(size_t i, char *sl, void *arg)
+{
+	const struct rect *j = arg;
+	size_t g, rows = rect_chunk(j, i, &g);
+	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
+	q.srcXInBytes = 0, q.srcY = 0;
+	q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
+	q.srcHost = sl, q.srcDevice = 0, q.srcArray = NULL;
+	q.srcPitch = j->w;
+	q.dstY = j->p->dstY + rect_dev_row(j, g), q.Height = rows;
+	return hp_cuda_2d_async(&q, j->s);
+}
+
+static int rect_dtoh(size_t i, char *sl, void *arg)
+{
+	const struct rect *j = arg;
+	size_t g, rows = rect_chunk(j, i, &g);
+	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
+	q.dstXInBytes = 0, q.dstY = 0;
+	q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+	q.dstHost = sl;
+	q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = j->w;
+	q.srcY = j->p->srcY + rect_dev_row(j, g);
+	q.Height = rows;
+	return hp_cuda_2d_async(&q, j->s);
+}
+
+static void rect_out(size_t i, char *sl, void *arg)
+{
+	const struct rect *j = arg;
+	size_t g, rows = rect_chunk(j, i, &g);
+	rect_host(j, g, rows, sl, 0);
+}
+
+/* a*b+c, or SIZE_MAX if that overflows */
+static size_t mul_add(size_t a, size_t b, size_t c)
+{
+	size_t r;
+	if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+		return SIZE_MAX;
+	return r;
+}
+
+/* A 2D copy p, or depth slices of it (a 3D copy: sh, dh the source's and
+ * the destination's slice heights in rows, p's Y counting the rows before
+ * the first slice), between pitched host memory and device memory: as
+ * hp_stage_2d. */
+static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
+		      int ptsz, int sync, int *res)
+{
+	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
+	n = mul_add(n, depth, 0);
+	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
+	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
+		return 0;
+	if (n < hp_opt[HP_OPT_STAGE_MIN])
+		return 0;
+	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
+	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
+	int htod;
+	if (sho && !dho && side_device(p->dstMemoryType, p->dstDevice))
+		htod = 1;
+	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
+		htod = 0;
+	else
+		return 0; /* an array, host to host, device to device */
+	size_t pitch = htod ? p->srcPitch : p->dstPitch;
+	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
+	size_t y = htod ? p->srcY : p->dstY;
+	size_t hh = htod ? sh : dh, dvh = htod ? dh : sh;
+	size_t dy = htod ? p->dstY : p->srcY;
+	if (pitch < w)
+		return 0; /* the driver's to refuse */
+	if (depth > 1 && (hh < H || dvh < H))
+		return 0; /* slices overlap: the driver's to refuse */
+	/* the last host byte and the last device row within reach */
+	size_t hl = mul_add(depth - 1, hh, y + H - 1);
+	if (y > SIZE_MAX - H || hl == SIZE_MAX ||
+	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
+	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
+		return 0;
+	/* staged in chunks of rows: a copy the driver would refuse whole
+	 * (its device rows past the end of their allocation) goes to it as
+	 * it is, nothing written (issue 32 item 12) */
+	hp_CUdeviceptr dv = htod ? p->dstDevice : p->srcDevice;
+	size_t dp = htod ? p->dstPitch : p->srcPitch;
+	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
+	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
+	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
+	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
+	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
+		return 0;
+	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
+	s = hp_program_stream(s, ptsz);
+	struct hp_ring *R = hp_stage_begin(c, h, n, 0, s, htod);
+	if (R == NULL)
+		return 0;
+	if (w > R->slot) { /* a row wider than a slot: as it is */
+		hp_stage_done(R, n, 0);
+		return 0;
+	}
+	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
+			 .hs = hh * pitch, .dh = dvh, .w = w, .H = H,
+			 .depth = depth, .per = R->slot / w,
+			 .across = depth == 1 || dvh == H, .s = s};
+	j.cps = (H + j.per - 1) / j.per;
+	size_t m = j.across ? (H * depth + j.per - 1) / j.per : j.cps * depth;
+	/* as hp_stage_htod / hp_stage_dtoh, in chunks of rows */
+	int none, r = htod ? hp_stage_run_htod(R, m, s, rect_in, rect_htod, &j, &none)
+			   : hp_stage_run_dtoh(R, m, s, rect_dtoh, rect_out, &j, &none);
+	if (r == 0 && sync && htod && !none)
+		r = hp_cuda_stream_wait(s);
+	hp_stage_done(R, n, !none);
+	*res = r;
+	return !none;
+}
+
+int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+		hp_cudaStream_t s, int ptsz, int sync, int *res)
+{
+	return p ? stage_rect(c, p, 1, 0, 0, s, ptsz, sync, res) : 0;
+}
+
+int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
+		hp_cudaStream_t s, int ptsz, int sync, int *res)
+{
+	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
+	    p->reserved1 || p->Depth == 0)
+		return 0;
+	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
+	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
+		return 0;
+	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
+	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
+	if (sy == SIZE_MAX || dy == SIZE_MAX)
+		return 0;
+	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
+	hp_CUDA_MEMCPY2D q = {
+	    .srcXInBytes = p->srcXInBytes, .srcY = sy,
+	    .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost,
+	    .srcDevice = p->srcDevice, .srcArray = p->srcArray,
+	    .srcPitch = p->srcPitch,
+	    .dstXInBytes = p->dstXInBytes, .dstY = dy,
+	    .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost,
+	    .dstDevice = p->dstDevice, .dstArray = p->dstArray,
+	    .dstPitch = p->dstPitch,
+	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
+	return stage_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
+			  sync, res);
+}

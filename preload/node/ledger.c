@@ -1,0 +1,466 @@
+/* The node-wide ledger (ledger.h), its file: attaching (finding or making
+ * the file, mapping and checking it, taking a slot), the forked child's own
+ * slot, detaching, and the SIGBUS guard for a file truncated under us.
+ * Claiming and reaping slots, and the sums over them: ledger_slots.c.
+ * Attaching runs in initialisation and the fork handler: raw syscalls, no
+ * stdio, no allocation. */
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+
+#include "ledger.h"
+#include "ledger_int.h"
+struct hp_ledger *hp_led;
+struct hp_lslot *hp_led_self;
+uint32_t hp_led_self_w; /* our slot's state word once LIVE */
+uint64_t hp_led_myns; /* our PID namespace; 0: unknown */
+int hp_led_proc_ok;   /* /proc is our namespace's */
+/* Our description of the ledger file (ledger.h), close-on-exec at a high
+ * number: it holds our slot's lock and tests the others'.  -1: none. */
+int hp_led_lockfd = -1;
+dev_t hp_led_lock_dev;
+ino_t hp_led_lock_ino;
+static char lock_path[340]; /* to open it again in a forked child */
+/* What one slot may claim of a byte gauge: the machine's memory.  A slot
+ * above it was written by something other than hostpin (a process of the
+ * user's, through the file) and is not counted. */
+uint64_t hp_led_slot_max = UINT64_MAX;
+/* Set once the ledger file stopped backing our mapping (another process
+ * of the user's truncated it): the mapping is private zeros from then on
+ * and the process works as without a ledger.  Relaxed: each reader only
+ * picks its way; the mapping it reads stays valid memory either way. */
+static _Atomic int led_lost;
+static struct sigaction bus_prev;
+
+/* SIGBUS on the ledger: its file was truncated under our mapping (a
+ * process of the user's in another container sharing /dev/shm).  The
+ * ledger's pages become private zero pages, so the faulting access,
+ * repeated on return, succeeds; the process goes on without a ledger.
+ * Any other SIGBUS is the program's: the disposition it had (the
+ * default: installed only over SIG_DFL) is put back and the signal
+ * happens again as if hostpin had never been there. */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	char *a = si->si_addr, *l = (char *)hp_led;
+	int e = errno;
+	if (si->si_code > 0 && l && a >= l && a < l + sizeof(struct hp_ledger) &&
+	    mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+		atomic_store_explicit(&led_lost, 1, memory_order_relaxed);
+		errno = e;
+		return;
+	}
+	sigaction(SIGBUS, &bus_prev, NULL);
+	if (si->si_code <= 0) /* sent (kill, raise): send it again */
+		raise(sig);
+	errno = e;
+	/* a fault: the access is repeated on return and faults again */
+}
+
+/* The handler above, where the program has none (SIG_DFL): a program's
+ * own handler is never replaced. */
+static void sigbus_guard(void)
+{
+	struct sigaction sa;
+	if (sigaction(SIGBUS, NULL, &bus_prev) ||
+	    (bus_prev.sa_flags & SA_SIGINFO) || bus_prev.sa_handler != SIG_DFL)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* The ledger file still backs the whole mapping (size, reserved pages,
+ * header): checked where a fault is cheap to avoid (the reaper, once a
+ * second); the handler above covers the moments in between. */
+int hp_led_whole(void)
+{
+	struct stat st;
+	int fd = hp_led_lock_fd();
+	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
+		return 0;
+	if (fd < 0)
+		return 1; /* nothing to ask; the handler guards */
+	return fstat(fd, &st) == 0 &&
+	       st.st_size == (off_t)sizeof(struct hp_ledger) &&
+	       (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger) &&
+	       atomic_load_explicit(&hp_led->layout, memory_order_relaxed) ==
+		   HP_LEDGER_LAYOUT;
+}
+
+/* Stop using a ledger that is no longer whole: the mapping becomes
+ * private memory at the same place, our slot's contents kept where the
+ * file still has its size (a truncation took them already: reading them
+ * would fault). */
+void hp_led_drop(void)
+{
+	static struct hp_lslot keep;
+	struct stat st;
+	int fd = hp_led_lock_fd();
+	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
+		return;
+	if (hp_led_self && fd >= 0 && fstat(fd, &st) == 0 &&
+	    st.st_size == (off_t)sizeof(struct hp_ledger))
+		memcpy(&keep, hp_led_self, sizeof(keep));
+	if (mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
+	    hp_led_self)
+		memcpy(hp_led_self, &keep, sizeof(keep));
+	hp_log(HP_LOG_WARN, "ledger %s was truncated or replaced by another "
+	       "process: this process goes on without it (node-wide caps do "
+	       "not apply to it)", lock_path);
+}
+
+/* lockfd if it is still the ledger file (a program may have closed it and
+ * opened something else under its number); -1 if not. */
+int hp_led_lock_fd(void)
+{
+	struct stat st;
+	if (hp_led_lockfd < 0 || fstat(hp_led_lockfd, &st) || st.st_dev != hp_led_lock_dev ||
+	    st.st_ino != hp_led_lock_ino)
+		return -1;
+	return hp_led_lockfd;
+}
+
+/* Take (F_WRLCK) or drop (F_UNLCK) the lock of slot i on fd: 0, or -1
+ * with errno (EAGAIN/EACCES: another process holds it). */
+int hp_led_slot_lock(int fd, uint32_t i, short type)
+{
+	struct flock fl = hp_slot_flock(i, type);
+	return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+int hp_ledger_on(void)
+{
+	return hp_led_self != NULL &&
+	       !atomic_load_explicit(&led_lost, memory_order_relaxed);
+}
+
+/* The first of names a, b, c that is set (b, c may be NULL), as a
+ * number; -1 if none is a whole number. */
+void hp_ledger_detach(void)
+{
+	static struct hp_counters last;
+	struct hp_lslot *s = hp_led_self;
+	if (!s)
+		return;
+	memcpy(&last, &s->ctr, sizeof(last));
+	hp_ctrp = &last;
+	hp_led_self = NULL;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->ended = (uint64_t)ts.tv_sec;
+	uint32_t w = hp_led_self_w;
+	/* release: the counters and ended before DEAD; the generation in w:
+	 * a slot taken from us meanwhile is left be */
+	atomic_compare_exchange_strong_explicit(&s->state, &w,
+						HP_LS_TO(w, HP_LS_DEAD),
+						memory_order_release,
+						memory_order_relaxed);
+}
+
+/* Map the ledger file open on fd (checked by hp_ledger_open_checked) if
+ * it has hostpin's header; NULL, with a warning, if not. */
+static struct hp_ledger *map_checked(int fd, const char *path)
+{
+	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		int err = errno;
+		hp_log(HP_LOG_WARN, "no ledger: cannot map %s: %s (errno %d); "
+		       "node-wide caps do not apply", path, hp_strerror(err),
+		       err);
+		return NULL;
+	}
+	struct hp_ledger *l = m;
+	/* acquire: the header was written before the file had its name */
+	if (atomic_load_explicit(&l->layout, memory_order_acquire) !=
+		HP_LEDGER_LAYOUT ||
+	    l->version != HP_LEDGER_VERSION ||
+	    l->size != sizeof(struct hp_ledger)) {
+		hp_log(HP_LOG_WARN, "%s has no header of this hostpin version "
+		       "(not made by hostpin, or by another version); left "
+		       "alone, node-wide caps do not apply", path);
+		munmap(m, sizeof(struct hp_ledger));
+		return NULL;
+	}
+	return l;
+}
+
+/* Make the ledger file name (in dirfd): a new file under a temporary name
+ * (O_EXCL), its pages reserved, its header written, then linked to its
+ * name, so that no process ever sees a ledger file that is not whole.
+ * 0, or -1 after one warning (it cannot be reserved: no ledger), or 1 if
+ * another process made it first. */
+static int create(int dirfd, const char *name, const char *path)
+{
+	char tmp[340];
+	hp_snprintf(tmp, sizeof(tmp), "%s.new-%d", name, (int)getpid());
+	int fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+					O_CLOEXEC, 0600);
+	if (fd < 0) {
+		hp_log(HP_LOG_WARN, "no ledger: cannot create %s (%s); "
+		       "node-wide caps do not apply, per-process caps do",
+		       path, hp_strerror(errno));
+		return -1;
+	}
+	/* the fallocate system call, never glibc's posix_fallocate, whose
+	 * emulation writes into the pages it could not reserve */
+	int err = 0;
+	/* the header alone (the table is large for a stack) */
+	unsigned char h[offsetof(struct hp_ledger, slot)];
+	uint64_t layout = HP_LEDGER_LAYOUT, size = sizeof(struct hp_ledger);
+	uint32_t version = HP_LEDGER_VERSION;
+	memset(h, 0, sizeof(h));
+	memcpy(h + offsetof(struct hp_ledger, layout), &layout, sizeof(layout));
+	memcpy(h + offsetof(struct hp_ledger, version), &version,
+	       sizeof(version));
+	memcpy(h + offsetof(struct hp_ledger, size), &size, sizeof(size));
+	size_t hl = sizeof(h);
+	if (fchmod(fd, 0600) ||
+	    syscall(SYS_fallocate, fd, 0, (off_t)0,
+		    (off_t)sizeof(struct hp_ledger)))
+		err = errno;
+	else if (pwrite(fd, &h, hl, 0) != (ssize_t)hl)
+		err = errno ? errno : EIO;
+	else if (linkat(dirfd, tmp, dirfd, name, 0))
+		err = errno;
+	close(fd);
+	unlinkat(dirfd, tmp, 0);
+	if (err == EEXIST)
+		return 1;
+	if (err) {
+		hp_log(HP_LOG_WARN, "no ledger: cannot reserve %zu KiB for %s "
+		       "(%s; a full /dev/shm?): node-wide caps do not apply, "
+		       "per-process caps do", sizeof(struct hp_ledger) >> 10,
+		       path, hp_strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
+void hp_ledger_attach(void)
+{
+	const char *p = hp_optstr[HP_OPT_LEDGER];
+	char path[340], dir[300];
+	/* in secure-execution processes hostpin writes no files */
+	if (strcmp(p, "off") == 0 || getauxval(AT_SECURE))
+		return;
+	hp_led_myns = hp_pidns(&hp_led_proc_ok);
+	int dirfd = AT_FDCWD;
+	const char *name = p;
+	if (!p[0]) {
+		long taken;
+		dirfd = hp_ledger_dir(dir, sizeof(dir), 1, &taken);
+		if (dirfd < 0 && errno == EEXIST) {
+			/* another user's doing: every process of this user
+			 * would say it; info, as one it may cause at will */
+			hp_log(HP_LOG_INFO, "no ledger: /dev/shm/hostpin-%u.d "
+			       "and the %d other names hostpin tries for it are "
+			       "taken by other users; node-wide caps do not "
+			       "apply, per-process caps do", (unsigned)geteuid(),
+			       HP_LEDGER_DIR_ALT);
+			return;
+		}
+		if (dirfd < 0) {
+			hp_log(HP_LOG_WARN, "no ledger: cannot make a directory "
+			       "of this user's in /dev/shm (%s); node-wide caps "
+			       "do not apply, per-process caps do",
+			       hp_strerror(errno));
+			return;
+		}
+		if (taken)
+			hp_log(HP_LOG_INFO, "/dev/shm/hostpin-%u.d is not this "
+			       "user's (owner uid %ld): the ledger is in %s",
+			       (unsigned)geteuid(), taken, dir);
+		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
+		name = path + strlen(dir) + 1;
+	} else
+		hp_snprintf(path, sizeof(path), "%s", p);
+	int fd = -1, err = 0;
+	for (int tries = 0; fd < 0 && tries < 2; tries++) {
+		fd = hp_ledger_open_checked(dirfd, name, 1);
+		err = errno;
+		if (fd >= 0 || err != ENOENT)
+			break;
+		if (create(dirfd, name, path) < 0) {
+			err = 0; /* said so, in one line */
+			break;
+		}
+	}
+	if (dirfd != AT_FDCWD)
+		close(dirfd);
+	if (fd < 0) {
+		if (err == EEXIST)
+			hp_log(HP_LOG_WARN, "%s is not a ledger of this user's "
+			       "made by hostpin (owner, mode 0600, size, "
+			       "reserved pages); left alone, node-wide caps do "
+			       "not apply", path);
+		else if (err)
+			hp_log(HP_LOG_INFO, "no ledger: cannot open %s (%s); "
+			       "node-wide caps do not apply", path,
+			       hp_strerror(err));
+		return;
+	}
+	struct hp_ledger *l = map_checked(fd, path);
+	if (!l) {
+		close(fd);
+		return;
+	}
+	hp_led = l;
+	sigbus_guard();
+	struct sysinfo si;
+	if (sysinfo(&si) == 0 && si.totalram)
+		hp_led_slot_max = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
+	/* kept, for the slot locks: at a high number, as the log's, out of
+	 * the way of programs that reuse low descriptors */
+	struct stat st;
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+	if (h >= 0) {
+		close(fd);
+		fd = h;
+	}
+	if (fstat(fd, &st) == 0) {
+		hp_led_lockfd = fd;
+		hp_led_lock_dev = st.st_dev;
+		hp_led_lock_ino = st.st_ino;
+		hp_snprintf(lock_path, sizeof(lock_path), "%s", path);
+	} else
+		close(fd);
+	/* A LIVE slot with our pid in our PID namespace is our own image
+	 * before an exec (same pid and start time), or a process long gone
+	 * whose pid we got: either way no process of ours uses it any
+	 * more. */
+	int pid = (int)getpid();
+	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
+	for (uint32_t i = 0; hp_led_myns && i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &hp_led->slot[i];
+		uint32_t w = atomic_load_explicit(&s->state,
+						  memory_order_acquire);
+		if (HP_LS_ST(w) == HP_LS_LIVE && s->pid == pid &&
+		    s->pidns == hp_led_myns)
+			atomic_compare_exchange_strong_explicit(
+			    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
+			    memory_order_acq_rel, memory_order_relaxed);
+	}
+	uint32_t w;
+	int lk;
+	struct hp_lslot *s = hp_led_claim(&w, &lk);
+	if (!s) {
+		hp_log(HP_LOG_WARN, "ledger %s is full (%d processes); this "
+		       "process is not counted node-wide", path, HP_LEDGER_SLOTS);
+		return;
+	}
+	hp_led_fill(s, w, lk, hp_ctrp, NULL);
+	hp_led_self = s;
+	hp_ctrp = &s->ctr;
+	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - hp_led->slot));
+}
+
+/* The ledger file opened again (a new description: no locks), by its
+ * path if that is still it, else through /proc; -1 if neither. */
+static int reopen(void)
+{
+	char p[48];
+	struct stat st;
+	int fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != hp_led_lock_dev ||
+			st.st_ino != hp_led_lock_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		hp_snprintf(p, sizeof(p), "/proc/self/fd/%d", hp_led_lockfd);
+		fd = open(p, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != hp_led_lock_dev ||
+				st.st_ino != hp_led_lock_ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
+}
+
+void hp_ledger_fork_child(void)
+{
+	if (!hp_ledger_on())
+		return;
+	/* The child is single-threaded here.  Its counters start from the
+	 * parent's gauges (it inherited the blocks, cache and mappings, and
+	 * will free them), but what the parent did is not the child's. */
+	struct hp_counters c;
+	memcpy(&c, &hp_led_self->ctr, sizeof(c));
+	static const size_t did[] = {
+		offsetof(struct hp_counters, blocks_peak),
+		offsetof(struct hp_counters, bytes_peak),
+		offsetof(struct hp_counters, pinned_bytes_peak),
+		offsetof(struct hp_counters, pin_ns),
+		offsetof(struct hp_counters, over_cap),
+		offsetof(struct hp_counters, pin_calls),
+		offsetof(struct hp_counters, unpin_calls),
+		offsetof(struct hp_counters, leaked_blocks),
+		offsetof(struct hp_counters, adopted_blocks),
+		offsetof(struct hp_counters, foreign_ranges),
+		offsetof(struct hp_counters, copies_seen),
+		offsetof(struct hp_counters, copies_registered),
+		offsetof(struct hp_counters, copy_bytes_registered),
+		offsetof(struct hp_counters, copy_waits),
+		offsetof(struct hp_counters, cache_hits),
+		offsetof(struct hp_counters, cache_evictions),
+		offsetof(struct hp_counters, imports_dropped),
+		offsetof(struct hp_counters, fail_count),
+		offsetof(struct hp_counters, large_blocks),
+	};
+	for (size_t i = 0; i < sizeof(did) / sizeof(did[0]); i++)
+		memset((char *)&c + did[i], 0, sizeof(uint64_t));
+	static struct hp_counters orphan;
+	char cmd[HP_LEDGER_CMD];
+	memcpy(cmd, hp_led_self->cmd, sizeof(cmd));
+	hp_led_self = NULL;
+	/* unshare(CLONE_NEWPID) puts the children in another namespace */
+	hp_led_myns = hp_pidns(&hp_led_proc_ok);
+	/* The inherited descriptor shares the parent's description, and so
+	 * its lock: a description of our own under the same number, or none
+	 * (the parent's lock must not live on in us). */
+	if (hp_led_lockfd >= 0) {
+		int nfd = reopen();
+		if (nfd < 0 || dup3(nfd, hp_led_lockfd, O_CLOEXEC) < 0) {
+			close(hp_led_lockfd);
+			hp_led_lockfd = -1;
+		}
+		if (nfd >= 0)
+			close(nfd);
+		/* The mapping holds the parent's description too (a lock
+		 * lives as long as its description): the ledger mapped again,
+		 * in place, from ours.  If that fails the parent's slot counts
+		 * as live as long as we live. */
+		if (hp_led_lockfd >= 0 &&
+		    mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, hp_led_lockfd, 0) == MAP_FAILED)
+			hp_log(HP_LOG_INFO, "ledger: cannot map it again in the "
+			       "child (%s); the parent's slot counts as long "
+			       "as this process lives", hp_strerror(errno));
+	}
+	uint32_t w;
+	int lk;
+	struct hp_lslot *s = hp_led_claim(&w, &lk);
+	if (!s) {
+		memcpy(&orphan, &c, sizeof(c));
+		hp_ctrp = &orphan;
+		return;
+	}
+	hp_led_fill(s, w, lk, &c, cmd);
+	hp_led_self = s;
+	hp_ctrp = &s->ctr;
+}

@@ -1,0 +1,38 @@
+/* What the ledger's two files share (ledger.c: the file and attaching;
+ * ledger_slots.c: claiming, filling and reaping slots).  Not for anyone
+ * else: the rest of hostpin goes through ledger.h. */
+#ifndef HP_LEDGER_INT_H
+#define HP_LEDGER_INT_H
+#include <sys/types.h>
+
+#include "ledger.h"
+
+HP_HIDDEN extern struct hp_ledger *hp_led;     /* the mapping; NULL: none */
+HP_HIDDEN extern struct hp_lslot *hp_led_self; /* our slot once attached */
+HP_HIDDEN extern uint32_t hp_led_self_w;       /* our slot's state word once LIVE */
+HP_HIDDEN extern uint64_t hp_led_myns;         /* our PID namespace; 0: unknown */
+HP_HIDDEN extern int hp_led_proc_ok;           /* /proc is our namespace's */
+/* Our description of the ledger file, close-on-exec at a high number: it
+ * holds our slot's lock and tests the others'.  -1: none. */
+HP_HIDDEN extern int hp_led_lockfd;
+HP_HIDDEN extern dev_t hp_led_lock_dev;
+HP_HIDDEN extern ino_t hp_led_lock_ino;
+/* What one slot may claim of a byte gauge (the machine's memory). */
+HP_HIDDEN extern uint64_t hp_led_slot_max;
+
+/* ledger.c: 1 if the mapping still is the whole file; drop the mapping;
+ * our description of the file (opened again if a fork closed it); a
+ * slot's byte-range lock (F_SETLK of type on slot i). */
+HP_HIDDEN int hp_led_whole(void);
+HP_HIDDEN void hp_led_drop(void);
+HP_HIDDEN int hp_led_lock_fd(void);
+HP_HIDDEN int hp_led_slot_lock(int fd, uint32_t i, short type);
+
+/* ledger_slots.c: is the process (pid, start, ns) gone; claim a slot (its
+ * state word in *cw, *lk: its lock taken); fill the claimed slot s for
+ * this process and make it LIVE. */
+HP_HIDDEN int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast);
+HP_HIDDEN struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk);
+HP_HIDDEN void hp_led_fill(struct hp_lslot *s, uint32_t w, int lk,
+			   const struct hp_counters *from, const char *cmd);
+#endif

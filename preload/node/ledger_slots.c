@@ -1,0 +1,293 @@
+/* The node-wide ledger's slots (ledger.h): claiming one for this process
+ * (a free slot, or one whose process is gone), filling it, the sums over
+ * the live slots, and reaping the slots of processes that are gone.  The
+ * file itself, attaching and the fork child: ledger.c.  Raw syscalls, no
+ * stdio, no allocation. */
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+
+#include "ledger.h"
+#include "ledger_int.h"
+static int env_int(const char *a, const char *b, const char *c)
+{
+	const char *v = getenv(a);
+	if (!v || !*v)
+		v = b ? getenv(b) : NULL;
+	if (!v || !*v)
+		v = c ? getenv(c) : NULL;
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	long n = strtol(v, NULL, 10);
+	return n >= 0 && n < (1L << 30) ? (int)n : -1;
+}
+
+static void read_cmd(char *out, size_t cap)
+{
+	ssize_t n = hp_read_small("/proc/self/cmdline", out, cap);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && out[n - 1] == '\0')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (out[i] == '\0' || out[i] == '\n' || out[i] == '\t')
+			out[i] = ' ';
+	out[n] = '\0';
+}
+
+/* The process of a slot is surely gone (ledger.h: its lock is free; or,
+ * without a lock to go by, by pid, start time and namespace); fast:
+ * kill(pid, 0) only, no /proc read. */
+static int gone_slot(struct hp_lslot *s, int fast)
+{
+	int lk = s->locked ? hp_slot_locked(hp_led_lock_fd(), (uint32_t)(s - hp_led->slot))
+			   : -1;
+	return hp_slot_gone(s->pid, s->start, s->pidns, hp_led_myns,
+			    fast || !hp_led_proc_ok, lk);
+}
+int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast)
+{
+	return hp_slot_gone(pid, start, ns, hp_led_myns, fast || !hp_led_proc_ok, -1);
+}
+
+/* A DEAD slot may be reused unless a running launcher will report it. */
+static int reusable(struct hp_lslot *s)
+{
+	/* relaxed: statistics */
+	int did = atomic_load_explicit(&s->ctr.pin_calls, memory_order_relaxed) ||
+		  atomic_load_explicit(&s->ctr.copies_seen, memory_order_relaxed) ||
+		  atomic_load_explicit(&s->ctr.bytes_peak, memory_order_relaxed) ||
+		  atomic_load_explicit(&s->ctr.fail_count, memory_order_relaxed);
+	/* a slot its process left at exit() while its other threads may
+	 * still be counting: not before 2 s, unless the process is gone */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
+	    !gone_slot(s, 0))
+		return 0;
+	return !s->job_pid || !did ||
+	       hp_led_gone(s->job_pid, s->job_start, s->pidns, 0);
+}
+
+#ifdef HP_EMBEDDED_TEST
+/* the unit tests' hook: runs between a reaper's verdict and its
+ * compare-and-swap (another process reclaiming the slot meanwhile) */
+void (*hp_ledger_test_between)(struct hp_lslot *s);
+#endif
+
+/* A reaper's step: the LIVE slot s, seen in state word w, becomes DEAD if
+ * its process is gone.  The generation in w: if the slot was reclaimed
+ * since w was read, the verdict was about its previous process and the
+ * compare-and-swap fails.  1 if it was marked. */
+static int mark_dead(struct hp_lslot *s, uint32_t w, int fast)
+{
+	if (!gone_slot(s, fast))
+		return 0;
+#ifdef HP_EMBEDDED_TEST
+	if (hp_ledger_test_between)
+		hp_ledger_test_between(s);
+#endif
+	return atomic_compare_exchange_strong_explicit(
+	    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD), memory_order_acq_rel,
+	    memory_order_relaxed);
+}
+
+/* Claim slot i seen in state word w (FREE or DEAD): its lock first (on
+ * fd; a lock another process holds means its process still lives: the
+ * slot is left be), then CLAIM, the next generation.  The claimed word in
+ * *w, whether we hold the lock in *lk. */
+static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i, int fd,
+		     int *lk)
+{
+	*lk = 0;
+	if (fd >= 0) {
+		if (hp_led_slot_lock(fd, i, F_WRLCK) == 0)
+			*lk = 1;
+		else if (errno == EAGAIN || errno == EACCES)
+			return 0;
+	}
+	uint32_t seen = *w, want = HP_LS_MK(HP_LS_CLAIM, HP_LS_GEN(seen) + 1);
+	/* acq_rel: the claim orders our writes to the slot after the
+	 * previous owner's */
+	if (!atomic_compare_exchange_strong_explicit(&s->state, &seen, want,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		if (*lk)
+			hp_led_slot_lock(fd, i, F_UNLCK);
+		*lk = 0;
+		return 0;
+	}
+	*w = want;
+	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
+	/* relaxed: hiwater only bounds scans; a scan that misses a slot just
+	 * claimed misses nothing LIVE yet (LIVE is published later) */
+	while (hw < i + 1 && !atomic_compare_exchange_weak_explicit(
+				 &hp_led->hiwater, &hw, i + 1, memory_order_relaxed,
+				 memory_order_relaxed))
+		;
+	return 1;
+}
+
+/* Claim a slot, keeping the used part of the table (what sums scan)
+ * short: a free one among those used before; a dead one (seen with
+ * kill(pid, 0), no /proc read); a never used one; at last any whose
+ * process is gone by pid and start time.  NULL if the table is full; the
+ * claimed state word in *cw, whether we hold its lock in *lk. */
+struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk)
+{
+	int fd = hp_led_lock_fd();
+	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
+	if (hw > HP_LEDGER_SLOTS)
+		hw = HP_LEDGER_SLOTS;
+	for (int pass = 0; pass < 4; pass++) {
+		uint32_t from = pass == 2 ? hw : 0;
+		uint32_t to = pass == 0 || pass == 1 ? hw : HP_LEDGER_SLOTS;
+		for (uint32_t i = from; i < to; i++) {
+			struct hp_lslot *s = &hp_led->slot[i];
+			/* acquire: pairs with the release that published the
+			 * slot's contents */
+			uint32_t w = atomic_load_explicit(&s->state,
+							  memory_order_acquire);
+			if (pass == 0 || pass == 2) {
+				if (HP_LS_ST(w) == HP_LS_FREE &&
+				    try_claim(s, &w, i, fd, lk))
+					return *cw = w, s;
+				continue;
+			}
+			/* the generation in w: if the slot was reclaimed
+			 * since, the pid read was another's and the CAS
+			 * fails */
+			if (HP_LS_ST(w) == HP_LS_LIVE && mark_dead(s, w, pass == 1))
+				w = HP_LS_TO(w, HP_LS_DEAD);
+			if (HP_LS_ST(w) == HP_LS_DEAD && reusable(s) &&
+			    try_claim(s, &w, i, fd, lk))
+				return *cw = w, s;
+		}
+	}
+	return NULL;
+}
+
+/* Fill the claimed slot s for this process and make it LIVE, with the
+ * counters copied from *from. */
+void hp_led_fill(struct hp_lslot *s, uint32_t w, int lk,
+		 const struct hp_counters *from, const char *cmd)
+{
+	memset((char *)s + sizeof(s->state), 0, sizeof(*s) - sizeof(s->state));
+	s->pid = (int32_t)getpid();
+	s->ppid = (int32_t)getppid();
+	s->start = hp_proc_start(0);
+	s->pidns = hp_led_myns;
+	s->locked = (uint32_t)lk;
+	s->rank = env_int("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID");
+	s->local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+				"SLURM_LOCALID");
+	const char *job = hp_optstr[HP_OPT_JOB];
+	if (job[0] >= '1' && job[0] <= '9') {
+		s->job_pid = (int32_t)strtol(job, NULL, 10);
+		s->job_start = hp_led_proc_ok ? hp_proc_start(s->job_pid)
+				       : HP_START_UNKNOWN;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->born = (uint64_t)ts.tv_sec;
+	if (cmd)
+		memcpy(s->cmd, cmd, sizeof(s->cmd));
+	else
+		read_cmd(s->cmd, sizeof(s->cmd));
+	memcpy(&s->ctr, from, sizeof(s->ctr));
+	/* release: pairs with the readers' acquire of state */
+	hp_led_self_w = HP_LS_TO(w, HP_LS_LIVE);
+	atomic_store_explicit(&s->state, hp_led_self_w, memory_order_release);
+}
+
+uint64_t hp_ledger_sum(size_t off)
+{
+	if (!hp_ledger_on())
+		return atomic_load_explicit(
+		    (_Atomic uint64_t *)((char *)hp_ctrp + off),
+		    memory_order_relaxed);
+	uint64_t t = 0;
+	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &hp_led->slot[i];
+		/* relaxed: a sum of statistics, each read on its own */
+		if (HP_LS_ST(atomic_load_explicit(&s->state,
+						  memory_order_relaxed)) !=
+		    HP_LS_LIVE)
+			continue;
+		uint64_t v = atomic_load_explicit(
+		    (_Atomic uint64_t *)((char *)&s->ctr + off),
+		    memory_order_relaxed);
+		/* a slot claiming more than the machine has is not hostpin's
+		 * word; and no sum wraps */
+		if (s != hp_led_self && v > hp_led_slot_max)
+			continue;
+		t = hp_sat_add(t, v);
+	}
+	return t;
+}
+
+int hp_ledger_reap(void)
+{
+	static _Atomic uint64_t last;
+	if (!hp_ledger_on())
+		return 0;
+	uint64_t now = hp_now_ns(),
+		 prev = atomic_load_explicit(&last, memory_order_relaxed);
+	/* relaxed: only rate-limits the /proc reads */
+	if (now - prev < 1000000000u ||
+	    !atomic_compare_exchange_strong_explicit(&last, &prev, now,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return 0;
+	if (!hp_led_whole()) {
+		hp_led_drop();
+		return 0;
+	}
+	int any = 0;
+	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &hp_led->slot[i];
+		uint32_t w = atomic_load_explicit(&s->state,
+						  memory_order_acquire);
+		if (HP_LS_ST(w) == HP_LS_LIVE && s != hp_led_self && mark_dead(s, w, 0))
+			any = 1;
+	}
+	return any;
+}
+
+#ifdef HP_EMBEDDED_TEST
+/* The unit tests' handles (tests/unit/check_ledger.c): ledger l, mapped
+ * from the file open on fd, as this process's; a reaper's step; a claim
+ * filled for this process. */
+void hp_ledger_test_use(struct hp_ledger *l, int fd)
+{
+	struct stat st;
+	hp_led = l;
+	hp_led_self = NULL;
+	hp_led_lockfd = fd;
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		hp_led_lock_dev = st.st_dev, hp_led_lock_ino = st.st_ino;
+	hp_led_myns = hp_pidns(&hp_led_proc_ok);
+}
+int hp_ledger_test_mark_dead(struct hp_lslot *s, uint32_t w)
+{
+	return mark_dead(s, w, 0);
+}
+struct hp_lslot *hp_ledger_test_claim(void)
+{
+	uint32_t w;
+	int lk;
+	struct hp_lslot *s = hp_led_claim(&w, &lk);
+	if (s)
+		hp_led_fill(s, w, lk, hp_ctrp, "test");
+	return s;
+}
+#endif

@@ -1,0 +1,204 @@
+/* Adoption and loss (the pin policy's other half: pin.c): blocks left
+ * pending (no device yet, a capture, a driver call) or waiting for copies
+ * that no backend counts are pinned once the device is ready; what the
+ * backend reports (a context ended, the driver unloaded) sends the
+ * registrations it dropped back to pending with no call into the driver;
+ * a forked child forgets what it did not inherit.  Every function here
+ * runs with hp_in_hook raised by its caller. */
+#include "../record.h"
+
+static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg);
+
+/* A block just tracked was left pending (lazy: waiting for copies) while
+ * the device became ready (auto chose a backend that counts no copies) on
+ * another thread, whose adoption may have looked before the block was
+ * there: adopt it here.  The busy claim decides who pins it, this thread or
+ * an adopter; neither skips it for good, whatever the timing. */
+void hp_adopt_again(hp_rec_t *r, uintptr_t base, int lazy)
+{
+	hp_snap_t s;
+	if (hp_registry_lookup(&hp_reg, base, &s) == r && s.base == base)
+		adopt_one(r, &s, lazy ? (void *)&hp_lazy_seen : NULL);
+}
+
+/* ---- adoption (foreign registrations: foreign.c) ---- */
+
+/* arg non-NULL: lazy blocks too (the backend counts no copies). */
+static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	uint32_t st;
+	unsigned want = HOSTPIN_PENDING | (arg ? HP_F_LAZY : 0);
+	if (!(hp_rflags(r) & want) || !(st = hp_busy_begin(r, s)))
+		return 0;
+	if (arg) /* copies are not counted here: pin now */
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_LAZY);
+	hp_pin(r, s->base, s->len);
+	if (!(hp_rflags(r) & HOSTPIN_PENDING) && (hp_rflags(r) & HP_PIN_MASK))
+		HP_CTR_ADD(adopted_blocks, 1);
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_adopt_pending(void)
+{
+	/* seq_cst: pairs with the fences in hp_track_as; the device's
+	 * readiness published before this call (zeInit's discovery, auto's
+	 * choice) against the blocks tracked meanwhile */
+	atomic_thread_fence(memory_order_seq_cst);
+	int lazy = atomic_load_explicit(&hp_lazy_seen, memory_order_relaxed);
+	if ((atomic_load_explicit(&hp_ctr.pending_blocks,
+				  memory_order_relaxed) == 0 && !lazy) ||
+	    hp_in_child || hp_capture_busy() || !hp_pin_ready_now())
+		return;
+	/* auto chose a backend whose copies are not counted: its lazy
+	 * blocks are pinned now, once. */
+	/* acq_rel: pairs with the release in hp_track_as (the flags of the
+	 * blocks it announced are visible to the walk) */
+	lazy = lazy && !hp_pin_counts_copies() &&
+	       atomic_exchange_explicit(&hp_lazy_seen, 0, memory_order_acq_rel);
+	if (lazy || atomic_load_explicit(&hp_ctr.pending_blocks,
+					 memory_order_relaxed))
+		hp_registry_each(&hp_reg, adopt_one, lazy ? &hp_lazy_seen : NULL);
+}
+
+/* A registration the driver dropped by itself (its context ended, or the
+ * driver was unloaded): back to pending, with no call into the driver. */
+struct lost {
+	uintptr_t owner; /* the context that ended; 0: any */
+	unsigned want, clear; /* flags that select a block, flags dropped */
+	int n;
+};
+
+static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct lost *l = arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & l->want) ||
+	    (l->owner &&
+	     atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=
+		 l->owner) ||
+	    !(st = hp_busy_begin(r, s)))
+		return 0;
+	/* Nothing to unregister, and no copy left to wait for: the copies'
+	 * events died with the context or the driver. */
+	if (hp_backend->quiesce)
+		hp_cuda_forget(r);
+	hp_set_rflags(r, (hp_rflags(r) & ~l->clear) | HOSTPIN_PENDING);
+	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
+	HP_CTR_SUB(pinned_blocks_now, 1);
+	HP_CTR_SUB(pinned_bytes_now, s->len);
+	hp_site_account(hp_rsite(r), s->len, 0);
+	HP_CTR_ADD(pending_blocks, 1);
+	hp_busy_end(r, st);
+	l->n++;
+	return 0;
+}
+
+/* The registrations of owner (backend->owner, not 0) are gone: their
+ * blocks go back to pending.  The number of blocks. */
+static int owner_lost(uintptr_t owner)
+{
+	struct lost l = {owner, hp_backend->pin_flags & HOSTPIN_REGISTERED,
+			 HOSTPIN_REGISTERED, 0};
+	if (owner && !hp_in_child)
+		hp_registry_each(&hp_reg, lost_one, &l);
+	return l.n;
+}
+
+static int unregister_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, s)))
+		return 0;
+	hp_unpin(r, s->base, s->len); /* waits for its copies first */
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_pin_unregister_all(void)
+{
+	if (!hp_in_child)
+		hp_registry_each(&hp_reg, unregister_one, NULL);
+}
+
+/* ---- what the backend reported ---- */
+
+/* The CUDA contexts in ended[] ended: their blocks go back to pending. */
+static void owners_lost(const uintptr_t *ended, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int k = owner_lost(ended[i]);
+		if (k)
+			hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
+			       "block(s) go back to pending", k);
+	}
+}
+
+void hp_cuda_device_reset(int dev)
+{
+	uintptr_t ended[HP_CUDA_MAX_CTXS];
+	owners_lost(ended, hp_cuda_ctxs_reset(dev, ended));
+}
+
+void hp_cuda_device_released(int dev)
+{
+	uintptr_t ended[HP_CUDA_MAX_CTXS];
+	owners_lost(ended, hp_cuda_ctxs_released(dev, ended));
+}
+
+void hp_cuda_ctx_destroyed(struct CUctx_st *ctx)
+{
+	uintptr_t ended[HP_CUDA_MAX_CTXS];
+	owners_lost(ended, hp_cuda_ctx_end(ctx, ended));
+}
+
+/* The device was unloaded: every block registered with it goes back to
+ * pending, without a call into it. */
+static void device_lost(void)
+{
+	struct lost l = {0, hp_backend->pin_flags, HP_PIN_MASK, 0};
+	hp_in_hook++;
+	hp_registry_each(&hp_reg, lost_one, &l);
+	hp_in_hook--;
+}
+
+void hp_backend_events_act(void)
+{
+	if (atomic_load_explicit(&hp_backend_events, memory_order_relaxed) == 0)
+		return;
+	/* acquire: pairs with the release in hp_backend_report */
+	unsigned ev = atomic_exchange_explicit(&hp_backend_events, 0,
+					       memory_order_acquire);
+	if (ev & HP_EV_DEVICE_LOST)
+		device_lost();
+}
+
+/* ---- fork ---- */
+
+static int child_forget(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)s, (void)arg;
+	/* Memory locks and device registrations are not inherited: the
+	 * child's blocks are plain memory, and it never unpins them. */
+	unsigned f = hp_rflags(r);
+	if (f & HP_PIN_MASK)
+		HP_CTR_SUB(pinned_blocks_now, 1);
+	if (f & HOSTPIN_PENDING)
+		HP_CTR_SUB(pending_blocks, 1);
+	hp_set_rflags(r, f & ~(HP_PIN_MASK | HOSTPIN_PENDING));
+	return 0;
+}
+
+void hp_pin_fork_child(void)
+{
+	hp_in_hook++;
+	hp_backend->fork_child();
+	hp_registry_each(&hp_reg, child_forget, NULL);
+	atomic_store_explicit(&hp_ctr.pinned_bytes_now, 0, memory_order_relaxed);
+	/* nor the staging rings' registrations: the parent's slot counts
+	 * them, the child's must not count them again */
+	atomic_store_explicit(&hp_ctr.ring_bytes, 0, memory_order_relaxed);
+	hp_in_hook--;
+}
+

@@ -1,0 +1,207 @@
+/* Registrations and imports the program makes itself over hostpin's ranges
+ * (invariant 8).  Before the program's call, hostpin steps aside: it
+ * unregisters every block the program's range overlaps and marks it
+ * HP_F_FOREIGN.  A block stays so while ANY program range overlaps it: a
+ * block may carry several (two cudaHostRegister calls over two parts of
+ * it), and registering it again around one that remains would fail.  The
+ * ranges live in a table (multiset: the same range may be registered twice,
+ * the second call failing), grown with the next mmap, never under a driver
+ * call.  Called with hp_in_hook raised (hooks.c). */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../record.h"
+
+struct frange {
+	uintptr_t a, b; /* [a, b) */
+};
+static pthread_mutex_t fr_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct frange *fr; /* under fr_mu */
+static size_t nfr, capfr;
+/* nfr, for the lock-free negative in hp_foreign_overlaps: relaxed, a
+ * stale zero only races with a program registration still in progress. */
+static _Atomic size_t fr_count;
+
+static uintptr_t end_of(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+	return n > UINTPTR_MAX - a ? UINTPTR_MAX : a + n;
+}
+
+static int fr_add(uintptr_t a, uintptr_t b)
+{
+	int e = 0;
+	pthread_mutex_lock(&fr_mu);
+	if (nfr == capfr) {
+		size_t ncap = capfr ? capfr * 2 : 256;
+		struct frange *n = HP_REAL(mmap)(NULL, ncap * sizeof(*n),
+						 PROT_READ | PROT_WRITE,
+						 MAP_PRIVATE | MAP_ANONYMOUS,
+						 -1, 0);
+		if (n == MAP_FAILED) {
+			e = ENOMEM;
+			goto out;
+		}
+		if (fr) {
+			memcpy(n, fr, nfr * sizeof(*n));
+			HP_REAL(munmap)(fr, capfr * sizeof(*fr));
+		}
+		fr = n, capfr = ncap;
+	}
+	fr[nfr++] = (struct frange){a, b};
+	atomic_store_explicit(&fr_count, nfr, memory_order_relaxed);
+out:
+	pthread_mutex_unlock(&fr_mu);
+	return e;
+}
+
+/* Remove the latest range starting at a; 1 and *out if there was one. */
+static int fr_remove(uintptr_t a, struct frange *out)
+{
+	int found = 0;
+	pthread_mutex_lock(&fr_mu);
+	for (size_t i = nfr; i-- > 0;)
+		if (fr[i].a == a) {
+			*out = fr[i];
+			memmove(&fr[i], &fr[i + 1], (nfr - i - 1) * sizeof(*fr));
+			nfr--;
+			found = 1;
+			break;
+		}
+	atomic_store_explicit(&fr_count, nfr, memory_order_relaxed);
+	pthread_mutex_unlock(&fr_mu);
+	return found;
+}
+
+int hp_foreign_overlaps(uintptr_t base, size_t len)
+{
+	if (atomic_load_explicit(&fr_count, memory_order_relaxed) == 0)
+		return 0;
+	uintptr_t end = end_of((void *)base, len);
+	int hit = 0;
+	pthread_mutex_lock(&fr_mu);
+	for (size_t i = 0; i < nfr && !hit; i++)
+		hit = fr[i].a < end && base < fr[i].b;
+	pthread_mutex_unlock(&fr_mu);
+	return hit;
+}
+
+int hp_foreign_hides(const void *p)
+{
+	hp_snap_t s;
+	hp_rec_t *r;
+	if (!hp_registry_maybe(&hp_reg, (uintptr_t)p) ||
+	    (r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s)) == NULL)
+		return 0;
+	return !(hp_rflags(r) & HP_F_FOREIGN);
+}
+
+/* A page of hostpin's own that nothing ever registers. */
+static char pageable_probe[4096] __attribute__((aligned(4096)));
+
+void *hp_foreign_asked(void *p)
+{
+	return hp_foreign_hides(p) ? (void *)pageable_probe : p;
+}
+
+static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	int *n = arg;
+	uint32_t st = hp_busy_begin(r, s);
+	/* being registered in the background: what is left cancelled, the
+	 * pieces made undone, then stepped aside as for any block */
+	int cancelled = 0;
+	hp_snap_t now;
+	if (!st && (cancelled = hp_register_cancel(r))) {
+		/* the registration thread's claim changed the state word:
+		 * claimed again from a fresh snapshot */
+		if (hp_registry_lookup_base(&hp_reg, s->base, &now) != r)
+			return 0;
+		s = &now;
+		st = hp_busy_begin(r, s);
+	}
+	if (!st)
+		return 0;
+	/* Step aside: the application's registration must not fail with
+	 * "already registered" because of ours.  (A cancelled background
+	 * registration has undone its pieces: nothing of ours is left.) */
+	if (hp_unpin(r, s->base, s->len) == 0 || cancelled) {
+		if (!(hp_rflags(r) & HP_F_FOREIGN))
+			HP_CTR_ADD(foreign_ranges, 1);
+		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
+		++*n;
+	}
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_foreign_begin(void *p, size_t n)
+{
+	if (n == 0)
+		return;
+	/* The range first: a block tracked meanwhile inside it (a survivor
+	 * of a partial munmap) is then left alone by hp_pin. */
+	uintptr_t a = (uintptr_t)p, b = end_of(p, n);
+	if (fr_add(a, b)) {
+		HP_LOG_ONCE(HP_LOG_WARN, "out of memory for the program's "
+			    "registrations: hostpin cannot step aside for "
+			    "%zu bytes at %p", n, p);
+		return;
+	}
+	/* Compared as intervals: a range that starts below hostpin's lowest
+	 * block and ends inside it overlaps that block too. */
+	int hit = 0;
+	hp_registry_each_overlap(&hp_reg, a, b - a, foreign_one, &hit);
+	if (!hit) {
+		/* Nothing of ours under it: not kept (the program may never
+		 * unregister memory that is not ours). */
+		struct frange x;
+		fr_remove(a, &x);
+	}
+}
+
+static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	uint32_t st;
+	/* Ours again only once no range of the program overlaps it. */
+	if (!(hp_rflags(r) & HP_F_FOREIGN) ||
+	    hp_foreign_overlaps(s->base, s->len) ||
+	    !(st = hp_busy_begin(r, s)))
+		return 0;
+	hp_set_rflags(r, hp_rflags(r) & ~HP_F_FOREIGN);
+	/* Ours again, but not registered at once: the program's copies
+	 * through its own registration were not counted, and a program that
+	 * pins and unpins one buffer in turn (DeepSpeed's native backend)
+	 * would have it registered by hostpin between its own registrations.
+	 * It earns registration anew (HOSTPIN_PIN_AFTER copies). */
+	hp_pin_earn_again(r, s);
+	hp_busy_end(r, st);
+	return 0;
+}
+
+void hp_foreign_end(void *p)
+{
+	struct frange x;
+	if (fr_remove((uintptr_t)p, &x))
+		hp_registry_each_overlap(&hp_reg, x.a, x.b - x.a,
+					 unforeign_one, NULL);
+}
+
+void hp_import_dropped(void *p)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+	uint32_t st;
+	if (r == NULL || (hp_rflags(r) & HP_F_FOREIGN) ||
+	    !(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, &s)))
+		return;
+	/* The program released our import from (at least) one driver.  The
+	 * backend's unpin asks each driver whether our import is still there
+	 * and releases only what is; then the block is imported again. */
+	if (hp_unpin(r, s.base, s.len) == 0)
+		hp_pin(r, s.base, s.len);
+	hp_busy_end(r, st);
+}

@@ -1,0 +1,379 @@
+/* The application's own mappings: which mmaps are tracked and pinned, and
+ * what munmap, mremap, MAP_FIXED and madvise do to tracked or owned ranges:
+ * unpin the affected part first (invariant 1), pin what survives.  Called
+ * from wrap_mmap.c with hp_in_hook raised. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../record.h"
+#include "../base/resolve.h"
+
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24 /* Linux 5.18; headers may lack it */
+#endif
+
+/* Memory the device libraries map for themselves (cudaHostAlloc, driver
+ * buffers) is theirs: never touch it (invariant 8).  Known names, and any
+ * object that exports a driver's or loader's marks (a Level Zero driver
+ * mapping inside zeContextCreate: importing it would call into the driver
+ * from inside its own call, invariant 11). */
+static int from_device_library(const void *caller)
+{
+	if (caller != NULL && hp_in_device_obj(caller))
+		return 1;
+	static const char *const libs[] = {"libcuda", "libnvidia", "libcudart",
+					   "libze_", "libze-", "libigdrcl",
+					   "libcupti", "libnccl"};
+	Dl_info di;
+	if (caller == NULL || !dladdr(caller, &di) || di.dli_fname == NULL)
+		return 0;
+	const char *base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+			return 1;
+	return 0;
+}
+
+void hp_mmap_track(void *p, size_t len, int prot, int flags,
+		   const void *caller)
+{
+	uint64_t pol = hp_opt[HP_OPT_MMAP];
+	int anon = (flags & MAP_ANONYMOUS) != 0;
+	int shared = (flags & MAP_TYPE) != MAP_PRIVATE;
+	if (pol == HP_MMAP_OFF || len < hp_threshold ||
+	    len < hp_opt[HP_OPT_MMAP_MIN] || /* CPython's arenas & co */
+	    (pol == HP_MMAP_PRIVATE && (!anon || shared)) ||
+	    (pol == HP_MMAP_SHARED && !anon))
+		return;
+	/* Reservations are not buffers: locking them would commit them. */
+	if (!(prot & (PROT_READ | PROT_WRITE)) || (flags & MAP_NORESERVE) ||
+	    from_device_library(caller))
+		return;
+	hp_track((uintptr_t)p, hp_page_up(len), HOSTPIN_KIND_MMAP);
+}
+
+struct carve {
+	uintptr_t a, b;  /* the range being released */
+	unsigned kind;   /* kind of the first affected record, or 0 */
+	uint64_t copies; /* its copy count (HP_U_COPIES) */
+	int unmap;       /* the program's munmap: whole ranges may wait */
+};
+
+static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
+{
+	struct carve *c = arg;
+	hp_snap_t sv = *s0, *s = &sv;
+	if (!hp_claim_release(r, s))
+		return 0; /* someone else is releasing it */
+	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
+	/* relaxed: a count (copy.c), carried to what continues the range */
+	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
+					       memory_order_relaxed);
+	if (!c->kind)
+		c->kind = kind, c->copies = copies;
+	/* Part of a pinned range: unpin only the cells the release touches;
+	 * the rest keeps its pins. */
+	if (hp_pin_split(r, s, c->a, c->b) == 0)
+		return 0;
+	unsigned carry = hp_rflags(r);
+	/* A mapping the program unmaps whole whose unregistration cannot be
+	 * made now (a CUDA graph capture, no context): kept mapped and
+	 * registered, unregistered and unmapped later (pin.c's retry);
+	 * hp_munmap_do leaves it mapped meanwhile. */
+	int whole = s->base >= c->a && s->base + s->len <= c->b;
+	if (c->unmap && whole && (kind & HOSTPIN_KIND_MMAP)
+		? hp_untrack_release(r, s)
+		: hp_untrack(r, s))
+		return 0; /* leaked or deferred: stays registered */
+	uintptr_t end = s->base + s->len;
+	/* Survivors lie outside [a, b): safe to pin again before the caller
+	 * releases [a, b), and outside what this walk still visits. */
+	if (s->base < c->a)
+		hp_track_as(s->base, c->a - s->base, HOSTPIN_KIND_MMAP, carry,
+			    copies);
+	if (end > c->b)
+		hp_track_as(c->b, end - c->b, HOSTPIN_KIND_MMAP, carry, copies);
+	return 0;
+}
+
+/* Might [a, b) overlap a tracked range?  An interval test against the
+ * registry's bounds: a range that starts below the lowest tracked range
+ * (a reservation released whole after a commit inside it) still reaches
+ * the walk. */
+static int may_hold(uintptr_t a, uintptr_t b)
+{
+	/* relaxed: as hp_registry_maybe (the bounds are written before the
+	 * slots that make a range visible are published) */
+	return a < b &&
+	       a < atomic_load_explicit(&hp_reg.hi, memory_order_relaxed) &&
+	       b > atomic_load_explicit(&hp_reg.lo, memory_order_relaxed);
+}
+
+/* Unpin and untrack [a, a+len) before the caller unmaps or replaces it;
+ * the parts of affected ranges outside it stay tracked and pinned.  Returns
+ * the kind of the first range affected (0 if none). */
+/* The kind of the first tracked range [a, a+len) overlapped (0: none), and
+ * its copy count in *copies. */
+static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies,
+			      int unmap)
+{
+	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0,
+			  unmap};
+	if (len && may_hold(c.a, c.b))
+		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
+					 &c);
+	if (copies)
+		*copies = c.copies;
+	return c.kind;
+}
+
+void hp_range_release(uintptr_t a, size_t len)
+{
+	release_range(a, len, NULL, 0);
+}
+
+/* ---- the program's unmaps during a CUDA graph capture (invariant 13) ----
+ * While a capture prohibits this thread's driver calls (capture.c: a
+ * global one anywhere, a thread-local one of this thread), a registered
+ * range can be neither unregistered nor given up (invariant 1: its pages
+ * are never unmapped, replaced or discarded while registered).  So:
+ *   munmap of whole registered ranges: each is kept mapped and registered
+ *     (LEAKED with HP_F_DEFER, as a released heap block), the call
+ *     returns 0; when the capture ends they are unregistered and unmapped
+ *     (hp_retry_deferred from the capture's end);
+ *   munmap of part of a registered range, mmap(MAP_FIXED) or mremap over
+ *     one: refused with ENOMEM, nothing changed (the kernel's own answer
+ *     when a mapping cannot be split or moved: glibc's realloc and the
+ *     allocators fall back to a new mapping and a copy; copying here
+ *     instead would hand the program an address it did not ask for, or
+ *     none at all under MREMAP_FIXED);
+ *   MADV_FREE: nothing done (the kernel may leave the pages as they were);
+ *   MADV_DONTNEED(_LOCKED) of private anonymous memory: the range is
+ *     zeroed instead (what it reads afterwards either way), by a read of
+ *     /dev/zero, which fails on pages the program cannot write instead of
+ *     faulting;
+ *   other discards (MADV_REMOVE; any under HOSTPIN_MMAP=shared|all, where
+ *     the record does not say whether its mapping is private): refused
+ *     (EBUSY), as when an unregistration fails.
+ * A capture that begins between the check (hp_capture_holds) and the
+ * release finds the old path: a partial unmap or MAP_FIXED then leaks the
+ * range, as before. */
+struct held {
+	uintptr_t a, b;
+	int any, part;
+};
+
+static int held_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct held *h = arg;
+	if (hp_word_state(s->word) == HP_REC_LEAKED ||
+	    !(hp_rflags(r) & HOSTPIN_REGISTERED))
+		return 0;
+	h->any = 1;
+	h->part |= s->base < h->a || s->base + s->len > h->b;
+	return 0;
+}
+
+int hp_capture_holds(uintptr_t a, size_t len)
+{
+	struct held h = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0};
+	if (!len || !hp_capture_busy() || !may_hold(h.a, h.b))
+		return 0;
+	hp_registry_each_overlap(&hp_reg, h.a, h.b - h.a, held_one, &h);
+	return h.part ? 2 : h.any;
+}
+
+int hp_munmap_range(void *a, size_t len)
+{
+	uintptr_t p = (uintptr_t)a;
+	if (!(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p &&
+	    hp_capture_holds(p, len) == 2) {
+		HP_LOG_ONCE(HP_LOG_WARN, "munmap of part of a registered range "
+			    "while a CUDA graph is captured: refused (ENOMEM; "
+			    "its registration cannot be split during the "
+			    "capture)");
+		errno = ENOMEM;
+		return -1;
+	}
+	release_range(p, len, NULL, 1);
+	return hp_munmap_do(a, len);
+}
+
+/* [a, b) of private anonymous memory reads zero, as after MADV_DONTNEED;
+ * 0, or -1 if a page cannot be written (read(2) says EFAULT there). */
+static int zero_range(uintptr_t a, uintptr_t b)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/zero",
+			      O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (a < b) {
+		long n = syscall(SYS_read, fd, (void *)a, b - a);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		a += (uintptr_t)n;
+	}
+	syscall(SYS_close, fd);
+	return a < b ? -1 : 0;
+}
+
+static int discard_held(hp_rec_t *r, uintptr_t a, uintptr_t b, int advice)
+{
+	if (advice == MADV_FREE)
+		return 0; /* lazy: the pages may keep their contents */
+	int private_anon = (hp_rflags(r) & HOSTPIN_KIND_MALLOC) ||
+			   hp_opt[HP_OPT_MMAP] == HP_MMAP_PRIVATE;
+	if (advice == MADV_DONTNEED || advice == MADV_DONTNEED_LOCKED)
+		if (private_anon && zero_range(a, b) == 0)
+			return 0;
+	HP_LOG_ONCE(HP_LOG_WARN, "madvise discard of a registered range while "
+		    "a CUDA graph is captured: refused (EBUSY)");
+	return EBUSY;
+}
+
+void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
+		   void *new_addr)
+{
+	uint64_t copies;
+	if (hp_capture_holds((uintptr_t)old, oldlen) ||
+	    ((flags & MREMAP_FIXED) &&
+	     hp_capture_holds((uintptr_t)new_addr, newlen))) {
+		HP_LOG_ONCE(HP_LOG_WARN, "mremap of a registered range while a "
+			    "CUDA graph is captured: refused (ENOMEM)");
+		errno = ENOMEM; /* never moved, resized or replaced */
+		return MAP_FAILED;
+	}
+	unsigned kind = release_range((uintptr_t)old, oldlen, &copies, 0);
+	if (flags & MREMAP_FIXED)
+		release_range((uintptr_t)new_addr, newlen, NULL, 0);
+	if (hp_leaked_in((uintptr_t)old, oldlen) ||
+	    ((flags & MREMAP_FIXED) && hp_leaked_in((uintptr_t)new_addr, newlen))) {
+		errno = ENOMEM; /* a refused release: never moved (invariant 1) */
+		return MAP_FAILED;
+	}
+	void *r = hp_real.mremap(old, oldlen, newlen, flags, new_addr);
+	if (!kind)
+		return r;
+	int e = errno;
+	if (r != MAP_FAILED)
+		hp_track_as((uintptr_t)r, hp_page_up(newlen), HOSTPIN_KIND_MMAP,
+			    0, copies);
+	else if (oldlen)
+		hp_track_as((uintptr_t)old & ~(HP_PAGE_SIZE - 1),
+			    hp_page_up(oldlen), HOSTPIN_KIND_MMAP, 0, copies);
+	errno = e;
+	return r;
+}
+
+struct advise {
+	uintptr_t cur, end, to;
+	int advice, ret, err;
+};
+
+static void advise_gap(struct advise *ad, uintptr_t to)
+{
+	if (to > ad->cur) {
+		if (hp_real.madvise((void *)ad->cur, to - ad->cur, ad->advice) &&
+		    !ad->ret)
+			ad->ret = -1, ad->err = errno;
+	}
+}
+
+static void discard_cb(void *arg)
+{
+	struct advise *ad = arg;
+	advise_gap(ad, ad->to);
+}
+
+/* The first record overlapping [cur, end), with its snapshot. */
+struct first {
+	hp_rec_t *r;
+	hp_snap_t s;
+};
+
+static int first_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	struct first *f = arg;
+	f->r = r, f->s = *s;
+	return 1;
+}
+
+/* Purge the records [ad->cur, ad->end) overlaps, one at a time, and the
+ * gaps between them.  A record another thread holds (a purge of another
+ * part of it, adoption) or releases is waited for, then looked up again:
+ * its pages are never purged while it may be pinned (invariant 1), and the
+ * gap purge never runs over it. */
+static void advise_records(struct advise *ad)
+{
+	while (ad->cur < ad->end) {
+		struct first f = {NULL, {0, 0, 0}};
+		if (!may_hold(ad->cur, ad->end) ||
+		    !hp_registry_each_overlap(&hp_reg, ad->cur,
+					      ad->end - ad->cur, first_one, &f))
+			return;
+		hp_rec_t *r = f.r;
+		const hp_snap_t *s = &f.s;
+		uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
+		uintptr_t b = s->base + s->len < ad->end ? s->base + s->len
+							 : ad->end;
+		if (hp_word_state(s->word) == HP_REC_LEAKED) {
+			/* still registered (a refused release): never
+			 * discarded */
+			advise_gap(ad, a);
+			ad->cur = b;
+			if (!ad->ret)
+				ad->ret = -1, ad->err = EBUSY;
+			continue;
+		}
+		uint32_t st = hp_busy_begin(r, s);
+		if (!st) {
+			/* held or being released by another thread: wait,
+			 * then look again from ad->cur (the registration
+			 * thread's block: what is left cancelled, after one
+			 * piece at most, asleep) */
+			if (!hp_register_cancel(r))
+				sched_yield();
+			continue;
+		}
+		advise_gap(ad, a);
+		ad->cur = a;
+		ad->to = b;
+		/* Locked pages refuse DONTNEED (EINVAL), and a registered
+		 * page must not be discarded (invariant 1): unpin the cells
+		 * [a, b) touches, discard, pin them again (their pages now
+		 * zero). */
+		if ((hp_rflags(r) & HOSTPIN_REGISTERED) && hp_capture_busy()) {
+			/* no unregistration now: zeroed, skipped or refused */
+			if (discard_held(r, a, b, ad->advice) && !ad->ret)
+				ad->ret = -1, ad->err = EBUSY;
+		} else if (hp_pin_discard(r, s, a, b, discard_cb, ad) &&
+			   !ad->ret)
+			ad->ret = -1, ad->err = EBUSY;
+		ad->cur = b;
+		hp_busy_end(r, st);
+	}
+}
+
+int hp_madvise_do(void *a, size_t len, int advice)
+{
+	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), 0,
+			    advice, 0, 0};
+	if (((uintptr_t)a & (HP_PAGE_SIZE - 1)) || ad.end < ad.cur) {
+		errno = EINVAL;
+		return -1;
+	}
+	advise_records(&ad);
+	advise_gap(&ad, ad.end);
+	if (ad.ret)
+		errno = ad.err;
+	return ad.ret;
+}

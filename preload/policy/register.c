@@ -1,0 +1,391 @@
+/* Registration off the critical path: the copy engine's second part.
+ *
+ * A block that earns registration at its HOSTPIN_PIN_AFTER-th copy
+ * (pin.c's hp_pin_copied) is not registered inside that copy's hook when
+ * the copy can be staged instead (HOSTPIN_REGISTER_BACKGROUND, staging on,
+ * the block at least HOSTPIN_STAGE_MIN): it is queued here, and one thread
+ * of hostpin's (started at the first such block: invariant 9; every signal
+ * blocked: invariant 11) registers it, through the context the program
+ * used last (the CUDA backend pushes it: invariant 3), in registrations of
+ * at most 1 GiB each (backend_cuda.c).  Meanwhile the block's copies are
+ * staged (stage.c), so the copy that earned registration is never slower
+ * than a staged one, and no driver lock is held by a program thread while
+ * registration runs.
+ *
+ * The thread never registers while a CUDA graph capture in global or
+ * thread-local mode is in progress (invariant 13): it sleeps until the
+ * capture's end.  It holds the capture gate one piece at a time, so a
+ * capture's begin waits for the piece in flight, not the block; one that
+ * begins between pieces leaves those made registered and the next piece
+ * waits (asleep) for its end.  It holds the block (its busy claim) while
+ * it registers, as the copy hook did; a free of the block meanwhile
+ * cancels what is left (hp_register_cancel: after the piece in flight,
+ * the pieces made undone; during a capture that parked the registration,
+ * once the capture ended, as the undo needs the gate).  A queued block is
+ * marked HP_F_QUEUED; a block released before its turn is skipped (its
+ * record no longer matches), one released and tracked again at the same
+ * place is a new record without the mark.  At exit the registration in
+ * progress is cancelled after its piece in flight (the pieces made undone,
+ * or, during a capture, left to end with the process) and no other
+ * begun.
+ *
+ * A registered piece carries direct DMA at once: the thread registers the
+ * block one registration at a time (hp_pin_each; each piece pre-faulted
+ * just before it is registered) and publishes after each
+ * how far the block is registered (pre.upto).  A copy wholly inside that
+ * prefix goes direct (stage.c), as a reader: it counts itself in
+ * pre.readers from the moment it read the prefix until its stream was
+ * waited for (the block is not REGISTERED yet, so nothing else fences the
+ * copy).  Before any piece is unregistered again (a registration that
+ * failed undoes the pieces made) and before the job ends, the prefix is
+ * withdrawn and the readers are waited for, so that no piece is
+ * unregistered under a DMA. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../record.h"
+#include "../copy/stage.h"
+
+#define QUEUE 256
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* work queued, or the thread went idle */
+	int on; /* the thread runs */
+	_Atomic int stop; /* exit (or a forked child): begin nothing more */
+	_Atomic int exiting; /* the exit: cancel what is left */
+	int busy; /* a registration in progress */
+	int head, n;
+	struct job {
+		hp_rec_t *r;
+		uintptr_t base;
+		size_t len;
+	} q[QUEUE];
+} bg = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* statistics: blocks registered by the thread, and the copies that went
+ * direct through a registered prefix (relaxed: counts) */
+static _Atomic uint64_t bg_done, bg_direct;
+
+/* The job in progress: its record and range, and the end of the prefix
+ * registered so far (pre.base: none); copies reading it (pre.readers).
+ * The lock is never held across a driver call. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* the last reader left */
+	const hp_rec_t *r;
+	uintptr_t base, upto;
+	size_t len;
+	int readers;
+	/* the block held now (pre.r's until its claim is let go), and
+	 * whether its owner or the program cancelled what is left */
+	const hp_rec_t *held;
+	int cancel;
+	/* the thread sleeps between two pieces for a capture's end
+	 * (parked); a free() of the held block then returns at once and
+	 * the thread releases the block itself once the pieces made are
+	 * undone (handed) */
+	int parked, handed;
+} pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* Under pre.mu: no copy reads the prefix any more. */
+static void pre_drain(void)
+{
+	while (pre.readers > 0)
+		pthread_cond_wait(&pre.cv, &pre.mu);
+}
+
+/* hp_pin_each's report: [pre.base, upto) is registered; upto == base:
+ * nothing is (a piece is about to be unregistered): withdrawn, and the
+ * copies that read it waited for.  Non-zero: cancelled, stop. */
+static int pre_progress(uintptr_t upto)
+{
+	pthread_mutex_lock(&pre.mu);
+	/* the exit cancels what is left too (bg.exiting) */
+	int c = (pre.cancel || bg.exiting) && upto > pre.base;
+	if (!c)
+		pre.upto = upto;
+	if (upto <= pre.base)
+		pre_drain();
+	pthread_mutex_unlock(&pre.mu);
+	return c;
+}
+
+/* The registration thread itself (it never waits for its own block). */
+static __thread int registrar;
+
+/* If r is the block held by the thread: cancel (mode 1, 2) or not (0)
+ * what is left, and sleep until the thread let go of it: 1; else 0.
+ * Mode 2 (a free): if the thread is parked for a capture, it releases
+ * the block itself once allowed: 2 at once. */
+static int held_wait(const hp_rec_t *r, int mode)
+{
+	if (r == NULL || registrar)
+		return 0;
+	pthread_mutex_lock(&pre.mu);
+	int k = pre.held == r && !pre.handed;
+	if (k) {
+		/* after the piece in flight (one piece at most), the thread
+		 * undoes the pieces made and lets go */
+		if (mode) {
+			pre.cancel = 1;
+			/* wakes a registrar parked for a capture */
+			pthread_cond_broadcast(&pre.cv);
+		}
+		while (pre.held == r) {
+			if (mode == 2 && pre.parked) {
+				/* the pieces made cannot be undone before
+				 * the capture's end: the thread releases
+				 * the block then */
+				pre.handed = 1, k = 2;
+				break;
+			}
+			pthread_cond_wait(&pre.cv, &pre.mu);
+		}
+	}
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
+
+int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
+
+int hp_register_cancel_free(const hp_rec_t *r) { return held_wait(r, 2); }
+
+int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
+
+int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
+		       uintptr_t *base, size_t *len)
+{
+	if (r == NULL)
+		return 0;
+	int k = 0;
+	pthread_mutex_lock(&pre.mu);
+	if (pre.r == r) {
+		k = 1;
+		if (a >= pre.base && a < pre.upto && n <= pre.upto - a) {
+			k = 2;
+			pre.readers++;
+			atomic_fetch_add_explicit(&bg_direct, 1,
+						  memory_order_relaxed);
+			*base = pre.base, *len = pre.len;
+		}
+	}
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
+
+void hp_register_prefix_leave(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	if (--pre.readers == 0)
+		pthread_cond_broadcast(&pre.cv);
+	pthread_mutex_unlock(&pre.mu);
+}
+
+uint64_t hp_register_background_done(uint64_t *direct)
+{
+	*direct = atomic_load_explicit(&bg_direct, memory_order_relaxed);
+	return atomic_load_explicit(&bg_done, memory_order_relaxed);
+}
+
+/* Register job j, if its record is still the block that was queued; 0 if
+ * done (or gone), 1 if it must wait (held by another thread now). */
+static int run_job(const struct job *j)
+{
+	hp_snap_t s;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, j->base, &s);
+	if (r != j->r || s.base != j->base || s.len != j->len ||
+	    !(hp_rflags(r) & HP_F_QUEUED))
+		return 0; /* released (or moved) before its turn */
+	uint32_t st = hp_busy_begin(r, &s);
+	if (!st) {
+		unsigned w = hp_word_state(s.word);
+		return w == HP_REC_LIVE || w == HP_REC_CACHED || w == HP_REC_BUSY;
+	}
+	if (hp_rflags(r) & HP_F_QUEUED) {
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
+		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): registering in the "
+		       "background", (void *)s.base, s.len);
+		pthread_mutex_lock(&pre.mu);
+		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
+		pre.held = r, pre.cancel = 0;
+		pthread_mutex_unlock(&pre.mu);
+		hp_pin_each(r, s.base, s.len, pre_progress);
+		/* registered (copies now fenced as the block's: hp_copy_end)
+		 * or not: the prefix's readers are done before the block is
+		 * let go */
+		pthread_mutex_lock(&pre.mu);
+		pre.r = NULL, pre.upto = pre.base;
+		pre_drain();
+		pthread_mutex_unlock(&pre.mu);
+		hp_backend_events_act();
+		if (hp_rflags(r) & HOSTPIN_REGISTERED)
+			atomic_fetch_add_explicit(&bg_done, 1,
+						  memory_order_relaxed);
+	}
+	hp_busy_end(r, st);
+	pthread_mutex_lock(&pre.mu);
+	int handed = pre.held == r && pre.handed;
+	if (pre.held == r) {
+		pre.held = NULL, pre.cancel = pre.handed = 0;
+		pthread_cond_broadcast(&pre.cv);
+	}
+	pthread_mutex_unlock(&pre.mu);
+	/* the program freed it during a capture: ours to free (not at an
+	 * exit during that capture: the pieces made may still be
+	 * registered, the memory stays mapped to the end) */
+	if (handed && !bg.exiting)
+		hp_block_release_freed(r, j->base);
+	return 0;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Sleep (no spin) while a capture prohibits this thread's registrations;
+ * a capture's end, a cancel or the exit wakes it (hp_register_wake). */
+static void capture_sleep(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	while (hp_capture_busy() && !bg.stop)
+		pthread_cond_wait(&pre.cv, &pre.mu);
+	pthread_mutex_unlock(&pre.mu);
+}
+
+void hp_register_wake(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	pthread_cond_broadcast(&pre.cv);
+	pthread_mutex_unlock(&pre.mu);
+}
+
+int hp_register_piece_hold(void)
+{
+	for (;;) {
+		if (hp_capture_hold()) {
+			pthread_mutex_lock(&pre.mu);
+			int c = pre.cancel || bg.exiting;
+			pthread_mutex_unlock(&pre.mu);
+			return c ? 2 : 1;
+		}
+		if (bg.exiting)
+			return 0;
+		pthread_mutex_lock(&pre.mu);
+		/* parked: a free() of the block waiting now returns (the
+		 * block is released here once the capture ended) */
+		pre.parked = 1;
+		pthread_cond_broadcast(&pre.cv);
+		while (hp_capture_busy() && !bg.exiting)
+			pthread_cond_wait(&pre.cv, &pre.mu);
+		pre.parked = 0;
+		pthread_mutex_unlock(&pre.mu);
+	}
+}
+
+static void *registrar_main(void *arg)
+{
+	(void)arg;
+	hp_in_hook = 1; /* nothing this thread does is the program's */
+	registrar = 1;
+	pthread_mutex_lock(&bg.mu);
+	for (;;) {
+		if (bg.stop || bg.n == 0) {
+			bg.busy = 0;
+			pthread_cond_broadcast(&bg.cv);
+			pthread_cond_wait(&bg.cv, &bg.mu);
+			continue;
+		}
+		struct job j = bg.q[bg.head];
+		bg.head = (bg.head + 1) % QUEUE;
+		bg.n--;
+		bg.busy = 1;
+		pthread_mutex_unlock(&bg.mu);
+		/* A capture that prohibits other threads' registrations:
+		 * sleep until it ends (the block is only staged meanwhile). */
+		capture_sleep();
+		/* held by another thread (a free, a purge, a copy's claim):
+		 * tried again once it lets go */
+		while (run_job(&j) && !bg.stop)
+			pause_ms(1);
+		pthread_mutex_lock(&bg.mu);
+	}
+	return NULL;
+}
+
+/* Registered with atexit when the thread starts, so that it runs before
+ * any library's destructor (the driver's): cancel the registration in
+ * progress after its piece in flight (the pieces made are undone, so that
+ * the exit waits for one piece, not the block) and begin no other; queued
+ * blocks stay unregistered. */
+static void registrar_exit(void)
+{
+	if (hp_in_child)
+		return;
+	pthread_mutex_lock(&bg.mu);
+	bg.stop = 1;
+	bg.exiting = 1;
+	hp_register_wake();
+	pthread_cond_broadcast(&bg.cv);
+	while (bg.on && bg.busy)
+		pthread_cond_wait(&bg.cv, &bg.mu);
+	pthread_mutex_unlock(&bg.mu);
+}
+
+/* Under bg.mu: start the thread once. */
+static int registrar_start(void)
+{
+	if (bg.on)
+		return 1;
+	static int failed;
+	if (failed)
+		return 0;
+	if (hp_thread_start(registrar_main, NULL, 0) == 0) {
+		bg.on = 1;
+		static int exit_hook;
+		if (!exit_hook)
+			exit_hook = atexit(registrar_exit) == 0;
+	} else {
+		failed = 1;
+		hp_log(HP_LOG_WARN, "cannot start the registration thread: "
+		       "blocks are registered inside the copy that earns it");
+	}
+	return bg.on;
+}
+
+int hp_register_later(hp_rec_t *r, const hp_snap_t *s)
+{
+	if (!hp_opt[HP_OPT_REGISTER_BACKGROUND] || hp_in_child ||
+	    s->len < hp_opt[HP_OPT_STAGE_MIN] || !hp_stage_on())
+		return 0;
+	pthread_mutex_lock(&bg.mu);
+	int ok = !bg.stop && bg.n < QUEUE && registrar_start();
+	if (ok) {
+		bg.q[(bg.head + bg.n) % QUEUE] =
+		    (struct job){.r = r, .base = s->base, .len = s->len};
+		bg.n++;
+		hp_set_rflags(r, hp_rflags(r) | HP_F_QUEUED);
+		pthread_cond_broadcast(&bg.cv);
+	}
+	pthread_mutex_unlock(&bg.mu);
+	return ok;
+}
+
+void hp_register_fork_child(void)
+{
+	/* the thread is the parent's; its lock may have been held */
+	pthread_mutex_init(&bg.mu, NULL);
+	pthread_cond_init(&bg.cv, NULL);
+	pthread_mutex_init(&pre.mu, NULL);
+	pthread_cond_init(&pre.cv, NULL);
+	pre.r = NULL, pre.readers = 0;
+	pre.held = NULL, pre.cancel = 0;
+	pre.parked = pre.handed = 0;
+	bg.on = bg.busy = 0;
+	bg.head = bg.n = 0;
+	bg.stop = 1; /* a child registers nothing in the background */
+	hp_capture_stream_fork_child();
+}

@@ -1,0 +1,141 @@
+/* The merged report of a launcher job's processes (the launcher's --stats):
+ * one report, every process that did something (whatever way it ended)
+ * counted once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+int status_report(struct hp_ledger *l, int job)
+{
+	uint64_t js = hp_proc_start(job);
+	if (js == HP_START_UNKNOWN) {
+		fprintf(stderr, "hostpin: job report: cannot read /proc/%d/stat\n",
+			job);
+		return 0;
+	}
+	struct hp_counters t;
+	memset(&t, 0, sizeof(t));
+	int n = 0, idle = 0, running = 0;
+	uint64_t peak_sum = 0;
+	uint32_t hw = atomic_load(&l->hiwater);
+	char a[24], b[24], c[24];
+	FILE *o = stderr;
+	/* the per-process lines, printed under the job's summary: hostpin(1)
+	 * says the summary comes first */
+	char *procs = NULL;
+	size_t procs_len = 0;
+	FILE *po = open_memstream(&procs, &procs_len);
+	if (!po)
+		po = o;
+	/* the job's counters for the "nothing pinned" line: every process
+	 * of the job, the idle ones too */
+	struct hp_counters m;
+	memset(&m, 0, sizeof(m));
+	int seen = 0;
+	for (int pass = 0; pass < 2; pass++)
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &l->slot[i];
+		uint32_t w, st = status_state_word(s, 1, &w);
+		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
+		    s->job_start != js)
+			continue;
+		if (pass == 0) {
+			uint64_t bk = C(s, backend);
+			if (!seen++) {
+				m.backend = bk;
+				m.threshold = C(s, threshold);
+				m.pin_after = C(s, pin_after);
+			}
+			m.backend |= bk & ~(uint64_t)15;
+#define ADD(f) m.f += C(s, f);
+			ADD(pinned_bytes_peak) ADD(large_blocks) ADD(copies_seen)
+			ADD(fail_count) ADD(over_cap)
+#undef ADD
+		}
+		if (!status_did_something(s)) {
+			if (pass == 1 && st == HP_LS_DEAD) {
+				atomic_compare_exchange_strong(
+				    &s->state, &w, HP_LS_TO(w, HP_LS_FREE));
+				idle++;
+			}
+			continue;
+		}
+		if (pass == 0) {
+#define ADD(f) t.f += C(s, f);
+			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
+			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
+			ADD(copies_seen) ADD(copies_registered)
+			ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
+			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
+#undef ADD
+			peak_sum += C(s, pinned_bytes_peak);
+			n++;
+			running += st == HP_LS_LIVE;
+			continue;
+		}
+		char rank[24] = "";
+		if (s->rank >= 0)
+			snprintf(rank, sizeof(rank), " rank %d", s->rank);
+		char cmd[4 * HP_LEDGER_CMD + 8];
+		status_printable(s, cmd, sizeof(cmd));
+		fprintf(po, "hostpin:   pid %d%s%s: peak pinned %s, %llu "
+			"registrations, %llu failures, %llu copies through "
+			"registered memory (%s): %.50s\n", s->pid, rank,
+			st == HP_LS_LIVE ? " (still running)" : "",
+			human(C(s, pinned_bytes_peak), a),
+			(unsigned long long)C(s, pin_calls),
+			(unsigned long long)C(s, fail_count),
+			(unsigned long long)C(s, copies_registered),
+			human(C(s, copy_bytes_registered), b), cmd);
+		if (st == HP_LS_DEAD) /* reported: the slot is free again */
+			atomic_compare_exchange_strong(&s->state, &w,
+						       HP_LS_TO(w, HP_LS_FREE));
+	}
+	if (po != o)
+		fclose(po);
+	char why[256];
+	const char *idle_why =
+	    seen ? hp_idle_reason(&m, why, sizeof(why)) : NULL;
+	const char *mlock_note = seen ? hp_mlock_note(&m) : NULL;
+	if (n == 0) {
+		free(procs);
+		fprintf(o, "hostpin: job report: no process of the job used hostpin "
+			"(%d did nothing)\n", idle);
+		if (idle_why)
+			fprintf(o, "hostpin:   %s\n", idle_why);
+		return 0;
+	}
+	(void)c;
+	fprintf(o, "hostpin: job report: %d process%s (%d still running; %d "
+		"that did nothing left out)\n", n, n == 1 ? "" : "es", running,
+		idle);
+	fprintf(o, "hostpin:   pinned: sum of per-process peaks %s; %llu "
+		"registrations, %llu unregistrations, %.3f s registering\n",
+		human(peak_sum, a), (unsigned long long)t.pin_calls,
+		(unsigned long long)t.unpin_calls, (double)t.pin_ns / 1e9);
+	fprintf(o, "hostpin:   failures %llu; served unpinned over a cap %llu; "
+		"adopted %llu; leaked %llu; foreign %llu\n",
+		(unsigned long long)t.fail_count, (unsigned long long)t.over_cap,
+		(unsigned long long)t.adopted_blocks,
+		(unsigned long long)t.leaked_blocks,
+		(unsigned long long)t.foreign_ranges);
+	fprintf(o, "hostpin:   copies seen %llu, through registered memory %llu "
+		"(%s), waits %llu; cache hits %llu, given back %llu\n",
+		(unsigned long long)t.copies_seen,
+		(unsigned long long)t.copies_registered,
+		human(t.copy_bytes_registered, b),
+		(unsigned long long)t.copy_waits,
+		(unsigned long long)t.cache_hits,
+		(unsigned long long)t.cache_evictions);
+	if (procs) {
+		fputs(procs, o);
+		free(procs);
+	}
+	if (idle_why)
+		fprintf(o, "hostpin:   %s\n", idle_why);
+	if (mlock_note)
+		fprintf(o, "hostpin:   %s\n", mlock_note);
+	return 0;
+}
