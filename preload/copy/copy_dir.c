@@ -1,7 +1,7 @@
 /* Which way a copy between unified addresses goes (CUDA 13.2's
  * cuMemcpyWithAttributesAsync and cudaMemcpyWithAttributesAsync name no
  * direction): asked of the driver only for a copy large enough to stage,
- * then staged as the H2D or D2H it is (stage.c). */
+ * then planned as the H2D or D2H it is (plan.c). */
 #include "../backend/backend.h"
 #include "../hooks.h"
 #include "stage.h"

@@ -1,6 +1,8 @@
-/* Staged copies (stage.c): a large copy whose host side is not registered
- * goes through a ring of staging slots hostpin registered once, with the
- * semantics of pageable memory (CUDA's "API synchronization behavior"). */
+/* The copy engine: each copy's plan (plan.c: passed through, direct by
+ * pieces, or staged), executed by pieces.c (direct by pieces), stage.c
+ * and stage_rect.c (a large copy whose host side is not registered goes
+ * through a ring of staging slots hostpin registered once, with the
+ * semantics of pageable memory: CUDA's "API synchronization behavior"). */
 #ifndef HP_STAGE_H
 #define HP_STAGE_H
 
@@ -9,7 +11,7 @@
 #include "../hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
- * hp_copy_host: 1 if the copy was staged, or went direct through the
+ * hp_copy_host (plan.c: its plan, executed, ended): 1 if the copy was staged, or went direct through the
  * registered part of a block being registered in the background and waited
  * for its stream (register.c), its driver result in *res; 2 if
  * it went direct through a registered block in several DMAs, one per
@@ -111,18 +113,50 @@ HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
 HP_HIDDEN char *hp_ring_slot(const struct hp_ring *R, int k);
 HP_HIDDEN uint64_t hp_ring_bytes(void);
 
-/* stage.c, for stage_rect.c: the plan's steps.  hp_stage_begin: the ring
- * a copy of n bytes from or to host memory h (device side d, 0: not
- * checked) on s may be staged through, the capture gate entered and the
- * ring claimed, or NULL; hp_stage_done lets go of both (staged: counted).
- * hp_stage_run_htod / _dtoh: the chunk loops, m chunks: fill or drain
- * copies chunk i between the program's memory and a slot, issue enqueues
- * its DMA on s; *none: no slot could be taken (nothing done).
- * hp_program_stream: the stream a copy runs on (ptsz: stream 0 is the
- * per-thread one). */
-HP_HIDDEN struct hp_ring *hp_stage_begin(const hp_copy_t *c, const void *h, size_t n,
-			       uintptr_t d, hp_cudaStream_t s, int htod);
-HP_HIDDEN void hp_stage_done(struct hp_ring *R, size_t n, int staged);
+/* plan.c: what a copy is, decided once (hp_copy_plan), then executed by
+ * the file of its kind and ended (hp_copy_plan_end). */
+enum hp_plan_kind {
+	HP_PLAN_PASS, /* to the driver as it is */
+	HP_PLAN_PIECES, /* direct, one DMA per registration of a registered
+			 * block it crosses (pieces.c) */
+	HP_PLAN_PREFIX, /* the same inside the registered prefix of a block
+			 * being registered, then a wait (pieces.c) */
+	HP_PLAN_STAGED, /* through the ring R (stage.c, stage_rect.c) */
+};
+struct hp_plan {
+	enum hp_plan_kind kind;
+	int htod; /* 1: H2D, 0: D2H */
+	hp_cudaStream_t s; /* the program's stream (hp_program_stream) */
+	uintptr_t base; /* PIECES, PREFIX: the block [base, base+len) */
+	size_t len;
+	struct hp_ring *R; /* STAGED: the ring, claimed */
+};
+/* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
+ * (device side d, 0: checked by the caller) through the records c, on
+ * the program's stream s; rect: a 2D or 3D copy (never by pieces).  What
+ * a plan other than PASS holds (the capture gate and s's entry, the
+ * prefix's reader count, the ring's claim) is held until
+ * hp_copy_plan_end; staged: a STAGED plan's copy went through the ring
+ * (counted; else no slot could be taken and it passes through). */
+HP_HIDDEN void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c,
+			    const void *h, size_t n, uintptr_t d,
+			    hp_cudaStream_t s, int htod, int rect);
+HP_HIDDEN void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged);
+/* the stream a copy runs on (ptsz: stream 0 is the per-thread one) */
+HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
+
+/* pieces.c: a PIECES or PREFIX plan's DMAs from or to [h, h+n), and the
+ * wait its kind needs (sync: the synchronous form); the first error. */
+HP_HIDDEN int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h,
+			    size_t n, int sync);
+
+/* stage.c: a STAGED plan's 1D copy of [h, h+n) through its ring
+ * (hp_stage_lin); the chunk loops every staged copy runs (stage_rect.c's
+ * too), m chunks: fill or drain copies chunk i between the program's
+ * memory and a slot, issue enqueues its DMA on s.  *none: no slot could
+ * be taken (nothing done: the copy passes through). */
+HP_HIDDEN int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h,
+			   size_t n, int sync, int *none);
 HP_HIDDEN int hp_stage_run_htod(struct hp_ring *R, size_t m, hp_cudaStream_t s,
 		      void (*fill)(size_t i, char *sl, void *arg),
 		      int (*issue)(size_t i, char *sl, void *arg), void *arg,
@@ -131,7 +165,6 @@ HP_HIDDEN int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
 		      int (*issue)(size_t i, char *sl, void *arg),
 		      void (*drain)(size_t i, char *sl, void *arg), void *arg,
 		      int *none);
-HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
 
 /* pool.c: the copy threads (HOSTPIN_STAGE_THREADS, the calling thread
  * counted), started once (hp_pool_start); a memcpy, and rows rows of w

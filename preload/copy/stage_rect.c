@@ -1,7 +1,9 @@
 /* Staged 2D and 3D copies (stage.h: hp_stage_2d, hp_stage_3d): pitched
  * host memory to or from device memory, staged whole rows at a time
- * through the rings (ring.c), by the plan and the chunk loops of
- * stage.c. */
+ * through the rings (ring.c).  What makes a rectangle stageable (its
+ * sides, its geometry) is checked here, then the copy plan decides as for
+ * any copy (plan.c: staged or passed through, never by pieces), and a
+ * staged one runs stage.c's chunk loops on its chunks of rows. */
 #include <string.h>
 
 #include "../backend/backend.h"
@@ -184,12 +186,14 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
 		return 0;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
-	s = hp_program_stream(s, ptsz);
-	struct hp_ring *R = hp_stage_begin(c, h, n, 0, s, htod);
-	if (R == NULL)
+	struct hp_plan P;
+	hp_copy_plan(&P, c, h, n, 0, hp_program_stream(s, ptsz), htod, 1);
+	if (P.kind != HP_PLAN_STAGED)
 		return 0;
+	struct hp_ring *R = P.R;
+	s = P.s;
 	if (w > R->slot) { /* a row wider than a slot: as it is */
-		hp_stage_done(R, n, 0);
+		hp_copy_plan_end(&P, n, 0);
 		return 0;
 	}
 	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
@@ -203,7 +207,7 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 			   : hp_stage_run_dtoh(R, m, s, rect_dtoh, rect_out, &j, &none);
 	if (r == 0 && sync && htod && !none)
 		r = hp_cuda_stream_wait(s);
-	hp_stage_done(R, n, !none);
+	hp_copy_plan_end(&P, n, !none);
 	*res = r;
 	return !none;
 }

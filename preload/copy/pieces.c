@@ -1,0 +1,63 @@
+/* Direct copies by pieces (the copy plan's HP_PLAN_PIECES and
+ * HP_PLAN_PREFIX, plan.c): a copy inside a block a device backend
+ * registered as several registrations (a block over HP_REG_PIECE_MAX,
+ * cells of HOSTPIN_REGISTER_CHUNK), or inside the registered prefix of a
+ * block being registered in the background (register.c), goes direct as
+ * one DMA per registration it crosses, in order on the program's stream:
+ * the driver sees each part inside one registration. */
+#include "../backend/backend.h"
+#include "../record.h"
+#include "stage.h"
+
+/* A copy [h, h+n) inside the block [base, base+len): one DMA per
+ * registration it crosses (hp_cells_piece_end), in order on s, up to the
+ * first error (returned); *queued: whether any was enqueued. */
+static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
+		     size_t n, hp_cudaStream_t s, int htod, int *queued)
+{
+	uintptr_t a = (uintptr_t)h;
+	int r = 0;
+	*queued = 0;
+	/* several calls: what the driver would refuse whole is refused
+	 * before any byte moves (it goes to the driver as it is) */
+	if (hp_cells_piece_end(base, len, a) < a + n &&
+	    !hp_cuda_dev_fits(d, n)) {
+		r = htod ? hp_cuda_htod_async(d, h, n, s)
+			 : hp_cuda_dtoh_async(h, d, n, s);
+		*queued = r == 0;
+		return r;
+	}
+	for (size_t off = 0; off < n && r == 0;) {
+		size_t l = hp_cells_piece_end(base, len, a + off) - (a + off);
+		if (l > n - off)
+			l = n - off;
+		r = htod ? hp_cuda_htod_async(d + off, h + off, l, s)
+			 : hp_cuda_dtoh_async(h + off, d + off, l, s);
+		*queued |= r == 0;
+		off += l;
+	}
+	return r;
+}
+
+int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
+		  int sync)
+{
+	int queued;
+	int r = per_piece(P->base, P->len, d, h, n, P->s, P->htod, &queued);
+	/* A registered block: the hook ends the copy as one through
+	 * registered memory (a wait in sync mode, else an event), and a
+	 * synchronous form waits here.  The registered prefix of a block
+	 * being registered: a wait for the stream whatever the form, even
+	 * after an error (what was queued may run): the block is not
+	 * REGISTERED, so no fence follows; this keeps the semantics of the
+	 * pageable memory it still is, as HOSTPIN_COPY=sync does for a
+	 * registered block, and the pieces are not unregistered under the
+	 * DMA. */
+	int wait = P->kind == HP_PLAN_PREFIX ? queued : r == 0 && sync;
+	if (wait) {
+		int w = hp_cuda_stream_wait(P->s);
+		if (r == 0)
+			r = w;
+	}
+	return r;
+}

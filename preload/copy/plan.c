@@ -1,0 +1,239 @@
+/* The copy plan: the copy engine's entry (DESIGN.md, "The way data flows"
+ * 6).  A copy hook hands its host side here (stage.h: hp_stage_htod,
+ * hp_stage_dtoh; copy_dir.c and stage_rect.c for unified and 2D/3D
+ * copies), and hp_copy_plan decides, once, what the copy is:
+ *
+ *   passed through  to the driver as it is (the hook's own call);
+ *   pieces          direct, one DMA per registration of a registered block
+ *                   it crosses (pieces.c);
+ *   prefix          the same inside the registered prefix of a block being
+ *                   registered in the background, then a wait (pieces.c);
+ *   staged          through a ring of staging slots (stage.c, stage_rect.c).
+ *
+ * The plan holds what its execution needs held (the capture gate and the
+ * stream's entry, the prefix's reader count, the ring's claim) until
+ * hp_copy_plan_end.  Driver calls go through the backend contract
+ * (backend_cuda_calls.c). */
+#include <stdlib.h>
+
+#include "../backend/backend.h"
+#include "../record.h"
+#include "stage.h"
+
+/* The statistics of staging (not in the ledger slot: its layout is
+ * unchanged). */
+static _Atomic uint64_t st_copies, st_bytes;
+
+void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
+{
+	/* relaxed: statistics order nothing */
+	*copies = atomic_load_explicit(&st_copies, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&st_bytes, memory_order_relaxed);
+	*ring_bytes = hp_ring_bytes();
+}
+
+int hp_stage_on(void)
+{
+	if (!hp_opt[HP_OPT_STAGE] || !hp_opt[HP_OPT_REGISTER_DEVICE])
+		return 0;
+	if (hp_backend == &hp_backend_cuda)
+		return 1;
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return hp_backend == &hp_backend_auto &&
+	       (c == NULL || c == &hp_backend_cuda);
+}
+
+hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz)
+{
+	return s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+}
+
+/* Whether the host side h starts in a hostpin block of c that is not
+ * registered as a whole (nor the program's own registration): what the
+ * driver knows of it is a part that the registration thread registered
+ * (register.c), so the copy is staged all the same. */
+static int own_block(const hp_copy_t *c, const void *h)
+{
+	hp_snap_t b;
+	for (int i = 0; i < c->n; i++)
+		if (!(hp_rflags(c->r[i]) & (HOSTPIN_REGISTERED | HP_F_FOREIGN)) &&
+		    hp_registry_lookup(&hp_reg, (uintptr_t)h, &b) == c->r[i])
+			return 1;
+	return 0;
+}
+
+/* A copy of several driver calls on s may run: no capture begins on s
+ * until stream_leave (capture.c: one call to the program, captured whole
+ * or not at all), none is in progress there, and none that prohibits this
+ * thread's calls anywhere (the capture gate entered).  A stream capturing
+ * a graph records the copy instead of running it; any wait now would
+ * invalidate a capture elsewhere (invariant 13). */
+static int stream_enter(hp_cudaStream_t s)
+{
+	if (!hp_capture_stream_enter(s))
+		return 0;
+	if (hp_cuda_capturing(s) || !hp_capture_enter()) {
+		hp_capture_stream_leave(s);
+		return 0;
+	}
+	return 1;
+}
+
+static void stream_leave(hp_cudaStream_t s)
+{
+	hp_capture_leave();
+	hp_capture_stream_leave(s);
+}
+
+/* The driver's staging calls are there and this thread has a context. */
+static int driver_here(void)
+{
+	return hp_cuda_stage_fns() && hp_cuda_ctx_current();
+}
+
+void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
+		  size_t n, uintptr_t d, hp_cudaStream_t s, int htod, int rect)
+{
+	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .s = s};
+	/* Nothing for hostpin to do: no host side, a forked child (no driver
+	 * calls of its own), more records than a copy tracks, staging off
+	 * (HOSTPIN_STAGE=0, another backend). */
+	if (h == NULL || hp_in_child || c->overflow || !hp_stage_on())
+		return;
+	uintptr_t a = (uintptr_t)h;
+	/* pieces are for 1D copies through one block (2D and 3D copies go
+	 * to the driver unsplit) */
+	int one = c->n == 1 && !rect;
+
+	/* A registered block: registered memory, the driver's, unless the
+	 * copy crosses the end of one of the block's registrations (a block
+	 * over HP_REG_PIECE_MAX, cells of HOSTPIN_REGISTER_CHUNK): then one
+	 * DMA per registration, so that the driver sees each part inside one
+	 * registration (a range across two is not one registered range to
+	 * it). */
+	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+		hp_snap_t b;
+		if (hp_registry_lookup(&hp_reg, a, &b) == c->r[0] &&
+		    n <= b.base + b.len - a &&
+		    hp_cells_piece_end(b.base, b.len, a) < a + n &&
+		    driver_here() && stream_enter(s)) {
+			P->kind = HP_PLAN_PIECES;
+			P->base = b.base, P->len = b.len;
+		}
+		return;
+	}
+
+	/* A block being registered in the background (register.c), the copy
+	 * wholly inside the part registered so far, whatever its size ("being
+	 * registered" is a state of the block every copy honours: a small
+	 * one, not staged, would reach the driver as registered memory all
+	 * the same): direct by pieces, then a wait for the stream (pieces.c).
+	 * hp_register_prefix counts the copy as a reader of the prefix: no
+	 * piece is unregistered under it. */
+	uintptr_t base = 0;
+	size_t len = 0;
+	if (one && hp_register_prefix(c->r[0], a, n, &base, &len) == 2) {
+		if (driver_here() && stream_enter(s)) {
+			P->kind = HP_PLAN_PREFIX;
+			P->base = base, P->len = len;
+			return;
+		}
+		hp_register_prefix_leave();
+	}
+
+	/* Staged: HOSTPIN_STAGE_MIN bytes or more whose host side is not
+	 * registered (a hostpin block pending or not yet worth registering,
+	 * or memory hostpin does not own), a context current here, and the
+	 * host memory unknown to the driver (or a block of hostpin's it knows
+	 * a registered part of). */
+	if (n < hp_opt[HP_OPT_STAGE_MIN])
+		return;
+	for (int i = 0; i < c->n; i++)
+		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+			return; /* a hostpin block registered now: direct */
+	uintptr_t ctx;
+	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
+	    (hp_cuda_host_known(h) && !own_block(c, h)))
+		return; /* no context here, or memory the driver knows */
+	/* staged in chunks: a copy the driver would refuse whole (past the
+	 * end of its device allocation) goes to it as it is, nothing
+	 * written (d: 0 for a 2D copy, whose caller checked it) */
+	if (d && !hp_cuda_dev_fits(d, n))
+		return;
+	if (!stream_enter(s))
+		return;
+	/* the ring of the stream's context (a device's stream may be used
+	 * with another device current): made only through the current one */
+	uintptr_t sc = hp_cuda_stream_ctx(s, ctx);
+	P->R = hp_ring_get(htod, sc, sc == ctx);
+	if (P->R == NULL) {
+		stream_leave(s);
+		return;
+	}
+	P->kind = HP_PLAN_STAGED;
+}
+
+void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged)
+{
+	switch (P->kind) {
+	case HP_PLAN_PASS:
+		return;
+	case HP_PLAN_PIECES:
+		stream_leave(P->s);
+		return;
+	case HP_PLAN_PREFIX:
+		stream_leave(P->s);
+		hp_register_prefix_leave(); /* the DMAs completed */
+		return;
+	case HP_PLAN_STAGED:
+		hp_ring_put(P->R);
+		stream_leave(P->s);
+		if (!staged)
+			return;
+		atomic_fetch_add_explicit(&st_copies, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&st_bytes, n, memory_order_relaxed);
+		return;
+	}
+}
+
+/* A 1D copy of n bytes between host memory h and device memory d: its
+ * plan, executed, ended.  The hook's answer: 2 (pieces), 1 (prefix, or
+ * staged), 0 (passed through: no slot could be taken either). */
+static int copy_1d(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
+		   hp_cudaStream_t s, int htod, int sync, int *res)
+{
+	struct hp_plan P;
+	hp_copy_plan(&P, c, h, n, d, s, htod, 0);
+	int none = 0, ret = 0;
+	switch (P.kind) {
+	case HP_PLAN_PASS:
+		return 0;
+	case HP_PLAN_PIECES:
+		*res = hp_pieces_run(&P, d, h, n, sync);
+		ret = 2;
+		break;
+	case HP_PLAN_PREFIX:
+		*res = hp_pieces_run(&P, d, h, n, sync);
+		ret = 1;
+		break;
+	case HP_PLAN_STAGED:
+		*res = hp_stage_lin(&P, d, h, n, sync, &none);
+		ret = !none;
+		break;
+	}
+	hp_copy_plan_end(&P, n, !none);
+	return ret;
+}
+
+int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
+		  hp_cudaStream_t s, int ptsz, int sync, int *res)
+{
+	return copy_1d(c, d, (char *)(uintptr_t)h, n,
+		       hp_program_stream(s, ptsz), 1, sync, res);
+}
+
+int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
+		  hp_cudaStream_t s, int ptsz, int sync, int *res)
+{
+	return copy_1d(c, d, h, n, hp_program_stream(s, ptsz), 0, sync, res);
+}
