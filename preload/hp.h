@@ -182,7 +182,7 @@ HP_HIDDEN extern int hp_in_child; /* forked child: no device calls */
  * driver's locks for a while (0.1-0.35 s/GiB), and Linux 6.11-6.13 refuse
  * to pin 2 GiB or more in one call.  A larger range (or cell) is registered
  * as consecutive registrations of this size from its start (backend_cuda.c)
- * and a copy through it is split at their ends (stage.c). */
+ * and a copy through it is split at their ends (pieces.c). */
 #define HP_REG_PIECE_MAX ((size_t)1 << 30)
 
 #define HP_GUARDED(stmt)                                                      	do {                                                                  		hp_in_hook++;                                                 		stmt;                                                         		hp_in_hook--;                                                 	} while (0)
@@ -299,7 +299,7 @@ enum { HP_BK_NONE = 1, HP_BK_MLOCK, HP_BK_CUDA, HP_BK_LEVEL_ZERO, HP_BK_AUTO };
  * changes only while the process is single-threaded in hostpin: during
  * initialisation (before hp_state says READY) and in a forked child. */
 HP_HIDDEN extern struct hp_counters *hp_ctrp;
-/* stage.c: copies staged, their bytes, the staging ring's bytes. */
+/* plan.c: copies staged, their bytes, the staging ring's bytes. */
 /* unknown.c: one call of line per copy entry point hostpin does not know
  * that it handed out a stub for: its name, lookups, calls (outermost),
  * waits (for the report). */

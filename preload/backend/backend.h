@@ -99,7 +99,7 @@ void hp_cuda_wait_stream(struct CUstream_st *s);
 int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s);
 void hp_cuda_quiesce(struct hp_rec *r);
 void hp_cuda_forget(struct hp_rec *r);
-/* backend_cuda.c, for staged copies (stage.c): the driver calls of the
+/* backend_cuda.c, for each copy's plan (plan.c): the driver calls of the
  * copy engine.  hp_cuda_stage_fns: 1 if the driver has what staging needs
  * (resolved once per loaded driver), else 0.  hp_cuda_ctx_current: the
  * context current on this thread, 0 if none (staging never makes one).

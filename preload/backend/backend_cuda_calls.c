@@ -1,7 +1,7 @@
 /* CUDA backend: the driver calls the policy and the copy engine ask of it
  * (backend.h's hp_cuda_*): the capture gate (invariant 13), the copy
  * fences (copy.c decides when), and the staged copies' DMA, events and
- * contexts (stage.c and ring.c decide).  The driver's own definitions,
+ * contexts (plan.c and ring.c decide).  The driver's own definitions,
  * resolved once per loaded driver; finding the driver, its contexts and
  * registering ranges: backend_cuda.c. */
 #include <dlfcn.h>
@@ -249,7 +249,7 @@ void hp_cuda_forget(hp_rec_t *r)
 	unlock(l);
 }
 
-/* ---- staged copies (stage.c decides; these make the driver calls) ----
+/* ---- staged copies (plan.c decides; these make the driver calls) ----
  * The driver's own definitions (never hostpin's hooks), resolved once per
  * loaded driver; cuPointerGetAttribute is optional (without it, only
  * hostpin's registry says what is registered). */

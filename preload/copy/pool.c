@@ -1,5 +1,6 @@
-/* The copy threads of staged copies (HOSTPIN_STAGE_THREADS): stage.c's
- * memcpy into and out of the staging slots, split among them. */
+/* The copy threads of staged copies (HOSTPIN_STAGE_THREADS): the memcpy
+ * of stage.c and stage_rect.c into and out of the staging slots, split
+ * among them. */
 #include <pthread.h>
 #include <string.h>
 

@@ -147,7 +147,7 @@ static inline int rt_version(const void *ra)
 #define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == 0)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == 0)
 
-/* Staged copies (stage.c), for the kinds that name their direction: the
+/* Staged copies (plan.c), for the kinds that name their direction: the
  * DMA goes through the driver on the program's stream (the runtime's
  * streams are the driver's).  A driver error is not in the runtime's
  * terms: the whole copy then goes to the runtime as it is (it is

@@ -118,7 +118,7 @@ static inline void *lk_next(_Atomic(void *) *slot)
  * is counted towards registration, with no wait (hp_copy_sync_end). */
 #define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == HP_CUDA_SUCCESS)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS)
-/* Staged copies (stage.c): when the copy is staged, it ends here with the
+/* Staged copies (plan.c): when the copy is staged, it ends here with the
  * staging's result, counted as a copy through unregistered memory. */
 #define STAGED(call, END)                                                     \
 	int st_, sd_ = (call);                                                \

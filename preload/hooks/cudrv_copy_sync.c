@@ -35,7 +35,7 @@ HP_BODY hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), SYNC_END)
 }
 /* A 2D copy between pitched host memory and device memory is staged
- * (stage.c); cuMemcpy2DUnaligned passes through: it takes pitches that
+ * (stage_rect.c); cuMemcpy2DUnaligned passes through: it takes pitches that
  * cuMemcpy2DAsync, which makes the staged DMAs, may refuse. */
 HP_BODY hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 {
@@ -50,7 +50,7 @@ HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
 		     host_2d(&c_, p), SYNC_END)
 }
 /* A 3D copy between pitched host memory and device memory is staged too,
- * slice by slice (stage.c). */
+ * slice by slice (stage_rect.c). */
 HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p),

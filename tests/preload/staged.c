@@ -558,7 +558,7 @@ static int mode_split(void)
 }
 
 /* A piece registered in the background carries direct DMA at once
- * (register.c, stage.c).  The case sets HOSTPIN_REGISTER_CHUNK=8M, a
+ * (register.c, plan.c, pieces.c).  The case sets HOSTPIN_REGISTER_CHUNK=8M, a
  * staging ring of 4 MiB and FAKE_CUDA_REGISTER_GATE=8M: the block's 8 MiB
  * cells (the block aligned to 8 MiB) are held in the driver, the ring is
  * not.  The gate lets the first cell through and holds the second: the

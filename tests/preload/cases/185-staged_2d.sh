@@ -1,5 +1,5 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
-# ---- staged 2D copies (stage.c: hp_stage_2d) ----
+# ---- staged 2D copies (stage_rect.c: hp_stage_2d) ----
 # The program (staged2d.c) copies rectangles between pitched host memory
 # hostpin has not registered (below HOSTPIN_THRESHOLD) and the fake device,
 # at offsets on both sides (srcXInBytes/srcY, dstXInBytes/dstY), through

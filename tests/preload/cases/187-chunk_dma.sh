@@ -1,7 +1,8 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- a piece registered in the background carries direct DMA at once ----
-# (register.c publishes how far the block is registered; stage.c sends a
-# copy wholly inside that prefix direct, waiting for its stream.)
+# (register.c publishes how far the block is registered; the copy plan,
+# plan.c, sends a copy wholly inside that prefix direct by pieces,
+# pieces.c, waiting for its stream.)
 # Injects: HOSTPIN_REGISTER_CHUNK=8M (8 MiB registrations; the program's
 # block is aligned to 8 MiB), FAKE_CUDA_REGISTER_GATE=8M (the fake holds
 # each such registration until the program lets one through with

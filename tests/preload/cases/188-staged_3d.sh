@@ -1,5 +1,5 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
-# ---- staged 3D copies (stage.c: hp_stage_3d, slice by slice) ----
+# ---- staged 3D copies (stage_rect.c: hp_stage_3d, slice by slice) ----
 # The program (staged2d.c, modes 3d_*) copies boxes (Depth slices of
 # Height rows) between pitched host memory hostpin has not registered
 # (below HOSTPIN_THRESHOLD) and the fake device, at nonzero X/Y/Z on both
