@@ -77,7 +77,7 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-STATUS_SRC := status/hostpin-status.c status/prometheus.c status/report.c status/run.c
+STATUS_SRC := status/hostpin-status.c status/ledger_read.c status/prometheus.c status/report.c status/run.c
 $(B)/hostpin-status: $(STATUS_SRC) status/run.h status/status.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -o $@ $(STATUS_SRC)
