@@ -53,9 +53,9 @@ CLUSTER_PKGS := prometheus slurmctld slurmd munge slurm-client
 CLUSTER_DEPS := $(if $(or $(filter true,$(CI)),$(if $(wildcard /run/systemd/system),,no-systemd)),$(CLUSTER_PKGS))
 DEPS_STAMP := $(B)/.deps
 
-REG_SRC := registry/registry.c
+REG_SRC := registry/registry.c registry/registry_read.c
 PRELOAD_SRC := $(sort $(wildcard preload/*/*.c))
-PRELOAD_HDR := $(wildcard preload/*.h preload/*/*.h preload/*/*.def) registry/registry.h
+PRELOAD_HDR := $(wildcard preload/*.h preload/*/*.h preload/*/*.def) registry/registry.h registry/registry_int.h
 LIB := $(B)/libhostpin.so
 
 UNIT_SRC := $(sort $(wildcard tests/unit/check_*.c)) tests/unit/runner.c
@@ -77,7 +77,7 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-STATUS_SRC := status/hostpin-status.c status/prometheus.c status/report.c status/run.c
+STATUS_SRC := status/hostpin-status.c status/ledger_read.c status/prometheus.c status/report.c status/run.c
 $(B)/hostpin-status: $(STATUS_SRC) status/run.h status/status.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -o $@ $(STATUS_SRC)
@@ -100,10 +100,10 @@ $(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MO
 
 # The registry suite again under ThreadSanitizer and ASan+UBSan.
 REG_TEST := tests/unit/check_registry.c tests/unit/runner.c $(REG_SRC)
-$(B)/test/registry-tsan: $(DEPS_STAMP) $(REG_TEST) tests/unit/unit.h registry/registry.h
+$(B)/test/registry-tsan: $(DEPS_STAMP) $(REG_TEST) tests/unit/unit.h registry/registry.h registry/registry_int.h
 	@mkdir -p $(B)/test
 	$(CC) $(WARN) -O1 -g -DHP_REGISTRY_ONLY -fsanitize=thread -o $@ $(REG_TEST) $(CHECK_FLAGS)
-$(B)/test/registry-asan: $(DEPS_STAMP) $(REG_TEST) tests/unit/unit.h registry/registry.h
+$(B)/test/registry-asan: $(DEPS_STAMP) $(REG_TEST) tests/unit/unit.h registry/registry.h registry/registry_int.h
 	@mkdir -p $(B)/test
 	$(CC) $(WARN) -O1 -g -DHP_REGISTRY_ONLY -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -o $@ $(REG_TEST) $(CHECK_FLAGS)

@@ -24,7 +24,8 @@
 #define HP_VERSION "unknown"
 #endif
 
-/* ---- options (options.c) ---- */
+/* ---- options (options.c; options_names.c: the names; options_show.c: the
+ * settings list) ---- */
 enum {
 #define HP_OPT(name, kind, def, choices, min, max, doc) HP_OPT_##name,
 #include "base/options.def"
@@ -61,6 +62,13 @@ HP_HIDDEN int hp_options_load(void);
  * edit distance; whether name[0..len) is known. */
 HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);
 HP_HIDDEN int hp_opt_known(const char *name, size_t len);
+/* One warning per HOSTPIN_* variable that names no knob (unless the
+ * parent process, with hostpin preloaded, said it already); their number.
+ * For hp_options_load. */
+HP_HIDDEN int hp_opt_report_unknown(void);
+/* A percent knob's N (N% of the memory base), 0 for a plain size: what
+ * the settings list says beside the bytes it became (options.c sets it). */
+HP_HIDDEN extern unsigned char hp_opt_cap_pct[HP_OPT_COUNT];
 /* The settings list (hostpin --show, and the HOSTPIN_LOG=info dump): one
  * line per knob, its effective value, sizes as people read them, the
  * test-only knobs left out; to fd, or to the log at info if fd < 0. */

@@ -1,7 +1,10 @@
-/* What hostpin-status.c (the table, the merged report, main) and
- * prometheus.c (--prometheus) share. */
+/* What hostpin-status.c (the table, the options, main), ledger_read.c (the
+ * ledger as read), report.c (the merged report) and prometheus.c
+ * (--prometheus) share. */
 #ifndef HP_STATUS_H
 #define HP_STATUS_H
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -10,6 +13,23 @@
 /* A counter f of slot s; a size as people read it (ledger.h's units). */
 #define C(s, f) atomic_load_explicit(&(s)->ctr.f, memory_order_relaxed)
 #define human(b, buf) hp_human((b), (buf))
+
+/* ledger_read.c: the ledger (HOSTPIN_LEDGER or the default), checked as the
+ * library checks it, mapped (rw: writable, else read-only), or NULL (none,
+ * or not hostpin's: said); exits 1 on another layout.  l if its file still
+ * backs the whole mapping, else NULL (dropped with a message); forgetting
+ * it so.  status_ledger_unusable: 1 with why, if --stats cannot use the
+ * ledger (off, not makeable or writable). */
+struct hp_ledger *status_open_ledger(int rw);
+struct hp_ledger *status_whole(struct hp_ledger *l);
+void status_drop_ledger(void);
+int status_ledger_unusable(char *why, size_t cap);
+/* A SIGBUS in the ledger's mapping (its file truncated by another process)
+ * while status_bus_armed jumps to status_bus_jb, which the reader set;
+ * any other gets the default action.  status_catch_sigbus installs it. */
+extern sigjmp_buf status_bus_jb;
+extern volatile sig_atomic_t status_bus_armed;
+void status_catch_sigbus(void);
 
 /* s with its control characters escaped, for a message (a static buffer). */
 const char *status_esc(const char *s);

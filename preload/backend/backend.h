@@ -67,13 +67,13 @@ void hp_backend_note_exit(void);
 /* A CUDA driver / the Level Zero loader is loaded in the process. */
 int hp_cuda_loaded(void);
 int hp_ze_loaded(void);
-/* backend_cuda.c, for the CUDA hooks: note the context current on this
- * thread; the loaded driver's own definition of name (NULL if none); whether
+/* backend_cuda_ctx.c and backend_cuda.c, for the CUDA hooks: note the
+ * context current on this thread; the loaded driver's own definition of name (NULL if none); whether
  * fn lies in the driver's object (libcuda.so*, or HOSTPIN_CUDA_LIB's). */
 void hp_cuda_learn_ctx(void);
 void *hp_cuda_sym(const char *name);
 int hp_cuda_in_driver(const void *fn);
-/* backend_cuda.c, for the hooks on entry points that end a context (through
+/* backend_cuda_ctx.c, for the hooks on entry points that end a context (through
  * their policy, pin.c): the primary context of dev was reset; the program
  * released it (ended if it is no longer active); ctx was destroyed.  Each
  * marks the contexts that ended, stores them (backend->owner values) in
@@ -87,7 +87,7 @@ int hp_cuda_ctx_end(struct CUctx_st *ctx, uintptr_t *ended);
 void hp_cuda_device_reset(int dev);
 void hp_cuda_device_released(int dev);
 void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
-/* backend_cuda.c, the copy fences the copy policy (copy.c) uses: resolve
+/* backend_cuda_calls.c, the copy fences the copy policy (copy.c) uses: resolve
  * the driver's stream and event entry points (1 waits and events, 2 waits
  * only, -1 none); whether s captures a graph; wait for s; make the event of
  * r's last copy one recorded on s now (0, or -1: wait on s instead).  The
@@ -99,7 +99,7 @@ void hp_cuda_wait_stream(struct CUstream_st *s);
 int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s);
 void hp_cuda_quiesce(struct hp_rec *r);
 void hp_cuda_forget(struct hp_rec *r);
-/* backend_cuda.c, for each copy's plan (plan.c): the driver calls of the
+/* backend_cuda_calls.c, for each copy's plan (plan.c): the driver calls of the
  * copy engine.  hp_cuda_stage_fns: 1 if the driver has what staging needs
  * (resolved once per loaded driver), else 0.  hp_cuda_ctx_current: the
  * context current on this thread, 0 if none (staging never makes one).
@@ -154,7 +154,7 @@ int hp_cuda_event_wait(void *ev);
 int hp_cuda_event_query(void *ev);
 int hp_cuda_event_free(void *ev);
 int hp_cuda_stream_wait(struct CUstream_st *s);
-/* backend_cuda.c, the fork child handler: the fence locks are free again
+/* backend_cuda_calls.c, the fork child handler: the fence locks are free again
  * (a thread of the parent may have held one at the fork; it does not
  * exist here). */
 void hp_cuda_fence_fork_child(void);
@@ -168,7 +168,7 @@ int hp_coverage_refuses(const hp_backend_t *b, const char **why);
  * unregisters them if it newly fails); and whether the last look failed. */
 void hp_coverage_poll(void);
 int hp_coverage_bad(void);
-/* backend_cuda.c: the gate of the driver calls a CUDA graph capture
+/* backend_cuda_calls.c: the gate of the driver calls a CUDA graph capture
  * prohibits (capture.c counts the captures).  hp_capture_busy: one is in
  * progress that prohibits this thread's calls.  hp_capture_enter: 1 if such
  * a call may be made now (then hp_capture_leave after it), 0 if not.

@@ -3,10 +3,10 @@
  * The driver is never linked and never initialised by hostpin: it is ready
  * once the program has loaded libcuda.so.1, called cuInit, and has an
  * active primary context (invariant 3).  Here: finding the driver, its
- * readiness, the contexts it learnt, registering and unregistering ranges,
- * the device's NUMA node; the calls the policy and the copy engine ask of
- * the driver (the capture gate, copy fences, staged copies):
- * backend_cuda_calls.c. */
+ * readiness, registering and unregistering ranges, the device's NUMA node.
+ * The contexts it learnt, pushed and ended: backend_cuda_ctx.c; the calls
+ * the policy and the copy engine ask of the driver (the capture gate, copy
+ * fences, staged copies): backend_cuda_calls.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -27,10 +27,6 @@ struct hp_cu_fns hp_cu;
 _Atomic int hp_cu_loaded;
 static _Atomic int cu_ready; /* sticky once a primary context was active */
 static _Atomic int cu_dev; /* the device whose primary context was active */
-/* A context some application thread had current: pushed on threads that
- * have none.  Learnt, never created or retained. */
-static _Atomic(hp_CUcontext) known_ctx;
-static HP_TLS hp_CUcontext entered_ctx; /* what enter_ctx made current */
 
 static const char *lib_name(void)
 {
@@ -72,7 +68,7 @@ static void forget_driver(void)
 	       "are forgotten, blocks pending again");
 	/* release: pairs with the acquires in load and cuda_ready */
 	atomic_store_explicit(&cu_ready, 0, memory_order_release);
-	atomic_store_explicit(&known_ctx, NULL, memory_order_relaxed);
+	hp_cu_forget_known();
 	atomic_store_explicit(&miss_gen, ~0ull, memory_order_relaxed);
 	atomic_store_explicit(&hp_cu_loaded, 0, memory_order_release);
 	/* release: pairs with the acquire in hp_cuda_copy_fns, which
@@ -150,6 +146,13 @@ int hp_cuda_in_driver(const void *fn)
 	       hp_obj_sym(&o, "cuGetProcAddress") != NULL;
 }
 
+/* Readiness is asked again (a context ended: a primary context must be
+ * active again). */
+void hp_cu_unready(void)
+{
+	atomic_store_explicit(&cu_ready, 0, memory_order_release);
+}
+
 static const char *err_name(hp_CUresult r)
 {
 	const char *s = NULL;
@@ -197,207 +200,9 @@ static int cuda_ready(void)
 	return 0;
 }
 
-/* ---- contexts ----
- * A registration belongs to the context current when it was made and dies
- * with it.  Each block remembers that context (backend->owner).  Every
- * context seen current on a program thread is kept here with its device
- * (learnt while it is current), so that a primary context reset or release
- * (which names a device) finds its blocks, and so that a thread with no
- * context (the cache's decay thread, a worker freeing a block) can push one
- * that still lives.  A context that ended is marked so and never pushed
- * again; its slot is reused.  Learnt, never created or retained. */
-#define MAX_CTXS HP_CUDA_MAX_CTXS
-struct hp_cu_ctx hp_cu_ctxs[MAX_CTXS];
-int hp_cu_nctxs;
-pthread_mutex_t hp_cu_own_mu = PTHREAD_MUTEX_INITIALIZER;
 static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
 
-/* 1 if the table holds ctx alive; -1 if it holds it ended; 0 if not. */
-static int ctx_state(hp_CUcontext ctx)
-{
-	pthread_mutex_lock(&hp_cu_own_mu);
-	int st = 0;
-	for (int i = 0; i < hp_cu_nctxs && st <= 0; i++)
-		if (hp_cu_ctxs[i].ctx == ctx)
-			st = hp_cu_ctxs[i].alive ? 1 : -1;
-	pthread_mutex_unlock(&hp_cu_own_mu);
-	return st;
-}
-
-/* Called with ctx current on this thread; no lock across the driver call.
- * 1 if ctx lives (and is in the table, unless it is full). */
-int hp_cu_learn_ctx(hp_CUcontext ctx)
-{
-	if (ctx == NULL)
-		return 0;
-	if (ctx_state(ctx) > 0)
-		return 1;
-	hp_CUdevice d = -1;
-	hp_CUresult r = hp_cu.cuCtxGetDevice(&d);
-	if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED)
-		return 0; /* current here, but ended: never pushed */
-	if (r != HP_CUDA_SUCCESS)
-		d = -1;
-	pthread_mutex_lock(&hp_cu_own_mu);
-	int i = 0, free_slot = -1;
-	for (; i < hp_cu_nctxs && hp_cu_ctxs[i].ctx != ctx; i++)
-		if (!hp_cu_ctxs[i].alive && free_slot < 0)
-			free_slot = i;
-	if (i == hp_cu_nctxs) {
-		if (free_slot >= 0)
-			i = free_slot;
-		else if (hp_cu_nctxs < MAX_CTXS)
-			hp_cu_nctxs++;
-	}
-	int full = i == MAX_CTXS;
-	if (!full)
-		hp_cu_ctxs[i].ctx = ctx, hp_cu_ctxs[i].dev = d, hp_cu_ctxs[i].alive = 1;
-	pthread_mutex_unlock(&hp_cu_own_mu);
-	if (full)
-		HP_LOG_ONCE(HP_LOG_WARN, "more than %d live CUDA contexts: "
-			    "hostpin does not follow the ones beyond (a "
-			    "block registered through one of them is not "
-			    "sent back to pending when its device is reset)",
-			    MAX_CTXS);
-	return 1;
-}
-
-static void mark_ended(hp_CUcontext ctx)
-{
-	pthread_mutex_lock(&hp_cu_own_mu);
-	for (int i = 0; i < hp_cu_nctxs; i++)
-		if (hp_cu_ctxs[i].ctx == ctx && hp_cu_ctxs[i].alive)
-			hp_cu_ctxs[i].alive = 0, hp_cu_ctxs[i].gen++;
-	pthread_mutex_unlock(&hp_cu_own_mu);
-	/* relaxed: a stale known_ctx is only a context to push, which the
-	 * table then refuses */
-	hp_CUcontext k = ctx;
-	atomic_compare_exchange_strong_explicit(&known_ctx, &k, NULL,
-						memory_order_relaxed,
-						memory_order_relaxed);
-}
-
-/* Push a context that still lives: the one last known, else any other in
- * the table whose device's primary context is active.  1 if pushed. */
-static int push_living(void)
-{
-	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
-	if (k != NULL && ctx_state(k) >= 0 &&
-	    hp_cu.cuCtxPushCurrent_v2(k) == HP_CUDA_SUCCESS) {
-		entered_ctx = k;
-		return 1;
-	}
-	for (int i = 0; i < MAX_CTXS; i++) {
-		pthread_mutex_lock(&hp_cu_own_mu);
-		hp_CUcontext c = i < hp_cu_nctxs && hp_cu_ctxs[i].alive ? hp_cu_ctxs[i].ctx : NULL;
-		int dev = i < hp_cu_nctxs ? hp_cu_ctxs[i].dev : -1;
-		pthread_mutex_unlock(&hp_cu_own_mu);
-		if (i >= hp_cu_nctxs)
-			break;
-		unsigned flags = 0;
-		int active = 0;
-		if (c == NULL || c == k || dev < 0 ||
-		    hp_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) !=
-			HP_CUDA_SUCCESS ||
-		    !active)
-			continue;
-		hp_CUresult r = hp_cu.cuCtxPushCurrent_v2(c);
-		if (r == HP_CUDA_SUCCESS) {
-			atomic_store_explicit(&known_ctx, c,
-					      memory_order_relaxed);
-			entered_ctx = c;
-			return 1;
-		}
-		if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
-		    r == HP_CUDA_ERROR_INVALID_CONTEXT)
-			mark_ended(c);
-	}
-	return 0;
-}
-
-/* Make a context current for a driver call; returns 1 if one was pushed
- * (pop it afterwards), 0 if the thread had one, -1 if none lives that
- * hostpin knows. */
-int hp_cu_enter_ctx(void)
-{
-	hp_CUcontext cur = NULL;
-	if (hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
-		if (hp_cu_learn_ctx(cur))
-			atomic_store_explicit(&known_ctx, cur,
-					      memory_order_relaxed);
-		entered_ctx = cur;
-		return 0;
-	}
-	return push_living() ? 1 : -1;
-}
-
-void hp_cu_leave_ctx(int pushed)
-{
-	hp_CUcontext c;
-	if (pushed == 1)
-		hp_cu.cuCtxPopCurrent_v2(&c);
-}
-
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
-
-/* A context ended: never push it again; readiness is asked again (a
- * primary context must be active); its blocks go back to pending (the
- * caller's policy, told through ended[]). */
-static int ctx_ended(hp_CUcontext ctx, uintptr_t *ended, int n)
-{
-	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
-	mark_ended(ctx);
-	atomic_store_explicit(&cu_ready, 0, memory_order_release);
-	ended[n] = (uintptr_t)ctx;
-	return n + 1;
-}
-
-int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
-{
-	hp_CUcontext lost[MAX_CTXS];
-	int n = 0, k = 0;
-	pthread_mutex_lock(&hp_cu_own_mu);
-	for (int i = 0; i < hp_cu_nctxs; i++)
-		if (hp_cu_ctxs[i].dev == dev && hp_cu_ctxs[i].alive)
-			lost[n++] = hp_cu_ctxs[i].ctx;
-	pthread_mutex_unlock(&hp_cu_own_mu);
-	/* the staging ring is made again (its context may not be in the
-	 * table: learnt only when a block was registered) */
-	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
-	/* readiness is asked again all the same; the contexts of other
-	 * devices, and the one last known among them, stay */
-	atomic_store_explicit(&cu_ready, 0, memory_order_release);
-	for (int i = 0; i < n; i++)
-		k = ctx_ended(lost[i], ended, k);
-	return k;
-}
-
-int hp_cuda_ctxs_released(int dev, uintptr_t *ended)
-{
-	unsigned flags = 0;
-	int active = 1;
-	if (atomic_load_explicit(&hp_cu_loaded, memory_order_acquire) > 0 &&
-	    hp_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) ==
-		HP_CUDA_SUCCESS &&
-	    !active)
-		return hp_cuda_ctxs_reset(dev, ended); /* the last reference */
-	return 0;
-}
-
-int hp_cuda_ctx_end(hp_CUcontext ctx, uintptr_t *ended)
-{
-	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
-	return ctx != NULL ? ctx_ended(ctx, ended, 0) : 0;
-}
-
-void hp_cuda_learn_ctx(void)
-{
-	hp_CUcontext cur = NULL;
-	if (atomic_load_explicit(&hp_cu_loaded, memory_order_acquire) > 0 &&
-	    !hp_cu_driver_gone() &&
-	    hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && hp_cu_learn_ctx(cur))
-		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
-}
 
 /* Registrations of at most HP_REG_PIECE_MAX (hp.h), unregistered by the
  * same bases. */
@@ -457,7 +262,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		    r == HP_CUDA_ERROR_INVALID_CONTEXT) {
 			/* a context that ended under us: not now (pending),
 			 * and never pushed again */
-			mark_ended(entered_ctx);
+			hp_cu_mark_ended(hp_cu_entered_ctx);
 			e = EAGAIN;
 			break;
 		}
@@ -473,7 +278,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
 	if (!e)
-		pin_ctx = entered_ctx;
+		pin_ctx = hp_cu_entered_ctx;
 	hp_cu_leave_ctx(pushed);
 	hp_capture_leave();
 	return e;

@@ -1,6 +1,7 @@
-/* What the CUDA backend's two files share (backend_cuda.c: the driver, its
- * contexts, registration; backend_cuda_calls.c: the capture gate, copy
- * fences, staged copies).  Not for anyone else: the rest of hostpin goes
+/* What the CUDA backend's three files share (backend_cuda.c: the driver,
+ * its readiness, registration; backend_cuda_ctx.c: the contexts learnt,
+ * pushed and ended; backend_cuda_calls.c: the capture gate, copy fences,
+ * staged copies).  Not for anyone else: the rest of hostpin goes
  * through backend.h. */
 #ifndef HP_CUDA_INT_H
 #define HP_CUDA_INT_H
@@ -57,4 +58,13 @@ HP_HIDDEN int hp_cu_driver_gone(void);
 HP_HIDDEN int hp_cu_learn_ctx(hp_CUcontext ctx);
 HP_HIDDEN int hp_cu_enter_ctx(void);
 HP_HIDDEN void hp_cu_leave_ctx(int pushed);
+/* What hp_cu_enter_ctx made current on this thread (the context a pin
+ * went through). */
+HP_HIDDEN extern HP_TLS hp_CUcontext hp_cu_entered_ctx;
+/* ctx ended (seen in a driver error): never pushed again.  Forget the
+ * context last known (the driver was forgotten). */
+HP_HIDDEN void hp_cu_mark_ended(hp_CUcontext ctx);
+HP_HIDDEN void hp_cu_forget_known(void);
+/* backend_cuda.c: readiness is asked again (a context ended). */
+HP_HIDDEN void hp_cu_unready(void);
 #endif

@@ -2,7 +2,7 @@
  * CUDA minor adds some), or a form older than any it hooks.  Registration
  * stays on for the process; what such a copy touches keeps pageable
  * semantics instead.  A driver lookup (cuGetProcAddress, dlsym on the
- * driver, cudaGetDriverEntryPoint: hooks_cudrv.c) of a copy entry point
+ * driver, cudaGetDriverEntryPoint: hooks/cudrv_lookup.c) of a copy entry point
  * that may touch host memory and that hostpin has no hook for hands out a
  * forwarding stub: it calls the driver's function with the caller's
  * arguments unchanged (whatever they are), then, if hostpin has registered

@@ -6,8 +6,8 @@
  * mode capture so) any thread's, in thread-local mode the capturing
  * thread's only, in relaxed mode none.  So hostpin counts the captures in
  * progress (the begin and end entry points, cuStreamBeginCaptureToGraph
- * among them, are hooked at the driver and the runtime: hooks_cudrv.c,
- * hooks_cudart.c) and makes none of the prohibited calls meanwhile:
+ * among them, are hooked at the driver and the runtime: hooks/cudrv_capture.c,
+ * hooks/cudart_capture.c) and makes none of the prohibited calls meanwhile:
  * registration leaves blocks pending, unregistration of a released block
  * is deferred (the block stays mapped and registered: pin.c's retry),
  * waits are skipped.  When the last capture that held a thread back ends,

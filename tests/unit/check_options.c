@@ -1,5 +1,5 @@
-/* Check suite for preload/base/options.c and the man page: every knob parses its
- * own default, rejects bad values with a useful "expected", and is
+/* Check suite for preload/base/options*.c and the man page: every knob parses
+ * its own default, rejects bad values with a useful "expected", and is
  * documented in man/hostpin.7: one alphabetical ENVIRONMENT list whose
  * entries give the type, range, choices and default of options.def. */
 #include <check.h>

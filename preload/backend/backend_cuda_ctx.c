@@ -1,0 +1,219 @@
+/* CUDA backend, the contexts: every context the program had current,
+ * learnt with its device; pushing one that still lives on a thread that has
+ * none; the ends of contexts (a primary context reset or released, a
+ * context destroyed), which send their blocks back to pending.  Finding the
+ * driver and registering: backend_cuda.c. */
+#include <pthread.h>
+
+#include "cuda_api.h"
+#include "../hp.h"
+#include "cuda_int.h"
+
+/* ---- contexts ----
+ * A registration belongs to the context current when it was made and dies
+ * with it.  Each block remembers that context (backend->owner).  Every
+ * context seen current on a program thread is kept here with its device
+ * (learnt while it is current), so that a primary context reset or release
+ * (which names a device) finds its blocks, and so that a thread with no
+ * context (the cache's decay thread, a worker freeing a block) can push one
+ * that still lives.  A context that ended is marked so and never pushed
+ * again; its slot is reused.  Learnt, never created or retained. */
+#define MAX_CTXS HP_CUDA_MAX_CTXS
+/* A context some application thread had current: pushed on threads that
+ * have none.  Learnt, never created or retained. */
+static _Atomic(hp_CUcontext) known_ctx;
+HP_TLS hp_CUcontext hp_cu_entered_ctx; /* what hp_cu_enter_ctx made current */
+struct hp_cu_ctx hp_cu_ctxs[MAX_CTXS];
+int hp_cu_nctxs;
+pthread_mutex_t hp_cu_own_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* 1 if the table holds ctx alive; -1 if it holds it ended; 0 if not. */
+static int ctx_state(hp_CUcontext ctx)
+{
+	pthread_mutex_lock(&hp_cu_own_mu);
+	int st = 0;
+	for (int i = 0; i < hp_cu_nctxs && st <= 0; i++)
+		if (hp_cu_ctxs[i].ctx == ctx)
+			st = hp_cu_ctxs[i].alive ? 1 : -1;
+	pthread_mutex_unlock(&hp_cu_own_mu);
+	return st;
+}
+
+/* Called with ctx current on this thread; no lock across the driver call.
+ * 1 if ctx lives (and is in the table, unless it is full). */
+int hp_cu_learn_ctx(hp_CUcontext ctx)
+{
+	if (ctx == NULL)
+		return 0;
+	if (ctx_state(ctx) > 0)
+		return 1;
+	hp_CUdevice d = -1;
+	hp_CUresult r = hp_cu.cuCtxGetDevice(&d);
+	if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED)
+		return 0; /* current here, but ended: never pushed */
+	if (r != HP_CUDA_SUCCESS)
+		d = -1;
+	pthread_mutex_lock(&hp_cu_own_mu);
+	int i = 0, free_slot = -1;
+	for (; i < hp_cu_nctxs && hp_cu_ctxs[i].ctx != ctx; i++)
+		if (!hp_cu_ctxs[i].alive && free_slot < 0)
+			free_slot = i;
+	if (i == hp_cu_nctxs) {
+		if (free_slot >= 0)
+			i = free_slot;
+		else if (hp_cu_nctxs < MAX_CTXS)
+			hp_cu_nctxs++;
+	}
+	int full = i == MAX_CTXS;
+	if (!full)
+		hp_cu_ctxs[i].ctx = ctx, hp_cu_ctxs[i].dev = d, hp_cu_ctxs[i].alive = 1;
+	pthread_mutex_unlock(&hp_cu_own_mu);
+	if (full)
+		HP_LOG_ONCE(HP_LOG_WARN, "more than %d live CUDA contexts: "
+			    "hostpin does not follow the ones beyond (a "
+			    "block registered through one of them is not "
+			    "sent back to pending when its device is reset)",
+			    MAX_CTXS);
+	return 1;
+}
+
+void hp_cu_mark_ended(hp_CUcontext ctx)
+{
+	pthread_mutex_lock(&hp_cu_own_mu);
+	for (int i = 0; i < hp_cu_nctxs; i++)
+		if (hp_cu_ctxs[i].ctx == ctx && hp_cu_ctxs[i].alive)
+			hp_cu_ctxs[i].alive = 0, hp_cu_ctxs[i].gen++;
+	pthread_mutex_unlock(&hp_cu_own_mu);
+	/* relaxed: a stale known_ctx is only a context to push, which the
+	 * table then refuses */
+	hp_CUcontext k = ctx;
+	atomic_compare_exchange_strong_explicit(&known_ctx, &k, NULL,
+						memory_order_relaxed,
+						memory_order_relaxed);
+}
+
+void hp_cu_forget_known(void)
+{
+	atomic_store_explicit(&known_ctx, NULL, memory_order_relaxed);
+}
+
+/* Push a context that still lives: the one last known, else any other in
+ * the table whose device's primary context is active.  1 if pushed. */
+static int push_living(void)
+{
+	hp_CUcontext k = atomic_load_explicit(&known_ctx, memory_order_relaxed);
+	if (k != NULL && ctx_state(k) >= 0 &&
+	    hp_cu.cuCtxPushCurrent_v2(k) == HP_CUDA_SUCCESS) {
+		hp_cu_entered_ctx = k;
+		return 1;
+	}
+	for (int i = 0; i < MAX_CTXS; i++) {
+		pthread_mutex_lock(&hp_cu_own_mu);
+		hp_CUcontext c = i < hp_cu_nctxs && hp_cu_ctxs[i].alive ? hp_cu_ctxs[i].ctx : NULL;
+		int dev = i < hp_cu_nctxs ? hp_cu_ctxs[i].dev : -1;
+		pthread_mutex_unlock(&hp_cu_own_mu);
+		if (i >= hp_cu_nctxs)
+			break;
+		unsigned flags = 0;
+		int active = 0;
+		if (c == NULL || c == k || dev < 0 ||
+		    hp_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) !=
+			HP_CUDA_SUCCESS ||
+		    !active)
+			continue;
+		hp_CUresult r = hp_cu.cuCtxPushCurrent_v2(c);
+		if (r == HP_CUDA_SUCCESS) {
+			atomic_store_explicit(&known_ctx, c,
+					      memory_order_relaxed);
+			hp_cu_entered_ctx = c;
+			return 1;
+		}
+		if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		    r == HP_CUDA_ERROR_INVALID_CONTEXT)
+			hp_cu_mark_ended(c);
+	}
+	return 0;
+}
+
+/* Make a context current for a driver call; returns 1 if one was pushed
+ * (pop it afterwards), 0 if the thread had one, -1 if none lives that
+ * hostpin knows. */
+int hp_cu_enter_ctx(void)
+{
+	hp_CUcontext cur = NULL;
+	if (hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
+		if (hp_cu_learn_ctx(cur))
+			atomic_store_explicit(&known_ctx, cur,
+					      memory_order_relaxed);
+		hp_cu_entered_ctx = cur;
+		return 0;
+	}
+	return push_living() ? 1 : -1;
+}
+
+void hp_cu_leave_ctx(int pushed)
+{
+	hp_CUcontext c;
+	if (pushed == 1)
+		hp_cu.cuCtxPopCurrent_v2(&c);
+}
+
+
+/* A context ended: never push it again; readiness is asked again (a
+ * primary context must be active); its blocks go back to pending (the
+ * caller's policy, told through ended[]). */
+static int ctx_ended(hp_CUcontext ctx, uintptr_t *ended, int n)
+{
+	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
+	hp_cu_mark_ended(ctx);
+	hp_cu_unready();
+	ended[n] = (uintptr_t)ctx;
+	return n + 1;
+}
+
+int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
+{
+	hp_CUcontext lost[MAX_CTXS];
+	int n = 0, k = 0;
+	pthread_mutex_lock(&hp_cu_own_mu);
+	for (int i = 0; i < hp_cu_nctxs; i++)
+		if (hp_cu_ctxs[i].dev == dev && hp_cu_ctxs[i].alive)
+			lost[n++] = hp_cu_ctxs[i].ctx;
+	pthread_mutex_unlock(&hp_cu_own_mu);
+	/* the staging ring is made again (its context may not be in the
+	 * table: learnt only when a block was registered) */
+	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
+	/* readiness is asked again all the same; the contexts of other
+	 * devices, and the one last known among them, stay */
+	hp_cu_unready();
+	for (int i = 0; i < n; i++)
+		k = ctx_ended(lost[i], ended, k);
+	return k;
+}
+
+int hp_cuda_ctxs_released(int dev, uintptr_t *ended)
+{
+	unsigned flags = 0;
+	int active = 1;
+	if (atomic_load_explicit(&hp_cu_loaded, memory_order_acquire) > 0 &&
+	    hp_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) ==
+		HP_CUDA_SUCCESS &&
+	    !active)
+		return hp_cuda_ctxs_reset(dev, ended); /* the last reference */
+	return 0;
+}
+
+int hp_cuda_ctx_end(hp_CUcontext ctx, uintptr_t *ended)
+{
+	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
+	return ctx != NULL ? ctx_ended(ctx, ended, 0) : 0;
+}
+
+void hp_cuda_learn_ctx(void)
+{
+	hp_CUcontext cur = NULL;
+	if (atomic_load_explicit(&hp_cu_loaded, memory_order_acquire) > 0 &&
+	    !hp_cu_driver_gone() &&
+	    hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && hp_cu_learn_ctx(cur))
+		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
+}
