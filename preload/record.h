@@ -64,6 +64,10 @@ HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
  * cannot be undone before its end), 2 at once: the thread then undoes
  * them and releases the block itself (hp_block_release_freed). */
 HP_HIDDEN int hp_register_cancel_free(const hp_rec_t *r);
+/* The same for realloc: while a capture parks the thread, 3 at once, the
+ * block still the thread's (mapped until the capture's end): the caller
+ * moves it and frees the old one (handed over as above). */
+HP_HIDDEN int hp_register_cancel_realloc(const hp_rec_t *r);
 /* heap.c: release the malloc block r at base, which the program freed
  * while the registration thread held it. */
 HP_HIDDEN void hp_block_release_freed(hp_rec_t *r, uintptr_t base);

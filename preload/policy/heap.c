@@ -107,18 +107,22 @@ void *hp_block_alloc(size_t n, size_t align, int zero)
 
 /* The record of the malloc block that p is the base of; aborts on interior
  * pointers and double frees of hostpin blocks, as glibc does for its own.
- * *handed (free only): the registration thread releases the block itself
- * (it held it during a capture): NULL, nothing to do. */
+ * *handed (free and realloc only), while a capture parks the registration
+ * thread holding the block: 2 (free) the thread releases the block itself;
+ * 3 (realloc) the block stays the thread's until then (mapped, cancelled),
+ * to be moved.  NULL then. */
 static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn,
 			   int *handed)
 {
 	/* free() and realloc cancel a registration in progress (after one
 	 * piece at most; free() during a capture that parked it: at once);
 	 * malloc_usable_size waits for it (asleep) */
+	int realloc_ = strcmp(fn, "realloc") == 0;
 	int (*held)(const hp_rec_t *) =
-	    handed ? hp_register_cancel_free
-	    : strcmp(fn, "realloc") == 0 ? hp_register_cancel
-					 : hp_register_wait;
+	    handed ? (realloc_ ? hp_register_cancel_realloc
+			       : hp_register_cancel_free)
+	    : realloc_ ? hp_register_cancel
+		       : hp_register_wait;
 	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, s);
 	/* Adoption, madvise or a foreign registration holds it briefly.  A
 	 * pointer inside a block being released: wait for the record (a
@@ -136,8 +140,8 @@ static hp_rec_t *own_block(void *p, hp_snap_t *s, const char *fn,
 				s->base == (uintptr_t)p
 			    ? held(r)
 			    : 0;
-		if (h == 2) {
-			*handed = 1;
+		if (h >= 2) {
+			*handed = h;
 			return NULL;
 		}
 		if (!h)
@@ -312,11 +316,37 @@ stay:
 	return q;
 }
 
+/* realloc of a block whose background registration a capture parked
+ * (the capture may be this thread's to end: no wait for it): moved, the
+ * new block filled while the registration thread holds the old one, the
+ * old one then freed as free() does (handed to the thread). */
+static void *realloc_parked(void *p, size_t len, size_t n)
+{
+	if (n >= hp_threshold && n <= len && n > len / 2)
+		return p;
+	void *q = NULL;
+	if (n) {
+		q = n >= hp_threshold ? hp_block_alloc(n, 0, 0) : NULL;
+		if (q == NULL)
+			q = hp_real.malloc(n);
+		if (q == NULL) {
+			errno = ENOMEM;
+			return NULL; /* old block untouched */
+		}
+		memcpy(q, p, n < len ? n : len);
+	}
+	hp_block_free(p);
+	return q;
+}
+
 void *hp_block_realloc(void *p, size_t n, int *handled)
 {
 	hp_snap_t s;
-	hp_rec_t *r = own_block(p, &s, "realloc", NULL);
-	*handled = r != NULL;
+	int parked = 0;
+	hp_rec_t *r = own_block(p, &s, "realloc", &parked);
+	*handled = r != NULL || parked;
+	if (parked)
+		return realloc_parked(p, s.len, n);
 	if (r == NULL)
 		return NULL;
 	if (n == 0) { /* glibc: free and return NULL */

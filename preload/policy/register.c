@@ -118,7 +118,8 @@ static __thread int registrar;
 /* If r is the block held by the thread: cancel (mode 1, 2) or not (0)
  * what is left, and sleep until the thread let go of it: 1; else 0.
  * Mode 2 (a free): if the thread is parked for a capture, it releases
- * the block itself once allowed: 2 at once. */
+ * the block itself once allowed: 2 at once.  Mode 3 (a realloc): parked,
+ * 3 at once, the block still held (cancelled). */
 static int held_wait(const hp_rec_t *r, int mode)
 {
 	if (r == NULL || registrar)
@@ -134,11 +135,15 @@ static int held_wait(const hp_rec_t *r, int mode)
 			pthread_cond_broadcast(&pre.cv);
 		}
 		while (pre.held == r) {
-			if (mode == 2 && pre.parked) {
+			if (mode >= 2 && pre.parked) {
 				/* the pieces made cannot be undone before
-				 * the capture's end: the thread releases
-				 * the block then */
-				pre.handed = 1, k = 2;
+				 * the capture's end (which may be this
+				 * thread's to make): a free hands the block
+				 * to the thread, which releases it then; a
+				 * realloc (3) moves it meanwhile (the thread
+				 * holds it, mapped) */
+				pre.handed = mode == 2;
+				k = mode;
 				break;
 			}
 			pthread_cond_wait(&pre.cv, &pre.mu);
@@ -151,6 +156,8 @@ static int held_wait(const hp_rec_t *r, int mode)
 int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
 
 int hp_register_cancel_free(const hp_rec_t *r) { return held_wait(r, 2); }
+
+int hp_register_cancel_realloc(const hp_rec_t *r) { return held_wait(r, 3); }
 
 int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
 

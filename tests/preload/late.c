@@ -508,6 +508,36 @@ static int mode_free_capture(void)
 	return 0;
 }
 
+/* realloc of the block by the thread whose global capture parked its
+ * registration (waiting for the capture's end would never return: it is
+ * this thread's to make): the block moves during the capture, its data
+ * kept; the pieces made are unregistered once the capture ended. */
+static int mode_realloc_capture(void)
+{
+	alarm(20);
+	CUdeviceptr d;
+	CUstream s, o;
+	char *blk = half_registered(170, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(cuStreamCreate(&o, 0) == 0);
+	pthread_t t = start_one_piece();
+	CHECK(cuStreamBeginCapture_v2(o, 0) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1) && !piece_reg(blk, 2));
+	char *q = realloc(blk, 64 * MB); /* must not wait for the capture */
+	CHECK(q != NULL && q != blk);
+	CHECK(same(q, 32 * MB, 170));
+	printf("realloc returned during the capture\n");
+	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1)); /* not during it */
+	void *g;
+	CHECK(cuStreamEndCapture(o, &g) == 0);
+	wait_for(two_pieces_unreg, blk, "the pieces unregistered after the "
+		 "capture");
+	CHECK(fake_cuda_gate_waiters() == 0);
+	free(q);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -526,6 +556,7 @@ int main(int argc, char **argv)
 	    {"munmap_piece", mode_munmap_piece},
 	    {"purge_piece", mode_purge_piece},
 	    {"free_capture", mode_free_capture},
+	    {"realloc_capture", mode_realloc_capture},
 	};
 	return staged_main("late", argc, argv, modes);
 }

@@ -92,9 +92,11 @@ lt "the program registers a block being registered in the background: it succeed
 # realloc, a partial munmap and a discard (MADV_DONTNEED) of the block
 # cancel what is left after the piece in flight, asleep.  free() while a
 # global capture parked the registration returns during the capture; the
-# pieces made are unregistered once it ended.
+# pieces made are unregistered once it ended.  So does a realloc by the
+# capturing thread itself (it moves the block: waiting for the capture's
+# end would never return).
 for m in capture_piece free_piece exit_piece realloc_piece free_capture \
-	munmap_piece purge_piece; do
+	realloc_capture munmap_piece purge_piece; do
 	lt "no wait longer than one piece of a background registration ($m)" any \
 		HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 		FAKE_CUDA_REGISTER_GATE=8388608 -- $m
