@@ -475,36 +475,52 @@ static int cut_piece(int discard)
 static int mode_munmap_piece(void) { return cut_piece(0); }
 static int mode_purge_piece(void) { return cut_piece(1); }
 
-/* free() of the block while a global capture parked its registration
- * (two pieces made, the next waiting for the capture's end) returns at
- * once: nobody ends the capture before it returns (a wait for it is a
- * hang).  The pieces made cannot be unregistered during the capture; once
- * it ended, they are, and the block is released (the case: two pieces
- * registered, both unregistered, none live at exit). */
 static int two_pieces_unreg(void *blk)
 {
 	return !piece_reg(blk, 0) && !piece_reg(blk, 1);
 }
-static int mode_free_capture(void)
+
+/* The block of half_registered(seed), its registration parked by a global
+ * capture begun on *o after the second piece: two pieces registered. */
+static char *parked_block(int seed, CUstream *o)
 {
-	alarm(20);
 	CUdeviceptr d;
-	CUstream s, o;
-	char *blk = half_registered(160, &d, &s);
+	CUstream s;
+	char *blk = half_registered(seed, &d, &s);
 	CHECK(cuStreamSynchronize(s) == 0);
-	CHECK(cuStreamCreate(&o, 0) == 0);
+	CHECK(cuStreamCreate(o, 0) == 0);
 	pthread_t t = start_one_piece();
-	CHECK(cuStreamBeginCapture_v2(o, 0) == 0);
+	CHECK(cuStreamBeginCapture_v2(*o, 0) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1) && !piece_reg(blk, 2));
-	free(blk); /* must not wait for the capture's end */
-	printf("free returned during the capture\n");
+	return blk;
+}
+
+/* The capture on o ends: the pieces of blk made are unregistered then. */
+static void capture_ends(CUstream o, char *blk)
+{
 	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1)); /* not during it */
 	void *g;
 	CHECK(cuStreamEndCapture(o, &g) == 0);
 	wait_for(two_pieces_unreg, blk, "the pieces unregistered after the "
 		 "capture");
 	CHECK(fake_cuda_gate_waiters() == 0);
+}
+
+/* free() of the block while a global capture parked its registration
+ * (two pieces made, the next waiting for the capture's end) returns at
+ * once: nobody ends the capture before it returns (a wait for it is a
+ * hang).  The pieces made cannot be unregistered during the capture; once
+ * it ended, they are, and the block is released (the case: two pieces
+ * registered, both unregistered, none live at exit). */
+static int mode_free_capture(void)
+{
+	alarm(20);
+	CUstream o;
+	char *blk = parked_block(160, &o);
+	free(blk); /* must not wait for the capture's end */
+	printf("free returned during the capture\n");
+	capture_ends(o, blk);
 	return 0;
 }
 
@@ -515,25 +531,13 @@ static int mode_free_capture(void)
 static int mode_realloc_capture(void)
 {
 	alarm(20);
-	CUdeviceptr d;
-	CUstream s, o;
-	char *blk = half_registered(170, &d, &s);
-	CHECK(cuStreamSynchronize(s) == 0);
-	CHECK(cuStreamCreate(&o, 0) == 0);
-	pthread_t t = start_one_piece();
-	CHECK(cuStreamBeginCapture_v2(o, 0) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
-	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1) && !piece_reg(blk, 2));
+	CUstream o;
+	char *blk = parked_block(170, &o);
 	char *q = realloc(blk, 64 * MB); /* must not wait for the capture */
 	CHECK(q != NULL && q != blk);
 	CHECK(same(q, 32 * MB, 170));
 	printf("realloc returned during the capture\n");
-	CHECK(piece_reg(blk, 0) && piece_reg(blk, 1)); /* not during it */
-	void *g;
-	CHECK(cuStreamEndCapture(o, &g) == 0);
-	wait_for(two_pieces_unreg, blk, "the pieces unregistered after the "
-		 "capture");
-	CHECK(fake_cuda_gate_waiters() == 0);
+	capture_ends(o, blk);
 	free(q);
 	return 0;
 }
