@@ -32,15 +32,17 @@ n=$(echo "$LM_LOG" | grep -c "VIOLATION pageable-copy")
 	ok "late DMA: 10 contexts: 4 copies passed through (9th, 10th), then the 10th staged" ||
 	bad "late DMA: 10 contexts: $n copies reached the driver pageable (want 4) $(echo "$LM_LOG" | grep -m1 'LATE event-on')"
 fi
-# Must hold: CUDA 13.2's copies with attributes (the 1D form, its _ptsz,
-# through dlsym, the 3D form; linked, static, through dlopen) keep
-# pageable-memory semantics over the late driver (DMA done on a worker
-# only as far as the program synchronised): registered at allocation
+# Must hold: every copy path of the matrix (tests/preload/matrix/copy-paths:
+# each entry point, linked, static, through dlopen and the lookups; CUDA
+# 13.2's copies with attributes among them) keeps pageable-memory semantics
+# over the late driver (DMA done on a worker only as far as the program
+# synchronised): registered at allocation
 # (HOSTPIN_PIN_AFTER=0) in sync mode, the difference visible in async mode
 # (the path does reach registered memory), no reuse under an in-flight
 # copy; and from or into pageable memory, staged by their direction, the
 # data right (no pageable copy of 4 MiB or more reaches the driver).
 while read -r prog p; do
+	case $prog in ''|'#'*) continue ;; esac
 	L="FAKE_CUDA_LATE_DMA=1 HP_PATH=$p"
 	cudaprog "$prog" "late DMA: $prog $p: HOSTPIN_COPY=sync keeps pageable semantics" 0 0 \
 		$L HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=sync -- sync
@@ -48,10 +50,11 @@ while read -r prog p; do
 		$L HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- sync
 	cudaprog "$prog" "late DMA: $prog $p: HOSTPIN_COPY=async: no reuse under an in-flight copy" 0 0 \
 		$L HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- inflight
-	case $p in *3d*) continue ;; esac
+	# staged by direction: the 1D copies with attributes (no direction named)
+	case $p in *3d*) continue ;; *attr|*attr_ptsz) ;; *) continue ;; esac
 	cudaprog "$prog" "late DMA: $prog $p: a large copy from or into pageable memory is staged by its direction" 0 0 \
 		$L HP_EXPECT_ACTIVE= HOSTPIN_THRESHOLD=1G FAKE_CUDA_NO_PAGEABLE=4194304 -- sync
-done < <(grep -E '^[a-z_]+ [a-z0-9_]*attr' "$top/tests/preload/matrix/copy-paths")
+done < "$top/tests/preload/matrix/copy-paths"
 if [ -x "$B/late_more" ]; then
 # Must hold: a forked child does not inherit the staging rings (registered
 # memory; MADV_DONTFORK), and the parent's rings still serve after.
