@@ -81,24 +81,13 @@ HP_BODY hp_CUresult host_devptr(void *f, unsigned *d, void *p, unsigned fl)
 }
 
 /* Entry points that end a context.  The registrations a context made die
- * with it; the blocks it held go back to pending (backend_cuda.c), to be
- * registered again once a context is active.  After the call: only a
+ * with it; the blocks it held go back to pending (backend_cuda_ctx.c), to
+ * be registered again once a context is active.  After the call: only a
  * successful one ended anything; a release ends the context only when it
- * dropped the last reference. */
-HP_BODY hp_CUresult ctx_reset(void *f, hp_CUdevice dev)
-{
-	hp_cuDevicePrimaryCtxReset_t fn = (hp_cuDevicePrimaryCtxReset_t)f;
-	if (fn == NULL)
-		return HP_CUDA_ERROR_NOT_FOUND;
-	if (!hp_hook_enter())
-		return fn(dev);
-	hp_CUresult e = fn(dev);
-	if (e == HP_CUDA_SUCCESS)
-		HP_GUARDED(hp_cuda_device_reset(dev));
-	hp_hook_leave();
-	return e;
-}
-HP_BODY hp_CUresult ctx_release(void *f, hp_CUdevice dev)
+ * dropped the last reference.  A primary context's reset and release:
+ * ended(dev) tells the backend which. */
+HP_BODY hp_CUresult ctx_primary_end(void *f, hp_CUdevice dev,
+				    void (*ended)(hp_CUdevice))
 {
 	hp_cuDevicePrimaryCtxRelease_t fn = (hp_cuDevicePrimaryCtxRelease_t)f;
 	if (fn == NULL)
@@ -107,9 +96,17 @@ HP_BODY hp_CUresult ctx_release(void *f, hp_CUdevice dev)
 		return fn(dev);
 	hp_CUresult e = fn(dev);
 	if (e == HP_CUDA_SUCCESS)
-		HP_GUARDED(hp_cuda_device_released(dev));
+		HP_GUARDED(ended(dev));
 	hp_hook_leave();
 	return e;
+}
+HP_BODY hp_CUresult ctx_reset(void *f, hp_CUdevice dev)
+{
+	return ctx_primary_end(f, dev, hp_cuda_device_reset);
+}
+HP_BODY hp_CUresult ctx_release(void *f, hp_CUdevice dev)
+{
+	return ctx_primary_end(f, dev, hp_cuda_device_released);
 }
 HP_BODY hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
 {
