@@ -70,8 +70,10 @@ P="LD_PRELOAD=$LIB"
 # ups FILE N: wait (a generous limit, never a fixed wait that decides the
 # result) until FILE holds N lines "up"; exported for `unshare ... bash -c`
 ups() {
-	local end=$((SECONDS + 60))
-	until [ "$(grep -c '^up$' "$1" 2>/dev/null)" -ge "$2" ]; do
+	local end=$((SECONDS + 60)) n
+	# the file may not be there yet (its writers may still be opening
+	# their input): none up
+	until n=$(grep -c '^up$' "$1" 2>/dev/null); [ "${n:-0}" -ge "$2" ]; do
 		[ $SECONDS -lt $end ] || return 1
 		sleep 0.2
 	done

@@ -47,7 +47,7 @@ out=$(unshare -m bash -c "$hdr"'
 	mount -t tmpfs -o size=1m,mode=1777 tmpfs /dev/shm || { echo "mount failed"; exit; }
 	env -u HOSTPIN_LEDGER -u HOSTPIN_LOG LD_PRELOAD="$LIB" /bin/true || echo "first rc $?"
 	dd if=/dev/zero of=/dev/shm/fill bs=4k 2>/dev/null
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
+	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"; : > "$d/ups"
 	pids=""
 	for i in $(seq 14); do
 		env -u HOSTPIN_LEDGER -u HOSTPIN_LOG LD_PRELOAD="$LIB" sh -c "echo up; read x; exit 0" < "$d/in" >> "$d/ups" 2>&1 &

@@ -68,7 +68,7 @@ else bad "SIGKILL in another PID namespace, node cap (want total $((64 * MB)), i
 # row of `ledger_holder 64 fork` left.
 out=$(bash -c "$hdr"'
 	export HOSTPIN_LEDGER=$d/ns3
-	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"
+	rm -f "$d/in" "$d/ups"; mkfifo "$d/in"; : > "$d/ups"
 	unshare -p -f --mount-proc sh -c "env LD_PRELOAD=\"$LIB\" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \"\$1\" 64 fork; echo sh-done; cat >/dev/null" sh "$LH" < "$d/in" >> "$d/ups" 2>&1 &
 	u=$!
 	exec 3>"$d/in"
