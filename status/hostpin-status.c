@@ -170,7 +170,7 @@ static int count_arg(const char *s)
 
 /* The merged report, a SIGBUS in the ledger (truncated meanwhile) cutting
  * it short with a message. */
-static void guarded_report(struct hp_ledger *l)
+static void guarded_report(struct hp_ledger *l, int child, const char *argv0)
 {
 	if (sigsetjmp(status_bus_jb, 1)) {
 		status_bus_armed = 0;
@@ -178,7 +178,7 @@ static void guarded_report(struct hp_ledger *l)
 		return;
 	}
 	status_bus_armed = 1;
-	status_report(l, (int)getpid());
+	status_report(l, (int)getpid(), child, argv0);
 	status_bus_armed = 0;
 }
 
@@ -197,10 +197,11 @@ int main(int argc, char **argv)
 				"exit (HOSTPIN_STATS=1)\n", why);
 			setenv("HOSTPIN_STATS", "1", 1);
 		}
-		int rc = hp_run_job(argv[2], argv + 4);
+		int ws, child, rc = hp_run_job(argv[2], argv + 4, &ws, &child);
+		status_job_end(ws, argv[4]);
 		struct hp_ledger *l = merged ? status_whole(status_open_ledger(1)) : NULL;
 		if (l)
-			guarded_report(l);
+			guarded_report(l, child, argv[4]);
 		else if (merged)
 			fprintf(stderr, "hostpin: --stats: no merged report: "
 				"the ledger cannot be read after the job\n");
@@ -281,7 +282,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (job)
-		return l ? status_report(l, job) : 0;
+		return l ? status_report(l, job, 0, NULL) : 0;
 	if (prom && watch) {
 		/* one exposition per output: a stream of them parses as
 		 * nothing */

@@ -162,10 +162,10 @@ for pair in "-t HOSTPIN_THRESHOLD 4X" "-m HOSTPIN_MAX_PINNED lots"; do
 		bad "launcher and library differ on $2: launcher '$lw', library '$bw'"
 done
 
-# -- --stats: the job's summary first, then its processes; with the mlock
+# -- --stats: how the command ended, then the job's summary, then its processes; with the mlock
 # backend, one line saying there is nothing to gain without a GPU --
 out=$("$H" --stats -b mlock -t 1M -- /usr/bin/python3 -c 'b = bytearray(8 << 20); c = bytearray(8 << 20)' 2>&1); rc=$?
-first=$(echo "$out" | grep '^hostpin' | head -1)
+first=$(echo "$out" | grep '^hostpin' | sed -n 2p)
 if [ $rc -eq 0 ] && echo "$first" | grep -q '^hostpin: job report: 1 process' &&
 	echo "$out" | grep '^hostpin' | tail -1 | grep -q '^hostpin:   backend mlock: .*nothing to gain without one' &&
 	[ "$(echo "$out" | grep -c '^hostpin:   pid ')" = 1 ]; then
@@ -187,4 +187,30 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	[ $rc -eq 0 ] && [ -s "$fh/py.log" ] && echo "$out" | grep -q "^demo: would run 1 steps with $fh/py on " &&
 		ok "make demo PYTHON=wrapper: the wrapper ran ($(wc -l < "$fh/py.log") call(s))" || { bad "make demo PYTHON= (rc $rc):"; echo "$out" | tail -3 | sed 's/^/    /'; }
 else echo "SKIP: make demo PYTHON=: /usr/bin/python3 has no PyTorch"; fi
+
+# -- issue 42, item 3: the report says first how the command ended, and
+# when it exec'd onward (a pyenv shim) --
+# Injected: a command that fails (exit 1, as a ModuleNotFoundError does),
+# one killed by SIGKILL, a shim that execs python3, a #! script that exits
+# 3.  Must hold: the first hostpin line gives the status (the signal's name
+# and 137); the shim's report says it exec'd onward and what the process
+# ended as; the script's does not (its interpreter is no shim); the
+# launcher exits with the command's status.
+r1=$("$H" --stats -b mlock -- /usr/bin/python3 -c 'import hostpin_no_such_module' 2>&1); c1=$?
+r2=$("$H" --stats -b mlock -- /bin/sh -c 'kill -KILL $$' 2>&1); c2=$?
+printf '#!/bin/sh\nexec /usr/bin/python3 -c "raise SystemExit(0)"\n' > "$fh/shim"
+printf '#!/bin/sh\nexit 3\n' > "$fh/script"
+chmod +x "$fh/shim" "$fh/script"
+r3=$("$H" --stats -b mlock -- "$fh/shim" 2>&1); c3=$?
+r4=$("$H" --stats -b mlock -- "$fh/script" 2>&1); c4=$?
+f1=$(echo "$r1" | grep '^hostpin' | head -1) f2=$(echo "$r2" | grep '^hostpin' | head -1)
+if [ $c1 -eq 1 ] && [ "$f1" = "hostpin: the command (/usr/bin/python3) failed with status 1" ] &&
+	[ $c2 -eq 137 ] && [ "$f2" = "hostpin: the command (/bin/sh) was ended by signal 9 (Killed); exit status 137" ]; then
+	ok "--stats: the report's first line says how the command ended (failed with status 1; signal 9, 137)"
+else bad "--stats exit status line (rc $c1, $c2): [$f1] [$f2]"; fi
+if [ $c3 -eq 0 ] && echo "$r3" | grep -qxF "hostpin:   $fh/shim exec'd onward (a shim or a wrapper); the process ended as: /usr/bin/python3 -c raise SystemExit(0)" &&
+	[ $c4 -eq 3 ] && echo "$r4" | head -1 | grep -qxF "hostpin: the command ($fh/script) failed with status 3" &&
+	! echo "$r4" | grep -q "exec'd onward"; then
+	ok "--stats: a shim that execs python3 is said to have exec'd onward; a #! script is not"
+else bad "--stats exec'd onward (rc $c3, $c4):"; echo "$r3$r4" | sed 's/^/    /'; fi
 rm -rf "$fh"
