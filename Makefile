@@ -77,7 +77,8 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-STATUS_SRC := status/hostpin-status.c status/ledger_read.c status/prometheus.c status/report.c status/run.c
+STATUS_SRC := status/hostpin-status.c status/ledger_read.c status/prometheus.c status/report.c status/run.c \
+	status/clean.c
 $(B)/hostpin-status: $(STATUS_SRC) status/run.h status/status.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -o $@ $(STATUS_SRC)
@@ -242,9 +243,12 @@ install: all
 	@[ -n "$(DESTDIR)" ] || $(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || \
 		echo 'note: $(PYTHON) does not search $(PYDIR) (PYDIR given): import hostpin needs PYTHONPATH=$(PYDIR)'
 
-# The manifest's list when there is one; else (a staged install, or one
-# made before the manifest existed) the files at this make's paths.
+# First the user's ledgers that no process uses (hostpin status --clean:
+# /dev/shm/hostpin-UID.d/ outlives every process).  Then the manifest's
+# list when there is one; else (a staged install, or one made before the
+# manifest existed) the files at this make's paths.
 uninstall:
+	@[ -n "$(DESTDIR)" ] || [ ! -x '$(BINDIR)/hostpin-status' ] || '$(BINDIR)/hostpin-status' --clean || true
 	@if [ -z "$(DESTDIR)" ] && [ -f '$(MANIFEST)' ]; then \
 		echo 'make uninstall: removing what $(MANIFEST) lists'; scripts/install-manifest remove '$(MANIFEST)'; \
 	else \
@@ -281,6 +285,11 @@ deb: all
 		' and registered with the GPU driver (CUDA, Level Zero), so host-device' \
 		' copies run at DMA speed.  Launcher, library, header, pkg-config file,' \
 		' bash completion, Python module and manual pages.' > $(B)/deb/root/DEBIAN/control
+	# on removal, root's ledgers that no process uses (hostpin status --clean)
+	printf '%s\n' '#!/bin/sh' 'set -e' \
+		'if [ "$$1" = remove ] && [ -x /usr/bin/hostpin-status ]; then /usr/bin/hostpin-status --clean >/dev/null 2>&1 || true; fi' \
+		> $(B)/deb/root/DEBIAN/prerm
+	chmod 0755 $(B)/deb/root/DEBIAN/prerm
 	dpkg-deb --root-owner-group -Zxz --build $(B)/deb/root $(DEB)
 
 # A wheel written by scripts/make-wheel (zipfile: no pip, setuptools or

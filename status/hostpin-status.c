@@ -119,6 +119,7 @@ static void usage(FILE *f)
 		"usage: hostpin status [--all] [--watch [SECONDS]] [--count N]\n"
 		"       hostpin status --total COUNTER\n"
 		"       hostpin status --report JOB_PID\n"
+		"       hostpin status --clean\n"
 		"       hostpin status [--all] --prometheus | "
 		"--prometheus-file PATH [--watch [S]]\n"
 		"  (no option)       one line per hostpin process of this user "
@@ -139,6 +140,10 @@ static void usage(FILE *f)
 		"by launcher PID\n"
 		"                    (hostpin --stats prints it; frees their "
 		"slots)\n"
+		"      --clean       remove this user's ledgers that no process "
+		"uses (/dev/shm/\n"
+		"                    hostpin-UID.d/: they outlive every hostpin "
+		"process)\n"
 		"      --prometheus  the figures in Prometheus' text format "
 		"(0.0.4): hostpin_process_*\n"
 		"                    (labels pid, rank, local_rank, job_pid, "
@@ -225,6 +230,13 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--prometheus")) {
 			prom = 1;
+		} else if (!strcmp(a, "--clean")) {
+			if (argc != 2) {
+				fprintf(stderr, "hostpin status: --clean goes "
+					"alone\n");
+				return 2;
+			}
+			return status_clean();
 		} else if (!strcmp(a, "--count") || !strcmp(a, "-n") ||
 			   !strcmp(a, "--total") || !strcmp(a, "--report") ||
 			   !strcmp(a, "--prometheus-file")) {

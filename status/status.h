@@ -51,6 +51,10 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0);
  * started), to stderr. */
 void status_job_end(int ws, const char *cmd);
 
+/* clean.c: hostpin status --clean: this user's ledgers that no process
+ * maps removed (and their directory, empty); what it did on stdout. */
+int status_clean(void);
+
 /* prometheus.c: the node in the text exposition format to o (every slot
  * with all, else those that did something); the same into the file path,
  * replaced whole (0, or 1 with a message); 1 if /proc hides other users'
