@@ -95,7 +95,7 @@ deps: $(DEPS_STAMP)
 
 CHECK_FLAGS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
 
-$(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR) man/hostpin.7
+$(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR) man/hostpin-reference.7
 	@mkdir -p $(B)/test
 	$(CC) $(WARN) $(CFLAGS) $(EMBED) -DHP_SRCDIR='"$(CURDIR)"' -o $@ $(UNIT_SRC) $(REG_SRC) $(UNIT_MODS) $(CHECK_FLAGS) -ldl -lpthread
 
@@ -196,7 +196,7 @@ gpu-check:
 # What make install writes, without DESTDIR; make uninstall removes what the
 # manifest under the prefix lists (scripts/install-manifest), so the two agree
 # whatever PYDIR or the other directories were: uninstall needs PREFIX alone.
-MAN7_PAGES := hostpin.7
+MAN7_PAGES := hostpin.7 hostpin-reference.7
 INSTALL_DIRS := $(LIBDIR) $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7 $(INCLUDEDIR) $(PKGCONFIGDIR) \
 	$(COMPLETIONDIR) $(PYDIR)
 INSTALL_FILES := $(LIBDIR)/libhostpin.so $(BINDIR)/hostpin $(BINDIR)/hostpin-status \

@@ -77,7 +77,7 @@ else bad "HOSTPIN_LOG=info and --show differ: $(diff <(echo "$show") <(echo "$in
 # come first) --
 names=$(echo "$show" | sed 's/=.*//')
 readme_order=$(sed -n 's/^| `\(HOSTPIN_[A-Z0-9_]*\)` |.*/\1/p' "$top/docs/knobs.md" | grep -vx HOSTPIN_SYSFS_ROOT)
-man_order=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH BACKENDS/p' "$top/man/hostpin.7" | awk '/^\.TP/ { getline; print }' |
+man_order=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH BACKENDS/p' "$top/man/hostpin-reference.7" | awk '/^\.TP/ { getline; print }' |
 	sed -n 's/^\.B \(HOSTPIN_[A-Z0-9_]*\)$/\1/p' |
 	awk '!seen[$0]++' | grep -xF -f <(echo "$readme_order"))
 if [ -n "$names" ] && [ "$names" = "$(echo "$names" | LC_ALL=C sort)" ] && [ "$names" = "$readme_order" ] &&
