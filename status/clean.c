@@ -1,13 +1,16 @@
 /* hostpin status --clean: remove this user's ledgers that no process uses
  * (they outlive every hostpin process, and an uninstall: 424 KiB in
  * /dev/shm/hostpin-UID.d/ until a reboot), then their directory if empty.
- * A ledger is in use while a process maps it: every process that attached
- * to it does, until it exits (ledger.h).  The package's removal does the
+ * A ledger is in use while a process maps it (every process that attached
+ * to it does, until it exits: ledger.h) or holds it open, or while a
+ * launcher whose job has slots in it runs (its --stats report is printed
+ * after the job's last process is gone).  The package's removal does the
  * same in shell (Makefile, deb: postrm). */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +56,68 @@ static int mapped_by(const struct stat *st)
 	return who;
 }
 
+/* The pid of a process that holds the file st open (a descriptor), 0 if
+ * none does: a process between its open and its mapping. */
+static int opened_by(const struct stat *st)
+{
+	DIR *pd = opendir("/proc");
+	if (!pd)
+		return -1;
+	int who = 0;
+	struct dirent *e;
+	while (!who && (e = readdir(pd))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		char fp[300];
+		snprintf(fp, sizeof(fp), "/proc/%s/fd", e->d_name);
+		DIR *fd = opendir(fp);
+		if (!fd)
+			continue;
+		struct dirent *f;
+		while ((f = readdir(fd))) {
+			struct stat fs;
+			if (f->d_name[0] != '.' &&
+			    fstatat(dirfd(fd), f->d_name, &fs, 0) == 0 &&
+			    fs.st_ino == st->st_ino && fs.st_dev == st->st_dev) {
+				who = atoi(e->d_name);
+				break;
+			}
+		}
+		closedir(fd);
+	}
+	closedir(pd);
+	return who;
+}
+
+/* For a ledger of this layout: the pid of a launcher still running whose
+ * job has slots in it (its merged report is yet to be printed, after the
+ * job's last process has gone), else 0.  Read with pread, not mapped: a
+ * file truncated meanwhile raises no SIGBUS here. */
+static int launcher_of(int dir, const char *name, const struct stat *st)
+{
+	if ((size_t)st->st_size != sizeof(struct hp_ledger))
+		return 0; /* another layout: its slots are not read */
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct hp_ledger *l = malloc(sizeof(*l));
+	int who = 0;
+	if (l && pread(fd, l, sizeof(*l), 0) == (ssize_t)sizeof(*l) &&
+	    l->layout == HP_LEDGER_LAYOUT) {
+		for (uint32_t i = 0; !who && i < l->hiwater && i < HP_LEDGER_SLOTS; i++) {
+			struct hp_lslot *sl = &l->slot[i];
+			uint32_t stt = HP_LS_ST(sl->state);
+			if ((stt == HP_LS_LIVE || stt == HP_LS_DEAD) &&
+			    sl->job_pid > 0 &&
+			    (kill(sl->job_pid, 0) == 0 || errno == EPERM))
+				who = sl->job_pid;
+		}
+	}
+	free(l);
+	close(fd);
+	return who;
+}
+
 /* One directory of the user's ledgers: the ledgers (and temporaries) no
  * process maps removed; the counts added to *gone and *kept. */
 static void clean_dir(const char *dir, int *gone, int *kept)
@@ -76,10 +141,17 @@ static void clean_dir(const char *dir, int *gone, int *kept)
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
 			continue; /* not a ledger of the user's */
-		int who = mapped_by(&st);
+		int who = mapped_by(&st), job = 0;
+		if (!who)
+			who = opened_by(&st);
+		if (!who)
+			who = job = launcher_of(dirfd(d), e->d_name, &st);
 		if (who != 0) {
 			(*kept)++;
-			if (who > 0)
+			if (job)
+				printf("kept %s: launcher %d has yet to report "
+				       "its job\n", status_esc(path), who);
+			else if (who > 0)
 				printf("kept %s: in use by pid %d\n",
 				       status_esc(path), who);
 			else

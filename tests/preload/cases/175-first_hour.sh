@@ -217,9 +217,11 @@ else bad "--stats exec'd onward (rc $c3, $c4):"; echo "$r3$r4" | sed 's/^/    /'
 # -- issue 42, item 7: hostpin status --clean removes the ledgers no
 # process uses (they outlive every process, and an uninstall) --
 # Injected: a private tmpfs on /dev/shm (unshare -m); a ledger made by
-# /bin/true, a holder process attached to it.  Must hold: --clean keeps
-# the ledger while the holder runs (naming its pid), removes it and its
-# directory once the holder has exited; /dev/shm is empty after.
+# /bin/true, a holder process attached to it; then a process of a job
+# whose launcher (this shell) still runs.  Must hold: --clean keeps the
+# ledger while the holder runs (naming its pid), removes it and its
+# directory once the holder has exited (/dev/shm empty after), and keeps
+# the next one while the job's launcher has yet to print its report.
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 	out=$(LH=$B/ledger_holder d=$fh ST=$ST LIB=$LIB unshare -m --propagation private bash -c '
 		mount -t tmpfs -o size=4m tmpfs /dev/shm || exit 9
@@ -228,12 +230,15 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 		echo "A:$("$ST" --clean 2>&1 | tr "\n" "|")"
 		exec 3>&-; wait $hold_pid
 		echo "B:$("$ST" --clean 2>&1 | tr "\n" "|")"
-		echo "LS:$(ls -A /dev/shm)"' 2>&1)
+		echo "LS:$(ls -A /dev/shm)"
+		HOSTPIN_JOB=$$ LD_PRELOAD="$LIB" /bin/true
+		echo "C:$("$ST" --clean 2>&1 | head -1)"' 2>&1)
 	led="/dev/shm/hostpin-$(id -u).d/ledger-v"
 	if echo "$out" | grep -q "^A:kept ${led}[0-9]*-[0-9]*: in use by pid [0-9]*|hostpin status --clean: 0 ledgers removed, 1 in use kept|$" &&
 		echo "$out" | grep -q "^B:removed ${led}[0-9]*-[0-9]*: no process uses it|removed /dev/shm/hostpin-$(id -u).d/|hostpin status --clean: 1 ledger removed, 0 in use kept|$" &&
-		echo "$out" | grep -qx "LS:"; then
-		ok "hostpin status --clean: keeps a ledger in use, removes it and its directory once no process maps it"
+		echo "$out" | grep -qx "LS:" &&
+		echo "$out" | grep -q "^C:kept ${led}[0-9]*-[0-9]*: launcher [0-9]* has yet to report its job$"; then
+		ok "hostpin status --clean: keeps a ledger in use (or holding a running launcher's job), removes it and its directory once no process maps it"
 	else bad "hostpin status --clean:"; echo "$out" | sed 's/^/    /'; fi
 else echo "SKIP: hostpin status --clean: not root (or no unshare -m): no private /dev/shm"; fi
 rm -rf "$fh"
