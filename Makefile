@@ -6,8 +6,8 @@
 #   make demo       the same PyTorch job without and with hostpin, side by side
 #   make check-torch  PyPI torch, DeepSpeed, CuPy over the fake driver (venv in build/; not in check)
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
-#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3  (make uninstall undoes it; stops if
-#                   PYTHON would not find hostpin.py there)
+#   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3 PYDIR=  (stops if PYTHON would not find
+#                   hostpin.py there; a manifest under PREFIX: make uninstall PREFIX= undoes it)
 #   make deb        build/hostpin_VERSION_ARCH.deb from a staged install
 #   make wheel      build/hostpin-VERSION-py3-none-manylinux_2_28_x86_64.whl (pip install it)
 CC ?= cc
@@ -77,7 +77,8 @@ $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
 		-o $@ $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 
 # `hostpin status` and the launcher's merged report: the ledger's reader
-STATUS_SRC := status/hostpin-status.c status/ledger_read.c status/prometheus.c status/report.c status/run.c
+STATUS_SRC := status/hostpin-status.c status/ledger_read.c status/prometheus.c status/report.c status/run.c \
+	status/clean.c
 $(B)/hostpin-status: $(STATUS_SRC) status/run.h status/status.h $(PRELOAD_HDR)
 	@mkdir -p $(B)
 	$(CC) $(WARN) $(CFLAGS) -o $@ $(STATUS_SRC)
@@ -94,7 +95,7 @@ deps: $(DEPS_STAMP)
 
 CHECK_FLAGS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
 
-$(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR) man/hostpin.7
+$(B)/test/unit: $(DEPS_STAMP) $(UNIT_SRC) tests/unit/unit.h $(REG_SRC) $(UNIT_MODS) $(PRELOAD_HDR) man/hostpin-reference.7
 	@mkdir -p $(B)/test
 	$(CC) $(WARN) $(CFLAGS) $(EMBED) -DHP_SRCDIR='"$(CURDIR)"' -o $@ $(UNIT_SRC) $(REG_SRC) $(UNIT_MODS) $(CHECK_FLAGS) -ldl -lpthread
 
@@ -192,27 +193,42 @@ bench-peers: $(DEPS_STAMP) all
 gpu-check:
 	scripts/gpu-check
 
+# What make install writes, without DESTDIR; make uninstall removes what the
+# manifest under the prefix lists (scripts/install-manifest), so the two agree
+# whatever PYDIR or the other directories were: uninstall needs PREFIX alone.
+MAN7_PAGES := hostpin.7 hostpin-reference.7
+INSTALL_DIRS := $(LIBDIR) $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7 $(INCLUDEDIR) $(PKGCONFIGDIR) \
+	$(COMPLETIONDIR) $(PYDIR)
+INSTALL_FILES := $(LIBDIR)/libhostpin.so $(BINDIR)/hostpin $(BINDIR)/hostpin-status \
+	$(MANDIR)/man1/hostpin.1 $(addprefix $(MANDIR)/man7/,$(MAN7_PAGES)) $(INCLUDEDIR)/hostpin.h \
+	$(PKGCONFIGDIR)/hostpin.pc $(COMPLETIONDIR)/hostpin $(PYDIR)/hostpin.py
+MANIFEST ?= $(PREFIX)/share/hostpin/install-manifest
+
 # Before anything is written: hostpin.py must go where $(PYTHON) looks.
-# A python3 that is not Debian's (pyenv, conda) does not search PREFIX's
-# directories: stop and say what to do rather than leave the module where
-# no interpreter finds it.  PYDIR=... on the command line, DESTDIR (a
-# staged install) or no $(PYTHON) at all skip the check.
+# A python3 that is not Debian's (pyenv, conda), or any prefix of one's own
+# (PREFIX=$HOME/.local/opt, /tmp/p), is not searched: stop and say what to
+# do, the first suggestion one that works for any prefix (PYDIR= on the
+# command line), rather than leave the module where no interpreter finds it
+# unasked.  PYDIR=... on the command line, DESTDIR (a staged install) or no
+# $(PYTHON) at all skip the check.
 install: all
 	@[ -n "$(DESTDIR)" ] || [ "$(origin PYDIR)" = "command line" ] || ! command -v $(PYTHON) >/dev/null 2>&1 || \
 		$(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || { \
 		echo "make install: $(PYTHON) ($$(command -v $(PYTHON))) does not search $(PYDIR), where hostpin.py would go;" >&2; \
-		echo "  nothing installed.  Name the interpreter to install for (PYTHON=/usr/bin/python3: Debian's" >&2; \
-		echo "  searches PREFIX=/usr/local), or the directory (PYDIR=...), or put the wheel into that" >&2; \
-		echo "  interpreter's environment (make wheel; pip install build/hostpin-*.whl in a venv)" >&2; exit 1; }
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(PYDIR)
+		echo "  nothing installed.  Either:" >&2; \
+		echo "  - add PYDIR=$(PYDIR) to the command line: installs there (any prefix);" >&2; \
+		echo "    import hostpin then needs PYTHONPATH=$(PYDIR); the launcher and library need nothing;" >&2; \
+		echo "  - or name an interpreter that searches it (PYTHON=/usr/bin/python3 with PREFIX=/usr/local);" >&2; \
+		echo "  - or put the wheel into your interpreter's environment (make wheel; pip install build/hostpin-*.whl)" >&2; \
+		exit 1; }
+	@[ -n "$(DESTDIR)" ] || scripts/install-manifest dirs '$(MANIFEST)' $(INSTALL_DIRS)
+	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libhostpin.so
 	sed -e 's|@LIBDIR_BUILD@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' scripts/hostpin > $(DESTDIR)$(BINDIR)/hostpin
 	chmod 0755 $(DESTDIR)$(BINDIR)/hostpin
 	install -m 0755 $(B)/hostpin-status $(DESTDIR)$(BINDIR)/hostpin-status
 	install -m 0644 man/hostpin.1 $(DESTDIR)$(MANDIR)/man1/hostpin.1
-	install -m 0644 man/hostpin.7 $(DESTDIR)$(MANDIR)/man7/hostpin.7
+	install -m 0644 $(addprefix man/,$(MAN7_PAGES)) $(DESTDIR)$(MANDIR)/man7/
 	install -m 0644 preload/hostpin.h $(DESTDIR)$(INCLUDEDIR)/hostpin.h
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' \
 		'# the library to preload; programs find the query API with dlsym' \
@@ -222,16 +238,24 @@ install: all
 		> $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc
 	install -m 0644 scripts/hostpin.bash-completion $(DESTDIR)$(COMPLETIONDIR)/hostpin
 	install -m 0644 python/hostpin.py $(DESTDIR)$(PYDIR)/hostpin.py
+	@[ -n "$(DESTDIR)" ] || scripts/install-manifest files '$(MANIFEST)' $(INSTALL_FILES)
+	@[ -n "$(DESTDIR)" ] || echo 'make install: the files are listed in $(MANIFEST); make uninstall PREFIX=$(PREFIX) removes them'
 	@[ -n "$(DESTDIR)" ] || $(PYTHON) -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' '$(PYDIR)' 2>/dev/null || \
 		echo 'note: $(PYTHON) does not search $(PYDIR) (PYDIR given): import hostpin needs PYTHONPATH=$(PYDIR)'
 
+# First the user's ledgers that no process uses (hostpin status --clean:
+# /dev/shm/hostpin-UID.d/ outlives every process).  Then the manifest's
+# list when there is one; else (a staged install, or one made before the
+# manifest existed) the files at this make's paths.
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libhostpin.so $(DESTDIR)$(BINDIR)/hostpin $(DESTDIR)$(BINDIR)/hostpin-status \
-		$(DESTDIR)$(MANDIR)/man1/hostpin.1 $(DESTDIR)$(MANDIR)/man7/hostpin.7 \
-		$(DESTDIR)$(INCLUDEDIR)/hostpin.h $(DESTDIR)$(PKGCONFIGDIR)/hostpin.pc \
-		$(DESTDIR)$(COMPLETIONDIR)/hostpin $(DESTDIR)$(PYDIR)/hostpin.py \
-		$(DESTDIR)$(PYDIR)/__pycache__/hostpin.*.pyc
-	-@rmdir $(DESTDIR)$(PYDIR)/__pycache__ 2>/dev/null || true
+	@[ -n "$(DESTDIR)" ] || [ ! -x '$(BINDIR)/hostpin-status' ] || '$(BINDIR)/hostpin-status' --clean || true
+	@if [ -z "$(DESTDIR)" ] && [ -f '$(MANIFEST)' ]; then \
+		echo 'make uninstall: removing what $(MANIFEST) lists'; scripts/install-manifest remove '$(MANIFEST)'; \
+	else \
+		[ -n "$(DESTDIR)" ] || echo 'make uninstall: no $(MANIFEST); removing the files at this make'"'"'s paths (PYDIR=$(PYDIR))'; \
+		rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES)) $(DESTDIR)$(PYDIR)/__pycache__/hostpin.*.pyc; \
+		rmdir $(DESTDIR)$(PYDIR)/__pycache__ 2>/dev/null || true; \
+	fi
 
 # A Debian package from a staged install (dpkg-deb; no debhelper needed).
 DEB_ARCH = $(shell dpkg --print-architecture)
@@ -245,7 +269,7 @@ deb: all
 	rm -rf $(B)/deb && mkdir -p $(B)/deb/root/DEBIAN
 	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(B))/deb/root PREFIX=/usr \
 		LIBDIR=/usr/lib/$(DEB_MULTIARCH) PYDIR=/usr/lib/python3/dist-packages
-	gzip -9n $(B)/deb/root/usr/share/man/man1/hostpin.1 $(B)/deb/root/usr/share/man/man7/hostpin.7
+	gzip -9n $(B)/deb/root/usr/share/man/man1/hostpin.1 $(addprefix $(B)/deb/root/usr/share/man/man7/,$(MAN7_PAGES))
 	# the licence (LICENSE), in Debian's machine-readable copyright format
 	install -d $(B)/deb/root/usr/share/doc/hostpin
 	{ printf '%s\n' 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
@@ -261,6 +285,11 @@ deb: all
 		' and registered with the GPU driver (CUDA, Level Zero), so host-device' \
 		' copies run at DMA speed.  Launcher, library, header, pkg-config file,' \
 		' bash completion, Python module and manual pages.' > $(B)/deb/root/DEBIAN/control
+	# on removal, root's ledgers that no process uses (hostpin status --clean)
+	printf '%s\n' '#!/bin/sh' 'set -e' \
+		'if [ "$$1" = remove ] && [ -x /usr/bin/hostpin-status ]; then /usr/bin/hostpin-status --clean >/dev/null 2>&1 || true; fi' \
+		> $(B)/deb/root/DEBIAN/prerm
+	chmod 0755 $(B)/deb/root/DEBIAN/prerm
 	dpkg-deb --root-owner-group -Zxz --build $(B)/deb/root $(DEB)
 
 # A wheel written by scripts/make-wheel (zipfile: no pip, setuptools or

@@ -37,6 +37,9 @@ enum { HP_BACKEND_AUTO, HP_BACKEND_NONE, HP_BACKEND_MLOCK, HP_BACKEND_CUDA,
 enum { HP_COPY_SYNC, HP_COPY_ASYNC };
 enum { HP_MMAP_OFF, HP_MMAP_PRIVATE, HP_MMAP_SHARED, HP_MMAP_ALL };
 enum { HP_LOG_OFF, HP_LOG_ERROR, HP_LOG_WARN, HP_LOG_INFO, HP_LOG_DEBUG };
+/* The exit status when HOSTPIN_STRICT=1 finds an invalid or unknown knob
+ * at start (sysexits.h's EX_CONFIG; hostpin(7), HOSTPIN_STRICT). */
+#define HP_STRICT_EXIT 78
 
 typedef struct hp_optdesc {
 	const char *name; /* without the HOSTPIN_ prefix */

@@ -119,6 +119,7 @@ static void usage(FILE *f)
 		"usage: hostpin status [--all] [--watch [SECONDS]] [--count N]\n"
 		"       hostpin status --total COUNTER\n"
 		"       hostpin status --report JOB_PID\n"
+		"       hostpin status --clean\n"
 		"       hostpin status [--all] --prometheus | "
 		"--prometheus-file PATH [--watch [S]]\n"
 		"  (no option)       one line per hostpin process of this user "
@@ -139,6 +140,10 @@ static void usage(FILE *f)
 		"by launcher PID\n"
 		"                    (hostpin --stats prints it; frees their "
 		"slots)\n"
+		"      --clean       remove this user's ledgers that no process "
+		"uses (/dev/shm/\n"
+		"                    hostpin-UID.d/: they outlive every hostpin "
+		"process)\n"
 		"      --prometheus  the figures in Prometheus' text format "
 		"(0.0.4): hostpin_process_*\n"
 		"                    (labels pid, rank, local_rank, job_pid, "
@@ -170,7 +175,7 @@ static int count_arg(const char *s)
 
 /* The merged report, a SIGBUS in the ledger (truncated meanwhile) cutting
  * it short with a message. */
-static void guarded_report(struct hp_ledger *l)
+static void guarded_report(struct hp_ledger *l, int child, const char *argv0)
 {
 	if (sigsetjmp(status_bus_jb, 1)) {
 		status_bus_armed = 0;
@@ -178,7 +183,7 @@ static void guarded_report(struct hp_ledger *l)
 		return;
 	}
 	status_bus_armed = 1;
-	status_report(l, (int)getpid());
+	status_report(l, (int)getpid(), child, argv0);
 	status_bus_armed = 0;
 }
 
@@ -197,10 +202,11 @@ int main(int argc, char **argv)
 				"exit (HOSTPIN_STATS=1)\n", why);
 			setenv("HOSTPIN_STATS", "1", 1);
 		}
-		int rc = hp_run_job(argv[2], argv + 4);
+		int ws, child, rc = hp_run_job(argv[2], argv + 4, &ws, &child);
+		status_job_end(ws, argv[4]);
 		struct hp_ledger *l = merged ? status_whole(status_open_ledger(1)) : NULL;
 		if (l)
-			guarded_report(l);
+			guarded_report(l, child, argv[4]);
 		else if (merged)
 			fprintf(stderr, "hostpin: --stats: no merged report: "
 				"the ledger cannot be read after the job\n");
@@ -224,6 +230,13 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--prometheus")) {
 			prom = 1;
+		} else if (!strcmp(a, "--clean")) {
+			if (argc != 2) {
+				fprintf(stderr, "hostpin status: --clean goes "
+					"alone\n");
+				return 2;
+			}
+			return status_clean();
 		} else if (!strcmp(a, "--count") || !strcmp(a, "-n") ||
 			   !strcmp(a, "--total") || !strcmp(a, "--report") ||
 			   !strcmp(a, "--prometheus-file")) {
@@ -281,7 +294,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (job)
-		return l ? status_report(l, job) : 0;
+		return l ? status_report(l, job, 0, NULL) : 0;
 	if (prom && watch) {
 		/* one exposition per output: a stream of them parses as
 		 * nothing */

@@ -4,11 +4,88 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "status.h"
 
-int status_report(struct hp_ledger *l, int job)
+void status_job_end(int ws, const char *cmd)
 {
+	if (ws == -1)
+		return; /* it never started: run.c said why */
+	char c[80];
+	snprintf(c, sizeof(c), "%s", status_esc(cmd));
+	if (WIFSIGNALED(ws)) {
+		int sig = WTERMSIG(ws);
+		fprintf(stderr, "hostpin: the command (%s) was ended by signal "
+			"%d (%s)%s; exit status %d\n", c, sig, strsignal(sig),
+			WCOREDUMP(ws) ? ", core dumped" : "", 128 + sig);
+		return;
+	}
+	int st = WEXITSTATUS(ws);
+	const char *strict = getenv("HOSTPIN_STRICT");
+	fprintf(stderr, "hostpin: the command (%s) %s with status %d%s\n", c,
+		st ? "failed" : "exited", st,
+		st == 78 && strict && strcmp(strict, "0") != 0
+		    ? " (HOSTPIN_STRICT=1 stopped it before it ran: the "
+		      "message above names the knob)"
+		    : "");
+}
+
+/* Word k (0 or 1) of slot s's command line (space-separated), into out. */
+static const char *word(const struct hp_lslot *s, int k, char *out, size_t cap)
+{
+	char line[4 * HP_LEDGER_CMD + 8];
+	status_printable(s, line, sizeof(line));
+	const char *p = line;
+	for (; k > 0 && *p; k--)
+		p += strcspn(p, " ") + (p[strcspn(p, " ")] ? 1 : 0);
+	snprintf(out, cap, "%.*s", (int)strcspn(p, " "), p);
+	return out;
+}
+
+/* The programs of the processes that did nothing: the first three names,
+ * distinct, and whether there were more. */
+struct idle_names {
+	char n[3][48];
+	int k, more;
+};
+
+static void idle_add(struct idle_names *in, const struct hp_lslot *s)
+{
+	char w[128];
+	word(s, 0, w, sizeof(w));
+	const char *b = strrchr(w, '/');
+	b = b ? b + 1 : w;
+	for (int i = 0; i < in->k; i++)
+		if (strncmp(in->n[i], b, sizeof(in->n[i]) - 1) == 0)
+			return;
+	if (in->k == 3) {
+		in->more = 1;
+		return;
+	}
+	snprintf(in->n[in->k++], sizeof(in->n[0]), "%.47s", b);
+}
+
+/* ": a, b, c, ..." into out, or "". */
+static const char *idle_list(const struct idle_names *in, char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (int i = 0; i < in->k; i++) {
+		size_t n = strlen(out);
+		snprintf(out + n, cap - n, "%s%s", i ? ", " : ": ", in->n[i]);
+	}
+	if (in->more) {
+		size_t n = strlen(out);
+		snprintf(out + n, cap - n, ", ...");
+	}
+	return out;
+}
+
+int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
+{
+	struct idle_names in;
+	memset(&in, 0, sizeof(in));
+	char ended[4 * HP_LEDGER_CMD + 8] = "", w0[128] = "", w1[128] = "";
 	uint64_t js = hp_proc_start(job);
 	if (js == HP_START_UNKNOWN) {
 		fprintf(stderr, "hostpin: job report: cannot read /proc/%d/stat\n",
@@ -41,6 +118,12 @@ int status_report(struct hp_ledger *l, int job)
 		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
 		    s->job_start != js)
 			continue;
+		if (pass == 0 && child > 0 && s->pid == child && !ended[0]) {
+			/* the command's own process, as it ended */
+			status_printable(s, ended, sizeof(ended));
+			word(s, 0, w0, sizeof(w0));
+			word(s, 1, w1, sizeof(w1));
+		}
 		if (pass == 0) {
 			uint64_t bk = C(s, backend);
 			if (!seen++) {
@@ -59,6 +142,7 @@ int status_report(struct hp_ledger *l, int job)
 				atomic_compare_exchange_strong(
 				    &s->state, &w, HP_LS_TO(w, HP_LS_FREE));
 				idle++;
+				idle_add(&in, s);
 			}
 			continue;
 		}
@@ -99,18 +183,30 @@ int status_report(struct hp_ledger *l, int job)
 	const char *idle_why =
 	    seen ? hp_idle_reason(&m, why, sizeof(why)) : NULL;
 	const char *mlock_note = seen ? hp_mlock_note(&m) : NULL;
+	/* a shim (pyenv's) or a wrapper exec'd onward: the process ended as
+	 * another program than the one named (a #! script's interpreter,
+	 * whose second word is the script, is not one) */
+	char onward[4 * HP_LEDGER_CMD + 80] = "";
+	if (ended[0] && argv0 && strcmp(w0, argv0) != 0 && strcmp(w1, argv0) != 0)
+		snprintf(onward, sizeof(onward), "hostpin:   %s exec'd onward "
+			 "(a shim or a wrapper); the process ended as: %.80s\n",
+			 status_esc(argv0), ended);
+	char names[200];
+	idle_list(&in, names, sizeof(names));
 	if (n == 0) {
 		free(procs);
 		fprintf(o, "hostpin: job report: no process of the job used hostpin "
-			"(%d did nothing)\n", idle);
+			"(%d did nothing%s)\n", idle, names);
+		fputs(onward, o);
 		if (idle_why)
 			fprintf(o, "hostpin:   %s\n", idle_why);
 		return 0;
 	}
 	(void)c;
 	fprintf(o, "hostpin: job report: %d process%s (%d still running; %d "
-		"that did nothing left out)\n", n, n == 1 ? "" : "es", running,
-		idle);
+		"that did nothing left out%s)\n", n, n == 1 ? "" : "es", running,
+		idle, names);
+	fputs(onward, o);
 	fprintf(o, "hostpin:   pinned: sum of per-process peaks %s; %llu "
 		"registrations, %llu unregistrations, %.3f s registering\n",
 		human(peak_sum, a), (unsigned long long)t.pin_calls,

@@ -35,8 +35,10 @@ static void pass_on(int sig, siginfo_t *si, void *uc)
 	errno = e;
 }
 
-int hp_run_job(const char *preload, char **argv)
+int hp_run_job(const char *preload, char **argv, int *wstatus, int *child)
 {
+	*wstatus = -1;
+	*child = 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
@@ -72,6 +74,7 @@ int hp_run_job(const char *preload, char **argv)
 		return 126;
 	}
 	job = pid;
+	*child = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	for (;;) {
 		/* WNOWAIT: the job stays a zombie, its pid unusable by another
@@ -96,6 +99,7 @@ int hp_run_job(const char *preload, char **argv)
 		while (waitpid(pid, &st, 0) < 0)
 			if (errno != EINTR)
 				return 127;
+		*wstatus = st;
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	}
 }

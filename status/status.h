@@ -42,8 +42,18 @@ uint32_t status_state_word(struct hp_lslot *s, int rw, uint32_t *wp);
 /* Slot s's command line, printable, into out. */
 const char *status_printable(const struct hp_lslot *s, char *out, size_t cap);
 /* report.c: the merged report of the processes of launcher job (the
- * launcher's --stats), to stderr; returns 0. */
-int status_report(struct hp_ledger *l, int job);
+ * launcher's --stats), to stderr; returns 0.  child, argv0: the command's
+ * own process and the name it was started by (0, NULL: unknown), to say
+ * when it exec'd onward (a pyenv shim). */
+int status_report(struct hp_ledger *l, int job, int child, const char *argv0);
+/* report.c: the launcher's first line after the job: how the command ended
+ * (its exit status, or the signal), from its wait status ws (-1: it never
+ * started), to stderr. */
+void status_job_end(int ws, const char *cmd);
+
+/* clean.c: hostpin status --clean: this user's ledgers that no process
+ * maps removed (and their directory, empty); what it did on stdout. */
+int status_clean(void);
 
 /* prometheus.c: the node in the text exposition format to o (every slot
  * with all, else those that did something); the same into the file path,

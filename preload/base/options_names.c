@@ -145,7 +145,7 @@ int hp_opt_report_unknown(void)
 			continue;
 		hp_log(HP_LOG_WARN,
 		       "unknown variable HOSTPIN_%s ignored; did you mean "
-		       "HOSTPIN_%s? (hostpin(7) lists every knob)%s",
+		       "HOSTPIN_%s? (hostpin-reference(7) lists every knob)%s",
 		       shown, hp_opt_closest(name, len),
 		       hp_opt[HP_OPT_STRICT] ? " (HOSTPIN_STRICT=1: fatal)"
 					     : "");

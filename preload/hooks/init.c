@@ -83,9 +83,15 @@ void hp_init_slow(void)
 	int st = HP_ST_READY;
 	const char *show = secure_getenv("HOSTPIN_SHOW");
 	show = show && strcmp(show, "1") == 0 ? show : NULL;
-	if (bad && hp_opt[HP_OPT_STRICT])
-		hp_fatal("HOSTPIN_STRICT=1 and %d invalid or unknown "
-			 "HOSTPIN_* variable(s): aborting", bad);
+	if (bad && hp_opt[HP_OPT_STRICT]) {
+		/* Not abort(): a typo is no crash (no core, no "Aborted").
+		 * Shown whatever HOSTPIN_LOG says; the program never ran. */
+		hp_log_level = HP_LOG_ERROR;
+		hp_log(HP_LOG_ERROR, "HOSTPIN_STRICT=1 and %d invalid or "
+		       "unknown HOSTPIN_* variable(s): exiting with status "
+		       "%d before the program starts", bad, HP_STRICT_EXIT);
+		_exit(HP_STRICT_EXIT);
+	}
 	/* otherwise each invalid knob kept its default: carry on */
 	if (hp_opt[HP_OPT_DISABLE] || hp_foreign_allocator())
 		st = HP_ST_PASSTHROUGH;

@@ -121,7 +121,7 @@ int hp_coverage_refuses(const hp_backend_t *b, const char **why)
 			       "are not registered, and registered ones are "
 			       "unregistered once their copies complete "
 			       "(HOSTPIN_COVERAGE=ignore registers them anyway; "
-			       "see \"Which copies are guarded\" in hostpin(7))",
+			       "see \"Which copies are guarded\" in hostpin-reference(7))",
 			       sc.obj, sc.name);
 			newly = 1;
 		}

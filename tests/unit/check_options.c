@@ -1,6 +1,6 @@
 /* Check suite for preload/base/options*.c and the man page: every knob parses
  * its own default, rejects bad values with a useful "expected", and is
- * documented in man/hostpin.7: one alphabetical ENVIRONMENT list whose
+ * documented in man/hostpin-reference.7: one alphabetical ENVIRONMENT list whose
  * entries give the type, range, choices and default of options.def. */
 #include <check.h>
 #include <errno.h>
@@ -290,7 +290,7 @@ static int man_type(const hp_optdesc_t *o, char *buf, size_t n)
 
 START_TEST(every_knob_is_documented_in_the_man_page)
 {
-	FILE *f = fopen(HP_SRCDIR "/man/hostpin.7", "r");
+	FILE *f = fopen(HP_SRCDIR "/man/hostpin-reference.7", "r");
 	ck_assert_ptr_nonnull(f);
 	static char man[1 << 17];
 	size_t n = fread(man, 1, sizeof(man) - 1, f);
@@ -298,7 +298,7 @@ START_TEST(every_knob_is_documented_in_the_man_page)
 	fclose(f);
 	/* every entry lives in ENVIRONMENT, the knobs in alphabetical order */
 	const char *env = strstr(man, "\n.SH ENVIRONMENT\n");
-	ck_assert_msg(env != NULL, "hostpin.7 has no ENVIRONMENT section");
+	ck_assert_msg(env != NULL, "hostpin-reference.7 has no ENVIRONMENT section");
 	const char *env_end = strstr(env + 1, "\n.SH ");
 	ck_assert_ptr_nonnull(env_end);
 	for (int i = 0; i < HP_OPT_COUNT; i++) {
@@ -307,7 +307,7 @@ START_TEST(every_knob_is_documented_in_the_man_page)
 		/* the entry header: .TP, .B HOSTPIN_NAME, then its default */
 		snprintf(key, sizeof(key), ".TP\n.B HOSTPIN_%s\n", o->name);
 		const char *at = strstr(man, key);
-		ck_assert_msg(at != NULL, "HOSTPIN_%s has no entry in hostpin.7",
+		ck_assert_msg(at != NULL, "HOSTPIN_%s has no entry in hostpin-reference.7",
 			      o->name);
 		ck_assert_msg(at > env && at < env_end,
 			      "HOSTPIN_%s: its entry is not under ENVIRONMENT",

@@ -9,6 +9,9 @@
 #   subdirectory) of registry/ preload/ status/ python/ man/ scripts/ and
 #   tests/{unit,preload,fakes,stress,bench}/ exactly as the tree has them:
 #   none missing, none that is not there.
+# - man/hostpin-reference.7's generated lists (every knob, every hooked CUDA
+#   entry point) match options.def and the hooks' .def files
+#   (scripts/man-lists --update rewrites them).
 readme=$top/README.md
 knobs_md=$top/docs/knobs.md        # the table of every knob
 contrib=$top/CONTRIBUTING.md       # the map of preload/ and the file listing
@@ -88,3 +91,18 @@ private=$(cd "$top" && grep -rnEi 'issues? [0-9]|/work/|/root/out|/home/[a-z]|th
 	bench/*.md bench/*.txt 2>/dev/null | head -5)
 [ -z "$private" ] && ok "house_docs: no tracker numbers, machine paths or nicknames in README, docs/, man/, bench/" ||
 	{ bad "house_docs: users' files name private things:"; echo "$private" | sed 's/^/    /'; }
+
+# -- the reference page's lists from the code (issue 42, item 5) --
+# Injected: nothing; then a copy of the page with one generated line
+# dropped.  Must hold: scripts/man-lists --check passes on the page, and
+# fails, naming the list, on the copy.
+if out=$("$top/scripts/man-lists" --check 2>&1); then
+	ok "house_docs: hostpin-reference(7)'s lists of knobs and CUDA entry points match options.def and the hooks' .def files"
+else bad "house_docs: $out"; fi
+mt=$(mktemp)
+grep -v '^\\fBHOSTPIN_THRESHOLD\\fP$' "$top/man/hostpin-reference.7" > "$mt"
+out=$(MAN_LISTS_PAGE=$mt "$top/scripts/man-lists" --check 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "differs from the code in: knobs (run scripts/man-lists --update)" &&
+	ok "house_docs: scripts/man-lists --check fails on a page whose knob list lacks HOSTPIN_THRESHOLD" ||
+	bad "house_docs: man-lists --check on an altered page (rc $rc): $out"
+rm -f "$mt"

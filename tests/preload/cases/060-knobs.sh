@@ -7,6 +7,13 @@ else bad "invalid knob (rc $rc, $n messages): $out"; fi
 out=$(env $P HOSTPIN_THRESHOLD=12Q HOSTPIN_STRICT=1 /bin/true 2>&1); rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q "HOSTPIN_STRICT=1"; then ok "invalid knob with HOSTPIN_STRICT=1 is fatal"
 else bad "strict (rc $rc): $out"; fi
+# issue 42, item 4: a typo under HOSTPIN_STRICT=1 is no crash.  Injected:
+# an invalid knob, strict, the log off.  Must hold: exit status 78 (the
+# documented one, no SIGABRT's 134), the message shown even so, naming it.
+out=$(sh -c 'env "$@" 2>&1; echo "rc=$?"' sh $P HOSTPIN_THRESHOLD=12Q HOSTPIN_STRICT=1 HOSTPIN_LOG=off /bin/true)
+if echo "$out" | grep -qx "rc=78" && echo "$out" | grep -q "exiting with status 78 before the program starts" &&
+	! echo "$out" | grep -qi "abort"; then ok "HOSTPIN_STRICT=1: exit status 78 with a message, no abort"
+else bad "strict exit status: $out"; fi
 # one invalid knob keeps its default; the rest of hostpin (here the report
 # that was asked for, and the pinning) keeps working
 j=$(mktemp)

@@ -162,10 +162,10 @@ for pair in "-t HOSTPIN_THRESHOLD 4X" "-m HOSTPIN_MAX_PINNED lots"; do
 		bad "launcher and library differ on $2: launcher '$lw', library '$bw'"
 done
 
-# -- --stats: the job's summary first, then its processes; with the mlock
+# -- --stats: how the command ended, then the job's summary, then its processes; with the mlock
 # backend, one line saying there is nothing to gain without a GPU --
 out=$("$H" --stats -b mlock -t 1M -- /usr/bin/python3 -c 'b = bytearray(8 << 20); c = bytearray(8 << 20)' 2>&1); rc=$?
-first=$(echo "$out" | grep '^hostpin' | head -1)
+first=$(echo "$out" | grep '^hostpin' | sed -n 2p)
 if [ $rc -eq 0 ] && echo "$first" | grep -q '^hostpin: job report: 1 process' &&
 	echo "$out" | grep '^hostpin' | tail -1 | grep -q '^hostpin:   backend mlock: .*nothing to gain without one' &&
 	[ "$(echo "$out" | grep -c '^hostpin:   pid ')" = 1 ]; then
@@ -187,4 +187,58 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	[ $rc -eq 0 ] && [ -s "$fh/py.log" ] && echo "$out" | grep -q "^demo: would run 1 steps with $fh/py on " &&
 		ok "make demo PYTHON=wrapper: the wrapper ran ($(wc -l < "$fh/py.log") call(s))" || { bad "make demo PYTHON= (rc $rc):"; echo "$out" | tail -3 | sed 's/^/    /'; }
 else echo "SKIP: make demo PYTHON=: /usr/bin/python3 has no PyTorch"; fi
+
+# -- issue 42, item 3: the report says first how the command ended, and
+# when it exec'd onward (a pyenv shim) --
+# Injected: a command that fails (exit 1, as a ModuleNotFoundError does),
+# one killed by SIGKILL, a shim that execs python3, a #! script that exits
+# 3.  Must hold: the first hostpin line gives the status (the signal's name
+# and 137); the shim's report says it exec'd onward and what the process
+# ended as; the script's does not (its interpreter is no shim); the
+# launcher exits with the command's status.
+r1=$("$H" --stats -b mlock -- /usr/bin/python3 -c 'import hostpin_no_such_module' 2>&1); c1=$?
+r2=$("$H" --stats -b mlock -- /bin/sh -c 'kill -KILL $$' 2>&1); c2=$?
+printf '#!/bin/sh\nexec /usr/bin/python3 -c "raise SystemExit(0)"\n' > "$fh/shim"
+printf '#!/bin/sh\nexit 3\n' > "$fh/script"
+chmod +x "$fh/shim" "$fh/script"
+r3=$("$H" --stats -b mlock -- "$fh/shim" 2>&1); c3=$?
+r4=$("$H" --stats -b mlock -- "$fh/script" 2>&1); c4=$?
+f1=$(echo "$r1" | grep '^hostpin' | head -1) f2=$(echo "$r2" | grep '^hostpin' | head -1)
+if [ $c1 -eq 1 ] && [ "$f1" = "hostpin: the command (/usr/bin/python3) failed with status 1" ] &&
+	[ $c2 -eq 137 ] && [ "$f2" = "hostpin: the command (/bin/sh) was ended by signal 9 (Killed); exit status 137" ]; then
+	ok "--stats: the report's first line says how the command ended (failed with status 1; signal 9, 137)"
+else bad "--stats exit status line (rc $c1, $c2): [$f1] [$f2]"; fi
+if [ $c3 -eq 0 ] && echo "$r3" | grep -qxF "hostpin:   $fh/shim exec'd onward (a shim or a wrapper); the process ended as: /usr/bin/python3 -c raise SystemExit(0)" &&
+	[ $c4 -eq 3 ] && echo "$r4" | head -1 | grep -qxF "hostpin: the command ($fh/script) failed with status 3" &&
+	! echo "$r4" | grep -q "exec'd onward"; then
+	ok "--stats: a shim that execs python3 is said to have exec'd onward; a #! script is not"
+else bad "--stats exec'd onward (rc $c3, $c4):"; echo "$r3$r4" | sed 's/^/    /'; fi
+
+# -- issue 42, item 7: hostpin status --clean removes the ledgers no
+# process uses (they outlive every process, and an uninstall) --
+# Injected: a private tmpfs on /dev/shm (unshare -m); a ledger made by
+# /bin/true, a holder process attached to it; then a process of a job
+# whose launcher (this shell) still runs.  Must hold: --clean keeps the
+# ledger while the holder runs (naming its pid), removes it and its
+# directory once the holder has exited (/dev/shm empty after), and keeps
+# the next one while the job's launcher has yet to print its report.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	out=$(LH=$B/ledger_holder d=$fh ST=$ST LIB=$LIB unshare -m --propagation private bash -c '
+		mount -t tmpfs -o size=4m tmpfs /dev/shm || exit 9
+		LD_PRELOAD="$LIB" /bin/true
+		hold
+		echo "A:$("$ST" --clean 2>&1 | tr "\n" "|")"
+		exec 3>&-; wait $hold_pid
+		echo "B:$("$ST" --clean 2>&1 | tr "\n" "|")"
+		echo "LS:$(ls -A /dev/shm)"
+		HOSTPIN_JOB=$$ LD_PRELOAD="$LIB" /bin/true
+		echo "C:$("$ST" --clean 2>&1 | head -1)"' 2>&1)
+	led="/dev/shm/hostpin-$(id -u).d/ledger-v"
+	if echo "$out" | grep -q "^A:kept ${led}[0-9]*-[0-9]*: in use by pid [0-9]*|hostpin status --clean: 0 ledgers removed, 1 in use kept|$" &&
+		echo "$out" | grep -q "^B:removed ${led}[0-9]*-[0-9]*: no process uses it|removed /dev/shm/hostpin-$(id -u).d/|hostpin status --clean: 1 ledger removed, 0 in use kept|$" &&
+		echo "$out" | grep -qx "LS:" &&
+		echo "$out" | grep -q "^C:kept ${led}[0-9]*-[0-9]*: launcher [0-9]* has yet to report its job$"; then
+		ok "hostpin status --clean: keeps a ledger in use (or holding a running launcher's job), removes it and its directory once no process maps it"
+	else bad "hostpin status --clean:"; echo "$out" | sed 's/^/    /'; fi
+else echo "SKIP: hostpin status --clean: not root (or no unshare -m): no private /dev/shm"; fi
 rm -rf "$fh"

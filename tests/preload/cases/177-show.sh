@@ -77,7 +77,7 @@ else bad "HOSTPIN_LOG=info and --show differ: $(diff <(echo "$show") <(echo "$in
 # come first) --
 names=$(echo "$show" | sed 's/=.*//')
 readme_order=$(sed -n 's/^| `\(HOSTPIN_[A-Z0-9_]*\)` |.*/\1/p' "$top/docs/knobs.md" | grep -vx HOSTPIN_SYSFS_ROOT)
-man_order=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH BACKENDS/p' "$top/man/hostpin.7" | awk '/^\.TP/ { getline; print }' |
+man_order=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH BACKENDS/p' "$top/man/hostpin-reference.7" | awk '/^\.TP/ { getline; print }' |
 	sed -n 's/^\.B \(HOSTPIN_[A-Z0-9_]*\)$/\1/p' |
 	awk '!seen[$0]++' | grep -xF -f <(echo "$readme_order"))
 if [ -n "$names" ] && [ "$names" = "$(echo "$names" | LC_ALL=C sort)" ] && [ "$names" = "$readme_order" ] &&
@@ -103,4 +103,16 @@ out=$(HOSTPIN_LIB="$sd/notlib.so" "$H" --show 2>&1); rc=$?
 out=$("$H" -e HOSTPIN_DISABLE=1 --show 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$out" | head -1 | grep -q ": pass-through (HOSTPIN_DISABLE=1);" &&
 	ok "hostpin --show under HOSTPIN_DISABLE=1 says pass-through" || bad "hostpin --show disabled (rc $rc): $(echo "$out" | head -2)"
+# -- what 0 means (issue 42, item 6) --
+# Injected: the one-CPU cgroup above, then nothing.  Must hold: the 0 of
+# HOSTPIN_STAGE_THREADS says auto and the count it gives here (1 under one
+# CPU), HOSTPIN_REGISTER_CHUNK's 0 says auto and whole blocks; a number
+# given is shown bare.
+a=$("$H" -e HOSTPIN_SYSFS_ROOT="$sd/cg" --show 2>&1)
+b=$("$H" -e HOSTPIN_STAGE_THREADS=3 -e HOSTPIN_REGISTER_CHUNK=64M --show 2>&1)
+if echo "$a" | grep -qxF "HOSTPIN_STAGE_THREADS=0 (auto: 1 here)" &&
+	echo "$a" | grep -qxF "HOSTPIN_REGISTER_CHUNK=0B (auto: whole blocks, in pieces of at most 1.0G)" &&
+	echo "$b" | grep -qxF "HOSTPIN_STAGE_THREADS=3" && echo "$b" | grep -qxF "HOSTPIN_REGISTER_CHUNK=64.0M"; then
+	ok "hostpin --show says what 0 means: auto (1 thread under one CPU; whole blocks)"
+else bad "hostpin --show auto: $(echo "$a$b" | grep -e STAGE_THREADS -e REGISTER_CHUNK)"; fi
 rm -rf "$sd"
