@@ -48,8 +48,8 @@ done
 # HOSTPIN_PIN_AFTER=0.  Must hold: no call into the driver from inside that
 # call (discovery happens at zeInit's return; the fake records any call
 # made while its allocation runs as VIOLATION reentrant-call, checked by
-# zelog); the malloc'd block is imported after the call, by the next
-# allocation; the mmap'd one is never tracked (invariant 8).
+# zelog); the driver's block, malloc'd or mmap'd, is never tracked nor
+# imported (invariant 8; issue 41).
 for how in malloc mmap; do
 	for pa in 2 0; do
 		zerun "driver allocates inside zeContextCreate ($how): no call into it from there [PIN_AFTER=$pa]" 0 \

@@ -1,0 +1,176 @@
+/* ze_prog modes on Level Zero memory and copies (issue 41; included by
+ * ze_prog.c after ze_faults.h: its helpers).  Each asks the fake driver
+ * itself whether a range is imported.
+ *   usm       zeMemAllocHost/Shared/Device (the driver allocates inside the
+ *             call): never hostpin's, never imported (the fake records an
+ *             import of its USM memory as VIOLATION import-usm); the
+ *             program's own block still is
+ *   copies    blocks copied once and twice through a regular command list:
+ *             with HP_EXPECT_LAZY (HOSTPIN_PIN_AFTER=2) the one copied once
+ *             is not imported, the one copied twice is; data checked
+ *             through host -> device -> host
+ *   inflight  a block freed (and a mapping unmapped) while copies appended
+ *             from it have not run (executed, not synchronised; appended to
+ *             an immediate list, not synchronised): the fake records a copy
+ *             that runs after its import was released as VIOLATION
+ *             copy-after-release; the import goes once the copy ran */
+struct zq {
+	ze_context_handle_t c;
+	ze_device_handle_t dev;
+	ze_command_queue_handle_t q;
+	ze_command_list_handle_t l, imm;
+};
+
+static struct zq zq_up(void)
+{
+	struct zq z;
+	ze_driver_handle_t d = init();
+	uint32_t n = 1;
+	CHECK(zeDeviceGet(d, &n, &z.dev) == ZE_RESULT_SUCCESS);
+	ze_context_desc_t cd = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
+	CHECK(zeContextCreate(d, &cd, &z.c) == ZE_RESULT_SUCCESS);
+	ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC};
+	CHECK(zeCommandQueueCreate(z.c, z.dev, &qd, &z.q) == ZE_RESULT_SUCCESS);
+	ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC};
+	CHECK(zeCommandListCreate(z.c, z.dev, &ld, &z.l) == ZE_RESULT_SUCCESS);
+	CHECK(zeCommandListCreateImmediate(z.c, z.dev, &qd, &z.imm) ==
+	      ZE_RESULT_SUCCESS);
+	return z;
+}
+
+static void zq_down(struct zq *z)
+{
+	CHECK(zeCommandListDestroy(z->imm) == ZE_RESULT_SUCCESS);
+	CHECK(zeCommandListDestroy(z->l) == ZE_RESULT_SUCCESS);
+	CHECK(zeCommandQueueDestroy(z->q) == ZE_RESULT_SUCCESS);
+	CHECK(zeContextDestroy(z->c) == ZE_RESULT_SUCCESS);
+}
+
+/* dst <- src through the regular list, executed and synchronised */
+static void zq_copy(struct zq *z, void *dst, const void *src, size_t n)
+{
+	CHECK(zeCommandListAppendMemoryCopy(z->l, dst, src, n, NULL, 0, NULL) ==
+	      ZE_RESULT_SUCCESS);
+	CHECK(zeCommandListClose(z->l) == ZE_RESULT_SUCCESS);
+	CHECK(zeCommandQueueExecuteCommandLists(z->q, 1, &z->l, NULL) ==
+	      ZE_RESULT_SUCCESS);
+	CHECK(zeCommandQueueSynchronize(z->q, UINT64_MAX) == ZE_RESULT_SUCCESS);
+	CHECK(zeCommandListReset(z->l) == ZE_RESULT_SUCCESS);
+}
+
+static void *dev_alloc(struct zq *z, size_t n)
+{
+	ze_device_mem_alloc_desc_t dd = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
+	void *p = NULL;
+	CHECK(zeMemAllocDevice(z->c, &dd, n, 64, z->dev, &p) == ZE_RESULT_SUCCESS);
+	return p;
+}
+
+static void usm(void)
+{
+	struct zq z = zq_up();
+	ze_host_mem_alloc_desc_t hd = {.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC};
+	ze_device_mem_alloc_desc_t dd = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
+	void *h = NULL, *s = NULL;
+	CHECK(zeMemAllocHost(z.c, &hd, 8 * MB, 64, &h) == ZE_RESULT_SUCCESS);
+	CHECK(zeMemAllocShared(z.c, &dd, &hd, 8 * MB, 64, z.dev, &s) ==
+	      ZE_RESULT_SUCCESS);
+	void *d = dev_alloc(&z, 8 * MB);
+	memset(h, 1, 8 * MB), memset(s, 2, 8 * MB);
+	/* the program's own block: imported at once (PIN_AFTER=0) or at
+	 * its copies; the next allocation is where adoption would have
+	 * imported a driver block left pending */
+	char *p = malloc(8 * MB);
+	tp_fill(p, 8 * MB, 9);
+	zq_copy(&z, d, p, 8 * MB);
+	zq_copy(&z, d, p, 8 * MB);
+	zq_copy(&z, h, d, 8 * MB);
+	CHECK(tp_verify(h, 8 * MB, 9));
+	if (hp)
+		CHECK(imported(p, 8 * MB) && registered(p));
+	void *usms[] = {h, s, d};
+	for (int i = 0; i < 3; i++)
+		CHECK(tp_flags(usms[i]) == 0 && !imported(usms[i], 1));
+	free(p);
+	for (int i = 0; i < 3; i++)
+		CHECK(zeMemFree(z.c, usms[i]) == ZE_RESULT_SUCCESS);
+	zq_down(&z);
+}
+
+static void copies(void)
+{
+	struct zq z = zq_up();
+	int lazy = getenv("HP_EXPECT_LAZY") != NULL;
+	char *once = malloc(8 * MB), *twice = malloc(8 * MB), *back = malloc(8 * MB);
+	void *d = dev_alloc(&z, 8 * MB);
+	tp_fill(once, 8 * MB, 1), tp_fill(twice, 8 * MB, 2);
+	zq_copy(&z, d, once, 8 * MB);
+	zq_copy(&z, back, d, 8 * MB);
+	CHECK(tp_verify(back, 8 * MB, 1));
+	zq_copy(&z, d, twice, 8 * MB);
+	if (hp && lazy)
+		CHECK(!imported(twice, 1) && !registered(twice));
+	zq_copy(&z, d, twice, 8 * MB); /* imported before this one runs */
+	if (hp) {
+		CHECK(imported(twice, 8 * MB) && registered(twice));
+		CHECK(lazy ? !imported(once, 1) : imported(once, 8 * MB));
+	}
+	zq_copy(&z, back, d, 8 * MB);
+	CHECK(tp_verify(back, 8 * MB, 2));
+	free(once), free(twice), free(back);
+	CHECK(zeMemFree(z.c, d) == ZE_RESULT_SUCCESS);
+	zq_down(&z);
+}
+
+static void inflight(void)
+{
+	struct zq z = zq_up();
+	void *d = dev_alloc(&z, 8 * MB);
+	char *b = malloc(8 * MB);
+	tp_fill(b, 8 * MB, 3);
+	zq_copy(&z, d, b, 8 * MB);
+	zq_copy(&z, d, b, 8 * MB);
+	if (hp)
+		CHECK(imported(b, 8 * MB));
+	/* executed, not synchronised: freed meanwhile */
+	CHECK(zeCommandListAppendMemoryCopy(z.l, d, b, 8 * MB, NULL, 0, NULL) == 0);
+	CHECK(zeCommandListClose(z.l) == 0);
+	CHECK(zeCommandQueueExecuteCommandLists(z.q, 1, &z.l, NULL) == 0);
+	free(b);
+	if (hp)
+		CHECK(imported(b, 8 * MB)); /* kept until the copy ran */
+	CHECK(zeCommandQueueSynchronize(z.q, UINT64_MAX) == 0);
+	CHECK(zeCommandListReset(z.l) == 0);
+	/* an immediate list: the copy runs at its host synchronisation */
+	char *m = mmap(NULL, 8 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	tp_fill(m, 8 * MB, 4);
+	zq_copy(&z, d, m, 8 * MB);
+	zq_copy(&z, d, m, 8 * MB);
+	ze_driver_handle_t drv;
+	uint32_t one = 1;
+	CHECK(zeDriverGet(&one, &drv) == 0);
+	ze_result_t (*hsync)(ze_command_list_handle_t, uint64_t) = NULL;
+	CHECK(zeDriverGetExtensionFunctionAddress(drv, "zeCommandListHostSynchronize",
+						  (void **)&hsync) == 0 && hsync);
+	CHECK(zeCommandListAppendMemoryCopy(z.imm, d, m, 8 * MB, NULL, 0, NULL) == 0);
+	CHECK(munmap(m, 8 * MB) == 0);
+	if (hp)
+		CHECK(imported(m, 8 * MB));
+	CHECK(hsync(z.imm, UINT64_MAX) == 0);
+	/* the imports go once the copies ran (and hostpin saw them run) */
+	if (hp)
+		CHECK(!imported(b, 1) && !imported(m, 1));
+	CHECK(zeMemFree(z.c, d) == 0);
+	zq_down(&z);
+}
+
+static int copy_mode(const char *m)
+{
+	if (!strcmp(m, "usm")) usm();
+	else if (!strcmp(m, "copies")) copies();
+	else if (!strcmp(m, "inflight")) inflight();
+	else return 0;
+	return 1;
+}
