@@ -54,12 +54,14 @@ int hp_pin_counts_copies(void)
 {
 	if (hp_opt[HP_OPT_PIN_AFTER] == 0 || hp_in_child)
 		return 0;
-	if (hp_backend == &hp_backend_cuda)
+	if (hp_backend == &hp_backend_cuda ||
+	    hp_backend == &hp_backend_level_zero)
 		return 1;
 	if (hp_backend != &hp_backend_auto)
 		return 0;
 	const hp_backend_t *c = hp_backend_auto_chosen();
-	return c == NULL || c == &hp_backend_cuda;
+	return c == NULL || c == &hp_backend_cuda ||
+	       c == &hp_backend_level_zero;
 }
 
 /* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over

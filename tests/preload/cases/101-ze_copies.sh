@@ -12,3 +12,26 @@ for pa in 2 0; do
 			HOSTPIN_PIN_AFTER=$pa FAKE_ZE_USM=$how -- usm
 	done
 done
+# Copies through command lists (the loader's exported entry points, which
+# reach the driver's tables hostpin patches).  Must hold: under
+# HOSTPIN_PIN_AFTER=2 (the default) a block copied once is never imported,
+# one copied twice is imported before its second copy runs; under 0 both
+# at allocation; data right through host -> device -> host; the report
+# counts the Level Zero copies.
+zerun "copies: a block copied once is not imported, one copied twice is [PIN_AFTER=2]" 0 \
+	HOSTPIN_PIN_AFTER=2 HP_EXPECT_LAZY=1 HOSTPIN_STATS=1 -- copies
+n=$(echo "$ZE_OUT_KEEP" | sed -n 's/.*copies seen \([0-9]*\), through registered memory \([0-9]*\).*/\1 \2/p')
+if [ "${n%% *}" -ge 5 ] 2>/dev/null && [ "${n##* }" -ge 2 ]; then
+	ok "level zero copies counted in the report (seen, through imported memory: $n)"
+else bad "level zero copies not counted: '$n'"; fi
+zerun "copies: every block imported at allocation [PIN_AFTER=0]" 0 HOSTPIN_PIN_AFTER=0 -- copies
+# Injects: a block freed and a mapping unmapped while copies appended from
+# them have not run (a regular list executed, its queue not synchronised;
+# an immediate list not synchronised).  Must hold: the imports stay until
+# the copies ran (the fake records a copy that runs after its import was
+# released as VIOLATION copy-after-release, into unmapped memory as
+# copy-unmapped), then go; nothing left imported at exit.
+for pa in 2 0; do
+	zerun "a block freed while a copy from it has not run keeps its import until it ran [PIN_AFTER=$pa]" 0 \
+		HOSTPIN_PIN_AFTER=$pa -- inflight
+done
