@@ -50,7 +50,7 @@ static char *map(size_t n)
 	return m;
 }
 
-/* Item 13: nothing counts Level Zero copies, so nothing may wait for them. */
+/* Item 13: blocks after zeInit imported at once (HOSTPIN_PIN_AFTER=0). */
 static void mmap_init(void)
 {
 	init();
@@ -248,10 +248,11 @@ static void ctx_alloc(void)
 	ze_context_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
 	ze_context_handle_t c;
 	CHECK(zeContextCreate(d, &desc, &c) == ZE_RESULT_SUCCESS);
-	char *p = malloc(8 * MB); /* the next allocation adopts its block */
+	char *p = malloc(8 * MB); /* the program's own block */
 	memset(p, 3, 8 * MB);
-	if (hp)
-		CHECK(imported(p, 8 * MB) && registered(p));
+	if (hp) /* HP_EXPECT_LAZY: imported at its copies, and it has none */
+		CHECK(getenv("HP_EXPECT_LAZY") ? !imported(p, 1)
+					       : imported(p, 8 * MB) && registered(p));
 	const char *how = getenv("FAKE_ZE_CTX_ALLOC");
 	void *(*buf)(void);
 	*(void **)&buf = fake_sym("fake_ze_ctx_buffer");
