@@ -5,7 +5,8 @@
  *             call): never hostpin's, never imported (the fake records an
  *             import of its USM memory as VIOLATION import-usm); the
  *             program's own block still is
- *   copies    blocks copied once and twice through a regular command list:
+ *   copies    blocks copied once and twice through a regular command list
+ *             (plain, from another context, by regions):
  *             with HP_EXPECT_LAZY (HOSTPIN_PIN_AFTER=2) the one copied once
  *             is not imported, the one copied twice is; data checked
  *             through host -> device -> host
@@ -14,6 +15,8 @@
  *             an immediate list, not synchronised): the fake records a copy
  *             that runs after its import was released as VIOLATION
  *             copy-after-release; the import goes once the copy ran */
+#include <level_zero/ze_ddi.h>
+
 struct zq {
 	ze_context_handle_t c;
 	ze_device_handle_t dev;
@@ -46,16 +49,38 @@ static void zq_down(struct zq *z)
 	CHECK(zeContextDestroy(z->c) == ZE_RESULT_SUCCESS);
 }
 
-/* dst <- src through the regular list, executed and synchronised */
-static void zq_copy(struct zq *z, void *dst, const void *src, size_t n)
+/* zeCommandListAppendMemoryCopy, or (HP_ZE_DDI=1) the entry of the table
+ * the loader hands out, found with dlsym on its handle, as the Unified
+ * Runtime's statically linked loader library reaches it. */
+static ze_pfnCommandListAppendMemoryCopy_t append_fn(void)
 {
-	CHECK(zeCommandListAppendMemoryCopy(z->l, dst, src, n, NULL, 0, NULL) ==
-	      ZE_RESULT_SUCCESS);
+	static ze_command_list_dditable_t t;
+	if (!getenv("HP_ZE_DDI"))
+		return zeCommandListAppendMemoryCopy;
+	if (!t.pfnAppendMemoryCopy) {
+		ze_pfnGetCommandListProcAddrTable_t get;
+		*(void **)&get = dlsym(dlopen("libze_loader.so.1", RTLD_NOW),
+				       "zeGetCommandListProcAddrTable");
+		CHECK(get && get(ZE_API_VERSION_CURRENT, &t) == ZE_RESULT_SUCCESS);
+	}
+	return t.pfnAppendMemoryCopy;
+}
+
+/* the regular list closed, executed, synchronised, reset */
+static void zq_run(struct zq *z)
+{
 	CHECK(zeCommandListClose(z->l) == ZE_RESULT_SUCCESS);
 	CHECK(zeCommandQueueExecuteCommandLists(z->q, 1, &z->l, NULL) ==
 	      ZE_RESULT_SUCCESS);
 	CHECK(zeCommandQueueSynchronize(z->q, UINT64_MAX) == ZE_RESULT_SUCCESS);
 	CHECK(zeCommandListReset(z->l) == ZE_RESULT_SUCCESS);
+}
+
+/* dst <- src through the regular list, executed and synchronised */
+static void zq_copy(struct zq *z, void *dst, const void *src, size_t n)
+{
+	CHECK(append_fn()(z->l, dst, src, n, NULL, 0, NULL) == ZE_RESULT_SUCCESS);
+	zq_run(z);
 }
 
 static void *dev_alloc(struct zq *z, size_t n)
@@ -110,13 +135,33 @@ static void copies(void)
 	zq_copy(&z, d, twice, 8 * MB);
 	if (hp && lazy)
 		CHECK(!imported(twice, 1) && !registered(twice));
-	zq_copy(&z, d, twice, 8 * MB); /* imported before this one runs */
+	/* the second copy from another context: imported before it runs */
+	CHECK(zeCommandListAppendMemoryCopyFromContext(z.l, d, z.c, twice, 8 * MB,
+						       NULL, 0, NULL) == 0);
+	zq_run(&z);
 	if (hp) {
 		CHECK(imported(twice, 8 * MB) && registered(twice));
 		CHECK(lazy ? !imported(once, 1) : imported(once, 8 * MB));
 	}
 	zq_copy(&z, back, d, 8 * MB);
 	CHECK(tp_verify(back, 8 * MB, 2));
+	/* region copies: 64 rows of 64 KiB, twice */
+	char *reg = malloc(8 * MB);
+	tp_fill(reg, 8 * MB, 6);
+	ze_copy_region_t rg = {0, 0, 0, 65536, 64, 1};
+	for (int i = 0; i < 2; i++) {
+		if (hp && lazy)
+			CHECK(!imported(reg, 1));
+		CHECK(zeCommandListAppendMemoryCopyRegion(z.l, d, &rg, 65536, 0, reg,
+							  &rg, 65536, 0, NULL, 0,
+							  NULL) == 0);
+		zq_run(&z);
+	}
+	if (hp)
+		CHECK(imported(reg, 8 * MB));
+	zq_copy(&z, back, d, 4 * MB);
+	CHECK(tp_verify(back, 4 * MB, 6));
+	free(reg);
 	free(once), free(twice), free(back);
 	CHECK(zeMemFree(z.c, d) == ZE_RESULT_SUCCESS);
 	zq_down(&z);

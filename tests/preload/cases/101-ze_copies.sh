@@ -21,10 +21,19 @@ done
 zerun "copies: a block copied once is not imported, one copied twice is [PIN_AFTER=2]" 0 \
 	HOSTPIN_PIN_AFTER=2 HP_EXPECT_LAZY=1 HOSTPIN_STATS=1 -- copies
 n=$(echo "$ZE_OUT_KEEP" | sed -n 's/.*copies seen \([0-9]*\), through registered memory \([0-9]*\).*/\1 \2/p')
-if [ "${n%% *}" -ge 5 ] 2>/dev/null && [ "${n##* }" -ge 2 ]; then
+if [ "${n%% *}" -ge 8 ] 2>/dev/null && [ "${n##* }" -ge 2 ]; then
 	ok "level zero copies counted in the report (seen, through imported memory: $n)"
 else bad "level zero copies not counted: '$n'"; fi
 zerun "copies: every block imported at allocation [PIN_AFTER=0]" 0 HOSTPIN_PIN_AFTER=0 -- copies
+# The same, reached other ways: through the loader's intercept layer, with
+# two drivers loaded (the copy goes to the first, imports to both), and
+# through the table the loader hands out (dlsym on its handle, as the
+# Unified Runtime's adapter calls it).
+for variant in "ZE_ENABLE_LOADER_INTERCEPT=1" "ZE_ENABLE_ALT_DRIVERS=$ZE1,$ZE2" "HP_ZE_DDI=1"; do
+	v=$(echo "$variant" | sed "s|$F/||g")
+	zerun "copies: copied once not imported, twice imported [PIN_AFTER=2, $v]" 0 \
+		HOSTPIN_PIN_AFTER=2 HP_EXPECT_LAZY=1 $variant -- copies
+done
 # Injects: a block freed and a mapping unmapped while copies appended from
 # them have not run (a regular list executed, its queue not synchronised;
 # an immediate list not synchronised).  Must hold: the imports stay until
