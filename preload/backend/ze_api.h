@@ -71,6 +71,7 @@ struct hp_zex_fns {
  * added in a later version is touched only when the table asked for is of
  * that version or later. */
 #define HP_ZE_API_VERSION(maj, min) (((maj) << 16) | (min))
+#define HP_ZE_CL_CREATE_IMMEDIATE 1
 #define HP_ZE_CL_DESTROY 2
 #define HP_ZE_CL_RESET 4
 #define HP_ZE_CL_COPY 8
@@ -83,6 +84,10 @@ struct hp_zex_fns {
 #define HP_ZE_CQ_DESTROY 1
 #define HP_ZE_CQ_EXECUTE 2
 #define HP_ZE_CQ_SYNCHRONIZE 3
+#define HP_ZE_EV_HOST_SYNCHRONIZE 3
+#define HP_ZE_EV_QUERY_STATUS 4
+#define HP_ZE_FENCE_HOST_SYNCHRONIZE 2
+#define HP_ZE_FENCE_QUERY_STATUS 3
 typedef hp_ze_result_t (*hp_ze_get_table_t)(uint32_t version, void **table);
 /* ze_copy_region_t, ze_image_region_t: the same six fields */
 struct hp_ze_region {
@@ -115,18 +120,26 @@ typedef hp_ze_result_t (*hp_ze_one_t)(hp_ze_h h); /* destroy, reset */
 typedef hp_ze_result_t (*hp_ze_sync_t)(hp_ze_h h, uint64_t timeout);
 typedef hp_ze_result_t (*hp_zeCommandQueueExecuteCommandLists_t)(
     hp_ze_h q, uint32_t n, hp_ze_h *lists, hp_ze_h fence);
+typedef hp_ze_result_t (*hp_zeCommandListCreateImmediate_t)(
+    hp_ze_h ctx, hp_ze_h dev, const void *desc, hp_ze_h *list);
 
 /* ze_inflight.c: copies appended from imported host memory that may not
  * have run yet.  A range they touch is not released (ze_unpin answers
  * EAGAIN: the policy keeps the block mapped and retries) until the list
- * they are in was executed and its queue synchronised, or, on an
- * immediate list, the list was synchronised. */
+ * they are in was executed and its queue (or the fence given with the
+ * execution) synchronised, or, on an immediate list, the list or the
+ * copy's signal event (or a later one of that list) was. */
 #define HP_ZE_HIDDEN __attribute__((visibility("hidden")))
-HP_ZE_HIDDEN void hp_ze_inflight_add(hp_ze_h list, const void *p, size_t n);
-HP_ZE_HIDDEN void hp_ze_inflight_exec(hp_ze_h q, uint32_t n, hp_ze_h *lists);
+HP_ZE_HIDDEN void hp_ze_inflight_add(hp_ze_h list, const void *p, size_t n,
+				     hp_ze_h ev);
+HP_ZE_HIDDEN void hp_ze_inflight_exec(hp_ze_h q, uint32_t n, hp_ze_h *lists,
+				      hp_ze_h fence);
+HP_ZE_HIDDEN void hp_ze_inflight_immediate(hp_ze_h list);
+HP_ZE_HIDDEN void hp_ze_inflight_event_done(hp_ze_h ev);
+HP_ZE_HIDDEN void hp_ze_inflight_fence_done(hp_ze_h fence);
 HP_ZE_HIDDEN void hp_ze_inflight_queue_synced(hp_ze_h q);
 HP_ZE_HIDDEN void hp_ze_inflight_list_synced(hp_ze_h list);
-HP_ZE_HIDDEN void hp_ze_inflight_list_reset(hp_ze_h list);
+HP_ZE_HIDDEN void hp_ze_inflight_list_reset(hp_ze_h list, int destroyed);
 HP_ZE_HIDDEN int hp_ze_inflight_busy(const void *p, size_t n);
 HP_ZE_HIDDEN void hp_ze_inflight_fork_child(void);
 

@@ -22,15 +22,19 @@
 #define MAXE 1024
 enum { E_FREE, E_APPENDED, E_QUEUED, E_IDLE };
 static struct ent {
-	hp_ze_h list, queue;
+	hp_ze_h list, queue, fence, ev;
 	uintptr_t lo, hi;
 	int st;
 } ents[MAXE];
+/* the immediate lists (created by zeCommandListCreateImmediate, not yet
+ * destroyed); one not here counts as regular: its copies wait for a queue */
+#define MAXIMM 64
+static hp_ze_h imm[MAXIMM];
 static int nused; /* entries not free (upper bound of the scan) */
 static int overflow; /* copies that found the table full, not yet dropped */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-void hp_ze_inflight_add(hp_ze_h list, const void *p, size_t n)
+void hp_ze_inflight_add(hp_ze_h list, const void *p, size_t n, hp_ze_h ev)
 {
 	uintptr_t a = (uintptr_t)p;
 	pthread_mutex_lock(&mu);
@@ -40,20 +44,81 @@ void hp_ze_inflight_add(hp_ze_h list, const void *p, size_t n)
 	if (i == MAXE) {
 		overflow++;
 	} else {
-		ents[i] = (struct ent){list, NULL, a, a + (n ? n : 1), E_APPENDED};
+		ents[i] = (struct ent){list, NULL, NULL, ev, a, a + (n ? n : 1),
+				       E_APPENDED};
 		if (i == nused)
 			nused++;
 	}
 	pthread_mutex_unlock(&mu);
 }
 
-void hp_ze_inflight_exec(hp_ze_h q, uint32_t n, hp_ze_h *lists)
+void hp_ze_inflight_exec(hp_ze_h q, uint32_t n, hp_ze_h *lists,
+			 hp_ze_h fence)
 {
 	pthread_mutex_lock(&mu);
 	for (uint32_t k = 0; lists && k < n; k++)
 		for (int i = 0; i < nused; i++)
-			if (ents[i].st != E_FREE && ents[i].list == lists[k])
+			if (ents[i].st != E_FREE && ents[i].list == lists[k]) {
 				ents[i].st = E_QUEUED, ents[i].queue = q;
+				ents[i].fence = fence;
+			}
+	pthread_mutex_unlock(&mu);
+}
+
+void hp_ze_inflight_immediate(hp_ze_h list)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAXIMM; i++)
+		if (imm[i] == NULL || imm[i] == list) {
+			imm[i] = list;
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+}
+
+/* under mu */
+static int immediate(hp_ze_h list)
+{
+	for (int i = 0; i < MAXIMM; i++)
+		if (imm[i] == list)
+			return 1;
+	return 0;
+}
+
+static void trim(void)
+{
+	while (nused > 0 && ents[nused - 1].st == E_FREE)
+		nused--;
+	if (nused == 0)
+		overflow = 0;
+}
+
+/* The copy's signal event was seen signalled: that copy ran (an immediate
+ * list's is then gone; a regular list's stays, idle, for its next
+ * execution). */
+void hp_ze_inflight_event_done(hp_ze_h ev)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; ev && i < nused; i++) {
+		struct ent *e = &ents[i];
+		if (e->ev != ev || e->st == E_FREE || e->st == E_IDLE)
+			continue;
+		if (e->st == E_QUEUED)
+			e->st = E_IDLE;
+		else if (immediate(e->list))
+			e->st = E_FREE;
+	}
+	trim();
+	pthread_mutex_unlock(&mu);
+}
+
+/* The fence given with an execution was seen signalled. */
+void hp_ze_inflight_fence_done(hp_ze_h fence)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; fence && i < nused; i++)
+		if (ents[i].st == E_QUEUED && ents[i].fence == fence)
+			ents[i].st = E_IDLE;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -74,24 +139,23 @@ void hp_ze_inflight_list_synced(hp_ze_h list)
 		if (ents[i].st != E_FREE && ents[i].list == list &&
 		    ents[i].st != E_QUEUED)
 			ents[i].st = E_FREE;
-	while (nused > 0 && ents[nused - 1].st == E_FREE)
-		nused--;
+	trim();
 	pthread_mutex_unlock(&mu);
 }
 
 /* Reset or destroyed: the list holds no copy any more.  One still queued
  * (the program did not wait, against the specification) stays busy until
  * its queue is synchronised. */
-void hp_ze_inflight_list_reset(hp_ze_h list)
+void hp_ze_inflight_list_reset(hp_ze_h list, int destroyed)
 {
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < nused; i++)
 		if (ents[i].list == list && ents[i].st != E_QUEUED)
 			ents[i].st = E_FREE;
-	while (nused > 0 && ents[nused - 1].st == E_FREE)
-		nused--;
-	if (nused == 0)
-		overflow = 0;
+	trim();
+	for (int i = 0; destroyed && i < MAXIMM; i++)
+		if (imm[i] == list)
+			imm[i] = NULL;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -113,4 +177,6 @@ void hp_ze_inflight_fork_child(void)
 	 * parent's runs for it */
 	pthread_mutex_init(&mu, NULL);
 	nused = overflow = 0;
+	for (int i = 0; i < MAXIMM; i++)
+		imm[i] = NULL;
 }

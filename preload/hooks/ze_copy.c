@@ -1,7 +1,8 @@
 /* Level Zero copies (issue 41): every way a program reaches a driver's
  * copy entry points ends in the driver's own tables, which the loader
  * fills by calling the driver's zeGetCommandListProcAddrTable and
- * zeGetCommandQueueProcAddrTable, found with dlsym on the driver's handle.
+ * zeGetCommandQueueProcAddrTable (and the event and fence tables), found
+ * with dlsym on the driver's handle.
  * The loader's exported functions, the tables the loader hands out (its
  * own intercepts, or the driver's table itself when one driver is loaded)
  * and the Unified Runtime's statically linked loader library all call
@@ -12,7 +13,8 @@
  * and the Ext forms of 1.3) goes through the copy policy (copy.c: a block's
  * copies are counted, and it is imported before its HOSTPIN_PIN_AFTER-th
  * copy), and execution, synchronisation, reset and destruction of lists
- * and queues tell ze_inflight.c when an appended copy may have run
+ * and queues, and waits and queries of events and fences, tell
+ * ze_inflight.c when an appended copy may have run
  * (invariant 1).  zeCommandListHostSynchronize (1.6; past loader 1.8 it is
  * reached through zeDriverGetExtensionFunctionAddress, hooks_ze.c) too.
  *
@@ -27,12 +29,12 @@
 #include "../backend/ze_api.h"
 
 #define NSLOT 4
-#define NCL 28
-#define NCQ 4
+#define NFN 28 /* the largest table index patched, plus one */
+enum { K_CL, K_CQ, K_EV, K_FENCE, NK }; /* the tables patched */
 static struct zslot {
 	_Atomic uintptr_t lo; /* the driver object's span; 0: free */
-	hp_ze_get_table_t get_cl, get_cq;
-	void *cl[NCL], *cq[NCQ];
+	hp_ze_get_table_t get[NK];
+	void *fn[NK][NFN];
 } slots[NSLOT];
 static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -40,7 +42,7 @@ static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The end of a copy hook: the counts, and the host ranges that lie in
  * imported blocks, busy until the copy ran. */
-static void copy_end(hp_copy_t *c, hp_ze_h l, hp_ze_result_t r,
+static void copy_end(hp_copy_t *c, hp_ze_h l, hp_ze_h ev, hp_ze_result_t r,
 		     const void *p1, size_t n1, const void *p2, size_t n2)
 {
 	int imp = c->overflow;
@@ -50,9 +52,9 @@ static void copy_end(hp_copy_t *c, hp_ze_h l, hp_ze_result_t r,
 	if (r != HP_ZE_RESULT_SUCCESS || !imp)
 		return;
 	if (p1)
-		hp_ze_inflight_add(l, p1, n1);
+		hp_ze_inflight_add(l, p1, n1, ev);
 	if (p2)
-		hp_ze_inflight_add(l, p2, n2);
+		hp_ze_inflight_add(l, p2, n2, ev);
 }
 
 /* The bytes a pitched region spans from its first one. */
@@ -89,7 +91,7 @@ HP_BODY hp_ze_result_t copy_body(hp_zeCommandListAppendMemoryCopy_t fn,
 	hp_copy_host(&c, d, n);
 	hp_copy_host(&c, s, n);
 	hp_ze_result_t r = fn(l, d, s, n, ev, nw, w);
-	copy_end(&c, l, r, d, n, s, n);
+	copy_end(&c, l, ev, r, d, n, s, n);
 	return r;
 }
 
@@ -108,7 +110,7 @@ HP_BODY hp_ze_result_t region_body(hp_zeCommandListAppendMemoryCopyRegion_t fn,
 	hp_copy_host(&c, dh, dn);
 	hp_copy_host(&c, sh, sn);
 	hp_ze_result_t r = fn(l, d, dr, dp, ds, s, sr, sp, ss, ev, nw, w);
-	copy_end(&c, l, r, dh, dn, sh, sn);
+	copy_end(&c, l, ev, r, dh, dn, sh, sn);
 	return r;
 }
 
@@ -120,7 +122,7 @@ HP_BODY hp_ze_result_t ctx_body(hp_zeCommandListAppendMemoryCopyFromContext_t fn
 	hp_copy_host(&c, d, n);
 	hp_copy_host(&c, s, n);
 	hp_ze_result_t r = fn(l, d, ctx, s, n, ev, nw, w);
-	copy_end(&c, l, r, d, n, s, n);
+	copy_end(&c, l, ev, r, d, n, s, n);
 	return r;
 }
 
@@ -141,7 +143,7 @@ HP_BODY hp_ze_result_t img_to_body(hp_zeCommandListAppendImageCopyToMemoryExt_t 
 	hp_copy_host(&c, d, n);
 	hp_ze_result_t r = ext ? fn(l, d, img, rg, p, sl, ev, nw, w)
 			       : f0(l, d, img, rg, ev, nw, w);
-	copy_end(&c, l, r, d, n, NULL, 0);
+	copy_end(&c, l, ev, r, d, n, NULL, 0);
 	return r;
 }
 
@@ -158,7 +160,7 @@ HP_BODY hp_ze_result_t img_from_body(
 	hp_copy_host(&c, s, n);
 	hp_ze_result_t r = ext ? fn(l, img, s, rg, p, sl, ev, nw, w)
 			       : f0(l, img, s, rg, ev, nw, w);
-	copy_end(&c, l, r, s, n, NULL, 0);
+	copy_end(&c, l, ev, r, s, n, NULL, 0);
 	return r;
 }
 
@@ -172,13 +174,74 @@ static void ran(void)
 	}
 }
 
-static hp_ze_result_t list_one(hp_ze_one_t fn, hp_ze_h l)
+static hp_ze_result_t list_one(hp_ze_one_t fn, hp_ze_h l, int destroy)
 {
 	if (fn == NULL)
 		return ZE_UNINIT;
 	hp_ze_result_t r = fn(l);
 	if (r == HP_ZE_RESULT_SUCCESS) {
-		hp_ze_inflight_list_reset(l);
+		hp_ze_inflight_list_reset(l, destroy);
+		ran();
+	}
+	return r;
+}
+
+static hp_ze_result_t list_imm(hp_zeCommandListCreateImmediate_t fn,
+			       hp_ze_h c, hp_ze_h d, const void *desc,
+			       hp_ze_h *l)
+{
+	if (fn == NULL)
+		return ZE_UNINIT;
+	hp_ze_result_t r = fn(c, d, desc, l);
+	if (r == HP_ZE_RESULT_SUCCESS && l)
+		hp_ze_inflight_immediate(*l);
+	return r;
+}
+
+/* An event's or fence's wait or query: success means signalled. */
+static hp_ze_result_t event_sync(hp_ze_sync_t fn, hp_ze_h e, uint64_t t)
+{
+	if (fn == NULL)
+		return ZE_UNINIT;
+	hp_ze_result_t r = fn(e, t);
+	if (r == HP_ZE_RESULT_SUCCESS) {
+		hp_ze_inflight_event_done(e);
+		ran();
+	}
+	return r;
+}
+
+static hp_ze_result_t event_query(hp_ze_one_t fn, hp_ze_h e)
+{
+	if (fn == NULL)
+		return ZE_UNINIT;
+	hp_ze_result_t r = fn(e);
+	if (r == HP_ZE_RESULT_SUCCESS) {
+		hp_ze_inflight_event_done(e);
+		ran();
+	}
+	return r;
+}
+
+static hp_ze_result_t fence_sync(hp_ze_sync_t fn, hp_ze_h f, uint64_t t)
+{
+	if (fn == NULL)
+		return ZE_UNINIT;
+	hp_ze_result_t r = fn(f, t);
+	if (r == HP_ZE_RESULT_SUCCESS) {
+		hp_ze_inflight_fence_done(f);
+		ran();
+	}
+	return r;
+}
+
+static hp_ze_result_t fence_query(hp_ze_one_t fn, hp_ze_h f)
+{
+	if (fn == NULL)
+		return ZE_UNINIT;
+	hp_ze_result_t r = fn(f);
+	if (r == HP_ZE_RESULT_SUCCESS) {
+		hp_ze_inflight_fence_done(f);
 		ran();
 	}
 	return r;
@@ -191,7 +254,7 @@ static hp_ze_result_t queue_exec(hp_zeCommandQueueExecuteCommandLists_t fn,
 		return ZE_UNINIT;
 	hp_ze_result_t r = fn(q, n, l, f);
 	if (r == HP_ZE_RESULT_SUCCESS)
-		hp_ze_inflight_exec(q, n, l);
+		hp_ze_inflight_exec(q, n, l, f);
 	return r;
 }
 

@@ -2,8 +2,10 @@
  * each calls the shared body with slot S's own function.  Then the table
  * getters that patch a driver's tables, and the lookups that hand them out
  * (dlsym on a driver's handle, zeDriverGetExtensionFunctionAddress). */
-#define CL(S, i, T) ((T)slots[S].cl[i])
-#define CQ(S, i, T) ((T)slots[S].cq[i])
+#define CL(S, i, T) ((T)slots[S].fn[K_CL][i])
+#define CQ(S, i, T) ((T)slots[S].fn[K_CQ][i])
+#define EV(S, i, T) ((T)slots[S].fn[K_EV][i])
+#define FE(S, i, T) ((T)slots[S].fn[K_FENCE][i])
 
 #define ZE_SLOT(S)                                                            \
 	static hp_ze_result_t copy_##S(hp_ze_h l, void *d, const void *s,     \
@@ -72,11 +74,11 @@
 	}                                                                     \
 	static hp_ze_result_t ldestroy_##S(hp_ze_h l)                         \
 	{                                                                     \
-		return list_one(CL(S, HP_ZE_CL_DESTROY, hp_ze_one_t), l);     \
+		return list_one(CL(S, HP_ZE_CL_DESTROY, hp_ze_one_t), l, 1);  \
 	}                                                                     \
 	static hp_ze_result_t lreset_##S(hp_ze_h l)                           \
 	{                                                                     \
-		return list_one(CL(S, HP_ZE_CL_RESET, hp_ze_one_t), l);       \
+		return list_one(CL(S, HP_ZE_CL_RESET, hp_ze_one_t), l, 0);    \
 	}                                                                     \
 	static hp_ze_result_t qdestroy_##S(hp_ze_h q)                         \
 	{                                                                     \
@@ -99,17 +101,50 @@
 	{                                                                     \
 		return hp_ze_list_host_sync((hp_ze_sync_t)host_sync_fn_##S, l, t); \
 	}                                                                     \
+	static hp_ze_result_t limm_##S(hp_ze_h c, hp_ze_h d, const void *desc, \
+				       hp_ze_h *l)                            \
+	{                                                                     \
+		return list_imm(CL(S, HP_ZE_CL_CREATE_IMMEDIATE,              \
+				   hp_zeCommandListCreateImmediate_t),        \
+				c, d, desc, l);                               \
+	}                                                                     \
+	static hp_ze_result_t evsync_##S(hp_ze_h e, uint64_t t)               \
+	{                                                                     \
+		return event_sync(EV(S, HP_ZE_EV_HOST_SYNCHRONIZE, hp_ze_sync_t), \
+				  e, t);                                      \
+	}                                                                     \
+	static hp_ze_result_t evquery_##S(hp_ze_h e)                          \
+	{                                                                     \
+		return event_query(EV(S, HP_ZE_EV_QUERY_STATUS, hp_ze_one_t), e); \
+	}                                                                     \
+	static hp_ze_result_t fesync_##S(hp_ze_h f, uint64_t t)               \
+	{                                                                     \
+		return fence_sync(                                            \
+		    FE(S, HP_ZE_FENCE_HOST_SYNCHRONIZE, hp_ze_sync_t), f, t); \
+	}                                                                     \
+	static hp_ze_result_t fequery_##S(hp_ze_h f)                          \
+	{                                                                     \
+		return fence_query(FE(S, HP_ZE_FENCE_QUERY_STATUS, hp_ze_one_t), \
+				   f);                                        \
+	}                                                                     \
 	static hp_ze_result_t getcl_##S(uint32_t v, void **t)                 \
 	{                                                                     \
-		return get_cl(S, v, t);                                       \
+		return get_table(S, K_CL, v, t);                              \
 	}                                                                     \
 	static hp_ze_result_t getcq_##S(uint32_t v, void **t)                 \
 	{                                                                     \
-		return get_cq(S, v, t);                                       \
+		return get_table(S, K_CQ, v, t);                              \
+	}                                                                     \
+	static hp_ze_result_t getev_##S(uint32_t v, void **t)                 \
+	{                                                                     \
+		return get_table(S, K_EV, v, t);                              \
+	}                                                                     \
+	static hp_ze_result_t getfe_##S(uint32_t v, void **t)                 \
+	{                                                                     \
+		return get_table(S, K_FENCE, v, t);                           \
 	}
 
-static hp_ze_result_t get_cl(int S, uint32_t v, void **t);
-static hp_ze_result_t get_cq(int S, uint32_t v, void **t);
+static hp_ze_result_t get_table(int S, int k, uint32_t v, void **t);
 
 ZE_SLOT(0)
 ZE_SLOT(1)
@@ -125,6 +160,7 @@ struct patch {
 #define W4(name) {name##_0, name##_1, name##_2, name##_3}
 #define V(a, b) HP_ZE_API_VERSION(a, b)
 static const struct patch cl_patch[] = {
+	{HP_ZE_CL_CREATE_IMMEDIATE, W4((void *)limm), 0},
 	{HP_ZE_CL_DESTROY, W4((void *)ldestroy), 0},
 	{HP_ZE_CL_RESET, W4((void *)lreset), 0},
 	{HP_ZE_CL_COPY, W4((void *)copy), 0},
@@ -142,6 +178,21 @@ static const struct patch cq_patch[] = {
 	{HP_ZE_CQ_SYNCHRONIZE, W4((void *)qsync), 0},
 	{0, {NULL}, 0},
 };
+static const struct patch ev_patch[] = {
+	{HP_ZE_EV_HOST_SYNCHRONIZE, W4((void *)evsync), 0},
+	{HP_ZE_EV_QUERY_STATUS, W4((void *)evquery), 0},
+	{0, {NULL}, 0},
+};
+static const struct patch fe_patch[] = {
+	{HP_ZE_FENCE_HOST_SYNCHRONIZE, W4((void *)fesync), 0},
+	{HP_ZE_FENCE_QUERY_STATUS, W4((void *)fequery), 0},
+	{0, {NULL}, 0},
+};
+static const struct patch *const patches[NK] = {cl_patch, cq_patch, ev_patch,
+						fe_patch};
+static const char *const getter[NK] = {
+	"zeGetCommandListProcAddrTable", "zeGetCommandQueueProcAddrTable",
+	"zeGetEventProcAddrTable", "zeGetFenceProcAddrTable"};
 static void patch(void **t, void **real, const struct patch *p, int S,
 		  uint32_t v)
 {
@@ -153,24 +204,16 @@ static void patch(void **t, void **real, const struct patch *p, int S,
 	}
 }
 
-static hp_ze_result_t get_cl(int S, uint32_t v, void **t)
+static hp_ze_result_t get_table(int S, int k, uint32_t v, void **t)
 {
-	hp_ze_result_t r = slots[S].get_cl(v, t);
+	hp_ze_result_t r = slots[S].get[k](v, t);
 	if (r == HP_ZE_RESULT_SUCCESS && t)
-		patch(t, slots[S].cl, cl_patch, S, v);
+		patch(t, slots[S].fn[k], patches[k], S, v);
 	return r;
 }
 
-static hp_ze_result_t get_cq(int S, uint32_t v, void **t)
-{
-	hp_ze_result_t r = slots[S].get_cq(v, t);
-	if (r == HP_ZE_RESULT_SUCCESS && t)
-		patch(t, slots[S].cq, cq_patch, S, v);
-	return r;
-}
-
-static void *const getcl_w[NSLOT] = W4((void *)getcl);
-static void *const getcq_w[NSLOT] = W4((void *)getcq);
+static void *const get_w[NK][NSLOT] = {W4((void *)getcl), W4((void *)getcq),
+				       W4((void *)getev), W4((void *)getfe)};
 static void *const lsync_w[NSLOT] = W4((void *)lsync);
 static void **const host_sync_fn[NSLOT] = {&host_sync_fn_0, &host_sync_fn_1,
 					   &host_sync_fn_2, &host_sync_fn_3};
@@ -202,27 +245,28 @@ static int slot_of(void *fn)
 	return s;
 }
 
+static int kind_of(const char *name)
+{
+	for (int k = 0; k < NK; k++)
+		if (!strcmp(name, getter[k]))
+			return k;
+	return -1;
+}
+
 int hp_ze_copy_wrapped_name(const char *name)
 {
-	return !strcmp(name, "zeGetCommandListProcAddrTable") ||
-	       !strcmp(name, "zeGetCommandQueueProcAddrTable");
+	return kind_of(name) >= 0;
 }
 
 void *hp_ze_copy_wrap(const char *name, void *fn)
 {
-	int cl = !strcmp(name, "zeGetCommandListProcAddrTable");
-	if (!cl && strcmp(name, "zeGetCommandQueueProcAddrTable"))
-		return fn;
-	int s = slot_of(fn);
+	int k = kind_of(name), s = k < 0 ? -1 : slot_of(fn);
 	if (s < 0)
 		return fn;
 	/* The loader calls the getter it got right away, on this thread;
 	 * a second driver object takes another slot. */
-	if (cl)
-		slots[s].get_cl = (hp_ze_get_table_t)fn;
-	else
-		slots[s].get_cq = (hp_ze_get_table_t)fn;
-	return cl ? getcl_w[s] : getcq_w[s];
+	slots[s].get[k] = (hp_ze_get_table_t)fn;
+	return get_w[k][s];
 }
 
 void *hp_ze_host_sync_wrap(void *fn)

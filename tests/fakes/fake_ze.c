@@ -400,6 +400,40 @@ zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_list_dditable_t *t)
 	return ZE_RESULT_SUCCESS;
 }
 
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetEventPoolProcAddrTable(ze_api_version_t v, ze_event_pool_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_pool_create;
+	t->pfnDestroy = f_pool_destroy;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetEventProcAddrTable(ze_api_version_t v, ze_event_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_event_create;
+	t->pfnDestroy = f_event_destroy;
+	t->pfnHostSynchronize = f_event_sync;
+	t->pfnQueryStatus = f_event_query;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetFenceProcAddrTable(ze_api_version_t v, ze_fence_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_fence_create;
+	t->pfnDestroy = f_fence_destroy;
+	t->pfnHostSynchronize = f_fence_sync;
+	t->pfnQueryStatus = f_fence_query;
+	return ZE_RESULT_SUCCESS;
+}
+
 /* The tables this fake does not implement: present, empty. */
 #define STUB(fn, type)                                                        \
 	ZE_DLLEXPORT ze_result_t ZE_APICALL fn(ze_api_version_t v, type *t)   \
@@ -411,9 +445,6 @@ zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_list_dditable_t *t)
 STUB(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
 STUB(zeGetImageProcAddrTable, ze_image_dditable_t)
 STUB(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)
-STUB(zeGetFenceProcAddrTable, ze_fence_dditable_t)
-STUB(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)
-STUB(zeGetEventProcAddrTable, ze_event_dditable_t)
 STUB(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)
 STUB(zeGetModuleProcAddrTable, ze_module_dditable_t)
 STUB(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)

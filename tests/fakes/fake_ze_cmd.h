@@ -12,7 +12,8 @@
  * executed on is synchronised (zeCommandQueueSynchronize); copies appended
  * to an immediate list run at zeCommandListHostSynchronize (reached through
  * zeDriverGetExtensionFunctionAddress on loaders older than 1.6) or
- * zeCommandListDestroy: never on a timer.  At each
+ * zeCommandListDestroy, or at a wait for its signal event (the copies
+ * appended up to it); a fence runs its queue: never on a timer.  At each
  * append the fake notes whether the host side was imported; when it runs,
  * a side that was imported at append and is no longer (released, or
  * unmapped) is a VIOLATION copy-after-release: the driver would have
@@ -174,16 +175,20 @@ static struct op {
 	size_t n;
 	int dst_imp, src_imp; /* imported when appended */
 	int live;
+	ze_event_handle_t ev; /* signalled when it ran */
+	unsigned long seq;
 } ops[MAXOPS];
+static unsigned long seq;
 
 /* under mu: run the copies of list l (NULL: any) on queue q (NULL: not
- * submitted, immediate) */
-static void run_ops(ze_command_list_handle_t l, ze_command_queue_handle_t q)
+ * submitted, immediate), appended up to upto */
+static void run_upto(ze_command_list_handle_t l, ze_command_queue_handle_t q,
+		     unsigned long upto)
 {
 	for (int i = 0; i < MAXOPS; i++) {
 		struct op *o = &ops[i];
 		if (!o->live || (l && o->list != l) || (q && o->queue != q) ||
-		    (!q && !o->list->immediate))
+		    (!q && !o->list->immediate && !o->queue) || o->seq > upto)
 			continue;
 		int bad = 0;
 		if ((o->src_imp && find(o->src, o->n, 0) < 0) ||
@@ -204,8 +209,13 @@ static void run_ops(ze_command_list_handle_t l, ze_command_queue_handle_t q)
 	}
 }
 
+static void run_ops(ze_command_list_handle_t l, ze_command_queue_handle_t q)
+{
+	run_upto(l, q, ~0ul);
+}
+
 static ze_result_t append(ze_command_list_handle_t l, void *dst,
-			  const void *src, size_t n)
+			  const void *src, size_t n, ze_event_handle_t ev)
 {
 	int i = 0;
 	while (i < MAXOPS && ops[i].live)
@@ -216,6 +226,7 @@ static ze_result_t append(ze_command_list_handle_t l, void *dst,
 	o->list = l, o->queue = NULL, o->dst = dst, o->src = src, o->n = n;
 	o->dst_imp = find(dst, n, 0) >= 0, o->src_imp = find(src, n, 0) >= 0;
 	o->live = 1;
+	o->ev = ev, o->seq = ++seq;
 	logf_("APPEND %p %p %zu imported=%d", src, dst, n,
 	      o->src_imp || o->dst_imp);
 	return ZE_RESULT_SUCCESS;
@@ -310,10 +321,10 @@ static ze_result_t f_copy(ze_command_list_handle_t l, void *dst,
 			  const void *src, size_t n, ze_event_handle_t ev,
 			  uint32_t nw, ze_event_handle_t *w)
 {
-	(void)ev, (void)nw, (void)w;
+	(void)nw, (void)w;
 	ZENTRY("zeCommandListAppendMemoryCopy");
 	OWN_LIST(l);
-	RETURN(append(l, dst, src, n));
+	RETURN(append(l, dst, src, n, ev));
 }
 
 /* A region copy: appended as the rows it covers, each a copy of its own
@@ -325,14 +336,14 @@ static ze_result_t f_copy_region(ze_command_list_handle_t l, void *dst,
 				 uint32_t sspitch, ze_event_handle_t ev,
 				 uint32_t nw, ze_event_handle_t *w)
 {
-	(void)dspitch, (void)sspitch, (void)ev, (void)nw, (void)w;
+	(void)dspitch, (void)sspitch, (void)nw, (void)w;
 	ZENTRY("zeCommandListAppendMemoryCopyRegion");
 	OWN_LIST(l);
 	ze_result_t r = ZE_RESULT_SUCCESS;
 	for (uint32_t y = 0; y < sr->height && !r; y++)
 		r = append(l, (char *)dst + (size_t)(dr->originY + y) * dpitch + dr->originX,
 			   (const char *)src + (size_t)(sr->originY + y) * spitch + sr->originX,
-			   sr->width);
+			   sr->width, y + 1 == sr->height ? ev : NULL);
 	RETURN(r);
 }
 
@@ -341,10 +352,10 @@ static ze_result_t f_copy_ctx(ze_command_list_handle_t l, void *dst,
 			      ze_event_handle_t ev, uint32_t nw,
 			      ze_event_handle_t *w)
 {
-	(void)c, (void)ev, (void)nw, (void)w;
+	(void)c, (void)nw, (void)w;
 	ZENTRY("zeCommandListAppendMemoryCopyFromContext");
 	OWN_LIST(l);
-	RETURN(append(l, dst, src, n));
+	RETURN(append(l, dst, src, n, ev));
 }
 
 static ze_result_t f_queue_create(ze_context_handle_t c, ze_device_handle_t d,
@@ -387,4 +398,102 @@ static ze_result_t f_queue_sync(ze_command_queue_handle_t q, uint64_t t)
 	ZENTRY("zeCommandQueueSynchronize");
 	run_ops(NULL, q);
 	RETURN(ZE_RESULT_SUCCESS);
+}
+
+/* Events and fences: a wait or a query runs what they stand for (the
+ * copies appended up to the last one signalling the event, in order; the
+ * fence's queue) and answers signalled. */
+struct _ze_event_pool_handle_t {
+	int magic;
+};
+struct _ze_event_handle_t {
+	int magic;
+};
+struct _ze_fence_handle_t {
+	ze_command_queue_handle_t q;
+};
+static struct _ze_event_pool_handle_t pool = {0x5050};
+static struct _ze_event_handle_t events[64];
+static struct _ze_fence_handle_t fences[8];
+
+static ze_result_t f_pool_create(ze_context_handle_t c,
+				 const ze_event_pool_desc_t *d, uint32_t n,
+				 ze_device_handle_t *devs,
+				 ze_event_pool_handle_t *out)
+{
+	(void)c, (void)d, (void)n, (void)devs;
+	*out = &pool;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t f_pool_destroy(ze_event_pool_handle_t p)
+{
+	(void)p;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t f_event_create(ze_event_pool_handle_t p,
+				  const ze_event_desc_t *d,
+				  ze_event_handle_t *out)
+{
+	(void)p;
+	if (d->index >= 64)
+		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	events[d->index].magic = 0x4545;
+	*out = &events[d->index];
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t f_event_destroy(ze_event_handle_t e)
+{
+	e->magic = 0;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t f_event_sync(ze_event_handle_t e, uint64_t t)
+{
+	(void)t;
+	ZENTRY("zeEventHostSynchronize");
+	unsigned long upto = 0;
+	for (int i = 0; i < MAXOPS; i++)
+		if (ops[i].live && ops[i].ev == e && ops[i].seq > upto)
+			upto = ops[i].seq;
+	run_upto(NULL, NULL, upto);
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_event_query(ze_event_handle_t e)
+{
+	return f_event_sync(e, 0);
+}
+
+static ze_result_t f_fence_create(ze_command_queue_handle_t q,
+				  const ze_fence_desc_t *d, ze_fence_handle_t *out)
+{
+	(void)d;
+	for (int i = 0; i < 8; i++)
+		if (!fences[i].q) {
+			fences[i].q = q, *out = &fences[i];
+			return ZE_RESULT_SUCCESS;
+		}
+	return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+}
+
+static ze_result_t f_fence_destroy(ze_fence_handle_t f)
+{
+	f->q = NULL;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t f_fence_sync(ze_fence_handle_t f, uint64_t t)
+{
+	(void)t;
+	ZENTRY("zeFenceHostSynchronize");
+	run_ops(NULL, f->q);
+	RETURN(ZE_RESULT_SUCCESS);
+}
+
+static ze_result_t f_fence_query(ze_fence_handle_t f)
+{
+	return f_fence_sync(f, 0);
 }

@@ -12,7 +12,8 @@
  *             through host -> device -> host
  *   inflight  a block freed (and a mapping unmapped) while copies appended
  *             from it have not run (executed, not synchronised; appended to
- *             an immediate list, not synchronised): the fake records a copy
+ *             an immediate list, not synchronised; the same waited for
+ *             through an event and a fence): the fake records a copy
  *             that runs after its import was released as VIOLATION
  *             copy-after-release; the import goes once the copy ran */
 #include <level_zero/ze_ddi.h>
@@ -207,6 +208,38 @@ static void inflight(void)
 	/* the imports go once the copies ran (and hostpin saw them run) */
 	if (hp)
 		CHECK(!imported(b, 1) && !imported(m, 1));
+	/* an immediate list's copy signalling an event, waited for; a
+	 * regular list executed with a fence, waited for */
+	ze_event_pool_desc_t pd = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
+				   .count = 1};
+	ze_event_pool_handle_t pool;
+	ze_event_handle_t ev;
+	ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC};
+	CHECK(zeEventPoolCreate(z.c, &pd, 1, &z.dev, &pool) == 0);
+	CHECK(zeEventCreate(pool, &ed, &ev) == 0);
+	ze_fence_desc_t fd = {.stype = ZE_STRUCTURE_TYPE_FENCE_DESC};
+	ze_fence_handle_t fence;
+	CHECK(zeFenceCreate(z.q, &fd, &fence) == 0);
+	char *e1 = malloc(8 * MB), *f1 = malloc(8 * MB);
+	tp_fill(e1, 8 * MB, 7), tp_fill(f1, 8 * MB, 8);
+	for (int i = 0; i < 2; i++)
+		zq_copy(&z, d, e1, 8 * MB), zq_copy(&z, d, f1, 8 * MB);
+	CHECK(zeCommandListAppendMemoryCopy(z.imm, d, e1, 8 * MB, ev, 0, NULL) == 0);
+	CHECK(zeCommandListAppendMemoryCopy(z.l, d, f1, 8 * MB, NULL, 0, NULL) == 0);
+	CHECK(zeCommandListClose(z.l) == 0);
+	CHECK(zeCommandQueueExecuteCommandLists(z.q, 1, &z.l, fence) == 0);
+	free(e1), free(f1);
+	if (hp)
+		CHECK(imported(e1, 8 * MB) && imported(f1, 8 * MB));
+	CHECK(zeEventHostSynchronize(ev, UINT64_MAX) == 0);
+	if (hp)
+		CHECK(!imported(e1, 1) && imported(f1, 8 * MB));
+	CHECK(zeFenceHostSynchronize(fence, UINT64_MAX) == 0);
+	if (hp)
+		CHECK(!imported(f1, 1));
+	CHECK(zeCommandListReset(z.l) == 0);
+	CHECK(zeFenceDestroy(fence) == 0 && zeEventDestroy(ev) == 0 &&
+	      zeEventPoolDestroy(pool) == 0);
 	CHECK(zeMemFree(z.c, d) == 0);
 	zq_down(&z);
 }

@@ -52,6 +52,7 @@ _Static_assert(__builtin_types_compatible_p(
 #include <level_zero/ze_ddi.h>
 #define SLOT(T, f, i)                                                         \
 	_Static_assert(offsetof(T, f) == (i) * sizeof(void *), #T "." #f);
+SLOT(ze_command_list_dditable_t, pfnCreateImmediate, HP_ZE_CL_CREATE_IMMEDIATE)
 SLOT(ze_command_list_dditable_t, pfnDestroy, HP_ZE_CL_DESTROY)
 SLOT(ze_command_list_dditable_t, pfnReset, HP_ZE_CL_RESET)
 SLOT(ze_command_list_dditable_t, pfnAppendMemoryCopy, HP_ZE_CL_COPY)
@@ -69,6 +70,10 @@ SLOT(ze_command_list_dditable_t, pfnAppendImageCopyFromMemoryExt,
 SLOT(ze_command_queue_dditable_t, pfnDestroy, HP_ZE_CQ_DESTROY)
 SLOT(ze_command_queue_dditable_t, pfnExecuteCommandLists, HP_ZE_CQ_EXECUTE)
 SLOT(ze_command_queue_dditable_t, pfnSynchronize, HP_ZE_CQ_SYNCHRONIZE)
+SLOT(ze_event_dditable_t, pfnHostSynchronize, HP_ZE_EV_HOST_SYNCHRONIZE)
+SLOT(ze_event_dditable_t, pfnQueryStatus, HP_ZE_EV_QUERY_STATUS)
+SLOT(ze_fence_dditable_t, pfnHostSynchronize, HP_ZE_FENCE_HOST_SYNCHRONIZE)
+SLOT(ze_fence_dditable_t, pfnQueryStatus, HP_ZE_FENCE_QUERY_STATUS)
 _Static_assert(ZE_MAKE_VERSION(1, 3) == HP_ZE_API_VERSION(1, 3), "version");
 _Static_assert(sizeof(ze_copy_region_t) == sizeof(struct hp_ze_region) &&
 		   sizeof(ze_image_region_t) == sizeof(struct hp_ze_region) &&
