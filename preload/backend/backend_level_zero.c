@@ -331,5 +331,6 @@ static void ze_fork_child(void)
 const hp_backend_t hp_backend_level_zero = {
 	.name = "level_zero", .probe = ze_probe, .ready = ze_ready,
 	.pin = ze_pin, .unpin = ze_unpin, .fork_child = ze_fork_child,
-	.device_node = ze_device_node, .pin_flags = HOSTPIN_REGISTERED,
+	.device_node = ze_device_node, .busy = hp_ze_inflight_busy,
+	.pin_flags = HOSTPIN_REGISTERED,
 };

@@ -15,7 +15,9 @@
  *             an immediate list, not synchronised; the same waited for
  *             through an event and a fence): the fake records a copy
  *             that runs after its import was released as VIOLATION
- *             copy-after-release; the import goes once the copy ran */
+ *             copy-after-release; the import goes once the copy ran; a
+ *             block of the same size allocated meanwhile is not the freed
+ *             one (the cache keeps no block a copy may still write) */
 #include <level_zero/ze_ddi.h>
 
 struct zq {
@@ -178,6 +180,23 @@ static void inflight(void)
 	zq_copy(&z, d, b, 8 * MB);
 	if (hp)
 		CHECK(imported(b, 8 * MB));
+	/* a copy into a block, executed, not synchronised; the block freed
+	 * and a block of its size allocated and written meanwhile (with the
+	 * cache on, it must not be the freed one: the copy would land in
+	 * it) */
+	char *in = malloc(8 * MB);
+	zq_copy(&z, in, d, 8 * MB);
+	zq_copy(&z, in, d, 8 * MB);
+	CHECK(zeCommandListAppendMemoryCopy(z.l, in, d, 8 * MB, NULL, 0, NULL) == 0);
+	CHECK(zeCommandListClose(z.l) == 0);
+	CHECK(zeCommandQueueExecuteCommandLists(z.q, 1, &z.l, NULL) == 0);
+	free(in);
+	char *again = malloc(8 * MB);
+	tp_fill(again, 8 * MB, 11);
+	CHECK(zeCommandQueueSynchronize(z.q, UINT64_MAX) == 0);
+	CHECK(zeCommandListReset(z.l) == 0);
+	CHECK(tp_verify(again, 8 * MB, 11));
+	free(again);
 	/* executed, not synchronised: freed meanwhile */
 	CHECK(zeCommandListAppendMemoryCopy(z.l, d, b, 8 * MB, NULL, 0, NULL) == 0);
 	CHECK(zeCommandListClose(z.l) == 0);

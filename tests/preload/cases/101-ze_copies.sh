@@ -43,4 +43,6 @@ done
 for pa in 2 0; do
 	zerun "a block freed while a copy from it has not run keeps its import until it ran [PIN_AFTER=$pa]" 0 \
 		HOSTPIN_PIN_AFTER=$pa -- inflight
+	zerun "... and the cache hands it to no new allocation meanwhile [PIN_AFTER=$pa, HOSTPIN_CACHE=1G]" 0 \
+		HOSTPIN_PIN_AFTER=$pa HOSTPIN_CACHE=1G -- inflight
 done
