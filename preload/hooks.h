@@ -88,6 +88,12 @@ HP_HIDDEN void *hp_cudart_wrap(const char *symbol, void *fn, const void *ra);
  * handle (zeInit, zeInitDrivers, zeDriverGetExtensionFunctionAddress). */
 HP_HIDDEN void *hp_ze_wrap(const char *symbol, void *fn);
 HP_HIDDEN int hp_ze_wrapped_name(const char *name);
+/* ze_copy.c: a driver's table getters (zeGetCommandListProcAddrTable,
+ * zeGetCommandQueueProcAddrTable) found on its handle, and its
+ * zeCommandListHostSynchronize: the wrapper, or fn. */
+HP_HIDDEN int hp_ze_copy_wrapped_name(const char *name);
+HP_HIDDEN void *hp_ze_copy_wrap(const char *name, void *fn);
+HP_HIDDEN void *hp_ze_host_sync_wrap(void *fn);
 /* 1 if hostpin wraps a driver / runtime entry point of this exported name. */
 HP_HIDDEN int hp_cudrv_wrapped_name(const char *name);
 HP_HIDDEN int hp_cudart_wrapped_name(const char *name);

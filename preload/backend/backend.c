@@ -120,6 +120,12 @@ static int auto_unpin(void *b, size_t l, const char **why)
 	return c ? c->unpin(b, l, why) : 0;
 }
 
+static int auto_busy(const void *b, size_t l)
+{
+	const hp_backend_t *c = hp_backend_auto_chosen();
+	return c && c->busy ? c->busy(b, l) : 0;
+}
+
 static uintptr_t auto_owner(void)
 {
 	const hp_backend_t *c = hp_backend_auto_chosen();
@@ -142,7 +148,7 @@ static void auto_fork_child(void)
 const hp_backend_t hp_backend_auto = {
 	.name = "auto", .probe = auto_probe, .ready = auto_ready,
 	.pin = auto_pin, .unpin = auto_unpin, .fork_child = auto_fork_child,
-	.quiesce = hp_cuda_quiesce, .owner = auto_owner,
+	.quiesce = hp_cuda_quiesce, .busy = auto_busy, .owner = auto_owner,
 	.device_node = auto_device_node,
 	.pin_flags = HOSTPIN_REGISTERED,
 };

@@ -33,6 +33,11 @@ typedef struct hp_backend {
 	/* Before a block is unpinned or reused: wait for the device copies
 	 * that may still use it (HOSTPIN_COPY=async).  NULL: nothing to do. */
 	void (*quiesce)(struct hp_rec *r);
+	/* 1 if device work queued may still use [base, base+len) and the
+	 * backend cannot wait for it (Level Zero copies appended, not yet
+	 * run): the block is not cached for reuse; its release waits
+	 * (unpin answers EAGAIN).  NULL: never. */
+	int (*busy)(const void *base, size_t len);
 	/* Who owns the registration this thread's last successful pin made
 	 * (the CUDA context), stored with the block so that the end of that
 	 * owner sends it back to pending.  NULL: nothing outlives its owner. */

@@ -257,10 +257,15 @@ static int ze_pin(void *base, size_t len, const char **why)
 
 static int ze_unpin(void *base, size_t len, const char **why)
 {
-	(void)len;
 	if (atomic_load_explicit(&ze_state, memory_order_acquire) <= 0 ||
 	    ze_gone())
 		return 0; /* the import died with its driver */
+	if (hp_ze_inflight_busy(base, len)) {
+		/* a copy appended from it may not have run: kept imported
+		 * (and mapped) until it has (ze_inflight.c, invariant 1) */
+		*why = "a Level Zero copy from it has not run yet";
+		return EAGAIN;
+	}
 	int e = 0;
 	for (int i = 0; i < ndrivers; i++) {
 		void *b = NULL;
@@ -320,10 +325,12 @@ static void ze_fork_child(void)
 {
 	/* relaxed: the child has one thread; no Level Zero call there */
 	atomic_store_explicit(&ze_state, -1, memory_order_relaxed);
+	hp_ze_inflight_fork_child();
 }
 
 const hp_backend_t hp_backend_level_zero = {
 	.name = "level_zero", .probe = ze_probe, .ready = ze_ready,
 	.pin = ze_pin, .unpin = ze_unpin, .fork_child = ze_fork_child,
-	.device_node = ze_device_node, .pin_flags = HOSTPIN_REGISTERED,
+	.device_node = ze_device_node, .busy = hp_ze_inflight_busy,
+	.pin_flags = HOSTPIN_REGISTERED,
 };

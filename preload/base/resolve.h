@@ -98,8 +98,9 @@ HP_HIDDEN int hp_is_self(const void *addr);
  * Zero driver's zeGetDriverProcAddrTable), other than hostpin. */
 HP_HIDDEN int hp_in_device_obj(const void *addr);
 /* The exported allocation wrappers' caller while they serve a large block
- * (NULL otherwise): a block a device object allocates for itself is left
- * pending, never registered from inside its call (invariant 11). */
+ * (NULL otherwise): a block a device object allocates for itself goes to
+ * the next allocator (invariant 8); one it frees inside its own call is
+ * released after the call (invariant 11). */
 HP_HIDDEN extern HP_TLS const void *hp_alloc_ra;
 HP_HIDDEN int hp_alloc_from_device(void);
 

@@ -2,7 +2,7 @@
  * program initialised Level Zero: adopt pending blocks), and the lookup of
  * the import extension, whose functions the program gets as wrappers so
  * that hostpin steps aside for its imports (invariant 8), through the same
- * sequence as the CUDA hooks. */
+ * sequence as the CUDA hooks.  Copies: ze_copy.c. */
 #include <string.h>
 
 #include "../hooks.h"
@@ -151,6 +151,12 @@ static hp_ze_result_t get_ext_body(hp_zeDriverGetExtensionFunctionAddress_t next
 	if (r != HP_ZE_RESULT_SUCCESS || fn == NULL || *fn == NULL ||
 	    name == NULL || !hp_hooks_active())
 		return r;
+	if (strcmp(name, "zeCommandListHostSynchronize") == 0) {
+		/* 1.6, past loader 1.8's tables: an immediate list's copies
+		 * ran (ze_copy.c) */
+		HP_GUARDED(*fn = hp_ze_host_sync_wrap(*fn));
+		return r;
+	}
 	void *wrap = NULL;
 	pthread_mutex_lock(&app_mu);
 	int n = atomic_load_explicit(&napp, memory_order_relaxed), i = 0;
@@ -226,6 +232,8 @@ static const struct {
 
 int hp_ze_wrapped_name(const char *name)
 {
+	if (hp_ze_copy_wrapped_name(name))
+		return 1;
 	for (size_t i = 0; i < NZE; i++)
 		if (strcmp(ze_names[i].name, name) == 0)
 			return 1;
@@ -234,6 +242,8 @@ int hp_ze_wrapped_name(const char *name)
 
 void *hp_ze_wrap(const char *symbol, void *fn)
 {
+	if (hp_ze_copy_wrapped_name(symbol))
+		return hp_ze_copy_wrap(symbol, fn);
 	for (size_t i = 0; i < NZE; i++) {
 		if (strcmp(ze_names[i].name, symbol) != 0)
 			continue;

@@ -36,7 +36,18 @@ static HP_TLS const void *caller;
 static void *large_alloc_z(size_t n, size_t align, int zero)
 {
 	void *p;
+	int dev;
 	hp_alloc_ra = caller;
+	/* A block a GPU driver, runtime or loader allocates for itself (USM
+	 * host and shared memory inside zeMemAllocHost/zeMemAllocShared,
+	 * which the driver registers itself; command and staging buffers) is
+	 * the next allocator's: never imported nor registered by hostpin
+	 * (invariant 8), and no call into the driver from inside its own. */
+	HP_GUARDED(dev = hp_alloc_from_device());
+	if (dev) {
+		hp_alloc_ra = caller = NULL;
+		return NULL;
+	}
 	HP_GUARDED(p = hp_block_alloc(n, align, zero));
 	/* releases that waited for a driver's own call to return */
 	if (!hp_in_hook)

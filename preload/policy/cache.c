@@ -284,7 +284,11 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	if (hp_capture_busy() &&
 	    atomic_load_explicit(&r->user[HP_U_EVENT], memory_order_relaxed))
 		return 0;
-	/* Not reused while a copy that used it may still run. */
+	/* Not reused while a copy that used it may still run: waited for,
+	 * or, where the backend cannot wait (Level Zero copies appended, not
+	 * yet run), not kept: its release waits until they ran. */
+	if (hp_backend->busy && hp_backend->busy((void *)s->base, s->len))
+		return 0;
 	if (hp_backend->quiesce) {
 		hp_backend->quiesce(r);
 		hp_backend_events_act();

@@ -20,8 +20,8 @@
  * uncommitted.  HOSTPIN_PIN_AFTER=0 registers at allocation (or adoption),
  * as before.  Where no copy can be counted the block is pinned when tracked:
  * the mlock backend locks on fault (MLOCK_ONFAULT: untouched pages stay
- * uncommitted, touched ones stay resident), and Level Zero, whose copies
- * hostpin does not hook, imports at allocation or adoption. */
+ * uncommitted, touched ones stay resident).  Level Zero's copies are
+ * counted like CUDA's (hooks/ze_copy.c). */
 #include <errno.h>
 #include <sys/mman.h>
 
@@ -48,18 +48,20 @@ int hp_pin_ready_now(void)
 _Atomic int hp_lazy_seen;
 
 /* 1 if the backend in use registers with a driver whose copies hostpin
- * counts (CUDA; auto before its choice, which adoption corrects if it
- * chooses Level Zero) and HOSTPIN_PIN_AFTER asks to wait for them. */
+ * counts (CUDA, Level Zero; auto, before its choice and after) and
+ * HOSTPIN_PIN_AFTER asks to wait for them. */
 int hp_pin_counts_copies(void)
 {
 	if (hp_opt[HP_OPT_PIN_AFTER] == 0 || hp_in_child)
 		return 0;
-	if (hp_backend == &hp_backend_cuda)
+	if (hp_backend == &hp_backend_cuda ||
+	    hp_backend == &hp_backend_level_zero)
 		return 1;
 	if (hp_backend != &hp_backend_auto)
 		return 0;
 	const hp_backend_t *c = hp_backend_auto_chosen();
-	return c == NULL || c == &hp_backend_cuda;
+	return c == NULL || c == &hp_backend_cuda ||
+	       c == &hp_backend_level_zero;
 }
 
 /* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over

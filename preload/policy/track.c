@@ -230,9 +230,11 @@ static int retry_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	/* relaxed: we hold r (claimed); the claim's CAS orders */
 	uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
 	if (e == EAGAIN) {
-		hp_registry_claim(r, w, HP_REC_LEAKED); /* not yet */
+		/* not yet; the others may be (a Level Zero copy still to
+		 * run holds this one only) */
+		hp_registry_claim(r, w, HP_REC_LEAKED);
 		*again = 1;
-		return 1;
+		return 0;
 	}
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_DEFER);
 	atomic_fetch_sub(&deferred_n, 1);

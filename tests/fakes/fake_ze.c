@@ -106,6 +106,8 @@ static ze_result_t f_driver_props(ze_driver_handle_t h,
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
+static int usm_overlaps(const void *p, size_t n);
+
 static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
 {
 	ZENTRY("zexDriverImportExternalPointer");
@@ -117,6 +119,9 @@ static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
 		logf_("VIOLATION import-unmapped %p %zu", p, n);
 		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
 	}
+	if (usm_overlaps(p, n))
+		/* the driver's own USM memory, registered by it already */
+		logf_("VIOLATION import-usm %p %zu", p, n);
 	if (find(p, n, 0) >= 0) {
 		logf_("OVERLAP %p %zu", p, n);
 		RETURN(ZE_RESULT_ERROR_INVALID_ARGUMENT);
@@ -155,6 +160,8 @@ static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
+#include "fake_ze_cmd.h"
+
 static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 			      void **fn)
 {
@@ -162,7 +169,9 @@ static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 	NEED_INIT;
 	OWN_DRIVER(h);
 	void *f = NULL;
-	if (!getenv("FAKE_ZE_NO_IMPORT")) {
+	if (strcmp(name, "zeCommandListHostSynchronize") == 0)
+		f = (void *)f_list_host_sync; /* 1.6, past loader 1.8 */
+	else if (!getenv("FAKE_ZE_NO_IMPORT")) {
 		if (strcmp(name, "zexDriverImportExternalPointer") == 0)
 			f = (void *)x_import;
 		else if (strcmp(name, "zexDriverReleaseImportedPointer") == 0)
@@ -350,6 +359,81 @@ zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t)
 	return ZE_RESULT_SUCCESS;
 }
 
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetMemProcAddrTable(ze_api_version_t v, ze_mem_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnAllocHost = f_alloc_host;
+	t->pfnAllocShared = f_alloc_shared;
+	t->pfnAllocDevice = f_alloc_device;
+	t->pfnFree = f_mem_free;
+	t->pfnGetAllocProperties = f_mem_props;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetCommandQueueProcAddrTable(ze_api_version_t v, ze_command_queue_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_queue_create;
+	t->pfnDestroy = f_queue_destroy;
+	t->pfnExecuteCommandLists = f_queue_exec;
+	t->pfnSynchronize = f_queue_sync;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_list_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_list_create;
+	t->pfnCreateImmediate = f_list_create_imm;
+	t->pfnClose = f_list_close;
+	t->pfnReset = f_list_reset;
+	t->pfnDestroy = f_list_destroy;
+	t->pfnAppendMemoryCopy = f_copy;
+	t->pfnAppendMemoryCopyRegion = f_copy_region;
+	t->pfnAppendMemoryCopyFromContext = f_copy_ctx;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetEventPoolProcAddrTable(ze_api_version_t v, ze_event_pool_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_pool_create;
+	t->pfnDestroy = f_pool_destroy;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetEventProcAddrTable(ze_api_version_t v, ze_event_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_event_create;
+	t->pfnDestroy = f_event_destroy;
+	t->pfnHostSynchronize = f_event_sync;
+	t->pfnQueryStatus = f_event_query;
+	return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL
+zeGetFenceProcAddrTable(ze_api_version_t v, ze_fence_dditable_t *t)
+{
+	(void)v;
+	memset(t, 0, sizeof(*t));
+	t->pfnCreate = f_fence_create;
+	t->pfnDestroy = f_fence_destroy;
+	t->pfnHostSynchronize = f_fence_sync;
+	t->pfnQueryStatus = f_fence_query;
+	return ZE_RESULT_SUCCESS;
+}
+
 /* The tables this fake does not implement: present, empty. */
 #define STUB(fn, type)                                                        \
 	ZE_DLLEXPORT ze_result_t ZE_APICALL fn(ze_api_version_t v, type *t)   \
@@ -359,13 +443,8 @@ zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t)
 		return ZE_RESULT_SUCCESS;                                     \
 	}
 STUB(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
-STUB(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)
-STUB(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)
 STUB(zeGetImageProcAddrTable, ze_image_dditable_t)
 STUB(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)
-STUB(zeGetFenceProcAddrTable, ze_fence_dditable_t)
-STUB(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)
-STUB(zeGetEventProcAddrTable, ze_event_dditable_t)
 STUB(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)
 STUB(zeGetModuleProcAddrTable, ze_module_dditable_t)
 STUB(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)
@@ -373,7 +452,6 @@ STUB(zeGetKernelProcAddrTable, ze_kernel_dditable_t)
 STUB(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)
 STUB(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)
 STUB(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)
-STUB(zeGetMemProcAddrTable, ze_mem_dditable_t)
 STUB(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t)
 STUB(zeGetFabricVertexExpProcAddrTable, ze_fabric_vertex_exp_dditable_t)
 STUB(zeGetFabricEdgeExpProcAddrTable, ze_fabric_edge_exp_dditable_t)

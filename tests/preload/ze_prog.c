@@ -1,6 +1,6 @@
 /* A Level Zero program over the real loader and the fake driver(s), run
  * under hostpin.  ze_prog adopt|work|foreign|drop|fork, the range modes
- * (ze_ranges.h) and the fault modes (ze_faults.h)
+ * (ze_ranges.h), the fault modes (ze_faults.h), USM and copies (ze_copy.h)
  * Exits non-zero on what it would not see without hostpin; the runner
  * checks the fake driver's log. */
 #include <level_zero/ze_api.h>
@@ -214,6 +214,8 @@ static void readopt(void)
 #include "ze_ranges.h"
 /* Level Zero's own gaps (issue 22). */
 #include "ze_faults.h"
+/* USM and copies (issue 41). */
+#include "ze_copy.h"
 
 int main(int argc, char **argv)
 {
@@ -237,6 +239,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "fork")) forked();
 	else if (ranges_mode(m)) ;
 	else if (faults_mode(m)) ;
+	else if (copy_mode(m)) ;
 	else return 2;
 	printf("ze_prog %s: ok\n", m);
 	return 0;

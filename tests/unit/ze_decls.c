@@ -48,4 +48,45 @@ _Static_assert(__builtin_types_compatible_p(
 		   ze_result_t (*)(ze_device_handle_t, ze_pci_ext_properties_t *)),
 	       "zeDevicePciGetPropertiesExt");
 
+/* The driver tables' slots ze_copy.c patches, and the region layout. */
+#include <level_zero/ze_ddi.h>
+#define SLOT(T, f, i)                                                         \
+	_Static_assert(offsetof(T, f) == (i) * sizeof(void *), #T "." #f);
+SLOT(ze_command_list_dditable_t, pfnCreateImmediate, HP_ZE_CL_CREATE_IMMEDIATE)
+SLOT(ze_command_list_dditable_t, pfnDestroy, HP_ZE_CL_DESTROY)
+SLOT(ze_command_list_dditable_t, pfnReset, HP_ZE_CL_RESET)
+SLOT(ze_command_list_dditable_t, pfnAppendMemoryCopy, HP_ZE_CL_COPY)
+SLOT(ze_command_list_dditable_t, pfnAppendMemoryCopyRegion, HP_ZE_CL_COPY_REGION)
+SLOT(ze_command_list_dditable_t, pfnAppendMemoryCopyFromContext,
+     HP_ZE_CL_COPY_FROM_CONTEXT)
+SLOT(ze_command_list_dditable_t, pfnAppendImageCopyToMemory,
+     HP_ZE_CL_IMAGE_TO_MEMORY)
+SLOT(ze_command_list_dditable_t, pfnAppendImageCopyFromMemory,
+     HP_ZE_CL_IMAGE_FROM_MEMORY)
+SLOT(ze_command_list_dditable_t, pfnAppendImageCopyToMemoryExt,
+     HP_ZE_CL_IMAGE_TO_MEMORY_EXT)
+SLOT(ze_command_list_dditable_t, pfnAppendImageCopyFromMemoryExt,
+     HP_ZE_CL_IMAGE_FROM_MEMORY_EXT)
+SLOT(ze_command_queue_dditable_t, pfnDestroy, HP_ZE_CQ_DESTROY)
+SLOT(ze_command_queue_dditable_t, pfnExecuteCommandLists, HP_ZE_CQ_EXECUTE)
+SLOT(ze_command_queue_dditable_t, pfnSynchronize, HP_ZE_CQ_SYNCHRONIZE)
+SLOT(ze_event_dditable_t, pfnHostSynchronize, HP_ZE_EV_HOST_SYNCHRONIZE)
+SLOT(ze_event_dditable_t, pfnQueryStatus, HP_ZE_EV_QUERY_STATUS)
+SLOT(ze_fence_dditable_t, pfnHostSynchronize, HP_ZE_FENCE_HOST_SYNCHRONIZE)
+SLOT(ze_fence_dditable_t, pfnQueryStatus, HP_ZE_FENCE_QUERY_STATUS)
+_Static_assert(ZE_MAKE_VERSION(1, 3) == HP_ZE_API_VERSION(1, 3), "version");
+_Static_assert(sizeof(ze_copy_region_t) == sizeof(struct hp_ze_region) &&
+		   sizeof(ze_image_region_t) == sizeof(struct hp_ze_region) &&
+		   offsetof(ze_copy_region_t, depth) ==
+		       offsetof(struct hp_ze_region, depth) &&
+		   offsetof(ze_image_region_t, depth) ==
+		       offsetof(struct hp_ze_region, depth),
+	       "regions");
+_Static_assert(__builtin_types_compatible_p(
+		   __typeof__(&zeCommandListAppendMemoryCopy),
+		   ze_result_t (*)(ze_command_list_handle_t, void *, const void *,
+				   size_t, ze_event_handle_t, uint32_t,
+				   ze_event_handle_t *)),
+	       "zeCommandListAppendMemoryCopy");
+
 int main(void) { return 0; }

@@ -1,5 +1,7 @@
 # Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
 # ---- Level Zero backend through the real loader and the fake driver ----
+# (HOSTPIN_PIN_AFTER=0 throughout: the import machinery on blocks these
+# programs never copy; copies and HOSTPIN_PIN_AFTER: 101-ze_copies.sh)
 for variant in "" "ZE_ENABLE_LOADER_INTERCEPT=1" "ZE_ENABLE_ALT_DRIVERS=$ZE1,$ZE2"; do
 	v=${variant:+ [$(echo "$variant" | sed "s|$F/||g")]}
 	zerun "adopt: pending before zeInit, imported after$v" 0 $variant -- adopt
@@ -11,7 +13,7 @@ for variant in "" "ZE_ENABLE_LOADER_INTERCEPT=1" "ZE_ENABLE_ALT_DRIVERS=$ZE1,$ZE
 	zerun "program releases hostpin's import through the hook$v" 0 $variant -- drop_hooked
 done
 log=$(mktemp)
-out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$log" "$B/ze_prog" noinit 2>&1); rc=$?
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_PIN_AFTER=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$log" "$B/ze_prog" noinit 2>&1); rc=$?
 if [ $rc -eq 0 ] && ! grep -q "CALL" "$log"; then
 	ok "level zero: a process that never calls zeInit: hostpin makes no Level Zero call"
 else bad "level zero noinit (rc $rc): $(head -3 "$log") $out"; fi
@@ -24,20 +26,20 @@ if echo "$ZE_OUT_KEEP" | grep -q "imports of hostpin's released by the program [
 	ok "level zero: the dropped import is counted in the report"
 else bad "level zero: dropped import not counted: $(echo "$ZE_OUT_KEEP" | grep -i dropped)"; fi
 log=$(mktemp)
-out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$log" "$B/ze_prog" fork 2>&1); rc=$?
+out=$(timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$log" "$B/ze_prog" fork 2>&1); rc=$?
 child=$(echo "$out" | sed -n 's/^child \([0-9]*\)$/\1/p')
 if [ $rc -eq 0 ] && [ -n "$child" ] && ! grep -q "^$child ze CALL" "$log" && zelog "$log"; then
 	ok "level zero fork: the child ($child) made no Level Zero call"
 else bad "level zero fork (rc $rc, child '$child')"; fi
 rm -f "$log"
-out=$(timeout 60 env $P HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_NO_IMPORT=1 "$B/ze_prog" work 2>&1); rc=$?
+out=$(timeout 60 env $P HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_NO_IMPORT=1 "$B/ze_prog" work 2>&1); rc=$?
 n=$(echo "$out" | grep -c "Level Zero driver lacks host-pointer import")
 if [ $rc -eq 0 ] && [ "$n" = 1 ]; then ok "level zero: a driver without the extension is reported once, the job completes"
 else bad "level zero no-extension (rc $rc, $n messages): $out"; fi
 for spec in zexDriverImportExternalPointer:2 zexDriverReleaseImportedPointer:2 \
 	zexDriverGetHostPointerBaseAddress:2 zeDriverGetExtensionFunctionAddress:1 zeDeviceGet:1; do
 	d=$(mktemp -d)
-	out=$(timeout 60 env $P HOSTPIN_CACHE=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$d/log" FAKE_ZE_FAIL="$spec" \
+	out=$(timeout 60 env $P HOSTPIN_CACHE=0 HOSTPIN_PIN_AFTER=0 ZE_ENABLE_ALT_DRIVERS="$ZE1" FAKE_ZE_LOG="$d/log" FAKE_ZE_FAIL="$spec" \
 		HOSTPIN_STATS_FILE="$d/s.json" "$B/ze_prog" work 2>&1); rc=$?
 	inj=$(grep -c "INJECT" "$d/log")
 	counted=$(python3 -c "import json;s=json.load(open('$d/s.json'));print(s['pin_failures']+s['leaked_blocks']+s['imports_dropped'])" 2>/dev/null)
