@@ -1,0 +1,292 @@
+/* The staging rings and background registration over the fake driver's
+ * late mode (FAKE_CUDA_LATE_DMA=1, fake_late.h), run under hostpin (issue
+ * 39, items 4, 5, 7, 8, 12).
+ *   late_reg MODE   (see main)
+ * Each mode checks return codes and data and exits non-zero when they
+ * differ; a wait that can never end is a hang that alarm() fails.
+ * Outcomes never depend on timing: what hostpin's threads do is polled
+ * for (60 s meaning a hang), and a copy may be staged or passed through,
+ * the program sees the same either way. */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "staged_common.h"
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuDevicePrimaryCtxReset_v2(int);
+int fake_cuda_is_registered(const void *, size_t);
+void fake_cuda_open_gate(void);
+void fake_cuda_open_gate_once(void);
+int fake_cuda_stream_hold(CUstream);
+void fake_cuda_stream_release(CUstream);
+
+/* One round trip of n bytes through h and d on s (seed): every call
+ * succeeds, the data arrives both ways. */
+static void round_trip(char *h, CUdeviceptr d, size_t n, CUstream s,
+		       unsigned seed)
+{
+	fill(h, n, seed);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0);
+	memset(h, 0, n); /* after the call: changes nothing */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, seed));
+	fill(D(d), n, seed + 100);
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0);
+	CHECK(same(h, n, seed + 100)); /* there on return */
+}
+
+/* Item 4: device 1's rings made while it is current (a copy on its stream
+ * a); a held, then a staged H2D queued on a behind the hold (its slots'
+ * events pending).  With device 0 current, an H2D onto device 1's stream b
+ * finds no slot device 1's ring can give: its ring must grow (now or in
+ * the background) through device 1's context, never the current one (the
+ * late driver refuses an event of one context recorded on another's
+ * stream: 400).  The copy succeeds with its data, and device 1's later
+ * copies on either stream too.  HOSTPIN_STAGE_BUFFER=16M: 4 slots of 2 MiB
+ * per direction, the held copy (8 MiB) fills them. */
+static int mode_dev1_grow(void)
+{
+	size_t n = 16 * MB, n1 = 8 * MB; /* n1: the ring's 4 slots */
+	alarm(30);
+	char *h = plain(n), *h1 = plain(n);
+	CUdeviceptr d = dev(n), d1 = dev(n);
+	CUcontext c1;
+	CUstream a, b;
+	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CHECK(cuCtxSetCurrent(c1) == 0);
+	CHECK(cuStreamCreate(&a, 0) == 0 && cuStreamCreate(&b, 0) == 0);
+	round_trip(h, d, n, a, 10); /* device 1's rings */
+	CHECK(fake_cuda_stream_hold(a) == 0);
+	fill(h1, n1, 11);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, a) == 0);
+	memset(h1, 0, n1);
+	CHECK(cuCtxSetCurrent(ctx) == 0); /* device 0 current */
+	for (unsigned i = 0; i < 3; i++) {
+		fill(h, n, 12 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, b) == 0);
+		memset(h, 0, n);
+		CHECK(cuStreamSynchronize(b) == 0);
+		CHECK(same(D(d), n, 12 + i));
+	}
+	fake_cuda_stream_release(a);
+	CHECK(cuStreamSynchronize(a) == 0);
+	CHECK(same(D(d1), n1, 11));
+	CHECK(cuCtxSetCurrent(c1) == 0);
+	for (unsigned i = 0; i < 5; i++) {
+		round_trip(h, d, n, b, 20 + i);
+		round_trip(h1, d1, n, a, 30 + i);
+	}
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	return 0;
+}
+
+/* Item 7: a ring refused for a moment (HOSTPIN_MAX_PINNED=64M: a 48 MiB
+ * block registered at its first copy leaves no room for the H2D ring),
+ * then device 0's primary context reset and made again by the program:
+ * once the block is freed, staged copies succeed (no event of the ended
+ * context is reused: the late driver refuses those). */
+static int mode_reset_ring(void)
+{
+	size_t m = 48 * MB, n = 16 * MB;
+	alarm(30);
+	CUdeviceptr d = dev(m);
+	char *blk = malloc(m), *h = plain(n);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 40);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(blk));
+	fill(h, n, 41);
+	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(d), n, 41));
+	free(blk);
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUdeviceptr d2 = dev(n);
+	for (unsigned i = 0; i < 4; i++)
+		round_trip(h, d2, n, NULL, 42 + i);
+	return 0;
+}
+
+/* Item 12: a ring's growth never runs on a copy's path nor under the
+ * ring's lock.  HOSTPIN_STAGE_BUFFER=16M (H2D ring: one 8 MiB segment of
+ * four slots), FAKE_CUDA_REGISTER_GATE=8M: every ring registration waits
+ * at the fake's gate, which lets the first one (the ring's making)
+ * through and no other until the end.  s1 held, an 8 MiB H2D queued on it
+ * (every slot's event pending); 4 MiB H2Ds on s2 and s3 find no slot they may
+ * wait for: a growth registered on their path waits at the gate for ever
+ * (the alarm fails the mode); they must return, with their data. */
+static int mode_grow_bg(void)
+{
+	size_t n = 8 * MB, k = 4 * MB;
+	alarm(30);
+	char *h = plain(n);
+	CUdeviceptr d1 = dev(n), d2 = dev(n), d3 = dev(n);
+	CUstream s1, s2, s3;
+	CHECK(cuStreamCreate(&s1, 0) == 0 && cuStreamCreate(&s2, 0) == 0 &&
+	      cuStreamCreate(&s3, 0) == 0);
+	fake_cuda_open_gate_once(); /* the H2D ring's making */
+	fill(h, n, 50);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h, n, s1) == 0);
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d1), n, 50));
+	CHECK(fake_cuda_stream_hold(s1) == 0);
+	fill(h, n, 51);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h, n, s1) == 0);
+	fill(h, k, 52);
+	CHECK(cuMemcpyHtoDAsync_v2(d2, h, k, s2) == 0);
+	fill(h, k, 53);
+	CHECK(cuMemcpyHtoDAsync_v2(d3, h, k, s3) == 0);
+	memset(h, 0, k);
+	CHECK(cuStreamSynchronize(s2) == 0 && cuStreamSynchronize(s3) == 0);
+	CHECK(same(D(d2), k, 52) && same(D(d3), k, 53));
+	printf("copies on s2 and s3 returned while the growth waited\n");
+	fake_cuda_stream_release(s1);
+	fake_cuda_open_gate();
+	CHECK(cuStreamSynchronize(s1) == 0);
+	CHECK(same(D(d1), n, 51));
+	for (unsigned i = 0; i < 3; i++) {
+		fill(h, n, 54 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d2, h, n, s2) == 0);
+		memset(h, 0, n);
+		CHECK(cuStreamSynchronize(s2) == 0);
+		CHECK(same(D(d2), n, 54 + i));
+	}
+	return 0;
+}
+
+/* A 32 MiB block (8 MiB aligned) that earned registration by two staged
+ * copies, registered in the background (HOSTPIN_REGISTER_CHUNK=8M,
+ * FAKE_CUDA_REGISTER_GATE=8M): its first piece registered, the second
+ * held at the fake's gate. */
+static int first_piece(void *p)
+{
+	return fake_cuda_is_registered(p, 8 * MB) &&
+	       fake_cuda_gate_waiters() == 1;
+}
+static char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
+{
+	size_t m = 32 * MB;
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	*d = dev(m);
+	CHECK(cuStreamCreate(s, 0) == 0);
+	fill(blk, m, seed);
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	return blk;
+}
+
+/* Item 8: fork while the block is being registered in the background: the
+ * child owns no half-finished registration of its parent (the block is
+ * plain memory there, invariant 4): its madvise(DONTNEED) of part of it,
+ * realloc and free return (alarm: a spin for ever fails the child), with
+ * no driver call.  The parent's registration then ends as before. */
+static int mode_fork_reg(void)
+{
+	alarm(30);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(60, &d, &s);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		if (madvise(blk + 16 * MB, 4 * MB, MADV_DONTNEED) != 0)
+			_exit(3);
+		if (blk[16 * MB] != 0 || blk[0] == 0)
+			_exit(4);
+		char *q = realloc(blk, 40 * MB);
+		if (q == NULL || !same(q, 8 * MB, 60))
+			_exit(5);
+		free(q);
+		_exit(0);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child: status %#x\n", st);
+		return 1;
+	}
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the parent's block registered");
+	free(blk);
+	return 0;
+}
+
+/* Item 5: device 0's primary context reset while a block is registered
+ * in the background (its first piece registered, the second held): the
+ * block must not stay flagged registered with a dead piece.  Once the
+ * registration ended (malloc_usable_size waits for it), the block is
+ * registered only if every piece is (in the fake's table); the program
+ * makes its context again and copies on: the block is registered again
+ * (whole), its data right. */
+#include <malloc.h>
+static int whole(void *p)
+{
+	for (int i = 0; i < 4; i++)
+		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
+					     8 * MB))
+			return 0;
+	return 1;
+}
+static int reg_whole(void *p)
+{
+	return is_reg(p) && whole(p);
+}
+static int mode_reset_reg(void)
+{
+	size_t m = 32 * MB;
+	alarm(40);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(70, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	fake_cuda_open_gate();
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	if (is_reg(blk) && !whole(blk)) {
+		fprintf(stderr, "flagged registered with a dead piece\n");
+		return 1;
+	}
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUstream s2;
+	CHECK(cuStreamCreate(&s2, 0) == 0);
+	CUdeviceptr d2 = dev(m);
+	for (unsigned i = 0; i < 4 && !reg_whole(blk); i++) {
+		fill(blk, m, 71 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d2, blk, m, s2) == 0);
+		CHECK(cuStreamSynchronize(s2) == 0);
+		CHECK(same(D(d2), m, 71 + i));
+		CHECK(malloc_usable_size(blk) >= m);
+	}
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	fill(D(d2), m, 99);
+	CHECK(cuMemcpyDtoHAsync_v2(blk, d2, m, s2) == 0);
+	CHECK(cuStreamSynchronize(s2) == 0);
+	CHECK(same(blk, m, 99));
+	free(blk);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"dev1_grow", mode_dev1_grow},
+	    {"reset_ring", mode_reset_ring},
+	    {"grow_bg", mode_grow_bg},
+	    {"fork_reg", mode_fork_reg},
+	    {"reset_reg", mode_reset_reg},
+	};
+	return staged_main("late_reg", argc, argv, modes);
+}
