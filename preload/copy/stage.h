@@ -100,6 +100,7 @@ struct hp_ring {
 	uintptr_t ctx; /* the context it was made through */
 	uint64_t gen; /* hp_cuda_ctx_gen(ctx) then: made again when it changes */
 	int claims; /* copies using it */
+	int grow; /* 1: a segment more asked for; 2: being made (ring.c) */
 	void *ev[HP_RING_MAX];
 	/* under mu: taken by a copy; the rest: by whoever took the slot */
 	int taken[HP_RING_MAX];

@@ -38,45 +38,50 @@ static void round_trip(char *h, CUdeviceptr d, size_t n, CUstream s,
 }
 
 /* Item 4: device 1's rings made while it is current (a copy on its stream
- * a); a held, then a staged H2D queued on a behind the hold (its slots'
- * events pending).  With device 0 current, an H2D onto device 1's stream b
- * finds no slot device 1's ring can give: its ring must grow (now or in
- * the background) through device 1's context, never the current one (the
+ * a).  HOSTPIN_STAGE_BUFFER=16M, HOSTPIN_STAGE_MIN=2M: 4 slots of 2 MiB
+ * per direction.  a held, then a 6 MiB H2D queued on it behind the hold
+ * (3 slots' events pending); with device 0 current, b held and a 2 MiB
+ * H2D on it (the last slot, pending too).  Then an H2D onto device 1's
+ * stream c finds no slot: device 1's ring must grow (now or in the
+ * background) through device 1's context, never the current one (the
  * late driver refuses an event of one context recorded on another's
  * stream: 400).  The copy succeeds with its data, and device 1's later
- * copies on either stream too.  HOSTPIN_STAGE_BUFFER=16M: 4 slots of 2 MiB
- * per direction, the held copy (8 MiB) fills them. */
+ * copies on every stream too. */
 static int mode_dev1_grow(void)
 {
-	size_t n = 16 * MB, n1 = 8 * MB; /* n1: the ring's 4 slots */
+	size_t n = 16 * MB, na = 6 * MB, nb = 2 * MB;
 	alarm(30);
-	char *h = plain(n), *h1 = plain(n);
-	CUdeviceptr d = dev(n), d1 = dev(n);
+	char *h = plain(n), *ha = plain(na), *hb = plain(nb);
+	CUdeviceptr d = dev(n), da = dev(na), db = dev(nb);
 	CUcontext c1;
-	CUstream a, b;
+	CUstream a, b, c;
 	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
 	CHECK(cuCtxSetCurrent(c1) == 0);
-	CHECK(cuStreamCreate(&a, 0) == 0 && cuStreamCreate(&b, 0) == 0);
+	CHECK(cuStreamCreate(&a, 0) == 0 && cuStreamCreate(&b, 0) == 0 &&
+	      cuStreamCreate(&c, 0) == 0);
 	round_trip(h, d, n, a, 10); /* device 1's rings */
-	CHECK(fake_cuda_stream_hold(a) == 0);
-	fill(h1, n1, 11);
-	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, a) == 0);
-	memset(h1, 0, n1);
 	CHECK(cuCtxSetCurrent(ctx) == 0); /* device 0 current */
+	CHECK(fake_cuda_stream_hold(a) == 0 && fake_cuda_stream_hold(b) == 0);
+	fill(ha, na, 11), fill(hb, nb, 12);
+	CHECK(cuMemcpyHtoDAsync_v2(da, ha, na, a) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(db, hb, nb, b) == 0);
+	memset(ha, 0, na), memset(hb, 0, nb);
 	for (unsigned i = 0; i < 3; i++) {
-		fill(h, n, 12 + i);
-		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, b) == 0);
+		fill(h, n, 13 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, h, n, c) == 0);
 		memset(h, 0, n);
-		CHECK(cuStreamSynchronize(b) == 0);
-		CHECK(same(D(d), n, 12 + i));
+		CHECK(cuStreamSynchronize(c) == 0);
+		CHECK(same(D(d), n, 13 + i));
 	}
 	fake_cuda_stream_release(a);
-	CHECK(cuStreamSynchronize(a) == 0);
-	CHECK(same(D(d1), n1, 11));
+	fake_cuda_stream_release(b);
+	CHECK(cuStreamSynchronize(a) == 0 && cuStreamSynchronize(b) == 0);
+	CHECK(same(D(da), na, 11) && same(D(db), nb, 12));
 	CHECK(cuCtxSetCurrent(c1) == 0);
-	for (unsigned i = 0; i < 5; i++) {
-		round_trip(h, d, n, b, 20 + i);
-		round_trip(h1, d1, n, a, 30 + i);
+	for (unsigned i = 0; i < 3; i++) {
+		round_trip(h, d, n, a, 20 + i);
+		round_trip(h, d, n, b, 30 + i);
+		round_trip(h, d, n, c, 40 + i);
 	}
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	return 0;
@@ -113,48 +118,53 @@ static int mode_reset_ring(void)
 }
 
 /* Item 12: a ring's growth never runs on a copy's path nor under the
- * ring's lock.  HOSTPIN_STAGE_BUFFER=16M (H2D ring: one 8 MiB segment of
- * four slots), FAKE_CUDA_REGISTER_GATE=8M: every ring registration waits
- * at the fake's gate, which lets the first one (the ring's making)
- * through and no other until the end.  s1 held, an 8 MiB H2D queued on it
- * (every slot's event pending); 4 MiB H2Ds on s2 and s3 find no slot they may
- * wait for: a growth registered on their path waits at the gate for ever
- * (the alarm fails the mode); they must return, with their data. */
+ * ring's lock.  HOSTPIN_STAGE_BUFFER=16M, HOSTPIN_STAGE_MIN=2M (H2D ring:
+ * one 8 MiB segment of four 2 MiB slots), FAKE_CUDA_REGISTER_GATE=8M:
+ * every ring registration waits at the fake's gate, which lets the first
+ * one (the ring's making) through and no other until the end.  s1 and s2
+ * held, a 6 MiB H2D queued on s1 and a 2 MiB one on s2 (every slot's
+ * event pending).  2 MiB H2Ds on s3 then find no slot they may wait for:
+ * a growth registered on their path waits at the gate for ever (the alarm
+ * fails the mode); they must return, with their data. */
 static int mode_grow_bg(void)
 {
-	size_t n = 8 * MB, k = 4 * MB;
+	size_t n1 = 6 * MB, n = 2 * MB;
 	alarm(30);
-	char *h = plain(n);
-	CUdeviceptr d1 = dev(n), d2 = dev(n), d3 = dev(n);
+	char *h1 = plain(n1), *h = plain(n);
+	CUdeviceptr d1 = dev(n1), d2 = dev(n), d3 = dev(n);
 	CUstream s1, s2, s3;
 	CHECK(cuStreamCreate(&s1, 0) == 0 && cuStreamCreate(&s2, 0) == 0 &&
 	      cuStreamCreate(&s3, 0) == 0);
 	fake_cuda_open_gate_once(); /* the H2D ring's making */
-	fill(h, n, 50);
-	CHECK(cuMemcpyHtoDAsync_v2(d1, h, n, s1) == 0);
+	fill(h1, n1, 50);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, s1) == 0);
 	CHECK(cuStreamSynchronize(s1) == 0);
-	CHECK(same(D(d1), n, 50));
-	CHECK(fake_cuda_stream_hold(s1) == 0);
-	fill(h, n, 51);
-	CHECK(cuMemcpyHtoDAsync_v2(d1, h, n, s1) == 0);
-	fill(h, k, 52);
-	CHECK(cuMemcpyHtoDAsync_v2(d2, h, k, s2) == 0);
-	fill(h, k, 53);
-	CHECK(cuMemcpyHtoDAsync_v2(d3, h, k, s3) == 0);
-	memset(h, 0, k);
-	CHECK(cuStreamSynchronize(s2) == 0 && cuStreamSynchronize(s3) == 0);
-	CHECK(same(D(d2), k, 52) && same(D(d3), k, 53));
-	printf("copies on s2 and s3 returned while the growth waited\n");
-	fake_cuda_stream_release(s1);
-	fake_cuda_open_gate();
-	CHECK(cuStreamSynchronize(s1) == 0);
-	CHECK(same(D(d1), n, 51));
+	CHECK(same(D(d1), n1, 50));
+	CHECK(fake_cuda_stream_hold(s1) == 0 && fake_cuda_stream_hold(s2) == 0);
+	fill(h1, n1, 51);
+	CHECK(cuMemcpyHtoDAsync_v2(d1, h1, n1, s1) == 0);
+	fill(h, n, 52);
+	CHECK(cuMemcpyHtoDAsync_v2(d2, h, n, s2) == 0);
+	memset(h1, 0, n1);
 	for (unsigned i = 0; i < 3; i++) {
-		fill(h, n, 54 + i);
-		CHECK(cuMemcpyHtoDAsync_v2(d2, h, n, s2) == 0);
+		fill(h, n, 53 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d3, h, n, s3) == 0);
 		memset(h, 0, n);
-		CHECK(cuStreamSynchronize(s2) == 0);
-		CHECK(same(D(d2), n, 54 + i));
+		CHECK(cuStreamSynchronize(s3) == 0);
+		CHECK(same(D(d3), n, 53 + i));
+	}
+	printf("copies on s3 returned while the growth waited\n");
+	fake_cuda_stream_release(s1);
+	fake_cuda_stream_release(s2);
+	fake_cuda_open_gate();
+	CHECK(cuStreamSynchronize(s1) == 0 && cuStreamSynchronize(s2) == 0);
+	CHECK(same(D(d1), n1, 51) && same(D(d2), n, 52));
+	for (unsigned i = 0; i < 3; i++) {
+		fill(h, n, 60 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d3, h, n, s3) == 0);
+		memset(h, 0, n);
+		CHECK(cuStreamSynchronize(s3) == 0);
+		CHECK(same(D(d3), n, 60 + i));
 	}
 	return 0;
 }

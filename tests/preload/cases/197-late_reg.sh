@@ -24,7 +24,7 @@ if [ -x "$B/late_reg" ]; then
 # whose ring must grow succeeds (the ring grows through device 1's
 # context), and device 1's later copies too.
 lr "device 1's ring grown while device 0 is current" any \
-	HOSTPIN_STAGE_BUFFER=16M -- dev1_grow
+	HOSTPIN_STAGE_BUFFER=16M HOSTPIN_STAGE_MIN=2M -- dev1_grow
 no_other_ctx "device 1's ring grown while device 0 is current"
 # Must hold (item 7): a ring refused for a moment, then a device reset:
 # staged copies after succeed (no event of the ended context reused).
@@ -35,7 +35,7 @@ lr "a ring refused for a moment, then a device reset: copies succeed" any \
 # under the ring's lock: copies on other streams return while the growth
 # waits at the fake's gate.
 lr "a ring's growth is off the copy's path" any \
-	HOSTPIN_STAGE_BUFFER=16M FAKE_CUDA_REGISTER_GATE=8388608 -- grow_bg
+	HOSTPIN_STAGE_BUFFER=16M HOSTPIN_STAGE_MIN=2M FAKE_CUDA_REGISTER_GATE=8388608 -- grow_bg
 # Must hold (item 8): a forked child's madvise, realloc and free of a
 # block its parent was registering in the background return.
 lr "fork during a background registration: the child's block is plain memory" any \
