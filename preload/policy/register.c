@@ -87,6 +87,9 @@ static struct {
 	 * the thread releases the block itself once the pieces made are
 	 * undone (handed) */
 	int parked, handed;
+	/* the held block's state before its busy claim (LIVE or CACHED):
+	 * what a forked child, where no thread ends the claim, puts back */
+	uint32_t held_st;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Under pre.mu: no copy reads the prefix any more. */
@@ -216,7 +219,7 @@ static int run_job(const struct job *j)
 		       "background", (void *)s.base, s.len);
 		pthread_mutex_lock(&pre.mu);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
-		pre.held = r, pre.cancel = 0;
+		pre.held = r, pre.held_st = st, pre.cancel = 0;
 		pthread_mutex_unlock(&pre.mu);
 		hp_pin_each(r, s.base, s.len, pre_progress);
 		/* registered (copies now fenced as the block's: hp_copy_end)
@@ -383,6 +386,18 @@ int hp_register_later(hp_rec_t *r, const hp_snap_t *s)
 
 void hp_register_fork_child(void)
 {
+	/* The block the parent's thread was registering: that thread does
+	 * not exist here, so nothing would end its busy claim, and the
+	 * child's free, realloc or purge of the block would wait for ever.
+	 * The child owns no half-finished registration of its parent (the
+	 * block is plain memory here: invariant 4, hp_pin_fork_child forgot
+	 * its pin flags): the claim ends now.  Read without the lock: only
+	 * this thread exists. */
+	hp_rec_t *h = (hp_rec_t *)(uintptr_t)pre.held;
+	if (h != NULL && pre.held_st != 0) {
+		hp_set_rflags(h, hp_rflags(h) & ~HP_F_QUEUED);
+		hp_busy_end(h, pre.held_st);
+	}
 	/* the thread is the parent's; its lock may have been held */
 	pthread_mutex_init(&bg.mu, NULL);
 	pthread_cond_init(&bg.cv, NULL);
