@@ -262,17 +262,24 @@ static int mode_reset_reg(void)
 	char *blk = half_registered(70, &d, &s);
 	CHECK(cuStreamSynchronize(s) == 0);
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	/* the program makes its context again and copies (hostpin learns
+	 * it) before the held piece goes on */
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUstream s2;
+	CHECK(cuStreamCreate(&s2, 0) == 0);
+	CUdeviceptr d2 = dev(m);
+	char *h = plain(4 * MB);
+	fill(h, 4 * MB, 69);
+	CHECK(cuMemcpyHtoDAsync_v2(d2, h, 4 * MB, s2) == 0);
+	CHECK(cuStreamSynchronize(s2) == 0);
+	CHECK(same(D(d2), 4 * MB, 69));
 	fake_cuda_open_gate();
 	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
 	if (is_reg(blk) && !whole(blk)) {
 		fprintf(stderr, "flagged registered with a dead piece\n");
 		return 1;
 	}
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	CUstream s2;
-	CHECK(cuStreamCreate(&s2, 0) == 0);
-	CUdeviceptr d2 = dev(m);
 	for (unsigned i = 0; i < 4 && !reg_whole(blk); i++) {
 		fill(blk, m, 71 + i);
 		CHECK(cuMemcpyHtoDAsync_v2(d2, blk, m, s2) == 0);
