@@ -102,6 +102,12 @@ static void rings_first(void)
 		hp_log(HP_LOG_WARN, "staging: no exit hook: the rings stay "
 		       "registered at exit");
 	hp_pool_start();
+}
+
+/* Once, at the first growth asked for (a process whose copies never
+ * compete for slots starts no thread for it: invariant 9). */
+static void grower_start(void)
+{
 	pthread_mutex_lock(&gw.mu);
 	gw.on = hp_thread_start(grower_main, NULL, 0) == 0;
 	pthread_mutex_unlock(&gw.mu);
@@ -257,10 +263,12 @@ static void seg_undo(struct seg *S)
 /* Under R->mu: ask for a segment more for R. */
 static void grow_ask(struct hp_ring *R)
 {
-	if (R->grow || R->state <= 0 || R->nseg == HP_RING_SEGS || !gw.on)
+	if (R->grow || R->state <= 0 || R->nseg == HP_RING_SEGS)
 		return;
-	R->grow = 1;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, grower_start);
 	pthread_mutex_lock(&gw.mu); /* order: R->mu, then gw.mu */
+	R->grow = gw.on;
 	gw.asked = 1;
 	pthread_cond_broadcast(&gw.cv);
 	pthread_mutex_unlock(&gw.mu);

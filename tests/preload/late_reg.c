@@ -296,6 +296,64 @@ static int mode_reset_reg(void)
 	return 0;
 }
 
+/* Item 11: the program registers a hostpin block itself in 8 pieces from
+ * 8 threads at once, and unregisters them (torch's
+ * pinned_num_register_threads), many rounds: every call succeeds (no 713
+ * from an unregistration sent elsewhere, no 712 from hostpin registering
+ * the block again while a piece is still the program's), and nothing is
+ * left registered at exit (the case: EXIT live=0).  Rounds alternate the
+ * order of the unregistrations. */
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+enum { PIECES = 8, ROUNDS = 40 };
+static pthread_barrier_t pb;
+static char *pblk;
+static _Atomic int perr;
+static void *piece_main(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	for (int k = 0; k < ROUNDS; k++) {
+		char *p = pblk + (size_t)i * 4 * MB;
+		pthread_barrier_wait(&pb);
+		CUresult r = cuMemHostRegister_v2(p, 4 * MB, 0);
+		if (r != 0)
+			fprintf(stderr, "register piece %d: %d\n", i, r), perr = 1;
+		pthread_barrier_wait(&pb);
+		if (k & 1)
+			usleep((unsigned)(PIECES - i) * 50);
+		r = cuMemHostUnregister(p);
+		if (r != 0)
+			fprintf(stderr, "unregister piece %d: %d\n", i, r),
+			    perr = 1;
+	}
+	return NULL;
+}
+static int mode_own_pieces(void)
+{
+	size_t m = PIECES * 4 * MB;
+	alarm(60);
+	pblk = malloc(m);
+	CHECK(pblk != NULL && tp_flags(pblk) != 0);
+	fill(pblk, m, 80);
+	CUdeviceptr d = dev(m);
+	CHECK(cuMemcpyHtoDAsync_v2(d, pblk, m, NULL) == 0);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	pthread_barrier_init(&pb, NULL, PIECES);
+	pthread_t t[PIECES];
+	for (int i = 0; i < PIECES; i++)
+		CHECK(pthread_create(&t[i], NULL, piece_main,
+				     (void *)(intptr_t)i) == 0);
+	for (int i = 0; i < PIECES; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	CHECK(!perr);
+	CHECK(cuMemcpyHtoDAsync_v2(d, pblk, m, NULL) == 0);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(d), m, 80));
+	free(pblk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -304,6 +362,7 @@ int main(int argc, char **argv)
 	    {"grow_bg", mode_grow_bg},
 	    {"fork_reg", mode_fork_reg},
 	    {"reset_reg", mode_reset_reg},
+	    {"own_pieces", mode_own_pieces},
 	};
 	return staged_main("late_reg", argc, argv, modes);
 }

@@ -47,4 +47,12 @@ lr "fork during a background registration: the child's block is plain memory" an
 lr "a device reset during a background registration: registered again, whole" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- reset_reg
+# Must hold (item 11): the program registers a hostpin block in 8 pieces
+# from 8 threads and unregisters them, 40 rounds, registered by hostpin
+# at allocation or at its first copy: every call succeeds, nothing is
+# left registered at exit.
+for pa in 0 1; do
+	lr "8 threads register and unregister pieces of one block (HOSTPIN_PIN_AFTER=$pa)" any \
+		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=$pa HOSTPIN_MMAP=off -- own_pieces
+done
 fi
