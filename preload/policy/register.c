@@ -129,7 +129,9 @@ static int held_wait(const hp_rec_t *r, int mode)
 		return 0;
 	pthread_mutex_lock(&pre.mu);
 	int k = pre.held == r && !pre.handed;
-	if (k) {
+	if (pre.held == r && pre.handed && mode == 1 && hp_capture_busy())
+		k = -1; /* freed during the capture: the thread's now */
+	if (k > 0) {
 		/* after the piece in flight (one piece at most), the thread
 		 * undoes the pieces made and lets go */
 		if (mode) {
@@ -138,6 +140,13 @@ static int held_wait(const hp_rec_t *r, int mode)
 			pthread_cond_broadcast(&pre.cv);
 		}
 		while (pre.held == r) {
+			/* parked for a capture, which may be this thread's:
+			 * a purge or munmap cannot wait for its end (its
+			 * caller refuses or zeroes instead) */
+			if (mode == 1 && pre.parked && hp_capture_busy()) {
+				k = -1;
+				break;
+			}
 			if (mode >= 2 && pre.parked) {
 				/* the pieces made cannot be undone before
 				 * the capture's end (which may be this
@@ -157,6 +166,16 @@ static int held_wait(const hp_rec_t *r, int mode)
 }
 
 int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
+
+int hp_register_holds(const hp_rec_t *r)
+{
+	if (r == NULL || registrar)
+		return 0;
+	pthread_mutex_lock(&pre.mu);
+	int k = pre.held == r;
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
 
 int hp_register_cancel_free(const hp_rec_t *r) { return held_wait(r, 2); }
 

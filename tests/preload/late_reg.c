@@ -354,6 +354,80 @@ static int mode_own_pieces(void)
 	return 0;
 }
 
+/* The limits (issue 39): a capturing thread's own partial discard and
+ * munmap of a block whose background registration its capture parked
+ * return (they must not wait for the capture's end: it is this thread's
+ * to make).  The block (mapped by the program, tracked, two pieces of four
+ * registered: the second let through once this thread sleeps in the
+ * capture's begin, as late.c's capture_piece); then, capturing, this
+ * thread discards part of the block (it reads zero after) and unmaps part
+ * of it (refused or done: it returns).  After the capture, the rest of
+ * the block is unmapped. */
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, void **);
+#include <sys/syscall.h>
+static pid_t waiter;
+static int asleep_in_futex(void *arg)
+{
+	(void)arg;
+	char path[64], buf[64] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)waiter);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	return ok && atoi(buf) == SYS_futex;
+}
+static void *one_piece(void *arg)
+{
+	(void)arg;
+	wait_for(asleep_in_futex, NULL, "the capturing thread sleeps");
+	fake_cuda_open_gate_once(); /* the piece in flight, no other */
+	return NULL;
+}
+static int mode_capture_own_purge(void)
+{
+	size_t m = 32 * MB;
+	alarm(30);
+	char *blk = mmap(NULL, m + 8 * MB, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(blk != MAP_FAILED);
+	/* 8 MiB aligned (the pieces), the rest given back */
+	char *al = (char *)(((uintptr_t)blk + 8 * MB - 1) & ~(8 * MB - 1));
+	if (al > blk)
+		munmap(blk, (size_t)(al - blk));
+	if (al + m < blk + m + 8 * MB)
+		munmap(al + m, (size_t)(blk + m + 8 * MB - (al + m)));
+	blk = al;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s, o;
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuStreamCreate(&o, 0) == 0);
+	fill(blk, m, 90);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns */
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	waiter = (pid_t)syscall(SYS_gettid);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, one_piece, NULL) == 0);
+	CHECK(cuStreamBeginCapture_v2(o, 0) == 0); /* global */
+	CHECK(pthread_join(t, NULL) == 0);
+	/* capturing: this thread's own purge and partial munmap return */
+	CHECK(madvise(blk + 20 * MB, 4 * MB, MADV_DONTNEED) == 0);
+	CHECK(blk[20 * MB] == 0 && blk[24 * MB - 1] == 0);
+	int r = munmap(blk + 28 * MB, 4 * MB);
+	printf("munmap of part during the capture: %d\n", r);
+	void *g;
+	CHECK(cuStreamEndCapture(o, &g) == 0);
+	fake_cuda_open_gate();
+	CHECK(munmap(blk, r == 0 ? 28 * MB : m) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -363,6 +437,7 @@ int main(int argc, char **argv)
 	    {"fork_reg", mode_fork_reg},
 	    {"reset_reg", mode_reset_reg},
 	    {"own_pieces", mode_own_pieces},
+	    {"capture_own_purge", mode_capture_own_purge},
 	};
 	return staged_main("late_reg", argc, argv, modes);
 }

@@ -55,4 +55,10 @@ for pa in 0 1; do
 	lr "8 threads register and unregister pieces of one block (HOSTPIN_PIN_AFTER=$pa)" any \
 		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=$pa HOSTPIN_MMAP=off -- own_pieces
 done
+# Must hold (the limits): a capturing thread's own discard and partial
+# munmap of a block whose background registration its capture parked
+# return (no wait for its own capture's end, no spin).
+lr "a capturing thread's own purge of a block its capture parked returns" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 -- capture_own_purge
 fi
