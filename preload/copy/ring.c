@@ -9,12 +9,16 @@
  * whose last DMA was on the copy's own stream (waited for: that is the
  * stream's own order).  A slot last used by another stream whose work has
  * not completed is never waited for: when none can be taken, the copy goes
- * the ring grows by a segment (another HOSTPIN_STAGE_BUFFER/2 of slots,
- * within the pinned-memory caps, up to HP_RING_SEGS) or, if it cannot, the
- * copy goes the pageable path.  So a copy never waits for another stream's
- * work, and copies on two streams the same way are staged at once, each
- * through its own slots.  The ring's lock is held only for the
- * bookkeeping and a growth, never across a copy or a wait. */
+ * the pageable path, and the ring grows by a segment (another
+ * HOSTPIN_STAGE_BUFFER/2 of slots, within the pinned-memory caps, up to
+ * HP_RING_SEGS) in the background (below), as it does ahead when a copy
+ * takes the last slot no copy holds (a copy that holds slots leaves that
+ * one to another stream's copy).  So a copy never waits for another
+ * stream's work nor for a registration, and copies on two streams the same
+ * way are staged at once, each through its own slots.  The ring's lock is
+ * held only for the bookkeeping, never across a copy, a wait or a
+ * registration (the first segment's, made by the first copy staged
+ * through the ring, aside: no copy could use the ring before). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
