@@ -185,6 +185,11 @@ static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
  * HP_CTR_SUB(ring_bytes, len). */
 HP_HIDDEN int hp_cap_reserve_ring(size_t len);
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
+/* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
+ * CUDA context ended meanwhile, r's registration is released and r is
+ * pending again (pin.c). */
+HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
+				       size_t len, unsigned ep);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);

@@ -218,26 +218,6 @@ uint64_t hp_register_background_done(uint64_t *direct)
 	return atomic_load_explicit(&bg_done, memory_order_relaxed);
 }
 
-/* A context ended while the thread registered r piece by piece (ep: the
- * contexts' epoch before): the pieces made before the end died with it,
- * those after live, and the end's walk skipped the block (held): were it
- * left registered, copies would go direct through a dead piece and it
- * would never be registered again.  Its live pieces are released (a dead
- * one answers "not registered") and it goes back to pending, registered
- * again by its next copies or adoption (issue 39). */
-static void restart_if_ended(hp_rec_t *r, const hp_snap_t *s, unsigned ep)
-{
-	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_cuda_ctx_epoch() == ep)
-		return;
-	if (hp_unpin(r, s->base, s->len) != 0)
-		return; /* still registered: left as it is (invariant 1) */
-	hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
-	HP_CTR_ADD(pending_blocks, 1);
-	hp_log(HP_LOG_INFO, "block %p (%zu bytes): a CUDA context ended while "
-	       "it was being registered: pending again", (void *)s->base,
-	       s->len);
-}
-
 /* Register job j, if its record is still the block that was queued; 0 if
  * done (or gone), 1 if it must wait (held by another thread now). */
 static int run_job(const struct job *j)
@@ -270,7 +250,7 @@ static int run_job(const struct job *j)
 		pre_drain();
 		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
-		restart_if_ended(r, &s, ep);
+		hp_pin_restart_if_ended(r, s.base, s.len, ep);
 		if (hp_rflags(r) & HOSTPIN_REGISTERED)
 			atomic_fetch_add_explicit(&bg_done, 1,
 						  memory_order_relaxed);

@@ -296,6 +296,57 @@ static int mode_reset_reg(void)
 	return 0;
 }
 
+/* Item 5, inside a copy (HOSTPIN_REGISTER_BACKGROUND=0,
+ * HOSTPIN_PIN_AFTER=1): thread T's copy registers the block in four
+ * pieces, the second held at the fake's gate; device 0's primary context
+ * is reset and made again meanwhile; then the gate opens.  The block must
+ * not be left flagged registered with a dead piece: registered again
+ * (whole) by the copies after. */
+static CUdeviceptr rs_d;
+static char *rs_blk;
+static void *reset_copier(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	/* its result is the driver's (the context it ran in was reset) */
+	(void)cuMemcpyHtoDAsync_v2(rs_d, rs_blk, 32 * MB, NULL);
+	return NULL;
+}
+static int mode_reset_sync(void)
+{
+	size_t m = 32 * MB;
+	alarm(40);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	rs_blk = p;
+	rs_d = dev(m);
+	fill(rs_blk, m, 75);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, reset_copier, NULL) == 0);
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, rs_blk, "the first piece registered, the second held");
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	if (is_reg(rs_blk) && !whole(rs_blk)) {
+		fprintf(stderr, "flagged registered with a dead piece\n");
+		return 1;
+	}
+	CUdeviceptr d2 = dev(m);
+	for (unsigned i = 0; i < 3 && !reg_whole(rs_blk); i++) {
+		fill(rs_blk, m, 76 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d2, rs_blk, m, NULL) == 0);
+		CHECK(cuStreamSynchronize(NULL) == 0);
+		CHECK(same(D(d2), m, 76 + i));
+	}
+	CHECK(reg_whole(rs_blk));
+	free(rs_blk);
+	return 0;
+}
+
 /* Item 11: the program registers a hostpin block itself in 8 pieces from
  * 8 threads at once, and unregisters them (torch's
  * pinned_num_register_threads), many rounds: every call succeeds (no 713
@@ -436,6 +487,7 @@ int main(int argc, char **argv)
 	    {"grow_bg", mode_grow_bg},
 	    {"fork_reg", mode_fork_reg},
 	    {"reset_reg", mode_reset_reg},
+	    {"reset_sync", mode_reset_sync},
 	    {"own_pieces", mode_own_pieces},
 	    {"capture_own_purge", mode_capture_own_purge},
 	};

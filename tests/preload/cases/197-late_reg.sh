@@ -47,6 +47,10 @@ lr "fork during a background registration: the child's block is plain memory" an
 lr "a device reset during a background registration: registered again, whole" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- reset_reg
+lr "a device reset during a registration inside a copy: registered again, whole" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_PIN_AFTER=1 \
+	FAKE_CUDA_REGISTER_GATE=8388608 -- reset_sync
 # Must hold (item 11): the program registers a hostpin block in 8 pieces
 # from 8 threads and unregisters them, 40 rounds, registered by hostpin
 # at allocation or at its first copy: every call succeeds, nothing is
