@@ -58,8 +58,13 @@ HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 			   int (*done)(uintptr_t upto));
 /* register.c: if r is the block the registration thread is registering,
  * cancel what is left of it and wait until the thread let go of it (the
- * pieces made undone): 1; 0 if r is not that block. */
+ * pieces made undone): 1; 0 if r is not that block; -1 at once if a
+ * capture parks the thread (or it holds r freed during one): the pieces
+ * made cannot be undone before the capture's end, which may be the
+ * caller's own to make (a purge then zeroes instead, a munmap is
+ * refused: maps.c).  hp_register_holds: 1 if the thread holds r. */
 HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
+HP_HIDDEN int hp_register_holds(const hp_rec_t *r);
 /* The same for free(): while a capture parks the thread (the pieces made
  * cannot be undone before its end), 2 at once: the thread then undoes
  * them and releases the block itself (hp_block_release_freed). */
@@ -148,7 +153,10 @@ static inline int hp_claim_release(hp_rec_t *r, hp_snap_t *s)
 			return 0;
 		/* the registration thread's block: what is left cancelled,
 		 * after one piece at most, asleep; other holds are brief */
-		if (!hp_register_cancel(r))
+		int c = hp_register_cancel(r);
+		if (c < 0)
+			return 0; /* parked for a capture: not now */
+		if (!c)
 			sched_yield();
 	}
 }
@@ -177,6 +185,11 @@ static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
  * HP_CTR_SUB(ring_bytes, len). */
 HP_HIDDEN int hp_cap_reserve_ring(size_t len);
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
+/* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
+ * CUDA context ended meanwhile, r's registration is released and r is
+ * pending again (pin.c). */
+HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
+				       size_t len, unsigned ep);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);

@@ -123,6 +123,13 @@ unsigned hp_cuda_ctx_epoch(void);
  * comes back as the same handle) or the driver is unloaded; 0 if it is
  * not known alive.  What was made through it lives while this stays. */
 uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current);
+/* backend_cuda_ctx.c: make ctx current on this thread for hostpin's own
+ * calls (a thread of hostpin's: the ring's growth), if it is still what
+ * it was at generation gen (hp_cuda_ctx_gen): 1 if pushed (undo with
+ * hp_cuda_ctx_pop), 0 if it was current here, -1 if it ended or the
+ * driver refused.  Never a context the program did not have. */
+int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen);
+void hp_cuda_ctx_pop(int pushed);
 /* The context stream s belongs to (cuStreamGetCtx); cur, the current
  * one, for the default streams or when the driver cannot say. */
 uintptr_t hp_cuda_stream_ctx(struct CUstream_st *s, uintptr_t cur);

@@ -217,3 +217,24 @@ void hp_cuda_learn_ctx(void)
 	    hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && hp_cu_learn_ctx(cur))
 		atomic_store_explicit(&known_ctx, cur, memory_order_relaxed);
 }
+
+int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen)
+{
+	if (ctx == 0 || hp_in_child || !hp_cu_load())
+		return -1;
+	if (hp_cuda_ctx_current() == ctx)
+		return 0;
+	/* not one that ended since the caller learnt it (gen): never pushed
+	 * again (a destroyed context's handle may be reused) */
+	if (hp_cuda_ctx_gen(ctx, 0) != gen ||
+	    hp_cu.cuCtxPushCurrent_v2((hp_CUcontext)ctx) != HP_CUDA_SUCCESS)
+		return -1;
+	return 1;
+}
+
+void hp_cuda_ctx_pop(int pushed)
+{
+	hp_CUcontext c;
+	if (pushed == 1)
+		hp_cu.cuCtxPopCurrent_v2(&c);
+}

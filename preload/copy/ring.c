@@ -9,12 +9,16 @@
  * whose last DMA was on the copy's own stream (waited for: that is the
  * stream's own order).  A slot last used by another stream whose work has
  * not completed is never waited for: when none can be taken, the copy goes
- * the ring grows by a segment (another HOSTPIN_STAGE_BUFFER/2 of slots,
- * within the pinned-memory caps, up to HP_RING_SEGS) or, if it cannot, the
- * copy goes the pageable path.  So a copy never waits for another stream's
- * work, and copies on two streams the same way are staged at once, each
- * through its own slots.  The ring's lock is held only for the
- * bookkeeping and a growth, never across a copy or a wait. */
+ * the pageable path, and the ring grows by a segment (another
+ * HOSTPIN_STAGE_BUFFER/2 of slots, within the pinned-memory caps, up to
+ * HP_RING_SEGS) in the background (below), as it does ahead when a copy
+ * takes the last slot no copy holds (a copy that holds slots leaves that
+ * one to another stream's copy).  So a copy never waits for another
+ * stream's work nor for a registration, and copies on two streams the same
+ * way are staged at once, each through its own slots.  The ring's lock is
+ * held only for the bookkeeping, never across a copy, a wait or a
+ * registration (the first segment's, made by the first copy staged
+ * through the ring, aside: no copy could use the ring before). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -34,6 +38,13 @@ static struct hp_ring rings[CTXS][2] = {
     {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT}};
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t st_ring; /* the rings' bytes, for the report */
+/* the growth thread (below) */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a growth asked for, or the thread went idle */
+	int asked, busy, stop, on;
+} gw = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+static void *grower_main(void *arg);
 
 uint64_t hp_ring_bytes(void)
 {
@@ -78,6 +89,12 @@ static void ring_exit(void)
 {
 	if (hp_in_child)
 		return;
+	/* no growth begun now, the one in flight done (one registration) */
+	pthread_mutex_lock(&gw.mu);
+	gw.stop = 1;
+	while (gw.busy)
+		pthread_cond_wait(&gw.cv, &gw.mu);
+	pthread_mutex_unlock(&gw.mu);
 	for (int i = 0; i < CTXS; i++)
 		ring_exit_one(&rings[i][0]), ring_exit_one(&rings[i][1]);
 }
@@ -89,6 +106,18 @@ static void rings_first(void)
 		hp_log(HP_LOG_WARN, "staging: no exit hook: the rings stay "
 		       "registered at exit");
 	hp_pool_start();
+}
+
+/* Once, at the first growth asked for (a process whose copies never
+ * compete for slots starts no thread for it: invariant 9). */
+static void grower_start(void)
+{
+	pthread_mutex_lock(&gw.mu);
+	gw.on = hp_thread_start(grower_main, NULL, 0) == 0;
+	pthread_mutex_unlock(&gw.mu);
+	if (!gw.on)
+		hp_log(HP_LOG_WARN, "staging: no thread to grow the rings: "
+		       "each stays one segment");
 }
 
 /* Under R->mu, no slot claimed: R's context ended since R was made (its
@@ -122,28 +151,33 @@ static void ring_unmake(struct hp_ring *R)
 	R->state = 0;
 }
 
-/* Under R->mu: add a segment of slots to R, its events first, through the
- * context current on this thread; 0 if done; 1 if not now, for a moment
- * (the pinned-memory caps full, a capture began); -1 if the driver or the
- * system refused. */
-static int seg_add(struct hp_ring *R)
+/* A segment of slots being made: its bytes and events. */
+struct seg {
+	char *base;
+	size_t slot, len;
+	void *ev[HP_RING_SLOTS];
+};
+
+/* Make a segment of slots for a ring of direction dir (g: its segments
+ * now, for the log) through the context current on this thread, its
+ * events first; 0 if done; 1 if not now, for a moment (the pinned-memory
+ * caps full, a capture began); -1 if the driver or the system refused.
+ * What it made is undone when it fails: no event outlives a refusal (a
+ * ring refused for a moment and made after its context ended would record
+ * events that died with it: issue 39). */
+static int seg_make(int dir, int g, struct seg *S)
 {
-	int g = R->nseg;
-	if (g == HP_RING_SEGS)
-		return -1;
 	/* HOSTPIN_STAGE_BUFFER: both rings together */
 	size_t len = (size_t)hp_opt[HP_OPT_STAGE_BUFFER] / 2;
 	size_t slot = (len / HP_RING_SLOTS) & ~(size_t)(HP_PAGE_SIZE - 1);
 	if (slot < HP_PAGE_SIZE)
 		slot = HP_PAGE_SIZE;
 	len = slot * HP_RING_SLOTS;
+	*S = (struct seg){.base = MAP_FAILED, .slot = slot, .len = len};
 	const char *what = "given its events";
 	int r = 0;
-	char *b = MAP_FAILED;
-	for (int i = g * HP_RING_SLOTS; r == 0 && i < (g + 1) * HP_RING_SLOTS;
-	     i++)
-		if (R->ev[i] == NULL)
-			r = hp_cuda_event_new(&R->ev[i]);
+	for (int i = 0; r == 0 && i < HP_RING_SLOTS; i++)
+		r = hp_cuda_event_new(&S->ev[i]);
 	int reserved = 0, moment = 0;
 	if (r == 0) {
 		/* pinned memory: under the caps with the blocks', in
@@ -156,43 +190,140 @@ static int seg_add(struct hp_ring *R)
 	}
 	if (r == 0) {
 		what = "mapped";
-		b = hp_real.mmap(NULL, len, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (b == MAP_FAILED)
+		S->base = hp_real.mmap(NULL, len, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (S->base == MAP_FAILED)
 			r = -1;
 		/* not inherited by a forked child (which never stages): a
 		 * registered page shared copy-on-write could leave the
 		 * parent's DMA on the page the child got */
 		else
-			hp_real.madvise(b, len, MADV_DONTFORK);
+			hp_real.madvise(S->base, len, MADV_DONTFORK);
 	}
 	if (r == 0) {
 		what = "registered";
-		if ((r = hp_cuda_ring_register(b, len)) != 0)
-			hp_real.munmap(b, len);
+		if ((r = hp_cuda_ring_register(S->base, len)) != 0)
+			hp_real.munmap(S->base, len);
 		moment = r == -1; /* a capture began: not the driver's no */
 	}
-	if (r != 0 && reserved)
+	if (r == 0)
+		return 0;
+	if (reserved)
 		HP_CTR_SUB(ring_bytes, len);
-	if (r != 0) {
-		/* said once (the other direction's ring, if refused too,
-		 * and a growth refused: at info level) */
-		static _Atomic int said;
-		hp_log(g || atomic_exchange(&said, 1) ? HP_LOG_INFO
-						      : HP_LOG_WARN,
-		       "the staging ring (%s, %zu bytes) could not be %s (%d): "
-		       "large copies from unregistered memory go to the "
-		       "driver as they are%s", dir_name(R), len, what, r,
-		       g ? " when no slot is free" : "");
-		return moment ? 1 : -1;
+	for (int i = 0; i < HP_RING_SLOTS; i++)
+		if (S->ev[i])
+			hp_cuda_event_free(S->ev[i]), S->ev[i] = NULL;
+	/* said once (the other direction's ring, if refused too, and a
+	 * growth refused: at info level) */
+	static _Atomic int said;
+	hp_log(g || atomic_exchange(&said, 1) ? HP_LOG_INFO : HP_LOG_WARN,
+	       "the staging ring (%s, %zu bytes) could not be %s (%d): "
+	       "large copies from unregistered memory go to the driver as "
+	       "they are%s", dir ? "D2H" : "H2D", len, what, r,
+	       g ? " when no slot is free" : "");
+	return moment ? 1 : -1;
+}
+
+/* Under R->mu: S becomes R's next segment. */
+static void seg_install(struct hp_ring *R, const struct seg *S)
+{
+	int g = R->nseg;
+	R->base[g] = S->base, R->slot = S->slot, R->seglen = S->len;
+	for (int i = 0; i < HP_RING_SLOTS; i++) {
+		int k = g * HP_RING_SLOTS + i;
+		R->ev[k] = S->ev[i], R->used[k] = 0, R->owner[k] = NULL;
 	}
-	R->base[g] = b, R->slot = slot, R->seglen = len;
 	R->nseg = g + 1;
-	atomic_fetch_add_explicit(&st_ring, len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st_ring, S->len, memory_order_relaxed);
 	hp_log(HP_LOG_INFO, "staging ring (%s): %d slots of %zu bytes, "
-	       "registered%s", dir_name(R), HP_RING_SLOTS, slot,
-	       g ? " (grown: every slot was another stream's)" : "");
-	return 0;
+	       "registered%s", dir_name(R), HP_RING_SLOTS, S->slot,
+	       g ? " (grown: a copy found every slot another stream's)" : "");
+}
+
+/* A segment made but not installed (its ring was made again or ended
+ * meanwhile): released as ring_unmake releases one. */
+static void seg_undo(struct seg *S)
+{
+	int r = hp_cuda_ring_unregister(S->base);
+	if (r == 0 || r == HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ||
+	    r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+		hp_real.munmap(S->base, S->len);
+		HP_CTR_SUB(ring_bytes, S->len);
+	}
+	for (int i = 0; i < HP_RING_SLOTS; i++)
+		hp_cuda_event_free(S->ev[i]);
+}
+
+/* ---- growth, in the background (issue 39) ----
+ * A ring grows by a segment when a copy found every slot another
+ * stream's (it passes through meanwhile), or ahead, when a copy took the
+ * last slot no copy held.  One thread of hostpin's (started with the
+ * first ring; every signal blocked: invariant 11) makes the segment
+ * through the ring's own context (pushed: the current one may be another
+ * device's), holding no lock a copy takes; the segment is added under
+ * the ring's lock only if the ring is still what it was.  So no copy
+ * registers memory, and none waits for a registration. */
+
+/* Under R->mu: ask for a segment more for R. */
+static void grow_ask(struct hp_ring *R)
+{
+	if (R->grow || R->state <= 0 || R->nseg == HP_RING_SEGS)
+		return;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, grower_start);
+	pthread_mutex_lock(&gw.mu); /* order: R->mu, then gw.mu */
+	R->grow = gw.on;
+	gw.asked = 1;
+	pthread_cond_broadcast(&gw.cv);
+	pthread_mutex_unlock(&gw.mu);
+}
+
+static void grow_one(struct hp_ring *R)
+{
+	pthread_mutex_lock(&R->mu);
+	if (R->grow != 1 || R->state <= 0 || R->nseg == HP_RING_SEGS) {
+		R->grow = 0;
+		pthread_mutex_unlock(&R->mu);
+		return;
+	}
+	R->grow = 2;
+	uintptr_t ctx = R->ctx;
+	uint64_t gen = R->gen;
+	int g = R->nseg, dir = R->dir;
+	pthread_mutex_unlock(&R->mu);
+	struct seg S;
+	int pushed = hp_cuda_ctx_push(ctx, gen);
+	int e = pushed < 0 ? -1 : seg_make(dir, g, &S);
+	hp_cuda_ctx_pop(pushed);
+	pthread_mutex_lock(&R->mu);
+	R->grow = 0;
+	int put = e == 0 && R->state > 0 && R->gen == gen && R->ctx == ctx &&
+		  R->nseg == g;
+	if (put)
+		seg_install(R, &S);
+	pthread_mutex_unlock(&R->mu);
+	if (e == 0 && !put)
+		seg_undo(&S);
+}
+
+static void *grower_main(void *arg)
+{
+	(void)arg;
+	hp_in_hook = 1; /* nothing this thread does is the program's */
+	pthread_mutex_lock(&gw.mu);
+	for (;;) {
+		while (!gw.asked || gw.stop) {
+			gw.busy = 0;
+			pthread_cond_broadcast(&gw.cv);
+			pthread_cond_wait(&gw.cv, &gw.mu);
+		}
+		gw.asked = 0, gw.busy = 1;
+		pthread_mutex_unlock(&gw.mu);
+		for (int i = 0; i < CTXS; i++)
+			grow_one(&rings[i][0]), grow_one(&rings[i][1]);
+		pthread_mutex_lock(&gw.mu);
+	}
+	return NULL;
 }
 
 /* Under R->mu, R given to context ctx: make it once, through ctx current
@@ -213,7 +344,10 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 		return 0;
 	}
 	uint64_t gen = hp_cuda_ctx_gen(ctx, 1);
-	int e = seg_add(R);
+	/* the ring's first segment, on the first copy that needs it (once
+	 * per context): its growth is in the background */
+	struct seg S;
+	int e = R->nseg == 0 ? seg_make(R->dir, 0, &S) : -1;
 	if (e != 0) {
 		/* not for good (issue 32): tried again at the next copy after
 		 * a moment's refusal, else after 1, 2, 4 ... 1024 copies */
@@ -225,6 +359,7 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 		R->state = -1;
 		return 0;
 	}
+	seg_install(R, &S);
 	R->backoff = 0;
 	R->gen = gen;
 	static pthread_once_t first = PTHREAD_ONCE_INIT;
@@ -289,7 +424,15 @@ int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first)
 {
 	int k = -1;
 	pthread_mutex_lock(&R->mu);
-	int n = R->nseg * HP_RING_SLOTS;
+	int n = R->nseg * HP_RING_SLOTS, untaken = 0;
+	for (int i = 0; i < n; i++)
+		untaken += !R->taken[i];
+	/* a copy that holds slots already leaves the last one no copy holds
+	 * to another stream's copy (which then need not wait for a growth) */
+	if (!first && untaken <= 1) {
+		pthread_mutex_unlock(&R->mu);
+		return -1;
+	}
 	/* free: nothing pending, or its last DMA done (asked, not waited;
 	 * asked twice: a driver may answer "not ready" to the first query
 	 * of work that is done) */
@@ -305,9 +448,10 @@ int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first)
 	for (int i = 0; i < n && k < 0; i++)
 		if (!R->taken[i] && R->owner[i] == s)
 			k = i;
-	/* else, for a copy that holds none yet: a new segment */
-	if (k < 0 && first && seg_add(R) == 0)
-		k = n;
+	/* a copy that found none (it passes through), or took the last one
+	 * no copy held: the ring grows, in the background */
+	if (first && (k < 0 || untaken == 1))
+		grow_ask(R);
 	if (k >= 0)
 		R->taken[k] = 1;
 	pthread_mutex_unlock(&R->mu);

@@ -80,8 +80,10 @@ HP_HIDDEN int hp_stage_on(void);
  * ctx if make (ctx is current here), or NULL (it could not be made, or ctx
  * has none and is not current); hp_ring_put lets go of it.
  * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
- * was on s; first: the copy holds none yet, the ring may grow for it),
- * taken until hp_ring_release; -1 if none (never a wait).
+ * was on s; first: the copy holds none yet: it may take the last slot no
+ * copy holds, and the ring then grows in the background; a copy holding
+ * slots leaves that one), taken until hp_ring_release; -1 if none (never
+ * a wait, never a registration).
  * hp_ring_wait: wait for the taken slot's last DMA (s's own work).
  * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
  * its event (if that fails, wait for s).  hp_ring_slot: slot k's bytes. */
@@ -100,6 +102,7 @@ struct hp_ring {
 	uintptr_t ctx; /* the context it was made through */
 	uint64_t gen; /* hp_cuda_ctx_gen(ctx) then: made again when it changes */
 	int claims; /* copies using it */
+	int grow; /* 1: a segment more asked for; 2: being made (ring.c) */
 	void *ev[HP_RING_MAX];
 	/* under mu: taken by a copy; the rest: by whoever took the slot */
 	int taken[HP_RING_MAX];

@@ -9,6 +9,7 @@
  * call.  Called with hp_in_hook raised (hooks.c). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -106,28 +107,45 @@ void *hp_foreign_asked(void *p)
 	return hp_foreign_hides(p) ? (void *)pageable_probe : p;
 }
 
-static int foreign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+/* Claim r for a change of its foreign state: its busy claim, waited for
+ * while another thread holds it (another thread's registration or
+ * unregistration of a piece of the same block, a copy's pin; the
+ * registration thread's: what is left cancelled, *cancelled set): a
+ * block skipped here would lose a range the program still holds
+ * (issue 39: 8 threads registering pieces of one block).  0 if r is no
+ * longer a live block (being released: nothing of ours stays). */
+static uint32_t claim(hp_rec_t *r, hp_snap_t *s, int *cancelled)
+{
+	for (;;) {
+		uint32_t st = hp_busy_begin(r, s);
+		if (st)
+			return st;
+		if (hp_word_state(s->word) != HP_REC_BUSY)
+			return 0;
+		if (cancelled && hp_register_cancel(r))
+			*cancelled = 1;
+		else
+			sched_yield();
+		/* the holder changed the state word: a fresh snapshot */
+		if (hp_registry_lookup_base(&hp_reg, s->base, s) != r)
+			return 0;
+	}
+}
+
+static int foreign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
 	int *n = arg;
-	uint32_t st = hp_busy_begin(r, s);
 	/* being registered in the background: what is left cancelled, the
 	 * pieces made undone, then stepped aside as for any block */
 	int cancelled = 0;
-	hp_snap_t now;
-	if (!st && (cancelled = hp_register_cancel(r))) {
-		/* the registration thread's claim changed the state word:
-		 * claimed again from a fresh snapshot */
-		if (hp_registry_lookup_base(&hp_reg, s->base, &now) != r)
-			return 0;
-		s = &now;
-		st = hp_busy_begin(r, s);
-	}
+	hp_snap_t s = *s0;
+	uint32_t st = claim(r, &s, &cancelled);
 	if (!st)
 		return 0;
 	/* Step aside: the application's registration must not fail with
 	 * "already registered" because of ours.  (A cancelled background
 	 * registration has undone its pieces: nothing of ours is left.) */
-	if (hp_unpin(r, s->base, s->len) == 0 || cancelled) {
+	if (hp_unpin(r, s.base, s.len) == 0 || cancelled) {
 		if (!(hp_rflags(r) & HP_F_FOREIGN))
 			HP_CTR_ADD(foreign_ranges, 1);
 		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
@@ -162,15 +180,24 @@ void hp_foreign_begin(void *p, size_t n)
 	}
 }
 
-static int unforeign_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+static int unforeign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
 	(void)arg;
 	uint32_t st;
-	/* Ours again only once no range of the program overlaps it. */
+	hp_snap_t sn = *s0;
+	const hp_snap_t *s = &sn;
+	/* Ours again only once no range of the program overlaps it (asked
+	 * again under the claim: another thread may register a piece
+	 * meanwhile). */
 	if (!(hp_rflags(r) & HP_F_FOREIGN) ||
 	    hp_foreign_overlaps(s->base, s->len) ||
-	    !(st = hp_busy_begin(r, s)))
+	    !(st = claim(r, &sn, NULL)))
 		return 0;
+	if (!(hp_rflags(r) & HP_F_FOREIGN) ||
+	    hp_foreign_overlaps(s->base, s->len)) {
+		hp_busy_end(r, st);
+		return 0;
+	}
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_FOREIGN);
 	/* Ours again, but not registered at once: the program's copies
 	 * through its own registration were not counted, and a program that

@@ -173,6 +173,13 @@ struct held {
 static int held_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct held *h = arg;
+	/* a block being registered in the background: its pieces made
+	 * cannot be undone during the capture (nor may this thread wait for
+	 * its end: it may be this thread's), so neither part nor whole */
+	if (hp_register_holds(r)) {
+		h->any = 1, h->part = 1;
+		return 0;
+	}
 	if (hp_word_state(s->word) == HP_REC_LEAKED ||
 	    !(hp_rflags(r) & HOSTPIN_REGISTERED))
 		return 0;
@@ -196,8 +203,9 @@ int hp_munmap_range(void *a, size_t len)
 	if (!(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p &&
 	    hp_capture_holds(p, len) == 2) {
 		HP_LOG_ONCE(HP_LOG_WARN, "munmap of part of a registered range "
-			    "while a CUDA graph is captured: refused (ENOMEM; "
-			    "its registration cannot be split during the "
+			    "(or of a block being registered) while a CUDA "
+			    "graph is captured: refused (ENOMEM; its "
+			    "registration cannot be split during the "
 			    "capture)");
 		errno = ENOMEM;
 		return -1;
@@ -340,7 +348,16 @@ static void advise_records(struct advise *ad)
 			 * then look again from ad->cur (the registration
 			 * thread's block: what is left cancelled, after one
 			 * piece at most, asleep) */
-			if (!hp_register_cancel(r))
+			int c = hp_register_cancel(r);
+			if (c < 0) {
+				/* parked for a capture (maybe this thread's):
+				 * as a registered block during a capture */
+				advise_gap(ad, a);
+				if (discard_held(r, a, b, ad->advice) &&
+				    !ad->ret)
+					ad->ret = -1, ad->err = EBUSY;
+				ad->cur = b;
+			} else if (!c)
 				sched_yield();
 			continue;
 		}

@@ -127,7 +127,30 @@ static void before_fault(hp_rec_t *r, uintptr_t base, size_t len, int fault)
 
 void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 {
+	unsigned ep = hp_cuda_ctx_epoch();
 	hp_pin_each(r, base, len, NULL);
+	hp_pin_restart_if_ended(r, base, len, ep);
+}
+
+/* A CUDA context ended while r was being registered (ep: the contexts'
+ * epoch before; the caller holds r): a registration in pieces made some
+ * before the end (dead with it) and some after (alive), and the end's
+ * walk skipped r (held): were it left registered, copies would go direct
+ * through a dead piece and it would never be registered again.  Its live
+ * pieces are released (a dead one answers "not registered") and it goes
+ * back to pending, registered again by its next copies or adoption
+ * (issue 39). */
+void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
+			     unsigned ep)
+{
+	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_cuda_ctx_epoch() == ep)
+		return;
+	if (hp_unpin(r, base, len) != 0)
+		return; /* still registered: left as it is (invariant 1) */
+	hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
+	HP_CTR_ADD(pending_blocks, 1);
+	hp_log(HP_LOG_INFO, "block %p (%zu bytes): a CUDA context ended while "
+	       "it was being registered: pending again", (void *)base, len);
 }
 
 void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,

@@ -87,6 +87,9 @@ static struct {
 	 * the thread releases the block itself once the pieces made are
 	 * undone (handed) */
 	int parked, handed;
+	/* the held block's state before its busy claim (LIVE or CACHED):
+	 * what a forked child, where no thread ends the claim, puts back */
+	uint32_t held_st;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Under pre.mu: no copy reads the prefix any more. */
@@ -126,7 +129,9 @@ static int held_wait(const hp_rec_t *r, int mode)
 		return 0;
 	pthread_mutex_lock(&pre.mu);
 	int k = pre.held == r && !pre.handed;
-	if (k) {
+	if (pre.held == r && pre.handed && mode == 1 && hp_capture_busy())
+		k = -1; /* freed during the capture: the thread's now */
+	if (k > 0) {
 		/* after the piece in flight (one piece at most), the thread
 		 * undoes the pieces made and lets go */
 		if (mode) {
@@ -135,6 +140,13 @@ static int held_wait(const hp_rec_t *r, int mode)
 			pthread_cond_broadcast(&pre.cv);
 		}
 		while (pre.held == r) {
+			/* parked for a capture, which may be this thread's:
+			 * a purge or munmap cannot wait for its end (its
+			 * caller refuses or zeroes instead) */
+			if (mode == 1 && pre.parked && hp_capture_busy()) {
+				k = -1;
+				break;
+			}
 			if (mode >= 2 && pre.parked) {
 				/* the pieces made cannot be undone before
 				 * the capture's end (which may be this
@@ -154,6 +166,16 @@ static int held_wait(const hp_rec_t *r, int mode)
 }
 
 int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
+
+int hp_register_holds(const hp_rec_t *r)
+{
+	if (r == NULL || registrar)
+		return 0;
+	pthread_mutex_lock(&pre.mu);
+	int k = pre.held == r;
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
 
 int hp_register_cancel_free(const hp_rec_t *r) { return held_wait(r, 2); }
 
@@ -216,8 +238,9 @@ static int run_job(const struct job *j)
 		       "background", (void *)s.base, s.len);
 		pthread_mutex_lock(&pre.mu);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
-		pre.held = r, pre.cancel = 0;
+		pre.held = r, pre.held_st = st, pre.cancel = 0;
 		pthread_mutex_unlock(&pre.mu);
+		unsigned ep = hp_cuda_ctx_epoch();
 		hp_pin_each(r, s.base, s.len, pre_progress);
 		/* registered (copies now fenced as the block's: hp_copy_end)
 		 * or not: the prefix's readers are done before the block is
@@ -227,6 +250,7 @@ static int run_job(const struct job *j)
 		pre_drain();
 		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
+		hp_pin_restart_if_ended(r, s.base, s.len, ep);
 		if (hp_rflags(r) & HOSTPIN_REGISTERED)
 			atomic_fetch_add_explicit(&bg_done, 1,
 						  memory_order_relaxed);
@@ -383,6 +407,18 @@ int hp_register_later(hp_rec_t *r, const hp_snap_t *s)
 
 void hp_register_fork_child(void)
 {
+	/* The block the parent's thread was registering: that thread does
+	 * not exist here, so nothing would end its busy claim, and the
+	 * child's free, realloc or purge of the block would wait for ever.
+	 * The child owns no half-finished registration of its parent (the
+	 * block is plain memory here: invariant 4, hp_pin_fork_child forgot
+	 * its pin flags): the claim ends now.  Read without the lock: only
+	 * this thread exists. */
+	hp_rec_t *h = (hp_rec_t *)(uintptr_t)pre.held;
+	if (h != NULL && pre.held_st != 0) {
+		hp_set_rflags(h, hp_rflags(h) & ~HP_F_QUEUED);
+		hp_busy_end(h, pre.held_st);
+	}
 	/* the thread is the parent's; its lock may have been held */
 	pthread_mutex_init(&bg.mu, NULL);
 	pthread_cond_init(&bg.cv, NULL);
