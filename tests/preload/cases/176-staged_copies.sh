@@ -35,7 +35,7 @@ stage "synchronous copies, 1 copy thread" staged HOSTPIN_STAGE_THREADS=1 -- sync
 stage "copy threads (2 helpers) block every signal" staged HOSTPIN_STAGE_THREADS=3 -- signals
 stage "order against direct copies before and after on the same stream" staged -- order
 stage "two streams" staged -- two_streams
-stage "eight threads copying at once" staged -- threads
+stage "eight threads copying at once" any -- threads
 stage "synchronous copies: cuMemcpyHtoD/DtoH (and _ptds), cudaMemcpy, cudaMemcpyAsync" staged -- sync
 stage "sources: MAP_SHARED /dev/shm, the heap, a hostpin block not yet registered" staged \
 	HOSTPIN_THRESHOLD=24M HP_BLOCK=1 -- sources
