@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../copy/stage.h"
 #include "../node/ledger.h"
 
 /* HOSTPIN_SHOW=1 (the launcher's --show): print the settings this process
@@ -21,6 +22,8 @@ static void show_and_exit(const char *state)
 			    hp_mem_base_why(), hp_cpu_limit());
 	hp_write_all(1, line, (size_t)n < sizeof(line) ? (size_t)n
 						       : sizeof(line) - 1);
+	if (hp_stage_on()) /* the copy threads staging would start here */
+		hp_opt_note(HP_OPT_STAGE_THREADS, hp_pool_note());
 	hp_options_show(1);
 	_exit(0);
 }

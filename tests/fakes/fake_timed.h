@@ -17,6 +17,11 @@
  * memcpy hides under the link time):
  *   FAKE_CUDA_PINNED_GBS 54, FAKE_CUDA_PAGEABLE_H2D_GBS 7.2,
  *   FAKE_CUDA_PAGEABLE_D2H_GBS 12.5, FAKE_CUDA_REGISTER_S_PER_GIB 0.35.
+ * FAKE_CUDA_TIMED=2: the same clock, but the DMA moves no bytes (a copy
+ * engine costs the host no CPU; the worker's memcpy would compete with the
+ * program's own on a small machine): for the memcpy-bound regime, where
+ * the link outruns one core's memcpy (scripts/bench-engine's rows); the
+ * device never receives the data, so a program checks none.
  * A program may make a stream busy without the link (a kernel):
  * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
  * reserves its link in enqueue order, so one queued behind a long kernel
@@ -28,9 +33,21 @@ static int timed_on(void)
 	static int on = -1;
 	if (on < 0) {
 		const char *e = getenv("FAKE_CUDA_TIMED");
-		on = e && *e == '1';
+		on = e && (*e == '1' || *e == '2') ? *e - '0' : 0;
 	}
 	return on;
+}
+
+/* FAKE_CUDA_TIMED=2: op o's bytes are not moved (its staging freed). */
+static int timed_drop(struct op *o)
+{
+	if (timed_on() != 2)
+		return 0;
+	if (o->staging)
+		unraw(o->staging, o->n);
+	o->staging = NULL;
+	o->n = 0;
+	return 1;
 }
 
 static double timed_env(const char *name, double dflt)

@@ -1,0 +1,161 @@
+/* How many copy threads stage (HOSTPIN_STAGE_THREADS=0: auto), and whether
+ * staging pays at all (issue 43).  A staged copy costs one memcpy per byte
+ * on the host; the link's DMA costs it nothing.  Where the link is faster
+ * than one core's memcpy (an H200's PCIe 5.0 x16 host: about five times),
+ * staging needs several copy threads to keep it busy, and where the
+ * threads together copy slower than the driver's own pageable path, it
+ * loses.  So:
+ *   link    HOSTPIN_STAGE_LINK GB/s (host to device).  Nothing on the
+ *           host says how fast the link is, so the default assumes a fast
+ *           one (55: PCIe 5.0 x16, what an H200 host moves pinned); a
+ *           slower link only gets more threads than it needs.  0: not
+ *           sized by speed (min(2, CPUs) threads, never passed through).
+ *   memcpy  one core's, measured once at the first staged copy (the best
+ *           of two 16 MiB copies between warm buffers).
+ *   threads ceil(link / memcpy), at most the CPUs the process may use
+ *           (affinity, cgroup) and its share of the node's CPUs among the
+ *           processes staging on it (the ledger's live slots with a ring).
+ *   pays    the copy threads' rate above the driver's pageable rate,
+ *           assumed to be the H200's ratio to the link (7.2 of 54 GB/s
+ *           host to device, 12.5 of 54 device to host).  Their rate: at
+ *           first threads x memcpy, then a moving average of every staged
+ *           chunk's copy (a busy CPU shows there).  Below the pageable
+ *           rate, copies that way pass through for a second, then staging
+ *           tries again (one copy's chunks measure afresh): a process
+ *           whose threads cannot beat the pageable path stages next to
+ *           nothing.
+ * HOSTPIN_STAGE_THREADS=N overrides the count (not bounded by the CPUs:
+ * then the copy threads never spin); the gate holds for it too. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../node/ledger.h"
+#include "../record.h"
+#include "stage.h"
+
+#define MEASURE ((size_t)16 << 20)
+#define PAUSE_NS 1000000000ull
+static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need;
+static _Atomic uint64_t avg_mbs, pause_until; /* the busy-CPU gate */
+
+/* One core's memcpy between warm buffers, MB/s; 0 if it cannot tell. */
+static unsigned measure(void)
+{
+	char *b = hp_real.mmap(NULL, 2 * MEASURE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED)
+		return 0;
+	memset(b, 1, 2 * MEASURE);
+	uint64_t best = 0;
+	for (int i = 0; i < 2; i++) {
+		uint64_t t0 = hp_now_ns();
+		memcpy(b + MEASURE, b, MEASURE);
+		uint64_t dt = hp_now_ns() - t0;
+		uint64_t r = dt ? (uint64_t)MEASURE * 1000 / dt : 0;
+		best = r > best ? r : best;
+	}
+	hp_real.munmap(b, 2 * MEASURE);
+	return (unsigned)(best > 1000000 ? 1000000 : best);
+}
+
+static void pick(void)
+{
+	unsigned asked = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
+	link_mbs = (unsigned)hp_opt[HP_OPT_STAGE_LINK] * 1000;
+	cpus = hp_cpu_limit();
+	if (link_mbs == 0) { /* not sized by speed */
+		n_threads = asked ? asked : cpus < 2 ? 1 : 2;
+		return;
+	}
+	mc_mbs = measure();
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	/* the processes staging on this node, this one counted */
+	peers = (unsigned)hp_ledger_live(offsetof(struct hp_counters,
+						  ring_bytes)) +
+		(atomic_load_explicit(&hp_ctr.ring_bytes,
+				      memory_order_relaxed) == 0);
+	unsigned share = online > 0 ? (unsigned)online / peers : cpus;
+	unsigned cap = cpus < share ? cpus : share ? share : 1;
+	need = mc_mbs ? (link_mbs + mc_mbs - 1) / mc_mbs : cap;
+	n_threads = asked ? asked : need < cap ? need : cap;
+	if (n_threads == 0)
+		n_threads = 1;
+	unsigned run = n_threads < cpus ? n_threads : cpus;
+	atomic_store_explicit(&avg_mbs, (uint64_t)run * mc_mbs,
+			      memory_order_relaxed);
+}
+
+/* Do the copy threads beat the pageable path of direction d now? */
+static int pays(int d)
+{
+	/* relaxed: a rate, read on its own */
+	uint64_t r = atomic_load_explicit(&avg_mbs, memory_order_relaxed);
+	return r == 0 || r * 100 > (uint64_t)link_mbs * pageable_pct[d];
+}
+
+unsigned hp_pool_threads(void)
+{
+	pthread_once(&once, pick);
+	return n_threads;
+}
+
+int hp_pool_worth(int htod)
+{
+	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
+		return 1;
+	pthread_once(&once, pick);
+	if (pays(!htod))
+		return 1;
+	/* relaxed: a time, read on its own */
+	uint64_t now = hp_now_ns(),
+		 u = atomic_load_explicit(&pause_until, memory_order_relaxed);
+	if (u == 0) { /* just fell below: pass through for a while */
+		atomic_store_explicit(&pause_until, now + PAUSE_NS,
+				      memory_order_relaxed);
+		return 0;
+	}
+	if (now < u)
+		return 0;
+	/* try again: the next staged chunks measure afresh */
+	atomic_store_explicit(&avg_mbs, 0, memory_order_relaxed);
+	atomic_store_explicit(&pause_until, 0, memory_order_relaxed);
+	return 1;
+}
+
+void hp_pool_seen(size_t bytes, uint64_t ns)
+{
+	if (ns == 0 || bytes < ((size_t)1 << 20))
+		return;
+	uint64_t r = (uint64_t)bytes * 1000 / ns;
+	uint64_t a = atomic_load_explicit(&avg_mbs, memory_order_relaxed);
+	atomic_store_explicit(&avg_mbs, a ? (3 * a + r) / 4 : r,
+			      memory_order_relaxed);
+}
+
+const char *hp_pool_note(void)
+{
+	static char note[320];
+	pthread_once(&once, pick);
+	unsigned asked = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
+	if (link_mbs == 0)
+		hp_snprintf(note, sizeof(note), "%s%u here; not sized by the "
+			    "link's speed: HOSTPIN_STAGE_LINK=0",
+			    asked ? "" : "auto: ", n_threads);
+	else
+		hp_snprintf(note, sizeof(note),
+			    "%s (%u here): link %u GB/s (HOSTPIN_STAGE_LINK), "
+			    "memcpy %u.%u GB/s a core, so %u for the link; CPUs "
+			    "%u, processes staging on this node %u%s%s",
+			    asked ? "asked" : "auto", n_threads, link_mbs / 1000,
+			    mc_mbs / 1000, mc_mbs % 1000 / 100, need, cpus,
+			    peers, pays(0) ? "" : "; H2D passes through now "
+			    "(slower than pageable)", pays(1) ? "" : "; D2H "
+			    "passes through now (slower than pageable)");
+	return note;
+}
