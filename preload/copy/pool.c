@@ -2,6 +2,7 @@
  * of stage.c and stage_rect.c into and out of the staging slots, split
  * among them. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -15,12 +16,12 @@
  * rows) that the calling thread and the helpers take as they come, so a
  * thread that starts late takes fewer, and the chunk is done when every
  * part is.  The hand-off costs no sleep while the copy goes on: a helper
- * that ran out of parts watches for the next chunk (SPIN_NS, then sleeps
- * on its condition variable), and the calling thread watches for the last
- * part the same way; a chunk is a few hundred microseconds of memcpy, a
- * wake-up through the kernel tens of them, twice a chunk.  Nobody spins
- * where there are more copy threads than CPUs (the count is bounded by
- * them).  One job at a time (busy): a copy staged the other way meanwhile
+ * that ran out of parts watches for the next chunk (SPIN_NS, yielding the
+ * CPU between looks, then sleeps on its condition variable), and the
+ * calling thread watches for the last part the same way; a chunk is a few
+ * hundred microseconds of memcpy, a wake-up through the kernel tens of
+ * them, twice a chunk.  Nobody watches where there are more copy threads
+ * than CPUs the process may use.  One job at a time (busy): a copy staged the other way meanwhile
  * copies its chunks alone.  Helpers are started the first time staging is
  * used, block every signal (invariant 11), and live as long as the
  * process; a forked child stages nothing and so never needs them. */
@@ -82,11 +83,9 @@ static void pool_watch(const _Atomic unsigned *gen, unsigned seen)
 			: atomic_load_explicit(&pool.left,
 					       memory_order_acquire) == 0)
 			return;
-		if ((k & 255) == 0 && hp_now_ns() - t0 > SPIN_NS)
+		if ((k & 15) == 0 && hp_now_ns() - t0 > SPIN_NS)
 			return;
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
+		sched_yield(); /* a busy CPU: to whoever waits for it */
 	}
 }
 
@@ -151,8 +150,8 @@ static void pool_run(void)
 	pthread_mutex_unlock(&pool.mu);
 }
 
-/* memcpy, by the copy threads together; its rate seen (speed.c). */
-static void pcopy(void *dst, const void *src, size_t len)
+/* memcpy, by the copy threads together. */
+void hp_pcopy(void *dst, const void *src, size_t len)
 {
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
@@ -169,13 +168,6 @@ static void pcopy(void *dst, const void *src, size_t len)
 	pool_run();
 }
 
-void hp_pcopy(void *dst, const void *src, size_t len)
-{
-	uint64_t t0 = hp_now_ns();
-	pcopy(dst, src, len);
-	hp_pool_seen(len, hp_now_ns() - t0);
-}
-
 /* rows rows of w bytes, dp and sp bytes apart, by the copy threads
  * together (a 2D copy's host side, to or from a slot). */
 void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
@@ -185,14 +177,12 @@ void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
 		hp_pcopy(dst, src, rows * w);
 		return;
 	}
-	uint64_t t0 = hp_now_ns();
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
 	if (parts == 1 || pool.busy || rows < 2 || rows * w < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
 		for (size_t i = 0; i < rows; i++)
 			memcpy(dst + i * dp, src + i * sp, w);
-		hp_pool_seen(rows * w, hp_now_ns() - t0);
 		return;
 	}
 	pool.dst = dst, pool.src = src, pool.len = rows;
@@ -201,5 +191,4 @@ void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
 		pool.part = (PART_MIN + w - 1) / w;
 	pool.w = w, pool.dp = dp, pool.sp = sp;
 	pool_run();
-	hp_pool_seen(rows * w, hp_now_ns() - t0);
 }

@@ -15,15 +15,16 @@
  *   threads ceil(link / memcpy), at most the CPUs the process may use
  *           (affinity, cgroup) and its share of the node's CPUs among the
  *           processes staging on it (the ledger's live slots with a ring).
- *   pays    the copy threads' rate above the driver's pageable rate,
- *           assumed to be the H200's ratio to the link (7.2 of 54 GB/s
- *           host to device, 12.5 of 54 device to host).  Their rate: at
- *           first threads x memcpy, then a moving average of every staged
- *           chunk's copy (a busy CPU shows there).  Below the pageable
- *           rate, copies that way pass through for a second, then staging
- *           tries again (one copy's chunks measure afresh): a process
- *           whose threads cannot beat the pageable path stages next to
- *           nothing.
+ *   pays    staging's rate above the driver's pageable rate, assumed to
+ *           be the H200's ratio to the link (7.2 of 54 GB/s host to
+ *           device, 12.5 of 54 device to host).  Staging's rate, per
+ *           direction: at first threads x memcpy, then a moving average
+ *           of the staged rounds' (stage.c: 64 MiB H2D, 128 MiB D2H, with
+ *           the default ring; a busy CPU shows there).  Below the pageable
+ *           rate, copies that way, and the rest of a copy being staged,
+ *           pass through for a second, then staging tries again (one
+ *           round measures afresh): a process whose threads cannot beat
+ *           the pageable path stages next to nothing.
  * HOSTPIN_STAGE_THREADS=N overrides the count (not bounded by the CPUs:
  * then the copy threads never spin); the gate holds for it too. */
 #include <pthread.h>
@@ -38,11 +39,13 @@
 
 #define MEASURE ((size_t)16 << 20)
 #define PAUSE_NS 1000000000ull
+#define ROUND_MIN ((size_t)32 << 20) /* rounds measured: this or more */
 static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need;
-static _Atomic uint64_t avg_mbs, pause_until; /* the busy-CPU gate */
+/* the busy-CPU gate, per direction (H2D, D2H) */
+static _Atomic uint64_t avg_mbs[2], pause_until[2];
 
 /* One core's memcpy between warm buffers, MB/s; 0 if it cannot tell. */
 static unsigned measure(void)
@@ -87,15 +90,16 @@ static void pick(void)
 	if (n_threads == 0)
 		n_threads = 1;
 	unsigned run = n_threads < cpus ? n_threads : cpus;
-	atomic_store_explicit(&avg_mbs, (uint64_t)run * mc_mbs,
-			      memory_order_relaxed);
+	for (int d = 0; d < 2; d++)
+		atomic_store_explicit(&avg_mbs[d], (uint64_t)run * mc_mbs,
+				      memory_order_relaxed);
 }
 
 /* Do the copy threads beat the pageable path of direction d now? */
 static int pays(int d)
 {
 	/* relaxed: a rate, read on its own */
-	uint64_t r = atomic_load_explicit(&avg_mbs, memory_order_relaxed);
+	uint64_t r = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
 	return r == 0 || r * 100 > (uint64_t)link_mbs * pageable_pct[d];
 }
 
@@ -110,31 +114,34 @@ int hp_pool_worth(int htod)
 	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
 		return 1;
 	pthread_once(&once, pick);
-	if (pays(!htod))
+	int d = !htod;
+	if (pays(d))
 		return 1;
 	/* relaxed: a time, read on its own */
 	uint64_t now = hp_now_ns(),
-		 u = atomic_load_explicit(&pause_until, memory_order_relaxed);
+		 u = atomic_load_explicit(&pause_until[d], memory_order_relaxed);
 	if (u == 0) { /* just fell below: pass through for a while */
-		atomic_store_explicit(&pause_until, now + PAUSE_NS,
+		atomic_store_explicit(&pause_until[d], now + PAUSE_NS,
 				      memory_order_relaxed);
 		return 0;
 	}
 	if (now < u)
 		return 0;
-	/* try again: the next staged chunks measure afresh */
-	atomic_store_explicit(&avg_mbs, 0, memory_order_relaxed);
-	atomic_store_explicit(&pause_until, 0, memory_order_relaxed);
+	/* try again: the next staged round measures afresh */
+	atomic_store_explicit(&avg_mbs[d], 0, memory_order_relaxed);
+	atomic_store_explicit(&pause_until[d], 0, memory_order_relaxed);
 	return 1;
 }
 
-void hp_pool_seen(size_t bytes, uint64_t ns)
+void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
 {
-	if (ns == 0 || bytes < ((size_t)1 << 20))
-		return;
+	if (ns == 0 || bytes < ROUND_MIN)
+		return; /* a small copy's first touches weigh too much */
+	int d = !htod;
 	uint64_t r = (uint64_t)bytes * 1000 / ns;
-	uint64_t a = atomic_load_explicit(&avg_mbs, memory_order_relaxed);
-	atomic_store_explicit(&avg_mbs, a ? (3 * a + r) / 4 : r,
+	uint64_t a = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
+	/* a round's rate weighs half: a busy CPU shows within two */
+	atomic_store_explicit(&avg_mbs[d], a ? (a + r) / 2 : r,
 			      memory_order_relaxed);
 }
 

@@ -176,11 +176,11 @@ HP_HIDDEN void hp_pool_start(void);
  * HOSTPIN_STAGE_LINK and the measured memcpy rate, bounded by the CPUs);
  * whether staging that way pays (htod: 1 H2D, 0 D2H: the threads beat the
  * pageable path, and the CPU is not so busy that they no longer do);
- * hp_pool_seen: a staged chunk's copy of bytes took ns; hp_pool_note: the
- * choice in words (hostpin --show, the report). */
+ * hp_pool_seen: a staged round of bytes that way took ns (stage.c);
+ * hp_pool_note: the choice in words (hostpin --show, the report). */
 HP_HIDDEN unsigned hp_pool_threads(void);
 HP_HIDDEN int hp_pool_worth(int htod);
-HP_HIDDEN void hp_pool_seen(size_t bytes, uint64_t ns);
+HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
 HP_HIDDEN const char *hp_pool_note(void);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,

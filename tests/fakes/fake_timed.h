@@ -10,7 +10,8 @@
  * side moves at the pinned rate; one with a pageable host side at the
  * slower pageable rate of its direction, and the call returns only after
  * it (the driver stages pageable memory through buffers of its own).
- * cuMemHostRegister sleeps for its bytes (outside the fake's lock).  Rates
+ * cuMemHostRegister populates its pages and sleeps for its bytes
+ * (outside the fake's lock).  Rates
  * (env, GB/s and s/GiB as on the device) default to an H200's, all scaled
  * by FAKE_CUDA_TIMED_SCALE (default 0.05: a 2.7 GB/s link, about a quarter
  * of one core's memcpy on the machine this was written on, so the worker's
@@ -126,14 +127,23 @@ static void timed_seg(struct xfer *x, struct op *o, int hs, int hd, int ps,
 	o->rate = timed_rate(o->link, pinned);
 }
 
-/* cuMemHostRegister's cost, before it takes the fake's lock. */
-static void timed_register(size_t n)
+/* cuMemHostRegister's cost, before it takes the fake's lock: its pages
+ * populated, as pinning does (a registered buffer is never first touched
+ * by a copy: hostpin's staging ring included), within the modelled time. */
+static void timed_register(void *p, size_t n)
 {
 	if (!timed_on())
 		return;
+	double t0 = timed_now();
 	double s = timed_env("FAKE_CUDA_REGISTER_S_PER_GIB", 0.35) /
 		   timed_scale();
-	timed_sleep_until(timed_now() + s * (double)n / (1 << 30));
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	(void)madvise((void *)a, (uintptr_t)p + n - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+#endif
+	timed_sleep_until(t0 + s * (double)n / (1 << 30));
 }
 
 static void enqueue(stream_t *s, struct op *o);
