@@ -164,12 +164,15 @@ static void lin_out(size_t i, char *sl, void *arg)
 	hp_pcopy(j->h + i * j->R->slot, sl, lin_len(j, i));
 }
 
-/* A 1D copy is staged in rounds of ROUND_SLOTS slots (H2D; twice as many
- * D2H, whose pipeline drains at each round's end): before each round but
- * the first, the rate of the rounds so far decides (speed.c) whether the
- * rest is staged or goes to the driver's pageable path (a busy CPU: never
- * slower than pageable), as it does when no slot can be taken then. */
+/* A 1D copy is staged in rounds of ROUND_SLOTS slots and ROUND_MIN bytes
+ * or more (H2D; twice as many D2H, whose pipeline drains at each round's
+ * end): before each round but the first, the rate of the rounds so far
+ * decides (speed.c) whether the rest is staged or goes to the driver's
+ * pageable path (a busy CPU: never slower than pageable), as it does when
+ * no slot can be taken then (every slot another stream's, the ring grown
+ * to its most).  HOSTPIN_STAGE_LINK=0: one round. */
 #define ROUND_SLOTS 8
+#define ROUND_MIN ((size_t)64 << 20)
 
 /* The rest of a copy, [off, n), to the driver as it is (pageable). */
 static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
@@ -183,7 +186,12 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		 int sync, int *none)
 {
 	struct hp_ring *R = P->R;
-	size_t per = R->slot * ROUND_SLOTS * (P->htod ? 1 : 2), off = 0;
+	size_t per = R->slot * ROUND_SLOTS, off = 0;
+	if (per < ROUND_MIN)
+		per = (ROUND_MIN + R->slot - 1) / R->slot * R->slot;
+	per *= P->htod ? 1 : 2;
+	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
+		per = n;
 	int r = 0;
 	*none = 0;
 	while (off < n && r == 0) {
