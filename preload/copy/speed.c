@@ -18,7 +18,9 @@
  *   pays    staging's rate above the driver's pageable rate, assumed to
  *           be the H200's ratio to the link (7.2 of 54 GB/s host to
  *           device, 12.5 of 54 device to host).  Staging's rate, per
- *           direction: at first threads x memcpy, then a moving average
+ *           direction: at first threads x memcpy, the threads at most the
+ *           CPUs and their share of the node's CPUs among the threads
+ *           runnable then (/proc/loadavg: a busy CPU), then a moving average
  *           of the staged rounds' (stage.c: 64 MiB H2D, 128 MiB D2H, with
  *           the default ring; a busy CPU shows there).  Below the pageable
  *           rate, copies that way, and the rest of a copy being staged,
@@ -43,7 +45,7 @@
 static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need;
+static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need, busy;
 /* the busy-CPU gate, per direction (H2D, D2H) */
 static _Atomic uint64_t avg_mbs[2], pause_until[2];
 
@@ -65,6 +67,26 @@ static unsigned measure(void)
 	}
 	hp_real.munmap(b, 2 * MEASURE);
 	return (unsigned)(best > 1000000 ? 1000000 : best);
+}
+
+/* The threads runnable on the node now besides this one (/proc/loadavg's
+ * fourth field, "runnable/all"); 0 if it cannot tell. */
+static unsigned runnable_others(void)
+{
+	char b[128];
+	ssize_t n = hp_read_small("/proc/loadavg", b, sizeof(b) - 1);
+	if (n <= 0)
+		return 0;
+	b[n] = '\0';
+	const char *p = b;
+	for (int f = 0; f < 3 && p; f++) {
+		p = strchr(p, ' ');
+		p = p ? p + 1 : NULL;
+	}
+	unsigned r = 0;
+	while (p && *p >= '0' && *p <= '9')
+		r = r * 10 + (unsigned)(*p++ - '0');
+	return r > 1 ? r - 1 : 0;
 }
 
 static void pick(void)
@@ -89,9 +111,18 @@ static void pick(void)
 	n_threads = asked ? asked : need < cap ? need : cap;
 	if (n_threads == 0)
 		n_threads = 1;
+	/* the threads' rate: as many cores as they get, the CPUs they may
+	 * use shared with the threads runnable now (x100) */
 	unsigned run = n_threads < cpus ? n_threads : cpus;
+	busy = runnable_others();
+	uint64_t cores = (uint64_t)run * 100;
+	if (online > 0 && busy + n_threads > (unsigned)online) {
+		uint64_t share = (uint64_t)online * 100 * n_threads /
+				 (busy + n_threads);
+		cores = share < cores ? share : cores;
+	}
 	for (int d = 0; d < 2; d++)
-		atomic_store_explicit(&avg_mbs[d], (uint64_t)run * mc_mbs,
+		atomic_store_explicit(&avg_mbs[d], cores * mc_mbs / 100,
 				      memory_order_relaxed);
 }
 
@@ -158,10 +189,11 @@ const char *hp_pool_note(void)
 		hp_snprintf(note, sizeof(note),
 			    "%s (%u here): link %u GB/s (HOSTPIN_STAGE_LINK), "
 			    "memcpy %u.%u GB/s a core, so %u for the link; CPUs "
-			    "%u, processes staging on this node %u%s%s",
+			    "%u, processes staging on this node %u, threads "
+			    "runnable %u%s%s",
 			    asked ? "asked" : "auto", n_threads, link_mbs / 1000,
 			    mc_mbs / 1000, mc_mbs % 1000 / 100, need, cpus,
-			    peers, pays(0) ? "" : "; H2D passes through now "
+			    peers, busy, pays(0) ? "" : "; H2D passes through now "
 			    "(slower than pageable)", pays(1) ? "" : "; D2H "
 			    "passes through now (slower than pageable)");
 	return note;
