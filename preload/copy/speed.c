@@ -105,6 +105,8 @@ static void pick(void)
 						  ring_bytes)) +
 		(atomic_load_explicit(&hp_ctr.ring_bytes,
 				      memory_order_relaxed) == 0);
+	if (peers == 0)
+		peers = 1;
 	unsigned share = online > 0 ? (unsigned)online / peers : cpus;
 	unsigned cap = cpus < share ? cpus : share ? share : 1;
 	need = mc_mbs ? (link_mbs + mc_mbs - 1) / mc_mbs : cap;
@@ -117,9 +119,9 @@ static void pick(void)
 	busy = runnable_others();
 	uint64_t cores = (uint64_t)run * 100;
 	if (online > 0 && busy + n_threads > (unsigned)online) {
-		uint64_t share = (uint64_t)online * 100 * n_threads /
-				 (busy + n_threads);
-		cores = share < cores ? share : cores;
+		uint64_t got = (uint64_t)online * 100 * n_threads /
+			       (busy + n_threads);
+		cores = got < cores ? got : cores;
 	}
 	for (int d = 0; d < 2; d++)
 		atomic_store_explicit(&avg_mbs[d], cores * mc_mbs / 100,
