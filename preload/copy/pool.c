@@ -21,8 +21,10 @@
  * calling thread watches for the last part the same way; a chunk is a few
  * hundred microseconds of memcpy, a wake-up through the kernel tens of
  * them, twice a chunk.  Nobody watches where there are more copy threads
- * than CPUs the process may use.  One job at a time (busy): a copy staged the other way meanwhile
- * copies its chunks alone.  Helpers are started the first time staging is
+ * than CPUs the process may use, or the node's runnable threads left them
+ * no room when they started (speed.c: watching only takes turns then).
+ * One job at a time (busy): a copy staged the other way meanwhile copies
+ * its chunks alone.  Helpers are started the first time staging is
  * used, block every signal (invariant 11), and live as long as the
  * process; a forked child stages nothing and so never needs them. */
 #define MAX_HELPERS 63
@@ -124,7 +126,7 @@ void hp_pool_start(void)
 		       k + 1, n);
 	pthread_mutex_lock(&pool.mu);
 	pool.helpers = k;
-	pool.spin = k > 0 && (unsigned)k + 1 <= hp_cpu_limit();
+	pool.spin = k > 0 && hp_pool_quiet();
 	pthread_mutex_unlock(&pool.mu);
 }
 

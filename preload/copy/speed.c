@@ -46,6 +46,7 @@ static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need, busy;
+static long online;
 /* the busy-CPU gate, per direction (H2D, D2H) */
 static _Atomic uint64_t avg_mbs[2], pause_until[2];
 
@@ -94,12 +95,13 @@ static void pick(void)
 	unsigned asked = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
 	link_mbs = (unsigned)hp_opt[HP_OPT_STAGE_LINK] * 1000;
 	cpus = hp_cpu_limit();
+	online = sysconf(_SC_NPROCESSORS_ONLN);
+	busy = runnable_others();
 	if (link_mbs == 0) { /* not sized by speed */
 		n_threads = asked ? asked : cpus < 2 ? 1 : 2;
 		return;
 	}
 	mc_mbs = measure();
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	/* the processes staging on this node, this one counted */
 	peers = (unsigned)hp_ledger_live(offsetof(struct hp_counters,
 						  ring_bytes)) +
@@ -116,7 +118,6 @@ static void pick(void)
 	/* the threads' rate: as many cores as they get, the CPUs they may
 	 * use shared with the threads runnable now (x100) */
 	unsigned run = n_threads < cpus ? n_threads : cpus;
-	busy = runnable_others();
 	uint64_t cores = (uint64_t)run * 100;
 	if (online > 0 && busy + n_threads > (unsigned)online) {
 		uint64_t got = (uint64_t)online * 100 * n_threads /
@@ -140,6 +141,13 @@ unsigned hp_pool_threads(void)
 {
 	pthread_once(&once, pick);
 	return n_threads;
+}
+
+int hp_pool_quiet(void)
+{
+	pthread_once(&once, pick);
+	return n_threads <= cpus &&
+	       (online <= 0 || busy + n_threads <= (unsigned long)online);
 }
 
 int hp_pool_worth(int htod)

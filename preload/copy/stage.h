@@ -179,6 +179,9 @@ HP_HIDDEN void hp_pool_start(void);
  * hp_pool_seen: a staged round of bytes that way took ns (stage.c);
  * hp_pool_note: the choice in words (hostpin --show, the report). */
 HP_HIDDEN unsigned hp_pool_threads(void);
+/* the copy threads fit the CPUs, and the node's runnable threads left
+ * them room when they started (pool.c's threads then watch, not sleep) */
+HP_HIDDEN int hp_pool_quiet(void);
 HP_HIDDEN int hp_pool_worth(int htod);
 HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
 HP_HIDDEN const char *hp_pool_note(void);
