@@ -76,6 +76,9 @@ HP_HIDDEN extern unsigned char hp_opt_cap_pct[HP_OPT_COUNT];
  * line per knob, its effective value, sizes as people read them, the
  * test-only knobs left out; to fd, or to the log at info if fd < 0. */
 HP_HIDDEN void hp_options_show(int fd);
+/* A note shown after knob i's value in the settings list (a layer above
+ * says what the knob chose: the copy threads, speed.c); NULL: none. */
+HP_HIDDEN void hp_opt_note(int i, const char *note);
 /* path under HOSTPIN_SYSFS_ROOT (test only: /sys and the cgroup files of
  * an injected machine), into out; 0 or ENAMETOOLONG.  The one place the
  * test root is applied. */

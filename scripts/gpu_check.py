@@ -13,6 +13,8 @@ import statistics
 import sys
 import time
 
+from gpu_check_threads import THREAD_RUNS, measure_threads, report_threads, synth_threads
+
 MB = 1 << 20
 SIZES = [64 * MB, 256 * MB, 1024 * MB]
 
@@ -256,6 +258,7 @@ def verdict(res):
         if not isinstance(res.get(run), dict):
             bad.append(f"{run}: no result")
     flat(ENG_RUNS)
+    flat(THREAD_RUNS)
     return bad
 
 
@@ -286,13 +289,14 @@ def synth(mode):
 def selftest():
     """The verdict passes on passing results and fails on each check
     forced to fail, and on each run missing."""
-    runs = list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(ENG_RUNS)
+    runs = (list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(ENG_RUNS)
+            + list(THREAD_RUNS))
     good = {m: synth_any(m) for m in runs}
     fails = []
     if verdict(good):
         fails.append(f"passing results judged failed: {verdict(good)}")
     specs = [f"{r}.{c}" for r, cs in list(RUNTIME_RUNS.items()) + list(ENG_RUNS.items())
-             for c in cs]
+             + list(THREAD_RUNS.items()) for c in cs]
     specs += [f"{r}.paths.{p}.{c}" for r in DRIVER_RUNS for p in DRIVER_PATHS
               for c in DRIVER_CHECKS + ("rc",)]
     for spec in specs:
@@ -459,6 +463,7 @@ def report(d, out):
                   f"{res[k]['alloc_s_per_gib']:.3f} s/GiB allocation")
     report_lazy(res)
     report_engine(res)
+    report_threads(res, fmt)
     print(f"performance goal (hostpin >= 95% of pin_memory and >= 3x pageable): "
           f"{'met' if ok else 'NOT met'}")
     bad = verdict(res)
@@ -942,11 +947,13 @@ def synth_any(mode):
         return synth_lazy(mode)
     if mode in ENG_RUNS:
         return synth_engine(mode)
+    if mode in THREAD_RUNS:
+        return synth_threads(mode)
     return synth(mode)
 
 
 ALL_RUNS = (list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(LAZY_RUNS)
-            + list(ENG_RUNS))
+            + list(ENG_RUNS) + list(THREAD_RUNS))
 
 
 def fmt(c, f="{:.2f}"):
@@ -1066,6 +1073,8 @@ if __name__ == "__main__":
         sys.exit(0)
     if m.startswith("eng_"):
         print(json.dumps(measure_engine(m)))
+    elif m.startswith("thr_"):
+        print(json.dumps(measure_threads(m)))
     elif m.startswith("regcost"):
         print(json.dumps(regcost()))
     elif m.startswith("lazy"):

@@ -13,6 +13,16 @@ static int test_only(const hp_optdesc_t *d)
 	return strncmp(d->doc, "test only:", 10) == 0;
 }
 
+/* What a layer above says of a knob's effect (hp_opt_note): shown after
+ * its value. */
+static const char *notes[HP_OPT_COUNT];
+
+void hp_opt_note(int i, const char *note)
+{
+	if (i >= 0 && i < HP_OPT_COUNT)
+		notes[i] = note;
+}
+
 /* Knob i's line in the settings list, into out[cap]: its effective value
  * (after the memory base, the CPU limit and the fallbacks), sizes as
  * people read them; 0 for a knob the list leaves out. */
@@ -63,6 +73,8 @@ static int show_line(int i, char *out, size_t cap)
 		hp_snprintf(val, sizeof(val), "0");
 		hp_snprintf(note, sizeof(note), "asked: 1; the transparent "
 			    "huge page mode is not always or madvise");
+	} else if (notes[i]) {
+		hp_snprintf(note, sizeof(note), "%s", notes[i]);
 	} else if (i == HP_OPT_STAGE_THREADS && hp_opt[i] == 0) {
 		/* 0 is auto: what hp_pool_start takes (copy/pool.c) */
 		hp_snprintf(note, sizeof(note), "auto: %u here",

@@ -146,7 +146,8 @@ void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
 	 * or memory hostpin does not own), a context current here, and the
 	 * host memory unknown to the driver (or a block of hostpin's it knows
 	 * a registered part of). */
-	if (n < hp_opt[HP_OPT_STAGE_MIN])
+	/* ... and copy threads that beat the pageable path (speed.c) */
+	if (n < hp_opt[HP_OPT_STAGE_MIN] || !hp_pool_worth(htod))
 		return;
 	for (int i = 0; i < c->n; i++)
 		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)

@@ -2,6 +2,8 @@
  * of stage.c and stage_rect.c into and out of the staging slots, split
  * among them. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "../record.h"
@@ -9,24 +11,36 @@
 
 /* ---- copy threads (HOSTPIN_STAGE_THREADS) ----
  * The threads that copy into and out of the ring, the calling thread
- * counted: each chunk's memcpy is split in parts that the calling thread
- * and the helpers take (a 2D copy's rows: parts of whole rows), and the
- * chunk is done when every part is.  One job at a time (busy): a copy
- * staged the other way meanwhile copies its chunks alone.  Helpers are started the first time
- * staging is used, block every signal (invariant 11), and live as long as
- * the process; a forked child stages nothing and so never needs them. */
+ * counted: each chunk's memcpy is split in parts of about a quarter of a
+ * thread's share (at least PART_MIN; a 2D copy's rows: parts of whole
+ * rows) that the calling thread and the helpers take as they come, so a
+ * thread that starts late takes fewer, and the chunk is done when every
+ * part is.  The hand-off costs no sleep while the copy goes on: a helper
+ * that ran out of parts watches for the next chunk (SPIN_NS, yielding the
+ * CPU between looks, then sleeps on its condition variable), and the
+ * calling thread watches for the last part the same way; a chunk is a few
+ * hundred microseconds of memcpy, a wake-up through the kernel tens of
+ * them, twice a chunk.  Nobody watches where there are more copy threads
+ * than CPUs the process may use, or the node's runnable threads left them
+ * no room when they started (speed.c: watching only takes turns then).
+ * One job at a time (busy): a copy staged the other way meanwhile copies
+ * its chunks alone.  Helpers are started the first time staging is
+ * used, block every signal (invariant 11), and live as long as the
+ * process; a forked child stages nothing and so never needs them. */
 #define MAX_HELPERS 63
 #define PART_MIN ((size_t)1 << 20) /* below: the calling thread alone */
+#define SPIN_NS 200000ull
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
-	int helpers, busy;
-	unsigned gen; /* the job's number */
+	int helpers, busy, spin;
+	_Atomic unsigned gen; /* the job's number */
 	char *dst;
 	const char *src;
 	size_t len, part;
 	size_t w, dp, sp; /* w != 0: len rows of w bytes, parts of part rows */
-	int parts, next, left;
+	int parts, next;
+	_Atomic int left;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	  .go = PTHREAD_COND_INITIALIZER,
 	  .done = PTHREAD_COND_INITIALIZER};
@@ -48,8 +62,32 @@ static void pool_take(void)
 		for (size_t k = 0; w && k < len; k++)
 			memcpy(d + k * dp, sr + k * sp, w);
 		pthread_mutex_lock(&pool.mu);
-		if (--pool.left == 0)
+		/* release: the part's bytes before a watcher sees 0 */
+		if (atomic_fetch_sub_explicit(&pool.left, 1,
+					      memory_order_release) == 1)
 			pthread_cond_broadcast(&pool.done);
+	}
+}
+
+/* Not under pool.mu: watch *gen until it differs from seen (a helper: the
+ * next job), or *left until 0 (gen NULL: the calling thread, the last
+ * part), for SPIN_NS at most (pool.spin: never where threads outnumber
+ * CPUs).  The caller then takes pool.mu and sleeps if it must. */
+static void pool_watch(const _Atomic unsigned *gen, unsigned seen)
+{
+	if (!pool.spin)
+		return;
+	uint64_t t0 = hp_now_ns();
+	for (unsigned k = 1;; k++) {
+		/* acquire: pairs with the release of the job or the part */
+		if (gen ? atomic_load_explicit(gen, memory_order_acquire) !=
+			      seen
+			: atomic_load_explicit(&pool.left,
+					       memory_order_acquire) == 0)
+			return;
+		if ((k & 15) == 0 && hp_now_ns() - t0 > SPIN_NS)
+			return;
+		sched_yield(); /* a busy CPU: to whoever waits for it */
 	}
 }
 
@@ -57,25 +95,27 @@ static void *helper_main(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&pool.mu);
-	unsigned seen = pool.gen;
+	unsigned seen = atomic_load_explicit(&pool.gen, memory_order_relaxed);
 	for (;;) {
-		while (pool.gen == seen)
+		if (atomic_load_explicit(&pool.gen, memory_order_relaxed) ==
+		    seen) {
+			pthread_mutex_unlock(&pool.mu);
+			pool_watch(&pool.gen, seen);
+			pthread_mutex_lock(&pool.mu);
+		}
+		while (atomic_load_explicit(&pool.gen, memory_order_relaxed) ==
+		       seen)
 			pthread_cond_wait(&pool.go, &pool.mu);
-		seen = pool.gen;
+		seen = atomic_load_explicit(&pool.gen, memory_order_relaxed);
 		pool_take();
 	}
 	return NULL;
 }
 
-/* Once: start the helpers (HOSTPIN_STAGE_THREADS - 1; by
- * default min(2, CPUs the process may use) - 1). */
+/* Once: start the helpers (hp_pool_threads() - 1; speed.c sizes them). */
 void hp_pool_start(void)
 {
-	unsigned n = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
-	if (n == 0) {
-		unsigned c = hp_cpu_limit();
-		n = c < 2 ? 1 : 2;
-	}
+	unsigned n = hp_pool_threads();
 	if (n > MAX_HELPERS + 1)
 		n = MAX_HELPERS + 1;
 	int k = 0; /* every signal blocked (invariant 11) */
@@ -86,6 +126,7 @@ void hp_pool_start(void)
 		       k + 1, n);
 	pthread_mutex_lock(&pool.mu);
 	pool.helpers = k;
+	pool.spin = k > 0 && hp_pool_quiet();
 	pthread_mutex_unlock(&pool.mu);
 }
 
@@ -93,12 +134,19 @@ void hp_pool_start(void)
 static void pool_run(void)
 {
 	pool.parts = (int)((pool.len + pool.part - 1) / pool.part);
-	pool.next = 0, pool.left = pool.parts;
+	pool.next = 0;
+	atomic_store_explicit(&pool.left, pool.parts, memory_order_relaxed);
 	pool.busy = 1;
-	pool.gen++;
+	/* release: the job's fields before a watching helper sees it */
+	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
 	pthread_cond_broadcast(&pool.go);
 	pool_take();
-	while (pool.left > 0)
+	if (atomic_load_explicit(&pool.left, memory_order_relaxed) > 0) {
+		pthread_mutex_unlock(&pool.mu);
+		pool_watch(NULL, 0);
+		pthread_mutex_lock(&pool.mu);
+	}
+	while (atomic_load_explicit(&pool.left, memory_order_acquire) > 0)
 		pthread_cond_wait(&pool.done, &pool.mu);
 	pool.busy = 0;
 	pthread_mutex_unlock(&pool.mu);
@@ -114,8 +162,9 @@ void hp_pcopy(void *dst, const void *src, size_t len)
 		memcpy(dst, src, len);
 		return;
 	}
-	size_t part = (len + (size_t)parts - 1) / (size_t)parts;
-	part = (part + 4095) & ~(size_t)4095;
+	/* parts of a quarter of a thread's share: a late thread takes fewer */
+	size_t part = len / (4 * (size_t)parts);
+	part = part < PART_MIN ? PART_MIN : (part + 4095) & ~(size_t)4095;
 	pool.dst = dst, pool.src = src, pool.len = len, pool.part = part;
 	pool.w = 0;
 	pool_run();
@@ -139,7 +188,9 @@ void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
 		return;
 	}
 	pool.dst = dst, pool.src = src, pool.len = rows;
-	pool.part = (rows + (size_t)parts - 1) / (size_t)parts;
+	pool.part = (rows + 4 * (size_t)parts - 1) / (4 * (size_t)parts);
+	if (pool.part * w < PART_MIN)
+		pool.part = (PART_MIN + w - 1) / w;
 	pool.w = w, pool.dp = dp, pool.sp = sp;
 	pool_run();
 }

@@ -164,19 +164,65 @@ static void lin_out(size_t i, char *sl, void *arg)
 	hp_pcopy(j->h + i * j->R->slot, sl, lin_len(j, i));
 }
 
+/* A 1D copy is staged in rounds of ROUND_SLOTS slots and ROUND_MIN bytes
+ * or more (H2D; twice as many D2H, whose pipeline drains at each round's
+ * end): before each round but the first, the rate of the rounds so far
+ * decides (speed.c) whether the rest is staged or goes to the driver's
+ * pageable path (a busy CPU: never slower than pageable), as it does when
+ * no slot can be taken then (every slot another stream's, the ring grown
+ * to its most).  HOSTPIN_STAGE_LINK=0: one round. */
+#define ROUND_SLOTS 8
+#define ROUND_MIN ((size_t)64 << 20)
+
+/* The rest of a copy, [off, n), to the driver as it is (pageable). */
+static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
+		    size_t off)
+{
+	return P->htod ? hp_cuda_htod_async(d + off, h + off, n - off, P->s)
+		       : hp_cuda_dtoh_async(h + off, d + off, n - off, P->s);
+}
+
 int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		 int sync, int *none)
 {
 	struct hp_ring *R = P->R;
-	struct lin j = {.R = R, .h = h, .d = d, .n = n, .s = P->s};
-	size_t m = (n + R->slot - 1) / R->slot;
-	if (!P->htod)
-		return hp_stage_run_dtoh(R, m, P->s, lin_dtoh, lin_out, &j,
-					 none);
-	int r = hp_stage_run_htod(R, m, P->s, lin_in, lin_htod, &j, none);
-	/* the source is staged: an async call returns (the DMA may run);
+	size_t per = R->slot * ROUND_SLOTS, off = 0;
+	if (per < ROUND_MIN)
+		per = (ROUND_MIN + R->slot - 1) / R->slot * R->slot;
+	per *= P->htod ? 1 : 2;
+	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
+		per = n;
+	int r = 0;
+	*none = 0;
+	while (off < n && r == 0) {
+		size_t len = n - off < per ? n - off : per;
+		if (off > 0 && !hp_pool_worth(P->htod)) {
+			r = lin_pass(P, d, h, n, off);
+			break;
+		}
+		struct lin j = {.R = R, .h = h + off, .d = d + off, .n = len,
+				.s = P->s};
+		size_t m = (len + R->slot - 1) / R->slot;
+		uint64_t t0 = hp_now_ns();
+		int no;
+		r = P->htod ? hp_stage_run_htod(R, m, P->s, lin_in, lin_htod,
+						&j, &no)
+			    : hp_stage_run_dtoh(R, m, P->s, lin_dtoh, lin_out,
+						&j, &no);
+		if (no && off == 0) {
+			*none = 1; /* nothing done: the copy passes */
+			return r;
+		}
+		if (no) { /* no slot now: the rest passes */
+			r = lin_pass(P, d, h, n, off);
+			break;
+		}
+		hp_pool_seen(P->htod, len, hp_now_ns() - t0);
+		off += len;
+	}
+	/* the source is staged: an async H2D call returns (the DMA may run);
 	 * a synchronous one after the copy, with its error if it failed */
-	if (r == 0 && sync && !*none)
+	if (r == 0 && sync && P->htod)
 		r = hp_cuda_stream_wait(P->s);
 	return r;
 }

@@ -175,6 +175,19 @@ HP_HIDDEN int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
  * counted), started once (hp_pool_start); a memcpy, and rows rows of w
  * bytes dp and sp bytes apart, by them together. */
 HP_HIDDEN void hp_pool_start(void);
+/* speed.c: the copy threads' count (HOSTPIN_STAGE_THREADS, 0: sized to
+ * HOSTPIN_STAGE_LINK and the measured memcpy rate, bounded by the CPUs);
+ * whether staging that way pays (htod: 1 H2D, 0 D2H: the threads beat the
+ * pageable path, and the CPU is not so busy that they no longer do);
+ * hp_pool_seen: a staged round of bytes that way took ns (stage.c);
+ * hp_pool_note: the choice in words (hostpin --show, the report). */
+HP_HIDDEN unsigned hp_pool_threads(void);
+/* the copy threads fit the CPUs, and the node's runnable threads left
+ * them room when they started (pool.c's threads then watch, not sleep) */
+HP_HIDDEN int hp_pool_quiet(void);
+HP_HIDDEN int hp_pool_worth(int htod);
+HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
+HP_HIDDEN const char *hp_pool_note(void);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
 			     size_t sp, size_t w, size_t rows);

@@ -8,7 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../copy/stage.h"
 #include "../node/ledger.h"
+
+/* The settings list says how many copy threads staging starts here (it
+ * measures the memcpy rate: only when the list is printed). */
+static void stage_note(void)
+{
+	if (hp_stage_on())
+		hp_opt_note(HP_OPT_STAGE_THREADS, hp_pool_note());
+}
 
 /* HOSTPIN_SHOW=1 (the launcher's --show): print the settings this process
  * got to stdout, then end it (status 0) before it does anything else. */
@@ -21,6 +30,7 @@ static void show_and_exit(const char *state)
 			    hp_mem_base_why(), hp_cpu_limit());
 	hp_write_all(1, line, (size_t)n < sizeof(line) ? (size_t)n
 						       : sizeof(line) - 1);
+	stage_note();
 	hp_options_show(1);
 	_exit(0);
 }
@@ -119,7 +129,10 @@ void hp_init_slow(void)
 #ifndef HP_EMBEDDED_TEST /* unit tests keep their counters private */
 		hp_ledger_attach();
 #endif
-		hp_options_show(-1);
+		if (hp_log_level >= HP_LOG_INFO) {
+			stage_note();
+			hp_options_show(-1);
+		}
 	} else {
 		if (show)
 			show_and_exit(hp_opt[HP_OPT_DISABLE]

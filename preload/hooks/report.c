@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../hostpin.h"
+#include "../copy/stage.h"
 #include "../hp.h"
 #include "../node/ledger.h"
 
@@ -115,6 +116,9 @@ void hp_stats_report(void)
 		emit(fd, "hostpin[%d]:   staged copies %llu (%s), staging ring "
 		     "%s\n", pid, (unsigned long long)sc, hp_human(sb, h1),
 		     hp_human(sr, h2));
+		if (sc)
+			emit(fd, "hostpin[%d]:   copy threads: %s\n", pid,
+			     hp_pool_note());
 		uint64_t bgd, bgr = hp_register_background_done(&bgd);
 		if (bgr || bgd)
 			emit(fd, "hostpin[%d]:   registered in the background: "

@@ -132,6 +132,10 @@ HP_HIDDEN void hp_ledger_detach(void);
  * slots, this process's included; this process's own value when no ledger
  * is attached. */
 HP_HIDDEN uint64_t hp_ledger_sum(size_t off);
+/* How many live slots hold a nonzero counter (an offset as above), this
+ * process's included (its own alone when no ledger is attached): the
+ * processes doing a thing on this node (speed.c: staging). */
+HP_HIDDEN unsigned hp_ledger_live(size_t off);
 /* Mark the slots of processes that are gone DEAD (at most once a second);
  * 1 if any was. */
 HP_HIDDEN int hp_ledger_reap(void);

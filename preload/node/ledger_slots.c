@@ -234,6 +234,28 @@ uint64_t hp_ledger_sum(size_t off)
 	return t;
 }
 
+unsigned hp_ledger_live(size_t off)
+{
+	if (!hp_ledger_on())
+		return atomic_load_explicit(
+			   (_Atomic uint64_t *)((char *)hp_ctrp + off),
+			   memory_order_relaxed) != 0;
+	unsigned t = 0;
+	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &hp_led->slot[i];
+		/* relaxed: a count of statistics, each read on its own */
+		if (HP_LS_ST(atomic_load_explicit(&s->state,
+						  memory_order_relaxed)) ==
+			HP_LS_LIVE &&
+		    atomic_load_explicit(
+			(_Atomic uint64_t *)((char *)&s->ctr + off),
+			memory_order_relaxed) != 0)
+			t++;
+	}
+	return t;
+}
+
 int hp_ledger_reap(void)
 {
 	static _Atomic uint64_t last;

@@ -76,10 +76,19 @@ static CUdeviceptr dev_buf(void)
 	return d;
 }
 
+/* FAKE_CUDA_TIMED=2: the fake's DMA moves no bytes, nothing to check */
+static int nodata(void)
+{
+	const char *e = getenv("FAKE_CUDA_TIMED");
+	return e && *e == '2';
+}
+
 /* the device received byte v (its ends and middle) */
 static int arrived(CUdeviceptr d, char v)
 {
 	const char *p = (const char *)(uintptr_t)d;
+	if (nodata())
+		return 1;
 	return p[0] == v && p[n / 2] == v && p[n - 1] == v;
 }
 
@@ -195,7 +204,7 @@ int main(int argc, char **argv)
 		if (cuMemcpyDtoHAsync_v2(h, d, n, s) || cuStreamSynchronize(s))
 			return 1;
 		t = now() - t0;
-		if (h[0] != 3 || h[n / 2] != 3 || h[n - 1] != 3)
+		if (!nodata() && (h[0] != 3 || h[n / 2] != 3 || h[n - 1] != 3))
 			return 1;
 		printf("%.4f\n", t);
 		return 0;

@@ -35,7 +35,7 @@ enum {
 #include "fake_common.h"
 
 static int inflight(const void *p, size_t n);
-static void timed_register(size_t n);
+static void timed_register(void *p, size_t n);
 static int capture_prohibits(const char *fn);
 
 #define MAXDEV 8
@@ -425,7 +425,7 @@ static void gate_wait(const char *env, size_t n)
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
-	timed_register(n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */
+	timed_register(p, n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
 	if (capture_prohibits("cuMemHostRegister_v2"))

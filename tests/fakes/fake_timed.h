@@ -10,13 +10,19 @@
  * side moves at the pinned rate; one with a pageable host side at the
  * slower pageable rate of its direction, and the call returns only after
  * it (the driver stages pageable memory through buffers of its own).
- * cuMemHostRegister sleeps for its bytes (outside the fake's lock).  Rates
+ * cuMemHostRegister populates its pages and sleeps for its bytes
+ * (outside the fake's lock).  Rates
  * (env, GB/s and s/GiB as on the device) default to an H200's, all scaled
  * by FAKE_CUDA_TIMED_SCALE (default 0.05: a 2.7 GB/s link, about a quarter
  * of one core's memcpy on the machine this was written on, so the worker's
  * memcpy hides under the link time):
  *   FAKE_CUDA_PINNED_GBS 54, FAKE_CUDA_PAGEABLE_H2D_GBS 7.2,
  *   FAKE_CUDA_PAGEABLE_D2H_GBS 12.5, FAKE_CUDA_REGISTER_S_PER_GIB 0.35.
+ * FAKE_CUDA_TIMED=2: the same clock, but the DMA moves no bytes (a copy
+ * engine costs the host no CPU; the worker's memcpy would compete with the
+ * program's own on a small machine): for the memcpy-bound regime, where
+ * the link outruns one core's memcpy (scripts/bench-engine's rows); the
+ * device never receives the data, so a program checks none.
  * A program may make a stream busy without the link (a kernel):
  * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
  * reserves its link in enqueue order, so one queued behind a long kernel
@@ -28,9 +34,21 @@ static int timed_on(void)
 	static int on = -1;
 	if (on < 0) {
 		const char *e = getenv("FAKE_CUDA_TIMED");
-		on = e && *e == '1';
+		on = e && (*e == '1' || *e == '2') ? *e - '0' : 0;
 	}
 	return on;
+}
+
+/* FAKE_CUDA_TIMED=2: op o's bytes are not moved (its staging freed). */
+static int timed_drop(struct op *o)
+{
+	if (timed_on() != 2)
+		return 0;
+	if (o->staging)
+		unraw(o->staging, o->n);
+	o->staging = NULL;
+	o->n = 0;
+	return 1;
 }
 
 static double timed_env(const char *name, double dflt)
@@ -109,14 +127,23 @@ static void timed_seg(struct xfer *x, struct op *o, int hs, int hd, int ps,
 	o->rate = timed_rate(o->link, pinned);
 }
 
-/* cuMemHostRegister's cost, before it takes the fake's lock. */
-static void timed_register(size_t n)
+/* cuMemHostRegister's cost, before it takes the fake's lock: its pages
+ * populated, as pinning does (a registered buffer is never first touched
+ * by a copy: hostpin's staging ring included), within the modelled time. */
+static void timed_register(void *p, size_t n)
 {
 	if (!timed_on())
 		return;
+	double t0 = timed_now();
 	double s = timed_env("FAKE_CUDA_REGISTER_S_PER_GIB", 0.35) /
 		   timed_scale();
-	timed_sleep_until(timed_now() + s * (double)n / (1 << 30));
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	(void)madvise((void *)a, (uintptr_t)p + n - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+#endif
+	timed_sleep_until(t0 + s * (double)n / (1 << 30));
 }
 
 static void enqueue(stream_t *s, struct op *o);

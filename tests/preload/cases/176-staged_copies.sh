@@ -56,6 +56,12 @@ echo "$STAGE_OUT" | grep -q "staged copies 2 (48.0M), staging ring 64.0M" &&
 stage "an enqueue error mid-pipeline is the call's error" staged \
 	FAKE_CUDA_FAIL=cuMemcpyHtoDAsync_v2:3:700,cuMemcpyDtoHAsync_v2:2:701 -- error
 staged_errors "staged" "$STAGE_OUT"
+# The copy threads against the link (speed.c, issue 43): a link no copy
+# thread keeps up with (HOSTPIN_STAGE_LINK=100000 GB/s: its pageable path,
+# assumed 13% of it, beats any memcpy) stages nothing, every copy passes
+# through (the tests' HOSTPIN_STAGE_LINK=0, lib.sh, never does).
+stage "copy threads slower than the link's pageable path (HOSTPIN_STAGE_LINK=100000): passed through" through \
+	HOSTPIN_STAGE_LINK=100000 -- basic
 # passed through unchanged
 stage "a capturing stream, and a copy during a capture elsewhere, pass through; capture intact" through -- capture
 stage "a relaxed-mode capture of the per-thread stream: a _ptsz copy on stream 0 passes through" through -- capture_ptsz

@@ -43,6 +43,19 @@ if echo "$out" | grep -qxF "HOSTPIN_PREFAULT_THREADS=1 (asked: 4; CPUs 1)" &&
 	echo "$out" | head -1 | grep -q "memory base 2.0G (cgroup v2 /sys/fs/cgroup/job/memory.max); CPUs 1$"; then
 	ok "hostpin --show: the effective pre-fault threads (1) beside CPUs 1, not the configured 4"
 else bad "hostpin --show prefault threads: $(echo "$out" | grep -e PREFAULT -e '^hostpin ')"; fi
+# -- the copy threads staging would start (speed.c, issue 43) --
+# Injected: the one-CPU cgroup.  Must hold: auto sized to the link
+# (HOSTPIN_STAGE_LINK=55) says it chose 1 thread here (the CPUs), the link,
+# the memcpy rate measured, the CPUs; not sized (HOSTPIN_STAGE_LINK=0, the
+# tests' setting): 1 here, and why; a count asked for is shown as asked.
+a=$("$H" -e HOSTPIN_SYSFS_ROOT="$sd/cg" -e HOSTPIN_STAGE_LINK=55 --show 2>&1 | grep "^HOSTPIN_STAGE_THREADS=")
+b=$("$H" -e HOSTPIN_SYSFS_ROOT="$sd/cg" -e HOSTPIN_STAGE_LINK=0 --show 2>&1 | grep "^HOSTPIN_STAGE_THREADS=")
+c=$("$H" -e HOSTPIN_STAGE_LINK=55 -e HOSTPIN_STAGE_THREADS=3 --show 2>&1 | grep "^HOSTPIN_STAGE_THREADS=")
+if echo "$a" | grep -qE '^HOSTPIN_STAGE_THREADS=0 \(auto \(1 here\): link 55 GB/s \(HOSTPIN_STAGE_LINK\), memcpy [0-9]+\.[0-9] GB/s a core, so [0-9]+ for the link; CPUs 1, processes staging on this node [0-9]+' &&
+	[ "$b" = "HOSTPIN_STAGE_THREADS=0 (auto: 1 here; not sized by the link's speed: HOSTPIN_STAGE_LINK=0)" ] &&
+	echo "$c" | grep -q '^HOSTPIN_STAGE_THREADS=3 (asked (3 here): link 55 GB/s'; then
+	ok "hostpin --show: the copy threads auto chose here (1: the CPUs), the link and memcpy rate; asked for: as asked"
+else bad "hostpin --show copy threads: '$a' / '$b' / '$c'"; fi
 # -- test-only knobs are left out (here set, and still not listed) --
 if echo "$out" | grep -q "^HOSTPIN_THRESHOLD=" && ! echo "$out" | grep -q "SYSFS_ROOT"; then
 	ok "hostpin --show leaves out the test-only HOSTPIN_SYSFS_ROOT"

@@ -1,0 +1,210 @@
+/* How many copy threads stage (HOSTPIN_STAGE_THREADS=0: auto), and whether
+ * staging pays at all (issue 43).  A staged copy costs one memcpy per byte
+ * on the host; the link's DMA costs it nothing.  Where the link is faster
+ * than one core's memcpy (an H200's PCIe 5.0 x16 host: about five times),
+ * staging needs several copy threads to keep it busy, and where the
+ * threads together copy slower than the driver's own pageable path, it
+ * loses.  So:
+ *   link    HOSTPIN_STAGE_LINK GB/s (host to device).  Nothing on the
+ *           host says how fast the link is, so the default assumes a fast
+ *           one (55: PCIe 5.0 x16, what an H200 host moves pinned); a
+ *           slower link only gets more threads than it needs.  0: not
+ *           sized by speed (min(2, CPUs) threads, never passed through).
+ *   memcpy  one core's, measured once at the first staged copy (the best
+ *           of two 16 MiB copies between warm buffers).
+ *   threads ceil(link / memcpy), at most the CPUs the process may use
+ *           (affinity, cgroup) and its share of the node's CPUs among the
+ *           processes staging on it (the ledger's live slots with a ring).
+ *   pays    staging's rate above the driver's pageable rate, assumed to
+ *           be the H200's ratio to the link (7.2 of 54 GB/s host to
+ *           device, 12.5 of 54 device to host).  Staging's rate, per
+ *           direction: at first threads x memcpy, the threads at most the
+ *           CPUs and their share of the node's CPUs among the threads
+ *           runnable then (/proc/loadavg: a busy CPU), then a moving average
+ *           of the staged rounds' (stage.c: 64 MiB H2D, 128 MiB D2H, with
+ *           the default ring; a busy CPU shows there).  Below the pageable
+ *           rate, copies that way, and the rest of a copy being staged,
+ *           pass through for a second, then staging tries again (one
+ *           round measures afresh): a process whose threads cannot beat
+ *           the pageable path stages next to nothing.
+ * HOSTPIN_STAGE_THREADS=N overrides the count (not bounded by the CPUs:
+ * then the copy threads never spin); the gate holds for it too. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../node/ledger.h"
+#include "../record.h"
+#include "stage.h"
+
+#define MEASURE ((size_t)16 << 20)
+#define PAUSE_NS 1000000000ull
+#define ROUND_MIN ((size_t)32 << 20) /* rounds measured: this or more */
+static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need, busy;
+static long online;
+/* the busy-CPU gate, per direction (H2D, D2H) */
+static _Atomic uint64_t avg_mbs[2], pause_until[2];
+
+/* One core's memcpy between warm buffers, MB/s; 0 if it cannot tell. */
+static unsigned measure(void)
+{
+	char *b = hp_real.mmap(NULL, 2 * MEASURE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED)
+		return 0;
+	memset(b, 1, 2 * MEASURE);
+	uint64_t best = 0;
+	for (int i = 0; i < 2; i++) {
+		uint64_t t0 = hp_now_ns();
+		memcpy(b + MEASURE, b, MEASURE);
+		uint64_t dt = hp_now_ns() - t0;
+		uint64_t r = dt ? (uint64_t)MEASURE * 1000 / dt : 0;
+		best = r > best ? r : best;
+	}
+	hp_real.munmap(b, 2 * MEASURE);
+	return (unsigned)(best > 1000000 ? 1000000 : best);
+}
+
+/* The threads runnable on the node now besides this one (/proc/loadavg's
+ * fourth field, "runnable/all"); 0 if it cannot tell. */
+static unsigned runnable_others(void)
+{
+	char b[128];
+	ssize_t n = hp_read_small("/proc/loadavg", b, sizeof(b) - 1);
+	if (n <= 0)
+		return 0;
+	b[n] = '\0';
+	const char *p = b;
+	for (int f = 0; f < 3 && p; f++) {
+		p = strchr(p, ' ');
+		p = p ? p + 1 : NULL;
+	}
+	unsigned r = 0;
+	while (p && *p >= '0' && *p <= '9')
+		r = r * 10 + (unsigned)(*p++ - '0');
+	return r > 1 ? r - 1 : 0;
+}
+
+static void pick(void)
+{
+	unsigned asked = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
+	link_mbs = (unsigned)hp_opt[HP_OPT_STAGE_LINK] * 1000;
+	cpus = hp_cpu_limit();
+	online = sysconf(_SC_NPROCESSORS_ONLN);
+	busy = runnable_others();
+	if (link_mbs == 0) { /* not sized by speed */
+		n_threads = asked ? asked : cpus < 2 ? 1 : 2;
+		return;
+	}
+	mc_mbs = measure();
+	/* the processes staging on this node, this one counted */
+	peers = (unsigned)hp_ledger_live(offsetof(struct hp_counters,
+						  ring_bytes)) +
+		(atomic_load_explicit(&hp_ctr.ring_bytes,
+				      memory_order_relaxed) == 0);
+	if (peers == 0)
+		peers = 1;
+	unsigned share = online > 0 ? (unsigned)online / peers : cpus;
+	unsigned cap = cpus < share ? cpus : share ? share : 1;
+	need = mc_mbs ? (link_mbs + mc_mbs - 1) / mc_mbs : cap;
+	n_threads = asked ? asked : need < cap ? need : cap;
+	if (n_threads == 0)
+		n_threads = 1;
+	/* the threads' rate: as many cores as they get, the CPUs they may
+	 * use shared with the threads runnable now (x100) */
+	unsigned run = n_threads < cpus ? n_threads : cpus;
+	uint64_t cores = (uint64_t)run * 100;
+	if (online > 0 && busy + n_threads > (unsigned)online) {
+		uint64_t got = (uint64_t)online * 100 * n_threads /
+			       (busy + n_threads);
+		cores = got < cores ? got : cores;
+	}
+	for (int d = 0; d < 2; d++)
+		atomic_store_explicit(&avg_mbs[d], cores * mc_mbs / 100,
+				      memory_order_relaxed);
+}
+
+/* Do the copy threads beat the pageable path of direction d now? */
+static int pays(int d)
+{
+	/* relaxed: a rate, read on its own */
+	uint64_t r = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
+	return r == 0 || r * 100 > (uint64_t)link_mbs * pageable_pct[d];
+}
+
+unsigned hp_pool_threads(void)
+{
+	pthread_once(&once, pick);
+	return n_threads;
+}
+
+int hp_pool_quiet(void)
+{
+	pthread_once(&once, pick);
+	return n_threads <= cpus &&
+	       (online <= 0 || busy + n_threads <= (unsigned long)online);
+}
+
+int hp_pool_worth(int htod)
+{
+	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
+		return 1;
+	pthread_once(&once, pick);
+	int d = !htod;
+	if (pays(d))
+		return 1;
+	/* relaxed: a time, read on its own */
+	uint64_t now = hp_now_ns(),
+		 u = atomic_load_explicit(&pause_until[d], memory_order_relaxed);
+	if (u == 0) { /* just fell below: pass through for a while */
+		atomic_store_explicit(&pause_until[d], now + PAUSE_NS,
+				      memory_order_relaxed);
+		return 0;
+	}
+	if (now < u)
+		return 0;
+	/* try again: the next staged round measures afresh */
+	atomic_store_explicit(&avg_mbs[d], 0, memory_order_relaxed);
+	atomic_store_explicit(&pause_until[d], 0, memory_order_relaxed);
+	return 1;
+}
+
+void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
+{
+	if (ns == 0 || bytes < ROUND_MIN)
+		return; /* a small copy's first touches weigh too much */
+	int d = !htod;
+	uint64_t r = (uint64_t)bytes * 1000 / ns;
+	uint64_t a = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
+	/* a round's rate weighs half: a busy CPU shows within two */
+	atomic_store_explicit(&avg_mbs[d], a ? (a + r) / 2 : r,
+			      memory_order_relaxed);
+}
+
+const char *hp_pool_note(void)
+{
+	static char note[320];
+	pthread_once(&once, pick);
+	unsigned asked = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
+	if (link_mbs == 0)
+		hp_snprintf(note, sizeof(note), "%s%u here; not sized by the "
+			    "link's speed: HOSTPIN_STAGE_LINK=0",
+			    asked ? "" : "auto: ", n_threads);
+	else
+		hp_snprintf(note, sizeof(note),
+			    "%s (%u here): link %u GB/s (HOSTPIN_STAGE_LINK), "
+			    "memcpy %u.%u GB/s a core, so %u for the link; CPUs "
+			    "%u, processes staging on this node %u, threads "
+			    "runnable %u%s%s",
+			    asked ? "asked" : "auto", n_threads, link_mbs / 1000,
+			    mc_mbs / 1000, mc_mbs % 1000 / 100, need, cpus,
+			    peers, busy, pays(0) ? "" : "; H2D passes through now "
+			    "(slower than pageable)", pays(1) ? "" : "; D2H "
+			    "passes through now (slower than pageable)");
+	return note;
+}
