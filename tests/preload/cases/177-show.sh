@@ -123,9 +123,10 @@ out=$("$H" -e HOSTPIN_DISABLE=1 --show 2>&1); rc=$?
 # given is shown bare.
 a=$("$H" -e HOSTPIN_SYSFS_ROOT="$sd/cg" --show 2>&1)
 b=$("$H" -e HOSTPIN_STAGE_THREADS=3 -e HOSTPIN_REGISTER_CHUNK=64M --show 2>&1)
-if echo "$a" | grep -qxF "HOSTPIN_STAGE_THREADS=0 (auto: 1 here)" &&
+# (the count may carry the link's note after it: HOSTPIN_STAGE_LINK)
+if echo "$a" | grep -qE '^HOSTPIN_STAGE_THREADS=0 \(auto: 1 here[;)]' &&
 	echo "$a" | grep -qxF "HOSTPIN_REGISTER_CHUNK=0B (auto: whole blocks, in pieces of at most 1.0G)" &&
-	echo "$b" | grep -qxF "HOSTPIN_STAGE_THREADS=3" && echo "$b" | grep -qxF "HOSTPIN_REGISTER_CHUNK=64.0M"; then
+	echo "$b" | grep -qE '^HOSTPIN_STAGE_THREADS=3($| \(3 here)' && echo "$b" | grep -qxF "HOSTPIN_REGISTER_CHUNK=64.0M"; then
 	ok "hostpin --show says what 0 means: auto (1 thread under one CPU; whole blocks)"
 else bad "hostpin --show auto: $(echo "$a$b" | grep -e STAGE_THREADS -e REGISTER_CHUNK)"; fi
 rm -rf "$sd"
