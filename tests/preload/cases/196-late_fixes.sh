@@ -1,0 +1,51 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- the copy engine's third pass (issue 39, section 2) ----
+# late_fix.c in the fake driver's late mode (FAKE_CUDA_LATE_DMA=1,
+# tests/fakes/fake_late.h), judged as 195's cases (staged_lib.sh's
+# staged_case): exit 0, the "ok" line, no VIOLATION, every registration
+# released at exit.
+F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+build late_fix late_fix.c $F_FLAGS || true
+. ./staged_lib.sh
+lf() {
+	local name=$1 want=$2; shift 2
+	staged_case "late DMA" late_fix "$name" "$want" FAKE_CUDA_LATE_DMA=1 "$@"
+	LF_OUT=$STAGE_OUT LF_LOG=$STAGE_LOG
+}
+if [ -x "$B/late_fix" ]; then
+# Must hold (item 9): an H2D of (size_t)-1 bytes to device address 0
+# returns the driver's refusal, not success.
+lf "an H2D of (size_t)-1 bytes returns the driver's error" any -- huge
+# Must hold (item 3): a copy split at a registered block's registrations
+# whose second DMA is refused returns the error with the first one fenced:
+# nothing lands in the program's memory after the return.
+lf "a refused piece: the DMA already queued is fenced before the error returns" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M \
+	FAKE_CUDA_FAIL=cuMemcpyDtoHAsync_v2:2 -- piece_refused
+# Must hold (item 1): per-thread default streams are the threads' own
+# (FAKE_CUDA_PTDS=1): a staged copy on one thread's never waits for
+# another thread's, nor does a relaxed capture's begin.
+lf "per-thread default streams told apart by thread, not by handle" staged \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 FAKE_CUDA_PTDS=1 -- ptds
+# Must hold (item 2): a global capture's begin on one stream does not wait
+# for another thread's staged copy on another stream, and the copy then
+# ends without a call the capture prohibits (the capture stays valid).
+lf "a global capture's begin does not wait for a staged copy elsewhere" any \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 -- capture_other
+# Must hold (item 6): a copy under HOSTPIN_STAGE_MIN, and a 2D copy,
+# crossing the end of the registered part of a block being registered
+# never reach the driver half registered (the fake refuses that:
+# FAKE_CUDA_REFUSE_PARTIAL=1).
+lf "a small or 2D copy across a block's registered part never reaches the driver half registered" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 FAKE_CUDA_REFUSE_PARTIAL=1 -- partial
+echo "$LF_LOG" | grep -q "PARTIAL refused" &&
+	bad "late DMA: a range only partly registered reached the driver: $(echo "$LF_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "late DMA: no range only partly registered reached the driver"
+# Must hold (item 10): with HOSTPIN_STAGE=0, a copy decided as a pageable
+# pass-through that reaches the driver after another thread's copy
+# registered the block (not yet marked) is waited for as registered.
+lf "a pass-through decided before another thread registered the block is still waited for" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_STAGE=0 HOSTPIN_PIN_AFTER=2 \
+	FAKE_CUDA_DTOH_GATE=8388608 FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 -- decision
+fi
