@@ -177,7 +177,7 @@ static inline int stage_unified(const hp_copy_t *c, void *dst, const void *src,
  * registered block: ended as a copy through registered memory (END) */
 #define STAGED_BY(CALL, END)                                                  \
 	int sd_ = (CALL);                                                     \
-	if (sd_ == 2) {                                                       \
+	if (sd_ == HP_COPY_DONE_REGISTERED) {                                 \
 		hp_cudaError_t e_ = 0;                                        \
 		END;                                                          \
 		return 0;                                                     \

@@ -122,7 +122,7 @@ static inline void *lk_next(_Atomic(void *) *slot)
  * staging's result, counted as a copy through unregistered memory. */
 #define STAGED(call, END)                                                     \
 	int st_, sd_ = (call);                                                \
-	if (sd_ == 2) { /* direct, split at registrations' ends */           \
+	if (sd_ == HP_COPY_DONE_REGISTERED) {                                 \
 		hp_CUresult e_ = (hp_CUresult)st_;                            \
 		END;                                                          \
 		return e_;                                                    \

@@ -200,7 +200,7 @@ static int mode_ptds(void)
 static CUstream gc_s1, gc_s2;
 static char *gc_h;
 static CUdeviceptr gc_d;
-static _Atomic int gc_begun;
+static _Atomic int gc_begun, gc_end;
 static _Atomic pid_t gc_a;
 static void *gc_copy(void *arg)
 {
@@ -217,8 +217,13 @@ static void *gc_capture(void *arg)
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	CHECK(cuStreamBeginCapture_v2(gc_s2, 0) == 0);
 	gc_begun = 1;
+	while (!gc_end) /* ended by the thread that began it */
+		usleep(1000);
+	void *g;
+	CHECK(cuStreamEndCapture(gc_s2, &g) == 0);
 	return NULL;
 }
+static int b_began(void *arg) { (void)arg; return gc_begun != 0; }
 static int a_asleep(void *arg) { (void)arg; return gc_a && asleep(gc_a); }
 static int mode_capture_other(void)
 {
@@ -236,11 +241,12 @@ static int mode_capture_other(void)
 	CHECK(pthread_create(&a, NULL, gc_copy, NULL) == 0);
 	wait_for(a_asleep, NULL, "A's copy waits on s1");
 	CHECK(pthread_create(&b, NULL, gc_capture, NULL) == 0);
-	CHECK(pthread_join(b, NULL) == 0);
+	wait_for(b_began, NULL, "the capture's begin returned");
 	printf("the global capture on s2 began while A's copy on s1 waited\n");
 	fake_cuda_stream_release(gc_s1);
 	CHECK(pthread_join(a, NULL) == 0);
-	CHECK(cuStreamEndCapture(gc_s2, &g) == 0);
+	gc_end = 1;
+	CHECK(pthread_join(b, NULL) == 0);
 	CHECK(!fake_cuda_capture_broken());
 	CHECK(cuStreamSynchronize(gc_s1) == 0);
 	return 0;
