@@ -5,9 +5,12 @@
  * on the stream (HOSTPIN_COPY=sync), or records an event that any release
  * or reuse of the block waits for (async).  Waits go through the driver,
  * whose streams and events the runtime's are: the CUDA backend's copy
- * fences (backend_cuda.c) make the waits and events; this file decides. */
+ * fences (backend_cuda_calls.c) make the waits and events; this file decides. */
 #include "../hooks.h"
 #include "../record.h"
+
+/* hp_cuda_copy_fns's answer for a driver with waits but no events */
+#define FENCES_WAIT_ONLY 2
 
 void hp_copy_init(hp_copy_t *c)
 {
@@ -162,8 +165,8 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			    "process: not waited for (a wait would invalidate "
 			    "the capture)");
 	} else if (st >= 0 && !hp_cuda_capturing(s)) {
-		/* st: hp_cuda_copy_fns's 2, no events: a wait */
-		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC || st == 2 ||
+		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
+		    st == FENCES_WAIT_ONLY ||
 		    c->overflow) {
 			hp_cuda_wait_stream(s);
 		} else {

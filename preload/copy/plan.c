@@ -1,5 +1,5 @@
-/* The copy plan: the copy engine's entry (DESIGN.md, "The way data flows"
- * 6).  A copy hook hands its host side here (stage.h: hp_stage_htod,
+/* The copy plan: the copy engine's entry (docs/design.md, the way data
+ * flows).  A copy hook hands its host side here (stage.h: hp_stage_htod,
  * hp_stage_dtoh; copy_dir.c and stage_rect.c for unified and 2D/3D
  * copies), and hp_copy_plan decides, once, what the copy is:
  *

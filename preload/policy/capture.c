@@ -14,7 +14,7 @@
  * pending blocks are adopted and deferred releases retried.
  *
  * A driver call of that kind runs between hp_capture_enter and
- * hp_capture_leave, the CUDA backend's gate (backend_cuda.c); a global
+ * hp_capture_leave, the CUDA backend's gate (backend_cuda_calls.c); a global
  * capture's begin closes it for every thread (counts itself first, then
  * waits for the calls already inside the driver to return), so that none
  * reaches the driver once the capture began; a thread-local one closes it

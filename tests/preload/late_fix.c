@@ -126,8 +126,9 @@ static void *pt_b(void *arg)
 static int b_queued(void *arg) { (void)arg; return pt_stage == 2; }
 static int b_waits(void *arg)
 {
+	static int seen; /* latched, as a_asleep */
 	(void)arg;
-	return pt_stage == 1 && pt_tid && asleep(pt_tid);
+	return seen = seen || (pt_stage == 1 && pt_tid && asleep(pt_tid));
 }
 static void *pt_release(void *arg)
 {
@@ -224,7 +225,14 @@ static void *gc_capture(void *arg)
 	return NULL;
 }
 static int b_began(void *arg) { (void)arg; return gc_begun != 0; }
-static int a_asleep(void *arg) { (void)arg; return gc_a && asleep(gc_a); }
+/* latched: a polling thread wakes between two looks (wait_for looks
+ * twice) */
+static int a_asleep(void *arg)
+{
+	static int seen;
+	(void)arg;
+	return seen = seen || (gc_a && asleep(gc_a));
+}
 static int mode_capture_other(void)
 {
 	alarm(20);
@@ -366,6 +374,70 @@ static int mode_decision(void)
 	return 0;
 }
 
+/* The limit "cuMemcpyAsync (unified) staged": a large cuMemcpyAsync
+ * between pageable memory and device memory is staged by its direction
+ * (the case counts pageable copies reaching the driver: none), with
+ * pageable semantics: an H2D's source may change after the call, a D2H's
+ * data is there at return. */
+CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+static int mode_unified(void)
+{
+	size_t n = 32 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(h, n, 80);
+	CHECK(cuMemcpyAsync(d, (CUdeviceptr)(uintptr_t)h, n, s) == 0);
+	memset(h, 0, n);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 80));
+	fill(D(d), n, 81);
+	CHECK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)h, d, n, s) == 0);
+	CHECK(same(h, n, 81));
+	return 0;
+}
+
+/* The limit "2D/3D copies inside a registered block that cross
+ * registration pieces": a registered block of 8 MiB cells
+ * (HOSTPIN_PIN_AFTER=0, HOSTPIN_REGISTER_CHUNK=8M) and a 2D copy whose
+ * rows cross a cell's end: the driver never gets a range across two
+ * registrations (the case's driver refuses what one registration does
+ * not cover: FAKE_CUDA_REFUSE_PARTIAL=1), the data right both ways. */
+static int mode_rect_pieces(void)
+{
+	size_t m = 32 * MB, w = 64 * 1024, pitch = 128 * 1024, rows = 64;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(is_reg(blk));
+	CUdeviceptr d = dev(rows * w);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	char *r0 = blk + 8 * MB - 32 * pitch - w / 2; /* rows across 8 MiB */
+	fill(D(d), rows * w, 90);
+	M2D q = {.srcMemoryType = DEVICE, .srcDevice = d, .srcPitch = w,
+		 .dstMemoryType = HOST, .dstHost = r0, .dstPitch = pitch,
+		 .WidthInBytes = w, .Height = rows};
+	CHECK(cuMemcpy2DAsync_v2(&q, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	for (size_t i = 0; i < rows; i++)
+		CHECK(memcmp(r0 + i * pitch, (char *)D(d) + i * w, w) == 0);
+	for (size_t i = 0; i < rows; i++)
+		fill(r0 + i * pitch, w, 91 + (unsigned)i);
+	M2D u = {.srcMemoryType = HOST, .srcHost = r0, .srcPitch = pitch,
+		 .dstMemoryType = DEVICE, .dstDevice = d, .dstPitch = w,
+		 .WidthInBytes = w, .Height = rows};
+	CHECK(cuMemcpy2DAsync_v2(&u, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	for (size_t i = 0; i < rows; i++)
+		CHECK(same((char *)D(d) + i * w, w, 91 + (unsigned)i));
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -375,6 +447,8 @@ int main(int argc, char **argv)
 	    {"capture_other", mode_capture_other},
 	    {"partial", mode_partial},
 	    {"decision", mode_decision},
+	    {"unified", mode_unified},
+	    {"rect_pieces", mode_rect_pieces},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

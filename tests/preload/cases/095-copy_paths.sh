@@ -100,5 +100,13 @@ for p in gpafuture dlfuture; do
 	echo "$out" | grep -Eq "unknown copy entry point cuMemcpyFutureAsync: looked up [0-9]+ times, called [1-9][0-9]*; hostpin waited for the context after [1-9]" &&
 		ok "unknown copy entry point ($p): the report names it and its waits" ||
 		bad "unknown copy entry point ($p): report: $(echo "$out" | grep -i unknown)"
+	# the JSON report says the same (issue 39)
+	js=$(mktemp)
+	timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_PATH=$p HOSTPIN_STATS_FILE="$js" \
+		FAKE_CUDA_LOG=/dev/null "$B/cuda_prog" sync >/dev/null 2>&1
+	if grep -Eq '"unknown_copy_entry_points": \[.*\{"name": "cuMemcpyFutureAsync", "lookups": [0-9]+, "calls": [1-9][0-9]*, "waits": [1-9][0-9]*\}.*\]\}$' "$js"; then
+		ok "unknown copy entry point ($p): the JSON report names it, its calls and waits"
+	else bad "unknown copy entry point ($p): JSON report: $(cat "$js")"; fi
+	rm -f "$js"
 done
 P=$P_SAVE

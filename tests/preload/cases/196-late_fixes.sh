@@ -48,4 +48,16 @@ echo "$LF_LOG" | grep -q "PARTIAL refused" &&
 lf "a pass-through decided before another thread registered the block is still waited for" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_STAGE=0 HOSTPIN_PIN_AFTER=2 \
 	FAKE_CUDA_DTOH_GATE=8388608 FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 -- decision
+# Must hold (limits): a large cuMemcpyAsync between pageable memory and
+# device memory is staged by its direction (no pageable copy of 4 MiB or
+# more reaches the driver), the data right.
+lf "cuMemcpyAsync between unified addresses is staged" staged -- unified
+# Must hold (limits): a 2D copy in a registered block across its
+# registrations never reaches the driver across two (the fake refuses it).
+lf "a 2D copy across a registered block's registrations is right" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M \
+	HOSTPIN_STAGE_MIN=1M FAKE_CUDA_REFUSE_PARTIAL=1 -- rect_pieces
+echo "$LF_LOG" | grep -q "PARTIAL refused" &&
+	bad "late DMA: a 2D copy reached the driver across registrations: $(echo "$LF_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "late DMA: no 2D copy reached the driver across registrations"
 fi
