@@ -172,7 +172,8 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 		} else {
 			for (int i = 0; i < c->n; i++)
 				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
-				    hp_cuda_track_event(c->r[i], s)) {
+				    hp_cuda_track_event(c->r[i], s,
+							hp_stream_key(s))) {
 					hp_cuda_wait_stream(s); /* no event: the safe
 							 * wait */
 					break;

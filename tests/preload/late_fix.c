@@ -438,6 +438,72 @@ static int mode_rect_pieces(void)
 	return 0;
 }
 
+/* Item 1, the copy fences: HOSTPIN_COPY=async records one event for a
+ * registered block's last copy; a copy on another stream first waits for
+ * the event it replaces.  Thread B's H2D from a registered block on its
+ * per-thread stream, held; thread A's from the same block on its own
+ * per-thread stream (the same handle, another stream: FAKE_CUDA_PTDS=1).
+ * Then the block is freed (HOSTPIN_CACHE=0: unregistered and unmapped):
+ * B's DMA must not outlive it (the fake flags a copy from unmapped
+ * memory). */
+static char *tf_blk;
+static CUdeviceptr tf_d;
+static _Atomic int tf_stage;
+static _Atomic pid_t tf_a;
+static _Atomic(CUstream) tf_bs;
+static void *tf_b(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	tf_bs = fake_cuda_ptds_of_thread();
+	CHECK(fake_cuda_stream_hold(PTDS) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(tf_d, tf_blk, 8 * MB, NULL) == 0);
+	tf_stage = 1;
+	while (tf_stage != 2)
+		usleep(1000);
+	CHECK(cuStreamSynchronize(PTDS) == 0);
+	return NULL;
+}
+static void *tf_acopy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	tf_a = gettid_();
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(tf_d + 8 * MB, tf_blk + 8 * MB, 8 * MB,
+					NULL) == 0);
+	tf_a = -1; /* returned */
+	return NULL;
+}
+static int tf_b_queued(void *arg) { (void)arg; return tf_stage == 1; }
+static int tf_a_waits_or_returned(void *arg)
+{
+	static int seen; /* latched */
+	(void)arg;
+	return seen = seen || tf_a == -1 || (tf_a > 0 && asleep(tf_a));
+}
+static int mode_fence_ptds(void)
+{
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, 32 * MB) == 0);
+	tf_blk = p;
+	CHECK(is_reg(tf_blk));
+	fill(tf_blk, 32 * MB, 100);
+	tf_d = dev(16 * MB);
+	pthread_t a, b;
+	CHECK(pthread_create(&b, NULL, tf_b, NULL) == 0);
+	wait_for(tf_b_queued, NULL, "B's copy queued behind its hold");
+	CHECK(pthread_create(&a, NULL, tf_acopy, NULL) == 0);
+	wait_for(tf_a_waits_or_returned, NULL, "A's copy waits or returned");
+	fake_cuda_stream_release(tf_bs);
+	CHECK(pthread_join(a, NULL) == 0);
+	free(tf_blk); /* unregistered and unmapped: no DMA may be left */
+	tf_stage = 2;
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(same(D(tf_d), 16 * MB, 100));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -449,6 +515,7 @@ int main(int argc, char **argv)
 	    {"decision", mode_decision},
 	    {"unified", mode_unified},
 	    {"rect_pieces", mode_rect_pieces},
+	    {"fence_ptds", mode_fence_ptds},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

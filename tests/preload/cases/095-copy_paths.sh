@@ -53,9 +53,10 @@ for spec in cuMemcpyDtoHAsync_v2:rt cuMemcpyDtoHAsync_v2_ptsz:rt_ptsz cuMemcpyDt
 	cuMemcpyBatchAsync_v2:drvbatch cuMemcpy3DBatchAsync_v2:drv3dbatch cuMemcpyDtoHAsync_v2:entry; do
 	fn=${spec%%:*} p=${spec#*:}
 	# the Nth call: after dev()'s fill (and, for arrays, its creation);
-	# a 3D fill from pageable memory is staged (2D DMAs): not counted
+	# a 3D or cuMemcpyAsync fill from pageable memory is staged (2D or
+	# H2D DMAs): not counted
 	cpath "cuda: failure injected into $fn ($p): error passed through, next call works" 0 cuda_prog \
-		HP_PATH=$p FAKE_CUDA_FAIL="$fn:$(case $fn in *DtoH*|*AtoH*|cuMemcpy3DAsync_v2) echo 1 ;; *) echo 2 ;; esac)" -- fault
+		HP_PATH=$p FAKE_CUDA_FAIL="$fn:$(case $fn in *DtoH*|*AtoH*|cuMemcpy3DAsync_v2|cuMemcpyAsync) echo 1 ;; *) echo 2 ;; esac)" -- fault
 done
 # the copy policy's own driver calls: no event, so the safe wait
 cpath "cuda: cuEventCreate fails under HOSTPIN_COPY=async: falls back to the wait" 0 cuda_prog \

@@ -27,6 +27,11 @@ lf "a refused piece: the DMA already queued is fenced before the error returns" 
 # another thread's, nor does a relaxed capture's begin.
 lf "per-thread default streams told apart by thread, not by handle" staged \
 	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 FAKE_CUDA_PTDS=1 -- ptds
+# Must hold (item 1, the copy fences): HOSTPIN_COPY=async's one event per
+# registered block: a copy on another thread's per-thread stream (the same
+# handle) waits for the event it replaces; no DMA outlives the block.
+lf "a block's last-copy event is replaced only after another per-thread stream's copy" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async FAKE_CUDA_PTDS=1 -- fence_ptds
 # Must hold (item 2): a global capture's begin on one stream does not wait
 # for another thread's staged copy on another stream, and the copy then
 # ends without a call the capture prohibits (the capture stays valid).
