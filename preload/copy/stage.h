@@ -11,19 +11,20 @@
 #include "../hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
- * hp_copy_host (plan.c: the copy's plan, executed, ended): 1 if the copy
- * was staged (HP_PLAN_STAGED), or went direct through the registered part
- * of a block being registered in the background and waited for its
- * stream (HP_PLAN_PREFIX), its driver result in *res; 2 if it went direct
- * through a registered block in several DMAs, one per registration it
- * crosses (HP_PLAN_PIECES: HP_REG_PIECE_MAX, HOSTPIN_REGISTER_CHUNK), its
- * result in *res: the hook then ends it as a copy through registered
- * memory (hp_copy_end); 0 if it must go to the driver as it is
- * (HP_PLAN_PASS: HOSTPIN_STAGE=0, small, registered memory, another
- * backend, a capture, a forked child, no context on this thread, no ring
- * or no slot).  s: the program's stream; ptsz: stream 0 means the
- * per-thread default stream; sync: the synchronous form (it returns after
- * the copy completed). */
+ * hp_copy_host (plan.c: the copy's plan, executed, ended), one of the
+ * HP_COPY_* answers below: HP_COPY_DONE if the copy was staged
+ * (HP_PLAN_STAGED), or went direct through the registered part of a block
+ * being registered in the background and waited for its stream
+ * (HP_PLAN_PREFIX), its driver result in *res; HP_COPY_DONE_REGISTERED if
+ * it went direct through a registered block in several DMAs, one per
+ * registration it crosses (HP_PLAN_PIECES: HP_REG_PIECE_MAX,
+ * HOSTPIN_REGISTER_CHUNK), its result in *res: the hook then ends it as a
+ * copy through registered memory (hp_copy_end); HP_COPY_PASSED if it must
+ * go to the driver as it is (HP_PLAN_PASS: HOSTPIN_STAGE=0, small,
+ * registered memory, another backend, a capture, a forked child, no
+ * context on this thread, no ring or no slot).  s: the program's stream;
+ * ptsz: stream 0 means the per-thread default stream; sync: the
+ * synchronous form (it returns after the copy completed). */
 HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
 			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
 			    int *res);
