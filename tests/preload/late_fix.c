@@ -193,21 +193,38 @@ static int mode_ptds(void)
 
 /* Item 2: a global capture's begin on stream s2 must not wait for
  * another thread's staged D2H on stream s1 for its whole length.  s1 is
- * held by the program; thread A's 32 MiB D2H (ring of 2 MiB: 4 slots)
- * waits on s1; thread B begins a global capture on s2 and the program
- * lets s1 go only once B's begin returned: A then ends its copy without
- * any call the capture prohibits (the capture stays valid), the data
- * right. */
+ * held by the program twice: thread A's 32 MiB D2H (ring of 2 MiB: 4
+ * slots of 512 KiB) queues 4 DMAs behind the first hold and waits; the
+ * program queues the second hold, lets the first go and waits until A's
+ * first chunk is in its memory and A waits again (behind the second
+ * hold); thread B then begins a global capture on s2, and the program
+ * lets s1 go only once B's begin returned: A ends its copy, the rest as
+ * its own calls to the driver, without any call the capture prohibits
+ * (the capture stays valid), the data right.  capture_other_2d: the same
+ * as a 2D copy. */
 static CUstream gc_s1, gc_s2;
 static char *gc_h;
 static CUdeviceptr gc_d;
 static _Atomic int gc_begun, gc_end;
 static _Atomic pid_t gc_a;
+static int gc_rect; /* the 2D form: rows of 256 KiB, 512 KiB apart */
+#define GC_W ((size_t)256 * 1024)
 static void *gc_copy(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	gc_a = gettid_();
+	if (gc_rect) {
+		M2D q = {.srcMemoryType = DEVICE, .srcDevice = gc_d,
+			 .srcPitch = GC_W, .dstMemoryType = HOST,
+			 .dstHost = gc_h, .dstPitch = 2 * GC_W,
+			 .WidthInBytes = GC_W, .Height = 32 * MB / GC_W};
+		CHECK(cuMemcpy2DAsync_v2(&q, gc_s1) == 0);
+		for (size_t i = 0; i < 32 * MB / GC_W; i++) /* there on return */
+			CHECK(memcmp(gc_h + i * 2 * GC_W,
+				     (char *)D(gc_d) + i * GC_W, GC_W) == 0);
+		return NULL;
+	}
 	CHECK(cuMemcpyDtoHAsync_v2(gc_h, gc_d, 32 * MB, gc_s1) == 0);
 	CHECK(same(gc_h, 32 * MB, 50)); /* there on return */
 	return NULL;
@@ -233,10 +250,25 @@ static int a_asleep(void *arg)
 	(void)arg;
 	return seen = seen || (gc_a && asleep(gc_a));
 }
-static int mode_capture_other(void)
+/* A's first chunk drained into its memory and A waiting again */
+static int a_drained(void *arg)
+{
+	static int seen;
+	(void)arg;
+	size_t n = gc_rect ? GC_W : 512 * 1024;
+	return seen = seen || (memcmp(gc_h, D(gc_d), n) == 0 && asleep(gc_a));
+}
+static int capture_other(void);
+static int mode_capture_other(void) { return capture_other(); }
+static int mode_capture_other_2d(void)
+{
+	gc_rect = 1;
+	return capture_other();
+}
+static int capture_other(void)
 {
 	alarm(20);
-	gc_h = plain(32 * MB);
+	gc_h = plain(64 * MB);
 	gc_d = dev(32 * MB);
 	fill(D(gc_d), 32 * MB, 50);
 	CHECK(cuStreamCreate(&gc_s1, 0) == 0 && cuStreamCreate(&gc_s2, 0) == 0);
@@ -248,6 +280,9 @@ static int mode_capture_other(void)
 	pthread_t a, b;
 	CHECK(pthread_create(&a, NULL, gc_copy, NULL) == 0);
 	wait_for(a_asleep, NULL, "A's copy waits on s1");
+	CHECK(fake_cuda_stream_hold(gc_s1) == 0);
+	fake_cuda_stream_release(gc_s1);
+	wait_for(a_drained, NULL, "A's first chunk drained, A waits again");
 	CHECK(pthread_create(&b, NULL, gc_capture, NULL) == 0);
 	wait_for(b_began, NULL, "the capture's begin returned");
 	printf("the global capture on s2 began while A's copy on s1 waited\n");
@@ -511,6 +546,7 @@ int main(int argc, char **argv)
 	    {"piece_refused", mode_piece_refused},
 	    {"ptds", mode_ptds},
 	    {"capture_other", mode_capture_other},
+	    {"capture_other_2d", mode_capture_other_2d},
 	    {"partial", mode_partial},
 	    {"decision", mode_decision},
 	    {"unified", mode_unified},

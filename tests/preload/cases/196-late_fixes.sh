@@ -37,6 +37,18 @@ lf "a block's last-copy event is replaced only after another per-thread stream's
 # ends without a call the capture prohibits (the capture stays valid).
 lf "a global capture's begin does not wait for a staged copy elsewhere" any \
 	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 -- capture_other
+# (the rest of the copy, after its staged part, went to the driver as one
+# pageable call of less than the whole)
+n=$(echo "$LF_LOG" | sed -n 's/.*VIOLATION pageable-copy 0x[0-9a-f]* \([0-9]*\)$/\1/p' | head -1)
+[ -n "$n" ] && [ "$n" -lt 33554432 ] &&
+	ok "late DMA: capture elsewhere mid copy: its rest went to the driver as the program's call ($n bytes)" ||
+	bad "late DMA: capture elsewhere mid copy: no rest call of less than the whole (${n:-none})"
+lf "a global capture's begin does not wait for a staged 2D copy elsewhere" any \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 -- capture_other_2d
+# (its rest in chunks of rows as the program's own 2D calls, not the whole)
+echo "$LF_LOG" | grep -q "VIOLATION pageable-copy 2D" &&
+	bad "late DMA: capture elsewhere mid 2D copy: the whole copy went to the driver as it is" ||
+	ok "late DMA: capture elsewhere mid 2D copy: staged in part, the rest as the program's 2D calls"
 # Must hold (item 6): a copy under HOSTPIN_STAGE_MIN, and a 2D copy,
 # crossing the end of the registered part of a block being registered
 # never reach the driver half registered (the fake refuses that:
