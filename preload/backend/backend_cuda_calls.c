@@ -187,7 +187,7 @@ void hp_cuda_wait_stream(hp_cudaStream_t s)
 }
 
 /* HOSTPIN_COPY=async: the block's last copy is now this one. */
-int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s)
+int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 {
 	hp_cudaEvent_t ev = NULL;
 	if (hp_cu_pf.cuEventCreate(&ev, HP_CU_EVENT_DISABLE_TIMING) != 0)
@@ -203,13 +203,12 @@ int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s)
 					    memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_EVENT], (uintptr_t)ev,
 			      memory_order_relaxed);
-	atomic_store_explicit(&r->user[HP_U_STREAM], (uintptr_t)s,
-			      memory_order_relaxed);
+	atomic_store_explicit(&r->user[HP_U_STREAM], id, memory_order_relaxed);
 	unlock(l);
 	if (old != NULL) {
 		/* Same stream: the new event covers the old copy.  Another
 		 * stream: wait for it before forgetting it. */
-		if (os != (uintptr_t)s)
+		if (os != id)
 			hp_cu_pf.cuEventSynchronize(old);
 		hp_cu_pf.cuEventDestroy_v2(old);
 	}

@@ -5,9 +5,12 @@
  * on the stream (HOSTPIN_COPY=sync), or records an event that any release
  * or reuse of the block waits for (async).  Waits go through the driver,
  * whose streams and events the runtime's are: the CUDA backend's copy
- * fences (backend_cuda.c) make the waits and events; this file decides. */
+ * fences (backend_cuda_calls.c) make the waits and events; this file decides. */
 #include "../hooks.h"
 #include "../record.h"
+
+/* hp_cuda_copy_fns's answer for a driver with waits but no events */
+#define FENCES_WAIT_ONLY 2
 
 void hp_copy_init(hp_copy_t *c)
 {
@@ -92,6 +95,18 @@ static int registered(const hp_copy_t *c)
 	return reg;
 }
 
+/* Blocks of c held by a thread that may be registering them now (busy,
+ * not marked registered yet). */
+static int changing(const hp_copy_t *c)
+{
+	for (int i = 0; i < c->n; i++)
+		/* acquire: a registration's claim before its driver call */
+		if (hp_word_state(atomic_load_explicit(
+			&c->r[i]->word, memory_order_acquire)) == HP_REC_BUSY)
+			return 1;
+	return 0;
+}
+
 void hp_copy_sync_end(hp_copy_t *c, int ok)
 {
 	hp_hook_leave();
@@ -112,13 +127,26 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	hp_hook_leave();
 	if (!ok || (c->n == 0 && !c->overflow))
 		return;
-	int reg = c->overflow; /* blocks not looked at: assume registered */
-	for (int i = 0; i < c->n; i++)
-		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
-			reg++;
+	int reg = registered(c);
 	HP_CTR_ADD(copies_seen, 1);
-	if (!reg)
-		return; /* pageable: the driver already kept the semantics */
+	if (!reg) {
+		/* pageable: the driver already kept the semantics; unless a
+		 * block was being changed meanwhile (registered by another
+		 * thread, not marked yet: the driver may have had this copy
+		 * as registered memory): waited for (issue 39 item 10) */
+		if (changing(c)) {
+			if (s == NULL && ptsz)
+				s = HP_CU_STREAM_PER_THREAD;
+			hp_in_hook++;
+			if (hp_cuda_copy_fns() >= 0 && !hp_cuda_capturing(s) &&
+			    hp_capture_enter()) {
+				hp_cuda_wait_stream(s);
+				hp_capture_leave();
+			}
+			hp_in_hook--;
+		}
+		return;
+	}
 	HP_CTR_ADD(copies_registered, 1);
 	HP_CTR_ADD(copy_bytes_registered, c->bytes);
 	if (s == NULL && ptsz)
@@ -126,25 +154,26 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	hp_in_hook++;
 	int st = hp_cuda_copy_fns();
 	hp_backend_events_act();
-	if (st < 0 || hp_cuda_capturing(s)) {
-		/* No way to wait; or a stream capturing into a CUDA graph,
-		 * which records the copy instead of running it: waiting would
-		 * invalidate the capture. */
-	} else if (!hp_capture_enter()) {
+	/* No way to wait (st < 0); or a stream capturing into a CUDA
+	 * graph, which records the copy instead of running it: waiting would
+	 * invalidate the capture. */
+	if (st >= 0 && !hp_cuda_capturing(s) && !hp_capture_enter()) {
 		/* Another stream captures a graph in global mode: any wait
 		 * now would invalidate that capture (invariant 13). */
 		HP_LOG_ONCE(HP_LOG_INFO, "a copy through registered memory "
 			    "during a CUDA graph capture elsewhere in the "
 			    "process: not waited for (a wait would invalidate "
 			    "the capture)");
-	} else {
-		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC || st == 2 ||
+	} else if (st >= 0 && !hp_cuda_capturing(s)) {
+		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
+		    st == FENCES_WAIT_ONLY ||
 		    c->overflow) {
 			hp_cuda_wait_stream(s);
 		} else {
 			for (int i = 0; i < c->n; i++)
 				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
-				    hp_cuda_track_event(c->r[i], s)) {
+				    hp_cuda_track_event(c->r[i], s,
+							hp_stream_key(s))) {
 					hp_cuda_wait_stream(s); /* no event: the safe
 							 * wait */
 					break;

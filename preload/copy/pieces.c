@@ -53,9 +53,13 @@ int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 	 * pageable memory it still is, as HOSTPIN_COPY=sync does for a
 	 * registered block, and the pieces are not unregistered under the
 	 * DMA. */
-	int wait = P->kind == HP_PLAN_PREFIX ? queued : r == 0 && sync;
+	/* A piece refused after others were queued: they are waited for
+	 * before the error returns (issue 39 item 3: no DMA of a failed call
+	 * lands in the program's memory after it returned). */
+	int wait = P->kind == HP_PLAN_PREFIX || r != 0 ? queued
+						       : r == 0 && sync;
 	if (wait) {
-		int w = hp_cuda_stream_wait(P->s);
+		int w = hp_stage_wait_stream(P->s);
 		if (r == 0)
 			r = w;
 	}

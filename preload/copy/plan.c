@@ -1,5 +1,5 @@
-/* The copy plan: the copy engine's entry (DESIGN.md, "The way data flows"
- * 6).  A copy hook hands its host side here (stage.h: hp_stage_htod,
+/* The copy plan: the copy engine's entry (docs/design.md, the way data
+ * flows).  A copy hook hands its host side here (stage.h: hp_stage_htod,
  * hp_stage_dtoh; copy_dir.c and stage_rect.c for unified and 2D/3D
  * copies), and hp_copy_plan decides, once, what the copy is:
  *
@@ -62,17 +62,18 @@ static int own_block(const hp_copy_t *c, const void *h)
 	return 0;
 }
 
-/* A copy of several driver calls on s may run: no capture begins on s
- * until stream_leave (capture.c: one call to the program, captured whole
- * or not at all), none is in progress there, and none that prohibits this
- * thread's calls anywhere (the capture gate entered).  A stream capturing
- * a graph records the copy instead of running it; any wait now would
- * invalidate a capture elsewhere (invariant 13). */
+/* A copy of several driver calls on its stream may run: no capture
+ * begins on the stream until stream_leave (capture.c: one call to the
+ * program, captured whole or not at all; the stream told apart by its
+ * identity, a per-thread default stream being the thread's), none is in
+ * progress there, and none that prohibits this thread's calls anywhere.
+ * The capture gate is not held for the copy's length: each call a capture
+ * prohibits enters it alone (stage.c; issue 39 item 2). */
 static int stream_enter(hp_cudaStream_t s)
 {
 	if (!hp_capture_stream_enter(s))
 		return 0;
-	if (hp_cuda_capturing(s) || !hp_capture_enter()) {
+	if (hp_cuda_capturing(s) || hp_capture_busy()) {
 		hp_capture_stream_leave(s);
 		return 0;
 	}
@@ -81,7 +82,6 @@ static int stream_enter(hp_cudaStream_t s)
 
 static void stream_leave(hp_cudaStream_t s)
 {
-	hp_capture_leave();
 	hp_capture_stream_leave(s);
 }
 
@@ -91,70 +91,93 @@ static int driver_here(void)
 	return hp_cuda_stage_fns() && hp_cuda_ctx_current();
 }
 
+/* Whether [a, a+n) in a registered block of c crosses the end of one of
+ * the block's registrations (a block over HP_REG_PIECE_MAX, cells of
+ * HOSTPIN_REGISTER_CHUNK); *b: the block. */
+static int across_pieces(const hp_copy_t *c, uintptr_t a, size_t n,
+			 hp_snap_t *b)
+{
+	return hp_registry_lookup(&hp_reg, a, b) == c->r[0] &&
+	       n <= b->base + b->len - a &&
+	       hp_cells_piece_end(b->base, b->len, a) < a + n;
+}
+
 void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
 		  size_t n, uintptr_t d, hp_cudaStream_t s, int htod, int rect)
 {
-	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .s = s};
+	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .s = s,
+			      .sid = hp_stream_key(s)};
 	/* Nothing for hostpin to do: no host side, a forked child (no driver
 	 * calls of its own), more records than a copy tracks, staging off
 	 * (HOSTPIN_STAGE=0, another backend). */
 	if (h == NULL || hp_in_child || c->overflow || !hp_stage_on())
 		return;
 	uintptr_t a = (uintptr_t)h;
-	/* pieces are for 1D copies through one block (2D and 3D copies go
-	 * to the driver unsplit) */
-	int one = c->n == 1 && !rect;
+	/* A range no memory holds ((size_t)-1 bytes): the driver's to refuse
+	 * (issue 39 item 9). */
+	if (n == 0 || n > UINTPTR_MAX - a)
+		return;
+	int one = c->n == 1;
+	/* must: the driver must not get the copy as it is, whatever its
+	 * size: staged (issue 39 item 6 and the 2D/3D limit) */
+	int must = 0;
 
 	/* A registered block: registered memory, the driver's, unless the
-	 * copy crosses the end of one of the block's registrations (a block
-	 * over HP_REG_PIECE_MAX, cells of HOSTPIN_REGISTER_CHUNK): then one
-	 * DMA per registration, so that the driver sees each part inside one
-	 * registration (a range across two is not one registered range to
-	 * it). */
+	 * copy crosses the end of one of the block's registrations: then a
+	 * 1D copy goes as one DMA per registration, so that the driver sees
+	 * each part inside one registration (a range across two is not one
+	 * registered range to it); a 2D or 3D one is staged. */
 	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
-		if (hp_registry_lookup(&hp_reg, a, &b) == c->r[0] &&
-		    n <= b.base + b.len - a &&
-		    hp_cells_piece_end(b.base, b.len, a) < a + n &&
-		    driver_here() && stream_enter(s)) {
-			P->kind = HP_PLAN_PIECES;
-			P->base = b.base, P->len = b.len;
+		if (!across_pieces(c, a, n, &b))
+			return;
+		if (!rect) {
+			if (driver_here() && stream_enter(s)) {
+				P->kind = HP_PLAN_PIECES;
+				P->base = b.base, P->len = b.len;
+			}
+			return;
 		}
-		return;
+		must = 1;
 	}
 
 	/* A block being registered in the background (register.c), the copy
 	 * wholly inside the part registered so far, whatever its size ("being
-	 * registered" is a state of the block every copy honours: a small
-	 * one, not staged, would reach the driver as registered memory all
-	 * the same): direct by pieces, then a wait for the stream (pieces.c).
-	 * hp_register_prefix counts the copy as a reader of the prefix: no
-	 * piece is unregistered under it. */
+	 * registered" is a state of the block every copy honours): a 1D copy
+	 * direct by pieces, then a wait for the stream (pieces.c);
+	 * hp_register_prefix counts it as a reader of the prefix: no piece is
+	 * unregistered under it.  Across the registered part's end, or a 2D
+	 * or 3D copy there: staged (the driver never gets a range only partly
+	 * registered). */
 	uintptr_t base = 0;
 	size_t len = 0;
-	if (one && hp_register_prefix(c->r[0], a, n, &base, &len) == 2) {
-		if (driver_here() && stream_enter(s)) {
+	int pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len)
+			       : 0;
+	if (pre == 2) {
+		if (!rect && driver_here() && stream_enter(s)) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
 			return;
 		}
 		hp_register_prefix_leave();
 	}
+	must |= pre == 1 || (pre == 2 && rect);
 
 	/* Staged: HOSTPIN_STAGE_MIN bytes or more whose host side is not
 	 * registered (a hostpin block pending or not yet worth registering,
 	 * or memory hostpin does not own), a context current here, and the
 	 * host memory unknown to the driver (or a block of hostpin's it knows
-	 * a registered part of). */
-	/* ... and copy threads that beat the pageable path (speed.c) */
-	if (n < hp_opt[HP_OPT_STAGE_MIN] || !hp_pool_worth(htod))
+	 * a registered part of); or a copy that must be.  Copy threads that
+	 * would not beat the pageable path (speed.c) pass it, unless it must
+	 * be staged. */
+	if ((n < hp_opt[HP_OPT_STAGE_MIN] || !hp_pool_worth(htod)) && !must)
 		return;
-	for (int i = 0; i < c->n; i++)
+	for (int i = 0; i < c->n && !must; i++)
 		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
 			return; /* a hostpin block registered now: direct */
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
-	    (hp_cuda_host_known(h) && !own_block(c, h)))
+	    (!must && hp_cuda_host_known(h) && !own_block(c, h)))
 		return; /* no context here, or memory the driver knows */
 	/* staged in chunks: a copy the driver would refuse whole (past the
 	 * end of its device allocation) goes to it as it is, nothing
@@ -198,31 +221,30 @@ void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged)
 }
 
 /* A 1D copy of n bytes between host memory h and device memory d: its
- * plan, executed, ended.  The hook's answer: 2 (pieces), 1 (prefix, or
- * staged), 0 (passed through: no slot could be taken either). */
+ * plan, executed, ended; what the hook does next (stage.h's HP_COPY_*). */
 static int copy_1d(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
 		   hp_cudaStream_t s, int htod, int sync, int *res)
 {
 	struct hp_plan P;
 	hp_copy_plan(&P, c, h, n, d, s, htod, 0);
-	int none = 0, ret = 0;
+	int ret = HP_COPY_PASSED;
 	switch (P.kind) {
 	case HP_PLAN_PASS:
-		return 0;
+		return HP_COPY_PASSED;
 	case HP_PLAN_PIECES:
 		*res = hp_pieces_run(&P, d, h, n, sync);
-		ret = 2;
+		ret = HP_COPY_DONE_REGISTERED;
 		break;
 	case HP_PLAN_PREFIX:
 		*res = hp_pieces_run(&P, d, h, n, sync);
-		ret = 1;
+		ret = HP_COPY_DONE;
 		break;
 	case HP_PLAN_STAGED:
-		*res = hp_stage_lin(&P, d, h, n, sync, &none);
-		ret = !none;
+		ret = hp_stage_lin(&P, d, h, n, sync, res) ? HP_COPY_DONE
+							    : HP_COPY_PASSED;
 		break;
 	}
-	hp_copy_plan_end(&P, n, !none);
+	hp_copy_plan_end(&P, n, ret != HP_COPY_PASSED);
 	return ret;
 }
 

@@ -468,11 +468,12 @@ int hp_ring_wait(struct hp_ring *R, int k)
 	return r;
 }
 
-int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s)
+int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,
+		  hp_cudaStream_t id)
 {
 	int r = hp_cuda_event_record(R->ev[k], s);
 	if (r == 0)
-		R->used[k] = 1, R->owner[k] = s;
+		R->used[k] = 1, R->owner[k] = id;
 	else
 		hp_cuda_stream_wait(s);
 	return r;

@@ -20,6 +20,7 @@
  * 1D copy's chunks; stage_rect.c: the 2D and 3D copies' chunks. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../backend/backend.h"
 #include "../record.h"
@@ -32,13 +33,70 @@ struct held {
 	int n, next;
 };
 
+/* ---- the capture gate, one driver call at a time (issue 39 item 2) ----
+ * A staged copy holds no gate for its length: each call a capture may
+ * prohibit (a slot's event asked or waited for, a ring grown) enters the
+ * gate alone, so a capture's begin elsewhere waits for one call at most.
+ * Once the process has begun a capture, a slot's wait polls its event
+ * inside the gate and sleeps outside it: a begin never waits for a DMA. */
+static int take(struct hp_ring *R, hp_cudaStream_t id, int first)
+{
+	if (!hp_capture_enter())
+		return -1;
+	int k = hp_ring_take(R, id, first);
+	hp_capture_leave();
+	return k;
+}
+
+/* Slot k's last DMA done: 0, the driver's error, or HP_STAGE_REST (a
+ * capture prohibits the wait now). */
+static int slot_wait(struct hp_ring *R, int k)
+{
+	if (!R->used[k])
+		return 0;
+	for (long ns = 1000;;) {
+		if (!hp_capture_enter())
+			return HP_STAGE_REST;
+		if (!hp_capture_seen()) {
+			int r = hp_ring_wait(R, k);
+			hp_capture_leave();
+			return r;
+		}
+		int r = hp_cuda_event_query(R->ev[k]);
+		hp_capture_leave();
+		if (r == 0) {
+			R->used[k] = 0;
+			return 0;
+		}
+		if (r != 600 /* CUDA_ERROR_NOT_READY */)
+			return r;
+		struct timespec t = {0, ns};
+		nanosleep(&t, NULL);
+		if (ns < 64000)
+			ns *= 2;
+	}
+}
+
+int hp_stage_wait_stream(hp_cudaStream_t s)
+{
+	if (!hp_capture_enter()) {
+		HP_LOG_ONCE(HP_LOG_INFO, "a copy waited for its stream during "
+			    "a CUDA graph capture elsewhere (its synchronous "
+			    "form, or DMA that must not outlive the call)");
+		return hp_cuda_stream_wait(s);
+	}
+	int r = hp_cuda_stream_wait(s);
+	hp_capture_leave();
+	return r;
+}
+
 /* A slot for the next chunk: a new one if one can be taken, else the next
  * of those held (its last DMA was this copy's: waited for by the caller);
  * -1 if none. */
-static int hold_slot(struct hp_ring *R, struct held *H, hp_cudaStream_t s)
+static int hold_slot(struct hp_ring *R, struct held *H, hp_cudaStream_t id)
 {
 	if (H->n < HP_RING_SLOTS) {
-		int k = hp_ring_take(R, s, H->n == 0);
+		int k = take(R, id, H->n == 0);
 		if (k >= 0)
 			return H->k[H->n++] = k;
 	}
@@ -52,73 +110,81 @@ static void let_go(struct hp_ring *R, struct held *H)
 }
 
 /* A staged H2D copy of m chunks: fill(i, slot) copies chunk i of the
- * program's memory into the slot, issue(i, slot) enqueues its DMA on s;
- * each slot reused once its event completed.  Returns the first error;
- * *none: no slot could be taken (nothing done: the copy passes). */
-int hp_stage_run_htod(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+ * program's memory into the slot, issue(i, slot) enqueues its DMA on the
+ * plan's stream; each slot reused once its event completed.  Returns the
+ * first error, or HP_STAGE_REST with *done the chunks enqueued. */
+int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		    void (*fill)(size_t i, char *sl, void *arg),
 		    int (*issue)(size_t i, char *sl, void *arg), void *arg,
-		    int *none)
+		    size_t *done)
 {
+	struct hp_ring *R = P->R;
+	hp_cudaStream_t id = (hp_cudaStream_t)P->sid;
 	struct held H = {.n = 0};
 	int r = 0;
-	*none = 0;
-	for (size_t i = 0; i < m && r == 0; i++) {
-		int k = hold_slot(R, &H, s);
+	size_t i = 0;
+	for (; i < m; i++) {
+		int k = hold_slot(R, &H, id);
 		if (k < 0) {
-			*none = 1; /* only at the first chunk */
+			r = HP_STAGE_REST;
 			break;
 		}
-		if ((r = hp_ring_wait(R, k)) != 0)
+		if ((r = slot_wait(R, k)) != 0)
 			break;
 		fill(i, hp_ring_slot(R, k), arg);
 		r = issue(i, hp_ring_slot(R, k), arg);
 		if (r == 0)
-			r = hp_ring_fence(R, k, s);
+			r = hp_ring_fence(R, k, P->s, id);
+		if (r)
+			break;
 	}
+	*done = i;
 	let_go(R, &H);
 	return r;
 }
 
 /* The D2H pipeline of m chunks through the slots this copy takes (all
- * that can be taken now, at least one, else *none: the copy passes):
- * issue(i, slot) enqueues chunk i's DMA on s, drain(i, slot) copies the
- * slot out into the program's memory.  Up to one chunk per slot held in
- * flight, each drained in order once its event completed (s's own work):
- * when it returns 0, all the data is in the program's memory. */
-int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+ * that can be taken now, at least one, else HP_STAGE_REST with nothing
+ * done): issue(i, slot) enqueues chunk i's DMA on the plan's stream,
+ * drain(i, slot) copies the slot out into the program's memory.  Up to one
+ * chunk per slot held in flight, each drained in order once its event
+ * completed (the stream's own work): when it returns 0, all the data is in
+ * the program's memory; HP_STAGE_REST: *done chunks are. */
+int hp_stage_run_dtoh(const struct hp_plan *P, size_t m,
 		    int (*issue)(size_t i, char *sl, void *arg),
 		    void (*drain)(size_t i, char *sl, void *arg), void *arg,
-		    int *none)
+		    size_t *done)
 {
+	struct hp_ring *R = P->R;
+	hp_cudaStream_t id = (hp_cudaStream_t)P->sid;
 	struct held H = {.n = 0};
 	while ((size_t)H.n < m && H.n < HP_RING_SLOTS) {
-		int k = hp_ring_take(R, s, H.n == 0);
+		int k = take(R, id, H.n == 0);
 		if (k < 0)
 			break;
 		H.k[H.n++] = k;
 	}
-	*none = H.n == 0;
-	int r = 0;
+	int r = H.n == 0 ? HP_STAGE_REST : 0;
 	size_t issued = 0, drained = 0;
-	while (!*none && drained < m && r == 0) {
+	while (r == 0 && drained < m) {
 		while (issued < m && issued - drained < (size_t)H.n && r == 0) {
 			int k = H.k[issued % (size_t)H.n];
-			if ((r = hp_ring_wait(R, k)) != 0)
+			if ((r = slot_wait(R, k)) != 0)
 				break;
 			r = issue(issued, hp_ring_slot(R, k), arg);
 			if (r == 0)
-				r = hp_ring_fence(R, k, s);
+				r = hp_ring_fence(R, k, P->s, id);
 			issued++;
 		}
 		if (r)
 			break;
 		int k = H.k[drained % (size_t)H.n];
-		if ((r = hp_ring_wait(R, k)) != 0)
+		if ((r = slot_wait(R, k)) != 0)
 			break;
 		drain(drained, hp_ring_slot(R, k), arg);
 		drained++;
 	}
+	*done = drained;
 	let_go(R, &H);
 	return r;
 }
@@ -183,7 +249,7 @@ static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 }
 
 int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
-		 int sync, int *none)
+		 int sync, int *res)
 {
 	struct hp_ring *R = P->R;
 	size_t per = R->slot * ROUND_SLOTS, off = 0;
@@ -193,8 +259,7 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
 		per = n;
 	int r = 0;
-	*none = 0;
-	while (off < n && r == 0) {
+	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
 		if (off > 0 && !hp_pool_worth(P->htod)) {
 			r = lin_pass(P, d, h, n, off);
@@ -202,27 +267,29 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		}
 		struct lin j = {.R = R, .h = h + off, .d = d + off, .n = len,
 				.s = P->s};
-		size_t m = (len + R->slot - 1) / R->slot;
+		size_t m = len / R->slot + (len % R->slot != 0), done = 0;
 		uint64_t t0 = hp_now_ns();
-		int no;
-		r = P->htod ? hp_stage_run_htod(R, m, P->s, lin_in, lin_htod,
-						&j, &no)
-			    : hp_stage_run_dtoh(R, m, P->s, lin_dtoh, lin_out,
-						&j, &no);
-		if (no && off == 0) {
-			*none = 1; /* nothing done: the copy passes */
-			return r;
-		}
-		if (no) { /* no slot now: the rest passes */
-			r = lin_pass(P, d, h, n, off);
+		r = P->htod ? hp_stage_run_htod(P, m, lin_in, lin_htod, &j, &done)
+			    : hp_stage_run_dtoh(P, m, lin_dtoh, lin_out, &j, &done);
+		if (r == HP_STAGE_REST) {
+			/* the rest as the program's own call, in order on its
+			 * stream after what was staged; nothing done: passed
+			 * through */
+			size_t o = off + done * R->slot;
+			if (o == 0)
+				return 0;
+			r = lin_pass(P, d, h, n, o);
 			break;
 		}
+		if (r != 0)
+			break;
 		hp_pool_seen(P->htod, len, hp_now_ns() - t0);
 		off += len;
 	}
-	/* the source is staged: an async H2D call returns (the DMA may run);
+	/* the source is staged: an async call returns (the DMA may run);
 	 * a synchronous one after the copy, with its error if it failed */
 	if (r == 0 && sync && P->htod)
-		r = hp_cuda_stream_wait(P->s);
-	return r;
+		r = hp_stage_wait_stream(P->s);
+	*res = r;
+	return 1;
 }

@@ -11,19 +11,20 @@
 #include "../hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
- * hp_copy_host (plan.c: the copy's plan, executed, ended): 1 if the copy
- * was staged (HP_PLAN_STAGED), or went direct through the registered part
- * of a block being registered in the background and waited for its
- * stream (HP_PLAN_PREFIX), its driver result in *res; 2 if it went direct
- * through a registered block in several DMAs, one per registration it
- * crosses (HP_PLAN_PIECES: HP_REG_PIECE_MAX, HOSTPIN_REGISTER_CHUNK), its
- * result in *res: the hook then ends it as a copy through registered
- * memory (hp_copy_end); 0 if it must go to the driver as it is
- * (HP_PLAN_PASS: HOSTPIN_STAGE=0, small, registered memory, another
- * backend, a capture, a forked child, no context on this thread, no ring
- * or no slot).  s: the program's stream; ptsz: stream 0 means the
- * per-thread default stream; sync: the synchronous form (it returns after
- * the copy completed). */
+ * hp_copy_host (plan.c: the copy's plan, executed, ended), one of the
+ * HP_COPY_* answers below: HP_COPY_DONE if the copy was staged
+ * (HP_PLAN_STAGED), or went direct through the registered part of a block
+ * being registered in the background and waited for its stream
+ * (HP_PLAN_PREFIX), its driver result in *res; HP_COPY_DONE_REGISTERED if
+ * it went direct through a registered block in several DMAs, one per
+ * registration it crosses (HP_PLAN_PIECES: HP_REG_PIECE_MAX,
+ * HOSTPIN_REGISTER_CHUNK), its result in *res: the hook then ends it as a
+ * copy through registered memory (hp_copy_end); HP_COPY_PASSED if it must
+ * go to the driver as it is (HP_PLAN_PASS: HOSTPIN_STAGE=0, small,
+ * registered memory, another backend, a capture, a forked child, no
+ * context on this thread, no ring or no slot).  s: the program's stream;
+ * ptsz: stream 0 means the per-thread default stream; sync: the
+ * synchronous form (it returns after the copy completed). */
 HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
 			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
 			    int *res);
@@ -86,7 +87,8 @@ HP_HIDDEN int hp_stage_on(void);
  * a wait, never a registration).
  * hp_ring_wait: wait for the taken slot's last DMA (s's own work).
  * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
- * its event (if that fails, wait for s).  hp_ring_slot: slot k's bytes. */
+ * its event (if that fails, wait for s); id: s's identity (plan's sid),
+ * what hp_ring_take is given.  hp_ring_slot: slot k's bytes. */
 #define HP_RING_SLOTS 4 /* a segment's */
 #define HP_RING_SEGS 8 /* at most: grown when every slot is another stream's */
 #define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
@@ -113,7 +115,8 @@ HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
 HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
 HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
-HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s);
+HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,
+			   hp_cudaStream_t id);
 HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
 HP_HIDDEN char *hp_ring_slot(const struct hp_ring *R, int k);
 HP_HIDDEN uint64_t hp_ring_bytes(void);
@@ -132,13 +135,19 @@ struct hp_plan {
 	enum hp_plan_kind kind;
 	int htod; /* 1: H2D, 0: D2H */
 	hp_cudaStream_t s; /* the program's stream (hp_program_stream) */
+	uintptr_t sid; /* its identity (hp_stream_key: a per-thread default
+			* stream is this thread's) */
 	uintptr_t base; /* PIECES, PREFIX: the block [base, base+len) */
 	size_t len;
 	struct hp_ring *R; /* STAGED: the ring, claimed */
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
  * (device side d, 0: checked by the caller) through the records c, on
- * the program's stream s; rect: a 2D or 3D copy (never by pieces).  What
+ * the program's stream s; rect: a 2D or 3D copy (never by pieces; n: its
+ * host side's extent, first byte to last).  A copy the driver must not
+ * get as it is (a 2D/3D copy across a registered block's registrations,
+ * any copy across the end of the registered part of a block being
+ * registered) is staged whatever its size.  What
  * a plan other than PASS holds (the capture gate and s's entry, the
  * prefix's reader count, the ring's claim) is held until
  * hp_copy_plan_end; staged: a STAGED plan's copy went through the ring
@@ -155,21 +164,39 @@ HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
 HP_HIDDEN int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h,
 			    size_t n, int sync);
 
+/* What a copy hook's call into the engine answers (hp_stage_htod and the
+ * others): passed through (the hook makes its own call), done here
+ * (counted as a copy through unregistered memory: staged, or direct in the
+ * registered part of a block being registered and waited for), or done
+ * here direct through a registered block (the hook ends it as a copy
+ * through registered memory, hp_copy_end). */
+enum { HP_COPY_PASSED = 0, HP_COPY_DONE = 1, HP_COPY_DONE_REGISTERED = 2 };
+
 /* stage.c: a STAGED plan's 1D copy of [h, h+n) through its ring
- * (hp_stage_lin); the chunk loops every staged copy runs (stage_rect.c's
- * too), m chunks: fill or drain copies chunk i between the program's
- * memory and a slot, issue enqueues its DMA on s.  *none: no slot could
- * be taken (nothing done: the copy passes through). */
+ * (hp_stage_lin: 1 if done, *res its result; 0 if nothing was done: the
+ * copy passes through); the chunk loops every staged copy runs
+ * (stage_rect.c's too), m chunks: fill or drain copies chunk i between
+ * the program's memory and a slot, issue enqueues its DMA on P's stream.
+ * They return 0, the driver's error, or HP_STAGE_REST: *done chunks done
+ * (H2D: enqueued; D2H: in the program's memory), the rest must go to the
+ * driver as the program's own calls (no slot could be taken; or a capture
+ * began that prohibits the waits a slot needs: issue 39 item 2). */
+#define HP_STAGE_REST (-2)
 HP_HIDDEN int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h,
-			   size_t n, int sync, int *none);
-HP_HIDDEN int hp_stage_run_htod(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+			   size_t n, int sync, int *res);
+HP_HIDDEN int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		      void (*fill)(size_t i, char *sl, void *arg),
 		      int (*issue)(size_t i, char *sl, void *arg), void *arg,
-		      int *none);
-HP_HIDDEN int hp_stage_run_dtoh(struct hp_ring *R, size_t m, hp_cudaStream_t s,
+		      size_t *done);
+HP_HIDDEN int hp_stage_run_dtoh(const struct hp_plan *P, size_t m,
 		      int (*issue)(size_t i, char *sl, void *arg),
 		      void (*drain)(size_t i, char *sl, void *arg), void *arg,
-		      int *none);
+		      size_t *done);
+/* A wait for stream s that a copy owes the program (a synchronous form,
+ * or DMA that must not outlive the call): inside the capture gate, or, if
+ * a capture prohibits it now, all the same (the program's own call would
+ * wait too). */
+HP_HIDDEN int hp_stage_wait_stream(hp_cudaStream_t s);
 
 /* pool.c: the copy threads (HOSTPIN_STAGE_THREADS, the calling thread
  * counted), started once (hp_pool_start); a memcpy, and rows rows of w

@@ -119,6 +119,35 @@ static int rect_dtoh(size_t i, char *sl, void *arg)
 	return hp_cuda_2d_async(&q, j->s);
 }
 
+/* Chunk i direct between the program's memory and the device, as the
+ * program's own 2D calls (one per host slice it spans): the rest of a copy
+ * that can no longer be staged (HP_STAGE_REST). */
+static int rect_direct(const struct rect *j, size_t i, int htod)
+{
+	size_t g, rows = rect_chunk(j, i, &g);
+	int r = 0;
+	while (rows && r == 0) {
+		size_t y = g % j->H, t = j->H - y < rows ? j->H - y : rows;
+		char *h = j->h + g / j->H * j->hs + y * j->pitch;
+		hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
+		if (htod) {
+			q.srcXInBytes = 0, q.srcY = 0, q.srcPitch = j->pitch;
+			q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
+			q.srcHost = h, q.srcDevice = 0, q.srcArray = NULL;
+			q.dstY = j->p->dstY + rect_dev_row(j, g);
+		} else {
+			q.dstXInBytes = 0, q.dstY = 0, q.dstPitch = j->pitch;
+			q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+			q.dstHost = h, q.dstDevice = 0, q.dstArray = NULL;
+			q.srcY = j->p->srcY + rect_dev_row(j, g);
+		}
+		q.Height = t;
+		r = hp_cuda_2d_async(&q, j->s);
+		g += t, rows -= t;
+	}
+	return r;
+}
+
 static void rect_out(size_t i, char *sl, void *arg)
 {
 	const struct rect *j = arg;
@@ -145,10 +174,9 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 {
 	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
 	n = mul_add(n, depth, 0);
+	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
 	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
 	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
-		return 0;
-	if (n < hp_opt[HP_OPT_STAGE_MIN])
 		return 0;
 	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
 	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
@@ -186,8 +214,9 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
 		return 0;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
-	struct hp_plan P;
-	hp_copy_plan(&P, c, h, n, 0, hp_program_stream(s, ptsz), htod, 1);
+	struct hp_plan P; /* the host side's extent: its first to last byte */
+	hp_copy_plan(&P, c, h, (hl - y) * pitch + w, 0,
+		     hp_program_stream(s, ptsz), htod, 1);
 	if (P.kind != HP_PLAN_STAGED)
 		return 0;
 	struct hp_ring *R = P.R;
@@ -203,13 +232,23 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	j.cps = (H + j.per - 1) / j.per;
 	size_t m = j.across ? (H * depth + j.per - 1) / j.per : j.cps * depth;
 	/* as hp_stage_htod / hp_stage_dtoh, in chunks of rows */
-	int none, r = htod ? hp_stage_run_htod(R, m, s, rect_in, rect_htod, &j, &none)
-			   : hp_stage_run_dtoh(R, m, s, rect_dtoh, rect_out, &j, &none);
-	if (r == 0 && sync && htod && !none)
-		r = hp_cuda_stream_wait(s);
-	hp_copy_plan_end(&P, n, !none);
+	size_t done = 0;
+	int r = htod ? hp_stage_run_htod(&P, m, rect_in, rect_htod, &j, &done)
+		     : hp_stage_run_dtoh(&P, m, rect_dtoh, rect_out, &j, &done);
+	if (r == HP_STAGE_REST && done == 0) {
+		hp_copy_plan_end(&P, n, 0); /* nothing done: passed through */
+		return 0;
+	}
+	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
+		r = 0;
+		for (size_t i = done; i < m && r == 0; i++)
+			r = rect_direct(&j, i, htod);
+	}
+	if (r == 0 && sync && htod)
+		r = hp_stage_wait_stream(s);
+	hp_copy_plan_end(&P, n, 1);
 	*res = r;
-	return !none;
+	return 1;
 }
 
 int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,

@@ -173,11 +173,14 @@ static inline int stage_unified(const hp_copy_t *c, void *dst, const void *src,
 					s, ptsz, 0, &r);
 	return r == 0 ? k : 0;
 }
-/* CALL: stage_kind or stage_unified.  2: went direct in parts through a
- * registered block: ended as a copy through registered memory (END) */
+/* CALL: stage_kind or stage_unified (stage.h's HP_COPY_* answers):
+ * HP_COPY_DONE_REGISTERED, direct in parts through a registered block:
+ * ended as a copy through registered memory (END); HP_COPY_DONE: counted
+ * as a copy through unregistered memory; HP_COPY_PASSED: the hook's own
+ * call follows. */
 #define STAGED_BY(CALL, END)                                                  \
 	int sd_ = (CALL);                                                     \
-	if (sd_ == 2) {                                                       \
+	if (sd_ == HP_COPY_DONE_REGISTERED) {                                 \
 		hp_cudaError_t e_ = 0;                                        \
 		END;                                                          \
 		return 0;                                                     \

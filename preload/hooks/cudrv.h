@@ -118,11 +118,13 @@ static inline void *lk_next(_Atomic(void *) *slot)
  * is counted towards registration, with no wait (hp_copy_sync_end). */
 #define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == HP_CUDA_SUCCESS)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS)
-/* Staged copies (plan.c): when the copy is staged, it ends here with the
- * staging's result, counted as a copy through unregistered memory. */
+/* Staged copies (plan.c), by stage.h's HP_COPY_* answers: a copy done
+ * direct through a registered block ends as one through registered memory
+ * (END); a staged one ends here with the staging's result, counted as a
+ * copy through unregistered memory; a passed one goes to the driver. */
 #define STAGED(call, END)                                                     \
 	int st_, sd_ = (call);                                                \
-	if (sd_ == 2) { /* direct, split at registrations' ends */           \
+	if (sd_ == HP_COPY_DONE_REGISTERED) {                                 \
 		hp_CUresult e_ = (hp_CUresult)st_;                            \
 		END;                                                          \
 		return e_;                                                    \

@@ -26,12 +26,17 @@ HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			    ASYNC_END),
 		     ASYNC_END)
 }
+/* Between unified addresses: a large one from or into host memory
+ * hostpin has not registered is staged by its direction, as the copies
+ * with attributes are (copy_dir.c). */
 HP_BODY hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 			      hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAsync_t, hp_CUresult, (d, sr, n, s),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
-		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n),
+		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
+		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
+			    ASYNC_END),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,

@@ -68,6 +68,29 @@ static void unknown_line(const char *name, unsigned long long lookups,
 	     lookups, calls, waits);
 }
 
+/* The same in the JSON report: one object each in "unknown_copy_entry_points"
+ * (the name as the program looked it up, characters other than those of a
+ * C name written as '?'). */
+static int unknown_fd = -1;
+static const char *unknown_sep;
+static void unknown_json(const char *name, unsigned long long lookups,
+			 unsigned long long calls, unsigned long long waits)
+{
+	char safe[64];
+	size_t i = 0;
+	for (; name[i] && i < sizeof(safe) - 1; i++) {
+		char ch = name[i];
+		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			 (ch >= '0' && ch <= '9') || ch == '_';
+		safe[i] = ok ? ch : '?';
+	}
+	safe[i] = 0;
+	emit(unknown_fd, "%s{\"name\": \"%s\", \"lookups\": %llu, "
+	     "\"calls\": %llu, \"waits\": %llu}", unknown_sep, safe,
+	     lookups, calls, waits);
+	unknown_sep = ", ";
+}
+
 void hp_stats_report(void)
 {
 	struct hostpin_stats s;
@@ -180,7 +203,11 @@ void hp_stats_report(void)
 				sep = ", ";
 			}
 		}
-		emit(fd, "}}\n");
+		emit(fd, "}, \"unknown_copy_entry_points\": [");
+		unknown_fd = fd, unknown_sep = "";
+		hp_unknown_report(unknown_json);
+		unknown_fd = -1;
+		emit(fd, "]}\n");
 		/* close reports what a network or quota-limited file system
 		 * refused only now */
 		int err = json_err;

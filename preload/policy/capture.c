@@ -14,7 +14,7 @@
  * pending blocks are adopted and deferred releases retried.
  *
  * A driver call of that kind runs between hp_capture_enter and
- * hp_capture_leave, the CUDA backend's gate (backend_cuda.c); a global
+ * hp_capture_leave, the CUDA backend's gate (backend_cuda_calls.c); a global
  * capture's begin closes it for every thread (counts itself first, then
  * waits for the calls already inside the driver to return), so that none
  * reaches the driver once the capture began; a thread-local one closes it
@@ -35,26 +35,47 @@
  * counted without a stream, as global), under cap_mu; how many: the
  * gate's counts (hp_capture_busy). */
 static struct {
-	hp_cudaStream_t s;
+	uintptr_t s; /* hp_stream_key */
 	int used, mode;
 } caps[MAX_CAPTURES];
 static int cap_overflow;
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* This thread's per-thread default stream: told apart from every other
+ * thread's by an address of this thread's own. */
+static HP_TLS char my_stream;
+
+uintptr_t hp_stream_key(hp_cudaStream_t s)
+{
+	if (s == HP_CU_STREAM_PER_THREAD)
+		return (uintptr_t)&my_stream;
+	if (s == (hp_cudaStream_t)0x1) /* CU_STREAM_LEGACY: stream 0 */
+		return 0;
+	return (uintptr_t)s;
+}
+
+static _Atomic int seen; /* a counted capture began once */
+
+int hp_capture_seen(void)
+{
+	return atomic_load_explicit(&seen, memory_order_relaxed);
+}
 
 /* Streams with copies of several driver calls in progress (stage.h), or a
  * capture beginning or in progress (any mode), under str_mu.  A stream
  * not listed (the table full) has none; a copy then passes through. */
 #define MAX_STREAMS 64
 static struct {
-	hp_cudaStream_t s;
+	uintptr_t s; /* hp_stream_key */
 	int copies, captures;
 } strs[MAX_STREAMS];
 static pthread_mutex_t str_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t str_cv = PTHREAD_COND_INITIALIZER;
 
-/* Under str_mu: s's entry (made if add), or NULL. */
-static int str_of(hp_cudaStream_t s, int add)
+/* Under str_mu: s's entry (made if add), or -1. */
+static int str_of(hp_cudaStream_t st, int add)
 {
+	uintptr_t s = hp_stream_key(st);
 	int f = -1;
 	for (int i = 0; i < MAX_STREAMS; i++) {
 		if ((strs[i].copies || strs[i].captures) && strs[i].s == s)
@@ -126,13 +147,16 @@ int hp_capture_begin(hp_cudaStream_t s, int mode)
 	str_begin(s);
 	if (mode == HP_CAPTURE_RELAXED)
 		return 0;
+	/* relaxed: a flag; the gate's own counters order the calls */
+	atomic_store_explicit(&seen, 1, memory_order_relaxed);
 	pthread_mutex_lock(&cap_mu);
 	int i = 0;
 	while (i < MAX_CAPTURES && caps[i].used)
 		i++;
 	int local = mode == HP_CAPTURE_THREAD_LOCAL && i < MAX_CAPTURES;
 	if (i < MAX_CAPTURES)
-		caps[i].s = s, caps[i].used = 1, caps[i].mode = local;
+		caps[i].s = hp_stream_key(s), caps[i].used = 1,
+		caps[i].mode = local;
 	else
 		cap_overflow++;
 	if (local) {
@@ -156,7 +180,7 @@ static void forget(hp_cudaStream_t s)
 	pthread_mutex_lock(&cap_mu);
 	int done = 0;
 	for (int i = 0; i < MAX_CAPTURES && !done; i++)
-		if (caps[i].used && caps[i].s == s) {
+		if (caps[i].used && caps[i].s == hp_stream_key(s)) {
 			caps[i].used = 0, done = 1;
 			if (caps[i].mode)
 				hp_cuda_gate_local(-1);
@@ -192,7 +216,7 @@ void hp_capture_end(hp_cudaStream_t s, hp_CUresult e)
 	pthread_mutex_lock(&cap_mu);
 	int listed = 0;
 	for (int i = 0; i < MAX_CAPTURES; i++)
-		listed |= caps[i].used && caps[i].s == s;
+		listed |= caps[i].used && caps[i].s == hp_stream_key(s);
 	pthread_mutex_unlock(&cap_mu);
 	if (!listed && !cap_overflow)
 		return; /* a relaxed capture, or one hostpin did not see */

@@ -94,13 +94,64 @@ static int is_dev(const void *p)
 	return 0;
 }
 
+/* FAKE_CUDA_PTDS=1: the per-thread default stream (CU_STREAM_PER_THREAD,
+ * or stream 0 in a _ptsz/_ptds form) is each thread's own, as the real
+ * driver's is (one handle, a stream per thread); else one shared stream.
+ * The threads' streams, listed apart from streams[] (made without the
+ * fake's lock, which a caller may hold), are synchronised by
+ * cuCtxSynchronize and searched by inflight() too. */
+#define NPTDS 64
+static stream_t *ptds[NPTDS];
+static int nptds;
+static stream_t *my_ptds(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("FAKE_CUDA_PTDS");
+		on = e && *e == '1';
+	}
+	if (!on)
+		return &perthread;
+	static __thread stream_t *mine;
+	if (mine == NULL) {
+		int k = __atomic_fetch_add(&nptds, 1, __ATOMIC_SEQ_CST);
+		if (k >= NPTDS)
+			return &perthread;
+		stream_t *t = raw(sizeof(stream_t));
+		memset(t, 0, sizeof(*t));
+		pthread_mutex_init(&t->mu, NULL);
+		__atomic_store_n(&ptds[k], t, __ATOMIC_RELEASE);
+		mine = t;
+	}
+	return mine;
+}
+
 static stream_t *S(stream_t *s)
 {
 	if (s == NULL || s == (stream_t *)0x1)
 		return &legacy;
 	if (s == (stream_t *)0x2)
-		return &perthread;
+		return my_ptds();
 	return s;
+}
+
+/* This thread's per-thread stream, as a handle another thread may use
+ * (fake_cuda_stream_release of a thread blocked in a copy). */
+stream_t *fake_cuda_ptds_of_thread(void);
+stream_t *fake_cuda_ptds_of_thread(void)
+{
+	return my_ptds();
+}
+
+/* The threads' own per-thread streams made so far (FAKE_CUDA_PTDS). */
+static int nptds_made(void)
+{
+	int n = __atomic_load_n(&nptds, __ATOMIC_SEQ_CST);
+	return n > NPTDS ? NPTDS : n;
+}
+static stream_t *ptds_at(int k)
+{
+	return __atomic_load_n(&ptds[k], __ATOMIC_ACQUIRE);
 }
 
 /* Op o's bytes, moved (then o moves none).  A host side unmapped before
@@ -218,6 +269,21 @@ static int inflight(const void *p, size_t n)
 		}
 		pthread_mutex_unlock(&s->mu);
 	}
+	for (int k = 0; k < nptds_made(); k++) {
+		stream_t *s = ptds_at(k);
+		if (s == NULL)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		for (struct op *o = s->head; o; o = o->next) {
+			const char *a = o->dst, *b = o->src;
+			if ((a < (const char *)p + n &&
+			     a + o->n > (const char *)p) ||
+			    (b && b < (const char *)p + n &&
+			     b + o->n > (const char *)p))
+				hit = 1;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
 	return hit;
 }
 
@@ -259,6 +325,29 @@ static long long no_pageable(void)
 	return nopage;
 }
 
+static int refuse_partial(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("FAKE_CUDA_REFUSE_PARTIAL");
+		on = e && *e == '1';
+	}
+	return on;
+}
+
+/* Does [p, p+n) overlap a registration (held range)? */
+static int held_overlaps(const void *p, size_t n)
+{
+	pthread_mutex_lock(&mu);
+	int yes = 0;
+	for (int i = 0; i < nheld; i++)
+		if ((const char *)p < held[i].base + held[i].len &&
+		    held[i].base < (const char *)p + n)
+			yes = 1;
+	pthread_mutex_unlock(&mu);
+	return yes;
+}
+
 static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 {
 	if (n == 0 || x->refused)
@@ -269,6 +358,16 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 	}
 	int hs = !is_dev(src), hd = !is_dev(dst);
 	int ps = hs && held_covers(src, n), pd = hd && held_covers(dst, n);
+	/* FAKE_CUDA_REFUSE_PARTIAL=1: a host side only partly registered
+	 * (overlapping a registration without one covering it) is refused
+	 * whole (CUDA_ERROR_INVALID_VALUE), as a driver may. */
+	if (refuse_partial() && ((hs && !ps && held_overlaps(src, n)) ||
+				 (hd && !pd && held_overlaps(dst, n)))) {
+		logf_("PARTIAL refused %p %zu", hs && !ps ? src : dst, n);
+		x->refused = 1;
+	}
+	if (x->refused)
+		return;
 	struct op *o = raw(sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->dst = dst, o->src = src, o->n = n;
@@ -407,6 +506,9 @@ CUresult cuCtxSynchronize(void)
 		return 900;
 	for (int k = 0; k < nstreams; k++)
 		run_queue(streams[k], NULL);
+	for (int k = 0; k < nptds_made(); k++)
+		if (ptds_at(k))
+			run_queue(ptds_at(k), NULL);
 	return OK;
 }
 
@@ -628,7 +730,8 @@ COPY_FN2(cuMemcpyHtoDAsync_v2,
 	  seg(&x, (void *)(uintptr_t)d, h, n)))
 COPY_FN2(cuMemcpyDtoHAsync_v2,
 	 (void *h, CUdeviceptr d, size_t n, stream_t *s), (h, d, n, s), s,
-	 (late_need_dev(&x.refused, (const void *)(uintptr_t)d, n),
+	 (gate_wait("FAKE_CUDA_DTOH_GATE", n),
+	  late_need_dev(&x.refused, (const void *)(uintptr_t)d, n),
 	  seg(&x, h, (const void *)(uintptr_t)d, n)))
 COPY_FN2(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr sr, size_t n, stream_t *s),
 	 (d, sr, n, s), s,

@@ -422,7 +422,51 @@ static void gate_wait(const char *env, size_t n)
 	pthread_mutex_unlock(&gate_mu);
 }
 
+/* FAKE_CUDA_REGISTER_HOLD_AFTER=BYTES: a registration of BYTES or more,
+ * once made (the range held), waits before it returns until the program
+ * lets it go (fake_cuda_release_registration); the program sees how many
+ * wait (fake_cuda_registrations_held).  A gate of its own. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int hold_waiting, hold_open;
+
+int fake_cuda_registrations_held(void)
+{
+	pthread_mutex_lock(&hold_mu);
+	int n = hold_waiting;
+	pthread_mutex_unlock(&hold_mu);
+	return n;
+}
+
+void fake_cuda_release_registration(void)
+{
+	pthread_mutex_lock(&hold_mu);
+	hold_open = 1;
+	pthread_cond_broadcast(&hold_cv);
+	pthread_mutex_unlock(&hold_mu);
+}
+
+static CUresult hold_after(CUresult r, size_t n)
+{
+	const char *e = getenv("FAKE_CUDA_REGISTER_HOLD_AFTER");
+	if (r != OK || !e || !*e || n < (size_t)atoll(e))
+		return r;
+	pthread_mutex_lock(&hold_mu);
+	hold_waiting++;
+	while (!hold_open)
+		pthread_cond_wait(&hold_cv, &hold_mu);
+	hold_waiting--;
+	pthread_mutex_unlock(&hold_mu);
+	return r;
+}
+
+static CUresult register_range(void *p, size_t n, unsigned flags);
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	return hold_after(register_range(p, n, flags), n);
+}
+
+static CUresult register_range(void *p, size_t n, unsigned flags)
 {
 	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
 	timed_register(p, n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */

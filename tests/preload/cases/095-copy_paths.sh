@@ -53,9 +53,10 @@ for spec in cuMemcpyDtoHAsync_v2:rt cuMemcpyDtoHAsync_v2_ptsz:rt_ptsz cuMemcpyDt
 	cuMemcpyBatchAsync_v2:drvbatch cuMemcpy3DBatchAsync_v2:drv3dbatch cuMemcpyDtoHAsync_v2:entry; do
 	fn=${spec%%:*} p=${spec#*:}
 	# the Nth call: after dev()'s fill (and, for arrays, its creation);
-	# a 3D fill from pageable memory is staged (2D DMAs): not counted
+	# a 3D or cuMemcpyAsync fill from pageable memory is staged (2D or
+	# H2D DMAs): not counted
 	cpath "cuda: failure injected into $fn ($p): error passed through, next call works" 0 cuda_prog \
-		HP_PATH=$p FAKE_CUDA_FAIL="$fn:$(case $fn in *DtoH*|*AtoH*|cuMemcpy3DAsync_v2) echo 1 ;; *) echo 2 ;; esac)" -- fault
+		HP_PATH=$p FAKE_CUDA_FAIL="$fn:$(case $fn in *DtoH*|*AtoH*|cuMemcpy3DAsync_v2|cuMemcpyAsync) echo 1 ;; *) echo 2 ;; esac)" -- fault
 done
 # the copy policy's own driver calls: no event, so the safe wait
 cpath "cuda: cuEventCreate fails under HOSTPIN_COPY=async: falls back to the wait" 0 cuda_prog \
@@ -100,5 +101,13 @@ for p in gpafuture dlfuture; do
 	echo "$out" | grep -Eq "unknown copy entry point cuMemcpyFutureAsync: looked up [0-9]+ times, called [1-9][0-9]*; hostpin waited for the context after [1-9]" &&
 		ok "unknown copy entry point ($p): the report names it and its waits" ||
 		bad "unknown copy entry point ($p): report: $(echo "$out" | grep -i unknown)"
+	# the JSON report says the same (issue 39)
+	js=$(mktemp)
+	timeout 60 env $P HP_EXPECT_ACTIVE=1 HOSTPIN_CACHE=0 HP_PATH=$p HOSTPIN_STATS_FILE="$js" \
+		FAKE_CUDA_LOG=/dev/null "$B/cuda_prog" sync >/dev/null 2>&1
+	if grep -Eq '"unknown_copy_entry_points": \[.*\{"name": "cuMemcpyFutureAsync", "lookups": [0-9]+, "calls": [1-9][0-9]*, "waits": [1-9][0-9]*\}.*\]\}$' "$js"; then
+		ok "unknown copy entry point ($p): the JSON report names it, its calls and waits"
+	else bad "unknown copy entry point ($p): JSON report: $(cat "$js")"; fi
+	rm -f "$js"
 done
 P=$P_SAVE

@@ -1,0 +1,80 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- the copy engine's third pass (issue 39, section 2) ----
+# late_fix.c in the fake driver's late mode (FAKE_CUDA_LATE_DMA=1,
+# tests/fakes/fake_late.h), judged as 195's cases (staged_lib.sh's
+# staged_case): exit 0, the "ok" line, no VIOLATION, every registration
+# released at exit.
+F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+build late_fix late_fix.c $F_FLAGS || true
+. ./staged_lib.sh
+lf() {
+	local name=$1 want=$2; shift 2
+	staged_case "late DMA" late_fix "$name" "$want" FAKE_CUDA_LATE_DMA=1 "$@"
+	LF_OUT=$STAGE_OUT LF_LOG=$STAGE_LOG
+}
+if [ -x "$B/late_fix" ]; then
+# Must hold (item 9): an H2D of (size_t)-1 bytes to device address 0
+# returns the driver's refusal, not success.
+lf "an H2D of (size_t)-1 bytes returns the driver's error" any -- huge
+# Must hold (item 3): a copy split at a registered block's registrations
+# whose second DMA is refused returns the error with the first one fenced:
+# nothing lands in the program's memory after the return.
+lf "a refused piece: the DMA already queued is fenced before the error returns" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M \
+	FAKE_CUDA_FAIL=cuMemcpyDtoHAsync_v2:2 -- piece_refused
+# Must hold (item 1): per-thread default streams are the threads' own
+# (FAKE_CUDA_PTDS=1): a staged copy on one thread's never waits for
+# another thread's, nor does a relaxed capture's begin.
+lf "per-thread default streams told apart by thread, not by handle" staged \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 FAKE_CUDA_PTDS=1 -- ptds
+# Must hold (item 1, the copy fences): HOSTPIN_COPY=async's one event per
+# registered block: a copy on another thread's per-thread stream (the same
+# handle) waits for the event it replaces; no DMA outlives the block.
+lf "a block's last-copy event is replaced only after another per-thread stream's copy" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async FAKE_CUDA_PTDS=1 -- fence_ptds
+# Must hold (item 2): a global capture's begin on one stream does not wait
+# for another thread's staged copy on another stream, and the copy then
+# ends without a call the capture prohibits (the capture stays valid).
+lf "a global capture's begin does not wait for a staged copy elsewhere" any \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 -- capture_other
+# (the rest of the copy, after its staged part, went to the driver as one
+# pageable call of less than the whole)
+n=$(echo "$LF_LOG" | sed -n 's/.*VIOLATION pageable-copy 0x[0-9a-f]* \([0-9]*\)$/\1/p' | head -1)
+[ -n "$n" ] && [ "$n" -lt 33554432 ] &&
+	ok "late DMA: capture elsewhere mid copy: its rest went to the driver as the program's call ($n bytes)" ||
+	bad "late DMA: capture elsewhere mid copy: no rest call of less than the whole (${n:-none})"
+lf "a global capture's begin does not wait for a staged 2D copy elsewhere" any \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 -- capture_other_2d
+# (its rest in chunks of rows as the program's own 2D calls, not the whole)
+echo "$LF_LOG" | grep -q "VIOLATION pageable-copy 2D" &&
+	bad "late DMA: capture elsewhere mid 2D copy: the whole copy went to the driver as it is" ||
+	ok "late DMA: capture elsewhere mid 2D copy: staged in part, the rest as the program's 2D calls"
+# Must hold (item 6): a copy under HOSTPIN_STAGE_MIN, and a 2D copy,
+# crossing the end of the registered part of a block being registered
+# never reach the driver half registered (the fake refuses that:
+# FAKE_CUDA_REFUSE_PARTIAL=1).
+lf "a small or 2D copy across a block's registered part never reaches the driver half registered" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 FAKE_CUDA_REFUSE_PARTIAL=1 -- partial
+echo "$LF_LOG" | grep -q "PARTIAL refused" &&
+	bad "late DMA: a range only partly registered reached the driver: $(echo "$LF_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "late DMA: no range only partly registered reached the driver"
+# Must hold (item 10): with HOSTPIN_STAGE=0, a copy decided as a pageable
+# pass-through that reaches the driver after another thread's copy
+# registered the block (not yet marked) is waited for as registered.
+lf "a pass-through decided before another thread registered the block is still waited for" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_STAGE=0 HOSTPIN_PIN_AFTER=2 \
+	FAKE_CUDA_DTOH_GATE=8388608 FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 -- decision
+# Must hold (limits): a large cuMemcpyAsync between pageable memory and
+# device memory is staged by its direction (no pageable copy of 4 MiB or
+# more reaches the driver), the data right.
+lf "cuMemcpyAsync between unified addresses is staged" staged -- unified
+# Must hold (limits): a 2D copy in a registered block across its
+# registrations never reaches the driver across two (the fake refuses it).
+lf "a 2D copy across a registered block's registrations is right" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M \
+	HOSTPIN_STAGE_MIN=1M FAKE_CUDA_REFUSE_PARTIAL=1 -- rect_pieces
+echo "$LF_LOG" | grep -q "PARTIAL refused" &&
+	bad "late DMA: a 2D copy reached the driver across registrations: $(echo "$LF_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "late DMA: no 2D copy reached the driver across registrations"
+fi

@@ -1,0 +1,557 @@
+/* The copy engine's third pass (issue 39, section 2) over the fake
+ * driver's late mode (FAKE_CUDA_LATE_DMA=1: DMA runs on a worker thread per
+ * stream, only as far as the program synchronised; fake_late.h), run under
+ * hostpin.
+ *   late_fix MODE   (see main)
+ * Each mode checks data and semantics and exits non-zero when they differ;
+ * a wait that can never end (a stream the program holds, released only
+ * after what must not wait for it returned) is a hang that alarm() turns
+ * into a failure.  What hostpin's threads do is polled for, never timed. */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "staged_common.h"
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t,
+				   CUstream);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, void **);
+int fake_cuda_is_registered(const void *, size_t);
+void fake_cuda_open_gate(void);
+void fake_cuda_open_gate_once(void);
+int fake_cuda_stream_hold(CUstream);
+void fake_cuda_stream_release(CUstream);
+int fake_cuda_capture_broken(void);
+int fake_cuda_registrations_held(void);
+void fake_cuda_release_registration(void);
+
+#define PTDS ((CUstream)0x2)
+
+/* A thread asleep in the kernel (a futex, or a sleep between polls). */
+static int asleep(pid_t t)
+{
+	char path[64], buf[64] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)t);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	int nr = atoi(buf);
+	return ok && (nr == SYS_futex || nr == SYS_nanosleep ||
+		      nr == SYS_clock_nanosleep);
+}
+static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* Item 9: an H2D of (size_t)-1 bytes to device address 0: the driver
+ * refuses it (the late driver: no device allocation holds it); hostpin
+ * must return what the driver returns, not success. */
+static int mode_huge(void)
+{
+	alarm(20);
+	char *h = plain(16 * MB);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CUresult r = cuMemcpyHtoDAsync_v2(0, h, (size_t)-1, s);
+	printf("htod of (size_t)-1 bytes: %d\n", r);
+	CHECK(r != 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	return 0;
+}
+
+/* Item 3: a D2H into a registered block split at its registrations'
+ * ends (HOSTPIN_REGISTER_CHUNK=8M, HOSTPIN_PIN_AFTER=0) whose second DMA
+ * the driver refuses (FAKE_CUDA_FAIL=cuMemcpyDtoHAsync_v2:2): the error
+ * returns, and nothing of the copy may land in the program's memory
+ * after it (the first piece's DMA fenced before the return). */
+static int mode_piece_refused(void)
+{
+	size_t m = 32 * MB, n = 16 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(is_reg(blk));
+	CUdeviceptr d = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(D(d), n, 30);
+	char *at = blk + 4 * MB; /* crosses the cell end at 8 MiB */
+	CUresult r = cuMemcpyDtoHAsync_v2(at, d, n, s);
+	printf("dtoh %d\n", r);
+	CHECK(r != 0);
+	fill(at, n, 31); /* the program's memory again, after the error */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(at, n, 31)); /* no DMA landed after the return */
+	free(blk);
+	return 0;
+}
+
+/* Item 1: every thread's per-thread default stream is one handle
+ * (CU_STREAM_PER_THREAD), but a stream of its own (the case runs the fake
+ * with FAKE_CUDA_PTDS=1).  Thread B holds its per-thread stream and
+ * stages a copy behind the hold (the slots it used wait for B's stream);
+ * thread A's staged copy on its own per-thread stream must not wait for
+ * B's (the program lets B's stream go only after A returned), and a
+ * relaxed capture A begins on its per-thread stream must not wait for B's
+ * staged copy in progress. */
+static CUdeviceptr pt_d;
+static char *pt_h;
+static _Atomic int pt_stage, pt_go;
+static _Atomic pid_t pt_tid;
+static void *pt_b(void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	pt_tid = gettid_();
+	fill(pt_h, n, 40);
+	CHECK(fake_cuda_stream_hold(PTDS) == 0);
+	pt_stage = 1;
+	/* 2 MiB: fits the ring (returns); 8 MiB: waits on its own held
+	 * stream (slots reused) until released */
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(pt_d, pt_h, n, NULL) == 0);
+	pt_stage = 2;
+	while (!pt_go)
+		usleep(1000);
+	fake_cuda_stream_release(PTDS);
+	CHECK(cuStreamSynchronize(PTDS) == 0);
+	CHECK(same(D(pt_d), n, 40));
+	return NULL;
+}
+static int b_queued(void *arg) { (void)arg; return pt_stage == 2; }
+static int b_waits(void *arg)
+{
+	static int seen; /* latched, as a_asleep */
+	(void)arg;
+	return seen = seen || (pt_stage == 1 && pt_tid && asleep(pt_tid));
+}
+static void *pt_release(void *arg)
+{
+	/* B blocked inside its copy: its per-thread stream let go from
+	 * here through the fake's own handle of it */
+	fake_cuda_stream_release(arg);
+	return NULL;
+}
+CUstream fake_cuda_ptds_of_thread(void);
+static _Atomic(CUstream) pt_bs;
+static void *pt_b2(void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	pt_tid = gettid_();
+	fill(pt_h, n, 42);
+	pt_bs = fake_cuda_ptds_of_thread();
+	CHECK(fake_cuda_stream_hold(PTDS) == 0);
+	pt_stage = 1;
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(pt_d, pt_h, n, NULL) == 0);
+	pt_stage = 2;
+	CHECK(cuStreamSynchronize(PTDS) == 0);
+	CHECK(same(D(pt_d), n, 42));
+	return NULL;
+}
+static int mode_ptds(void)
+{
+	size_t na = 8 * MB;
+	alarm(20);
+	pt_h = plain(8 * MB);
+	pt_d = dev(8 * MB);
+	char *ha = plain(na);
+	CUdeviceptr da = dev(na);
+	pthread_t b;
+	CHECK(pthread_create(&b, NULL, pt_b, (void *)(uintptr_t)(2 * MB)) == 0);
+	wait_for(b_queued, NULL, "B's copy queued behind its hold");
+	fill(ha, na, 41);
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(da, ha, na, NULL) == 0);
+	memset(ha, 0, na);
+	printf("A's copy on its per-thread stream returned while B's was held\n");
+	CHECK(cuStreamSynchronize(PTDS) == 0);
+	CHECK(same(D(da), na, 41));
+	pt_go = 1;
+	CHECK(pthread_join(b, NULL) == 0);
+
+	/* a relaxed capture on A's per-thread stream while B's staged copy
+	 * (8 MiB: more than its slots) waits on B's held stream */
+	pt_stage = 0;
+	pt_tid = 0;
+	CHECK(pthread_create(&b, NULL, pt_b2, (void *)(uintptr_t)(8 * MB)) == 0);
+	wait_for(b_waits, NULL, "B's copy waits on its own held stream");
+	CHECK(cuStreamBeginCapture_v2(PTDS, 2) == 0);
+	void *g;
+	CHECK(cuStreamEndCapture(PTDS, &g) == 0);
+	printf("A's relaxed capture began and ended while B's copy was in progress\n");
+	pthread_t r;
+	CHECK(pthread_create(&r, NULL, pt_release, (void *)pt_bs) == 0);
+	CHECK(pthread_join(r, NULL) == 0);
+	CHECK(pthread_join(b, NULL) == 0);
+	return 0;
+}
+
+/* Item 2: a global capture's begin on stream s2 must not wait for
+ * another thread's staged D2H on stream s1 for its whole length.  s1 is
+ * held by the program twice: thread A's 32 MiB D2H (ring of 2 MiB: 4
+ * slots of 512 KiB) queues 4 DMAs behind the first hold and waits; the
+ * program queues the second hold, lets the first go and waits until A's
+ * first chunk is in its memory and A waits again (behind the second
+ * hold); thread B then begins a global capture on s2, and the program
+ * lets s1 go only once B's begin returned: A ends its copy, the rest as
+ * its own calls to the driver, without any call the capture prohibits
+ * (the capture stays valid), the data right.  capture_other_2d: the same
+ * as a 2D copy. */
+static CUstream gc_s1, gc_s2;
+static char *gc_h;
+static CUdeviceptr gc_d;
+static _Atomic int gc_begun, gc_end;
+static _Atomic pid_t gc_a;
+static int gc_rect; /* the 2D form: rows of 256 KiB, 512 KiB apart */
+#define GC_W ((size_t)256 * 1024)
+static void *gc_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	gc_a = gettid_();
+	if (gc_rect) {
+		M2D q = {.srcMemoryType = DEVICE, .srcDevice = gc_d,
+			 .srcPitch = GC_W, .dstMemoryType = HOST,
+			 .dstHost = gc_h, .dstPitch = 2 * GC_W,
+			 .WidthInBytes = GC_W, .Height = 32 * MB / GC_W};
+		CHECK(cuMemcpy2DAsync_v2(&q, gc_s1) == 0);
+		for (size_t i = 0; i < 32 * MB / GC_W; i++) /* there on return */
+			CHECK(memcmp(gc_h + i * 2 * GC_W,
+				     (char *)D(gc_d) + i * GC_W, GC_W) == 0);
+		return NULL;
+	}
+	CHECK(cuMemcpyDtoHAsync_v2(gc_h, gc_d, 32 * MB, gc_s1) == 0);
+	CHECK(same(gc_h, 32 * MB, 50)); /* there on return */
+	return NULL;
+}
+static void *gc_capture(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamBeginCapture_v2(gc_s2, 0) == 0);
+	gc_begun = 1;
+	while (!gc_end) /* ended by the thread that began it */
+		usleep(1000);
+	void *g;
+	CHECK(cuStreamEndCapture(gc_s2, &g) == 0);
+	return NULL;
+}
+static int b_began(void *arg) { (void)arg; return gc_begun != 0; }
+/* latched: a polling thread wakes between two looks (wait_for looks
+ * twice) */
+static int a_asleep(void *arg)
+{
+	static int seen;
+	(void)arg;
+	return seen = seen || (gc_a && asleep(gc_a));
+}
+/* A's first chunk drained into its memory and A waiting again */
+static int a_drained(void *arg)
+{
+	static int seen;
+	(void)arg;
+	size_t n = gc_rect ? GC_W : 512 * 1024;
+	return seen = seen || (memcmp(gc_h, D(gc_d), n) == 0 && asleep(gc_a));
+}
+static int capture_other(void);
+static int mode_capture_other(void) { return capture_other(); }
+static int mode_capture_other_2d(void)
+{
+	gc_rect = 1;
+	return capture_other();
+}
+static int capture_other(void)
+{
+	alarm(20);
+	gc_h = plain(64 * MB);
+	gc_d = dev(32 * MB);
+	fill(D(gc_d), 32 * MB, 50);
+	CHECK(cuStreamCreate(&gc_s1, 0) == 0 && cuStreamCreate(&gc_s2, 0) == 0);
+	void *g;
+	/* a capture before: the process captures graphs */
+	CHECK(cuStreamBeginCapture_v2(gc_s2, 0) == 0);
+	CHECK(cuStreamEndCapture(gc_s2, &g) == 0);
+	CHECK(fake_cuda_stream_hold(gc_s1) == 0);
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, gc_copy, NULL) == 0);
+	wait_for(a_asleep, NULL, "A's copy waits on s1");
+	CHECK(fake_cuda_stream_hold(gc_s1) == 0);
+	fake_cuda_stream_release(gc_s1);
+	wait_for(a_drained, NULL, "A's first chunk drained, A waits again");
+	CHECK(pthread_create(&b, NULL, gc_capture, NULL) == 0);
+	wait_for(b_began, NULL, "the capture's begin returned");
+	printf("the global capture on s2 began while A's copy on s1 waited\n");
+	fake_cuda_stream_release(gc_s1);
+	CHECK(pthread_join(a, NULL) == 0);
+	gc_end = 1;
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(!fake_cuda_capture_broken());
+	CHECK(cuStreamSynchronize(gc_s1) == 0);
+	return 0;
+}
+
+/* Item 6: a block being registered in the background
+ * (HOSTPIN_REGISTER_CHUNK=8M, FAKE_CUDA_REGISTER_GATE=8M: its first 8 MiB
+ * cell registered, the second held): a copy under HOSTPIN_STAGE_MIN, and
+ * a 2D copy, crossing the end of its registered part must not reach the
+ * driver half registered (the case's driver refuses such a range:
+ * FAKE_CUDA_REFUSE_PARTIAL=1). */
+static int first_piece(void *p)
+{
+	return fake_cuda_is_registered(p, 8 * MB) &&
+	       fake_cuda_gate_waiters() == 1;
+}
+static int mode_partial(void)
+{
+	size_t m = 32 * MB, n = 1 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 60);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
+	wait_for(gate_held, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, blk, "the first piece registered, the second held");
+	char *at = blk + 8 * MB - n / 2; /* across the registered part's end */
+	fill(D(d), n, 61);
+	CUresult r = cuMemcpyDtoHAsync_v2(at, d, n, s);
+	printf("dtoh across the registered part's end: %d\n", r);
+	CHECK(r == 0);
+	CHECK(same(at, n, 61));
+	fill(at, n, 62);
+	r = cuMemcpyHtoDAsync_v2(d, at, n, s);
+	printf("htod across the registered part's end: %d\n", r);
+	CHECK(r == 0);
+	memset(at, 0, n);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 62));
+	/* 2D: 16 rows of 64 KiB, 128 KiB apart, across the end */
+	size_t w = 64 * 1024, pitch = 128 * 1024, rows = 16;
+	char *r0 = blk + 8 * MB - 8 * pitch;
+	fill(D(d), rows * w, 63);
+	M2D q = {.srcMemoryType = DEVICE, .srcDevice = d, .srcPitch = w,
+		 .dstMemoryType = HOST, .dstHost = r0, .dstPitch = pitch,
+		 .WidthInBytes = w, .Height = rows};
+	r = cuMemcpy2DAsync_v2(&q, s);
+	printf("2D dtoh across the registered part's end: %d\n", r);
+	CHECK(r == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	for (size_t i = 0; i < rows; i++)
+		CHECK(memcmp(r0 + i * pitch, (char *)D(d) + i * w, w) == 0);
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
+/* Item 10: HOSTPIN_STAGE=0, HOSTPIN_PIN_AFTER=2.  Thread A's D2H from a
+ * fresh block is decided as a pageable pass-through (its first copy) and
+ * held at the driver's door (FAKE_CUDA_DTOH_GATE); thread B's copy earns
+ * the block's registration, made in the driver and held there before it
+ * returns (FAKE_CUDA_REGISTER_HOLD_AFTER: hostpin has not marked it yet).
+ * A's copy then reaches the driver as registered memory, which returns at
+ * once: hostpin must wait for it (the data there at return), as for any
+ * copy through registered memory. */
+static char *bd_h;
+static CUdeviceptr bd_d;
+static CUstream bd_s1, bd_s2;
+static void *bd_a(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(bd_h, bd_d, 8 * MB, bd_s1) == 0);
+	CHECK(same(bd_h, 8 * MB, 70)); /* there on return */
+	return NULL;
+}
+static void *bd_b(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(bd_h + 16 * MB, bd_d, 8 * MB, bd_s2) == 0);
+	CHECK(same(bd_h + 16 * MB, 8 * MB, 70));
+	return NULL;
+}
+static int reg_held(void *arg)
+{
+	(void)arg;
+	return fake_cuda_registrations_held() == 1;
+}
+static int mode_decision(void)
+{
+	alarm(20);
+	bd_h = malloc(32 * MB);
+	CHECK(bd_h != NULL && tp_flags(bd_h) != 0 && !is_reg(bd_h));
+	memset(bd_h, 0, 32 * MB);
+	bd_d = dev(8 * MB);
+	fill(D(bd_d), 8 * MB, 70);
+	CHECK(cuStreamCreate(&bd_s1, 0) == 0 && cuStreamCreate(&bd_s2, 0) == 0);
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, bd_a, NULL) == 0);
+	wait_for(gate_held, NULL, "A's copy at the driver's door");
+	CHECK(pthread_create(&b, NULL, bd_b, NULL) == 0);
+	wait_for(reg_held, NULL, "B's registration made, held in the driver");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(a, NULL) == 0);
+	fake_cuda_release_registration();
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(is_reg(bd_h));
+	free(bd_h);
+	return 0;
+}
+
+/* The limit "cuMemcpyAsync (unified) staged": a large cuMemcpyAsync
+ * between pageable memory and device memory is staged by its direction
+ * (the case counts pageable copies reaching the driver: none), with
+ * pageable semantics: an H2D's source may change after the call, a D2H's
+ * data is there at return. */
+CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+static int mode_unified(void)
+{
+	size_t n = 32 * MB;
+	alarm(20);
+	char *h = plain(n);
+	CUdeviceptr d = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(h, n, 80);
+	CHECK(cuMemcpyAsync(d, (CUdeviceptr)(uintptr_t)h, n, s) == 0);
+	memset(h, 0, n);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 80));
+	fill(D(d), n, 81);
+	CHECK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)h, d, n, s) == 0);
+	CHECK(same(h, n, 81));
+	return 0;
+}
+
+/* The limit "2D/3D copies inside a registered block that cross
+ * registration pieces": a registered block of 8 MiB cells
+ * (HOSTPIN_PIN_AFTER=0, HOSTPIN_REGISTER_CHUNK=8M) and a 2D copy whose
+ * rows cross a cell's end: the driver never gets a range across two
+ * registrations (the case's driver refuses what one registration does
+ * not cover: FAKE_CUDA_REFUSE_PARTIAL=1), the data right both ways. */
+static int mode_rect_pieces(void)
+{
+	size_t m = 32 * MB, w = 64 * 1024, pitch = 128 * 1024, rows = 64;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p;
+	CHECK(is_reg(blk));
+	CUdeviceptr d = dev(rows * w);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	char *r0 = blk + 8 * MB - 32 * pitch - w / 2; /* rows across 8 MiB */
+	fill(D(d), rows * w, 90);
+	M2D q = {.srcMemoryType = DEVICE, .srcDevice = d, .srcPitch = w,
+		 .dstMemoryType = HOST, .dstHost = r0, .dstPitch = pitch,
+		 .WidthInBytes = w, .Height = rows};
+	CHECK(cuMemcpy2DAsync_v2(&q, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	for (size_t i = 0; i < rows; i++)
+		CHECK(memcmp(r0 + i * pitch, (char *)D(d) + i * w, w) == 0);
+	for (size_t i = 0; i < rows; i++)
+		fill(r0 + i * pitch, w, 91 + (unsigned)i);
+	M2D u = {.srcMemoryType = HOST, .srcHost = r0, .srcPitch = pitch,
+		 .dstMemoryType = DEVICE, .dstDevice = d, .dstPitch = w,
+		 .WidthInBytes = w, .Height = rows};
+	CHECK(cuMemcpy2DAsync_v2(&u, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	for (size_t i = 0; i < rows; i++)
+		CHECK(same((char *)D(d) + i * w, w, 91 + (unsigned)i));
+	free(blk);
+	return 0;
+}
+
+/* Item 1, the copy fences: HOSTPIN_COPY=async records one event for a
+ * registered block's last copy; a copy on another stream first waits for
+ * the event it replaces.  Thread B's H2D from a registered block on its
+ * per-thread stream, held; thread A's from the same block on its own
+ * per-thread stream (the same handle, another stream: FAKE_CUDA_PTDS=1).
+ * Then the block is freed (HOSTPIN_CACHE=0: unregistered and unmapped):
+ * B's DMA must not outlive it (the fake flags a copy from unmapped
+ * memory). */
+static char *tf_blk;
+static CUdeviceptr tf_d;
+static _Atomic int tf_stage;
+static _Atomic pid_t tf_a;
+static _Atomic(CUstream) tf_bs;
+static void *tf_b(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	tf_bs = fake_cuda_ptds_of_thread();
+	CHECK(fake_cuda_stream_hold(PTDS) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(tf_d, tf_blk, 8 * MB, NULL) == 0);
+	tf_stage = 1;
+	while (tf_stage != 2)
+		usleep(1000);
+	CHECK(cuStreamSynchronize(PTDS) == 0);
+	return NULL;
+}
+static void *tf_acopy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	tf_a = gettid_();
+	CHECK(cuMemcpyHtoDAsync_v2_ptsz(tf_d + 8 * MB, tf_blk + 8 * MB, 8 * MB,
+					NULL) == 0);
+	tf_a = -1; /* returned */
+	return NULL;
+}
+static int tf_b_queued(void *arg) { (void)arg; return tf_stage == 1; }
+static int tf_a_waits_or_returned(void *arg)
+{
+	static int seen; /* latched */
+	(void)arg;
+	return seen = seen || tf_a == -1 || (tf_a > 0 && asleep(tf_a));
+}
+static int mode_fence_ptds(void)
+{
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, 32 * MB) == 0);
+	tf_blk = p;
+	CHECK(is_reg(tf_blk));
+	fill(tf_blk, 32 * MB, 100);
+	tf_d = dev(16 * MB);
+	pthread_t a, b;
+	CHECK(pthread_create(&b, NULL, tf_b, NULL) == 0);
+	wait_for(tf_b_queued, NULL, "B's copy queued behind its hold");
+	CHECK(pthread_create(&a, NULL, tf_acopy, NULL) == 0);
+	wait_for(tf_a_waits_or_returned, NULL, "A's copy waits or returned");
+	fake_cuda_stream_release(tf_bs);
+	CHECK(pthread_join(a, NULL) == 0);
+	free(tf_blk); /* unregistered and unmapped: no DMA may be left */
+	tf_stage = 2;
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(same(D(tf_d), 16 * MB, 100));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"huge", mode_huge},
+	    {"piece_refused", mode_piece_refused},
+	    {"ptds", mode_ptds},
+	    {"capture_other", mode_capture_other},
+	    {"capture_other_2d", mode_capture_other_2d},
+	    {"partial", mode_partial},
+	    {"decision", mode_decision},
+	    {"unified", mode_unified},
+	    {"rect_pieces", mode_rect_pieces},
+	    {"fence_ptds", mode_fence_ptds},
+	};
+	return staged_main("late_fix", argc, argv, modes);
+}
