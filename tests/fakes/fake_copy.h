@@ -56,7 +56,7 @@ typedef struct CUarray_st {
 	size_t size;
 } *CUarray;
 
-#define NSTREAMS 64
+#define NSTREAMS 256
 static stream_t legacy = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static stream_t perthread = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static stream_t *streams[NSTREAMS] = {&legacy, &perthread};
@@ -94,12 +94,37 @@ static int is_dev(const void *p)
 	return 0;
 }
 
+/* FAKE_CUDA_PTDS_PER_THREAD=1 (tests/fuzz): each thread's per-thread
+ * default stream is its own, as the driver's are (else one stream
+ * stands for them all). */
+static __thread stream_t *my_ptds;
+static stream_t *ptds_own(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("FAKE_CUDA_PTDS_PER_THREAD");
+		on = e && *e == '1';
+	}
+	if (!on)
+		return &perthread;
+	if (!my_ptds) {
+		stream_t *s = raw(sizeof(stream_t));
+		memset(s, 0, sizeof(*s));
+		pthread_mutex_init(&s->mu, NULL);
+		pthread_mutex_lock(&mu);
+		if (nstreams < NSTREAMS)
+			streams[nstreams++] = s;
+		pthread_mutex_unlock(&mu);
+		my_ptds = s;
+	}
+	return my_ptds;
+}
 static stream_t *S(stream_t *s)
 {
 	if (s == NULL || s == (stream_t *)0x1)
 		return &legacy;
 	if (s == (stream_t *)0x2)
-		return &perthread;
+		return ptds_own();
 	return s;
 }
 
@@ -259,6 +284,35 @@ static long long no_pageable(void)
 	return nopage;
 }
 
+/* FAKE_CUDA_REFUSE_PARTIAL=1 (tests/fuzz): a driver that refuses a copy
+ * whose host side is partly registered, partly not (whether the real one
+ * does is not known: hostpin must never hand it such a range). */
+static int refuse_partial(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("FAKE_CUDA_REFUSE_PARTIAL");
+		on = e && *e == '1';
+	}
+	return on;
+}
+/* Is [p, p+n) partly inside held ranges (some bytes held, some not)? */
+static int held_touches(const void *p, size_t n)
+{
+	const char *a = p, *e = a + n;
+	size_t in = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nheld; i++) {
+		const char *lo = held[i].base > a ? held[i].base : a;
+		const char *hi = held[i].base + held[i].len < e
+					 ? held[i].base + held[i].len : e;
+		if (lo < hi)
+			in += (size_t)(hi - lo);
+	}
+	pthread_mutex_unlock(&mu);
+	return in > 0 && in < n;
+}
+
 static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 {
 	if (n == 0 || x->refused)
@@ -269,6 +323,16 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 	}
 	int hs = !is_dev(src), hd = !is_dev(dst);
 	int ps = hs && held_covers(src, n), pd = hd && held_covers(dst, n);
+	if (refuse_partial() && ((hs && !ps && held_touches(src, n)) ||
+				 (hd && !pd && held_touches(dst, n)))) {
+		/* FAKE_CUDA_REFUSE_PARTIAL=1: a host side only partly
+		 * registered is refused (CUDA_ERROR_INVALID_VALUE) */
+		pthread_mutex_lock(&mu);
+		logf_("PARTIAL refused %p %zu", hs && !ps ? src : dst, n);
+		pthread_mutex_unlock(&mu);
+		x->refused = 1;
+		return;
+	}
 	struct op *o = raw(sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->dst = dst, o->src = src, o->n = n;

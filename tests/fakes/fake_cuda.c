@@ -422,9 +422,34 @@ static void gate_wait(const char *env, size_t n)
 	pthread_mutex_unlock(&gate_mu);
 }
 
+/* tests/fuzz: a failure the program arms (fake_common.h), and threads
+ * of its own exempt from it. */
+void fake_cuda_fail_arm(const char *fn, int n, int code);
+void fake_cuda_fail_arm(const char *fn, int n, int code)
+{
+	fail_arm(fn, n, code);
+}
+void fake_cuda_fail_exempt(int on);
+void fake_cuda_fail_exempt(int on)
+{
+	fail_exempt = on;
+}
+
+/* FAKE_CUDA_REGISTER_DELAY_US=N: a registration takes N microseconds per
+ * MiB (outside the fake's lock), so a background registration is still
+ * under way while the program goes on (tests/fuzz). */
+static void register_delay(size_t n)
+{
+	const char *e = getenv("FAKE_CUDA_REGISTER_DELAY_US");
+	long us = e ? atol(e) : 0;
+	if (us > 0)
+		usleep((useconds_t)(us * (long)(n >> 20)));
+}
+
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 {
 	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
+	register_delay(n);
 	timed_register(n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
