@@ -170,6 +170,7 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 				pthread_mutex_unlock(&reg_mu);
 			}
 		} else {
+			fz_sync_mine(t); /* none of its copies in flight */
 			r = cuMemHostUnregister(p);
 			pthread_mutex_lock(&reg_mu);
 			for (int i = 0; i < nregs; i++)
@@ -192,12 +193,19 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 	} else if (!strcmp(op, "reset") || !strcmp(op, "release") ||
 		   !strcmp(op, "destroy")) {
 		int dev = (int)fz_num(a1) & 1;
+		/* the program's registrations, given back first (whichever
+		 * context made them) */
+		cuCtxSynchronize();
+		pthread_mutex_lock(&reg_mu);
+		for (int i = 0; i < nregs; i++)
+			cuMemHostUnregister(regs[i].p);
+		pthread_mutex_unlock(&reg_mu);
+		forget_regs();
 		r = op[1] == 'e' && op[2] == 's' ? cuDevicePrimaryCtxReset_v2(dev)
 		    : op[2] == 'l' ? cuDevicePrimaryCtxRelease_v2(dev)
 				   : cuCtxDestroy_v2(ctx[dev]);
 		CUcontext c;
 		cuDevicePrimaryCtxRetain(&c, dev);
-		forget_regs();
 	} else if (!strcmp(op, "cur"))
 		r = cuCtxSetCurrent(ctx[(int)fz_num(a1) & 1]);
 	else

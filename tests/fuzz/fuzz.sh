@@ -7,6 +7,7 @@
 #   fuzz.sh seeds FROM COUNT   programs of seeds FROM.. (shrunk findings in $FZ_OUT)
 #   fuzz.sh time SECONDS       fresh seeds for that long
 #   fuzz.sh shrink FILE        a failing program cut down (to stdout)
+#   fuzz.sh replay DIR         every DIR/*.prog must agree
 # FZ_GEN_OPTS: passed to `engine_fuzz gen` (e.g. "--no capture,reset");
 # FZ_OUT: where findings go (default build/fuzz/found); FZ_SHRINK=0: keep
 # findings whole.  Failure classes: hang (the watchdog's exit, 3, naming
@@ -63,11 +64,13 @@ verdict() {
 	elif [ $RC = 137 ]; then V="hang: killed after 180 s"
 	elif [ $RC -ge 128 ]; then V="crash: signal $((RC - 128)) $(echo "$ERR" | tail -1 | cut -c1-100)"
 	elif [ $RC != 0 ]; then V="crash: exit $RC $(echo "$ERR" | tail -1 | cut -c1-100)"
-	elif echo "$OUT" | grep -q LATEWRITE; then V="latewrite: $(echo "$OUT" | grep -m1 LATEWRITE)"
 	elif [ "$OUT" != "$o0" ]; then
 		local d
 		d=$(diff <(echo "$o0") <(echo "$OUT") | grep '^[<>]' | head -2 | tr '\n' ' ')
-		V="diff: $d"
+		case $d in
+		*"> "*LATEWRITE*) V="latewrite: $d" ;;
+		*) V="diff: $d" ;;
+		esac
 	elif echo "$LOG" | grep VIOLATION | grep -qv pageable-copy; then
 		v=$(echo "$LOG" | grep VIOLATION | grep -v pageable-copy | head -1)
 		V="violation:$(echo "$v" | awk '{print $3}'): $v"
@@ -101,7 +104,9 @@ shrink() {
 		done
 		return 1
 	}
-	for chunk in 32 16 8 4 2 1; do
+	n=$(grep -c '^[0-9SE] ' "$tmp.cur")
+	for chunk in $((n / 2)) $((n / 4)) $((n / 8)) 16 8 4 2 1; do
+		[ "$chunk" -ge 1 ] || continue
 		i=1
 		while [ $SECONDS -lt $deadline ]; do
 			n=$(grep -c '^[0-9SE] ' "$tmp.cur")
@@ -151,6 +156,14 @@ check)
 		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; st=1; fi
 	done
 	exit $st ;;
+replay)
+	st=0
+	for f in "$2"/*.prog; do
+		[ -e "$f" ] || continue
+		verdict "$f"
+		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; st=1; fi
+	done
+	exit $st ;;
 shrink) verdict "$2"; [ -n "$V" ] && shrink "$2" "$(class_of "$V")" ;;
 seeds)
 	for ((s = $2; s < $2 + $3; s++)); do one $s; done
@@ -161,5 +174,5 @@ time)
 	while [ $SECONDS -lt $end ]; do one $s; s=$((s + 1)); done
 	echo "engine fuzz: $NOK agreed, $NFAIL failed, $NBASE invalid"
 	[ $NFAIL = 0 ] && [ $NBASE = 0 ] ;;
-*) sed -n '2,19p' "$0"; exit 2 ;;
+*) sed -n '2,20p' "$0"; exit 2 ;;
 esac
