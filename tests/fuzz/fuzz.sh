@@ -16,7 +16,7 @@
 # violation:KIND (the fake's log), leak-reg (registrations live at exit),
 # leak-events (events live at exit beyond the rings' own).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=${FZ_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=$top/build/fuzz
 LIB=$top/build/libhostpin.so
 EF=$B/engine_fuzz
@@ -87,7 +87,12 @@ verdict() {
 	fi
 }
 
-class_of() { echo "${1%%:*}"; }
+# the class a shrink keeps: a diff's is the op of its first differing line
+class_of() {
+	local c=${1%%:*}
+	[ "$c" = diff ] && c="diff-$(echo "$1" | sed -n 's/^diff: [<>] [0-9]* \([a-z0-9]*\).*/\1/p')"
+	echo "$c"
+}
 
 # shrink FILE CLASS: cut FILE down while its failure keeps CLASS.
 shrink() {
@@ -100,7 +105,7 @@ shrink() {
 		for k in 1 2; do
 			verdict "$tmp"
 			[ $BASEBAD = 0 ] && [ "$(class_of "$V")" = "$want" ] && { cp "$tmp" "$tmp.cur"; return 0; }
-			case $want in hang|diff|latewrite|crash) ;; *) return 1 ;; esac
+			case $want in hang|diff*|latewrite|crash) ;; *) return 1 ;; esac
 		done
 		return 1
 	}
