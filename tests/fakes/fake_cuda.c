@@ -519,6 +519,24 @@ CUresult cuMemHostUnregister(void *p)
 	RETURN(OK);
 }
 
+/* tests/fuzz: how many bytes of [p, p+n) registrations hold. */
+size_t fake_cuda_registered_bytes(const void *p, size_t n);
+size_t fake_cuda_registered_bytes(const void *p, size_t n)
+{
+	const char *a = p, *e = a + n;
+	size_t in = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nheld; i++) {
+		const char *lo = held[i].base > a ? held[i].base : a;
+		const char *hi = held[i].base + held[i].len < e
+					 ? held[i].base + held[i].len : e;
+		if (lo < hi)
+			in += (size_t)(hi - lo);
+	}
+	pthread_mutex_unlock(&mu);
+	return in;
+}
+
 /* For the fake runtime: is [p, p+n) inside one registration? */
 int fake_cuda_is_registered(const void *p, size_t n)
 {

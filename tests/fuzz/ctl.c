@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
+
+#include "../../preload/hostpin.h"
 
 #include "fz.h"
 
@@ -42,6 +45,7 @@ CUresult cuEventDestroy_v2(CUevent);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 void fake_cuda_fail_exempt(int on);
+size_t fake_cuda_registered_bytes(const void *p, size_t n);
 
 static CUcontext ctx[2];
 static CUstream streams[FZ_MAXB];
@@ -206,6 +210,20 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 				   : cuCtxDestroy_v2(ctx[dev]);
 		CUcontext c;
 		cuDevicePrimaryCtxRetain(&c, dev);
+	} else if (!strcmp(op, "probe")) {
+		/* a block hostpin calls registered must be registered with
+		 * the driver, after its copies (no answer without hostpin) */
+		struct fz_buf *h = &fz_host[atoi(a1 + 1) % FZ_MAXB];
+		int (*q)(const void *, struct hostpin_range *) =
+			(int (*)(const void *, struct hostpin_range *))dlsym(RTLD_DEFAULT, "hostpin_query");
+		struct hostpin_range hr;
+		if (!h->p)
+			return fz_printf(t, "%d probe skip\n", ln), 0;
+		fz_sync_mine(t);
+		int stale = q && q(h->p, &hr) && (hr.flags & HOSTPIN_REGISTERED) &&
+			    fake_cuda_registered_bytes(h->p, h->n) < h->n;
+		fz_printf(t, "%d probe %s %s\n", ln, a1, stale ? "STALE-REGISTERED" : "ok");
+		return 0;
 	} else if (!strcmp(op, "cur"))
 		r = cuCtxSetCurrent(ctx[(int)fz_num(a1) & 1]);
 	else

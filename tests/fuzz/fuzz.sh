@@ -28,7 +28,7 @@ build() {
 	cc $CFL -Wno-unused-parameter -shared -fPIC -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 \
 		-o "$B/libcuda.so.1" "$top/tests/fakes/fake_cuda.c" -ldl -lpthread || return 1
 	cc $CFL -o "$EF" "$top"/tests/fuzz/*.c -L"$B" -l:libcuda.so.1 -Wl,-rpath,"$B" \
-		-lpthread || return 1
+		-ldl -lpthread || return 1
 }
 
 # runprog FILE HP OUTVAR LOGVAR: run FILE (HP=1: under hostpin); sets RC.

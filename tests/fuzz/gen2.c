@@ -111,6 +111,18 @@ static void gen_section(void)
 	} else if (cl("reset")) {
 		static const char *what[] = {"reset", "release", "destroy"};
 		printf("%d %s %u\n", a, what[rnd(3)], chance(70) ? 0 : 1);
+		/* then: does hostpin still call a block registered that the
+		 * driver dropped?  (after copies that earn registration) */
+		struct hb *h = pick_host(a);
+		if (h && h->n >= MB && T[a].nd && chance(70)) {
+			struct db *d = &T[a].d[0];
+			size_t n = h->n < d->n ? h->n : d->n;
+			printf("%d syncall\n", a);
+			for (int i = 0; i < 3; i++)
+				printf("%d c h2d sync L b%d 0 d%d 0 %zu\n", a, h->slot, d->slot, n);
+			strcpy(d->last, "L");
+			printf("%d probe b%d\n", a, h->slot);
+		}
 	}
 	for (int t = 0; t < nth; t++)
 		printf("%d barrier\n", t);
