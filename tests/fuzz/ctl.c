@@ -46,6 +46,10 @@ CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 void fake_cuda_fail_exempt(int on);
 size_t fake_cuda_registered_bytes(const void *p, size_t n);
+void *fake_cuda_stream_self(CUstream s);
+int fake_cuda_stream_hold(CUstream s);
+void fake_cuda_stream_release(CUstream s);
+static CUstream held[8];
 
 static CUcontext ctx[2];
 static CUstream streams[FZ_MAXB];
@@ -194,7 +198,7 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 		r = cuStreamEndCapture(fz_stream(a1), &g);
 		if (a1[0] == 's')
 			capturing[atoi(a1 + 1) % FZ_MAXB] = 0;
-	} else if (!strcmp(op, "reset") || !strcmp(op, "release") ||
+	} else if (!strcmp(op, "reset") || !strcmp(op, "ctxrelease") ||
 		   !strcmp(op, "destroy")) {
 		int dev = (int)fz_num(a1) & 1;
 		/* the program's registrations, given back first (whichever
@@ -205,11 +209,23 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 			cuMemHostUnregister(regs[i].p);
 		pthread_mutex_unlock(&reg_mu);
 		forget_regs();
-		r = op[1] == 'e' && op[2] == 's' ? cuDevicePrimaryCtxReset_v2(dev)
-		    : op[2] == 'l' ? cuDevicePrimaryCtxRelease_v2(dev)
+		r = op[0] == 'r' ? cuDevicePrimaryCtxReset_v2(dev)
+		    : op[0] == 'c' ? cuDevicePrimaryCtxRelease_v2(dev)
 				   : cuCtxDestroy_v2(ctx[dev]);
 		CUcontext c;
 		cuDevicePrimaryCtxRetain(&c, dev);
+	} else if (!strcmp(op, "hold")) {
+		/* hold S K: work queued on this thread's S after now waits
+		 * until some thread's "release K" (a host function the
+		 * program satisfies later) */
+		int k = (int)fz_num(o->tok[2]) & 7;
+		held[k] = fake_cuda_stream_self(fz_stream(a1));
+		r = fake_cuda_stream_hold(fz_stream(a1));
+	} else if (!strcmp(op, "release")) {
+		int k = (int)fz_num(a1) & 7;
+		if (held[k])
+			fake_cuda_stream_release(held[k]);
+		held[k] = NULL;
 	} else if (!strcmp(op, "probe")) {
 		/* a block hostpin calls registered must be registered with
 		 * the driver, after its copies (no answer without hostpin) */

@@ -140,7 +140,7 @@ one() {
 	if [ $BASEBAD = 1 ]; then echo "seed $s: BASE $V"; NBASE=$((NBASE + 1))
 	elif [ -n "$V" ]; then
 		local c; c=$(class_of "$V")
-		echo "seed $s: FAIL $V"; NFAIL=$((NFAIL + 1))
+		echo "seed $s: FAIL [${SECONDS}s] $V"; NFAIL=$((NFAIL + 1))
 		mkdir -p "$FZ_OUT"
 		local out="$FZ_OUT/$c-$s.prog"
 		{ echo "# found: $V" | cut -c1-400

@@ -1,7 +1,7 @@
 /* engine_fuzz gen SEED [--ops LIST] [--no LIST]: a random program.
  * Classes (LIST: comma separated): mem mmap discard realloc fork c1d ptds
  * uni attr batch c2d c3d peer devstream reg shared event capture reset
- * fail bogus partial inflight large relaxed delay config.  --ops keeps
+ * fail bogus partial inflight large relaxed delay config hold.  --ops keeps
  * only those named, --no drops those named.  The program names its
  * hostpin configuration ("hostpin" line) and the fake's ("env" line). */
 #include <stdio.h>
@@ -23,7 +23,8 @@ int chance(int pct) { return (int)rnd(100) < pct; }
 const char *classes[NCL] = {"mem", "mmap", "discard", "realloc", "fork",
 	"c1d", "ptds", "uni", "attr", "batch", "c2d", "c3d", "peer",
 	"devstream", "reg", "shared", "event", "capture", "reset", "fail",
-	"bogus", "partial", "inflight", "large", "relaxed", "delay", "config"};
+	"bogus", "partial", "inflight", "large", "relaxed", "delay", "config",
+	"hold"};
 
 int on[NCL];
 int cl(const char *name)
@@ -108,10 +109,15 @@ struct hb *pick_host(int t)
 }
 
 /* A random stream of thread t's ("L", "P", "sN") */
+const char *prefer_stream; /* a hold section's held stream, mostly */
 void pick_stream(int t, char *out)
 {
 	struct th *x = &T[t];
 	unsigned r = rnd(10);
+	if (prefer_stream && chance(60)) {
+		strcpy(out, prefer_stream);
+		return;
+	}
 	if (r < 2)
 		strcpy(out, "L");
 	else if (r < 4 && cl("ptds"))
@@ -216,15 +222,20 @@ void gen_copy(int t, int async_only, const char *avoid)
 		printf("%d syncall\n", t);
 	}
 	strcpy(d->last, eff);
-	if (cl("fail") && !async_only && chance(8)) {
-		static const char *fns[] = {"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2",
-			"cuMemHostRegister_v2", "cuEventRecord", "cuEventCreate",
-			"cuMemcpy2DAsync_v2", "cuMemcpyAsync", "cuMemcpyHtoDAsync_v2_ptsz"};
-		static const int codes[] = {2, 999, 700};
-		printf("%d fail %s %u %d\n", t, fns[chance(60) ? rnd(2) : rnd(8)],
-		       1 + rnd(3), codes[rnd(3)]);
-	}
 	int h2d = chance(50);
+	if (cl("fail") && !async_only && chance(8)) {
+		static const char *fns[] = {"cuMemHostRegister_v2", "cuEventRecord",
+			"cuEventCreate", "cuMemcpy2DAsync_v2", "cuMemcpyAsync"};
+		static const int codes[] = {2, 999, 700};
+		char fn[64];
+		/* mostly the entry a piece of this copy reaches the driver by */
+		if (chance(70))
+			snprintf(fn, sizeof(fn), "cuMemcpy%sAsync_v2%s", h2d ? "HtoD" : "DtoH",
+				 strstr(f, "pt") && !syncf ? "_ptsz" : "");
+		else
+			snprintf(fn, sizeof(fn), "%s", fns[rnd(5)]);
+		printf("%d fail %s %u %d\n", t, fn, 1 + rnd(3), codes[rnd(3)]);
+	}
 	printf("%d c %s %s %s b%d %zu d%d %zu %zu", t, h2d ? "h2d" : "d2h", f, s,
 	       slot, hbase + hoff, d->slot, doff, w);
 	if (rect)

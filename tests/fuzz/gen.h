@@ -2,7 +2,7 @@
 #ifndef FZ_GEN_H
 #define FZ_GEN_H
 #include <stddef.h>
-#define NCL 27
+#define NCL 28
 #define KB ((size_t)1024)
 #define MB ((size_t)1 << 20)
 struct hb { int slot; size_t n; int kind, live, regs; size_t regoff[4]; int nreg; char last[8]; };
@@ -27,6 +27,7 @@ void new_host(int t);
 void new_stream(int t);
 struct hb *pick_host(int t);
 void pick_stream(int t, char *out);
+extern const char *prefer_stream;
 void gen_copy(int t, int async_only, const char *avoid);
 void gen_mem(int t, int child);
 #endif

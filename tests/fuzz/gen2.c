@@ -80,9 +80,55 @@ static void gen_any(int t)
 /* A section: the threads meet, one does something the others must not
  * overlap (a capture, a context's end), the others only async copies
  * (memory ops too under strict), and they meet again. */
+/* A hold section: thread b holds one of its streams (what a host function
+ * waiting on the program does), the threads meet, b queues work behind
+ * the hold (its D2H there returns only once released), another thread a
+ * does async copies, maybe a capture, then releases b's stream; they meet
+ * again.  Nothing of another thread's may wait for b's stream. */
+static void gen_hold(void)
+{
+	int b = (int)rnd((unsigned)nth), a = (b + 1 + (int)rnd((unsigned)nth - 1)) % nth;
+	char x[8];
+	if (T[b].ns && chance(50))
+		sprintf(x, "s%d", T[b].s[rnd((unsigned)T[b].ns)]);
+	else
+		strcpy(x, cl("ptds") ? "P" : "L");
+	if (!strcmp(x, "L"))
+		return;
+	/* held once every thread stopped: none waits for it but a */
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+	printf("%d syncall\n%d hold %s 0\n", b, b, x);
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+	char s[8] = "";
+	int cap = cl("capture") && T[a].ns && chance(50);
+	if (cap) {
+		sprintf(s, "s%d", T[a].s[rnd((unsigned)T[a].ns)]);
+		printf("%d syncall\n%d capbegin %s %u\n", a, a, s, rnd(3));
+	}
+	for (unsigned i = 1 + rnd(3); i > 0; i--)
+		gen_copy(a, 1, cap ? s : NULL);
+	if (cap)
+		printf("%d capend %s\n", a, s);
+	printf("%d release 0\n", a);
+	prefer_stream = x;
+	for (unsigned i = 1 + rnd(3); i > 0; i--)
+		gen_copy(b, 1, NULL);
+	prefer_stream = NULL;
+	for (int t = 0; t < nth; t++)
+		if (t != a && t != b)
+			for (unsigned i = rnd(3); i > 0; i--)
+				gen_copy(t, 1, NULL);
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+}
+
 static void gen_section(void)
 {
 	int a = (int)rnd((unsigned)nth);
+	if (nth > 1 && cl("hold") && chance(50))
+		return gen_hold();
 	for (int t = 0; t < nth; t++)
 		printf("%d barrier\n", t);
 	int cap = cl("capture") && (!cl("reset") || chance(60));
@@ -94,7 +140,7 @@ static void gen_section(void)
 		else if (cl("ptds"))
 			strcpy(s, "P");
 		else
-			return (void)printf("%d barrier\n", a);
+			goto out;
 		int mode = (int)rnd(3);
 		printf("%d syncall\n", a);
 		printf("%d capbegin %s %d\n", a, s, mode);
@@ -109,7 +155,7 @@ static void gen_section(void)
 		}
 		printf("%d capend %s\n", a, s);
 	} else if (cl("reset")) {
-		static const char *what[] = {"reset", "release", "destroy"};
+		static const char *what[] = {"reset", "ctxrelease", "destroy"};
 		printf("%d %s %u\n", a, what[rnd(3)], chance(70) ? 0 : 1);
 		/* then: does hostpin still call a block registered that the
 		 * driver dropped?  (after copies that earn registration) */
@@ -124,6 +170,7 @@ static void gen_section(void)
 			printf("%d probe b%d\n", a, h->slot);
 		}
 	}
+out:
 	for (int t = 0; t < nth; t++)
 		printf("%d barrier\n", t);
 }
@@ -202,7 +249,7 @@ int fz_gen(int argc, char **argv)
 		for (int t = 0; t < nth; t++)
 			for (unsigned i = 3 + rnd(8); i > 0; i--)
 				gen_any(t);
-		if ((cl("capture") || cl("reset")) && chance(40))
+		if ((cl("capture") || cl("reset") || cl("hold")) && chance(40))
 			gen_section();
 	}
 	for (int t = 0; t < nth; t++) {
