@@ -50,7 +50,8 @@ runprog() {
 # verdict FILE: sets V ("" when both runs agree; else "CLASS: DETAIL");
 # BASEBAD=1 when the run without hostpin itself fails (a tester bug).
 verdict() {
-	local f=$1 o0 l0 r0 v
+	local f o0 l0 r0 v
+	f=$(realpath "$1")
 	V="" BASEBAD=0
 	runprog "$f" 0; o0=$OUT l0=$LOG r0=$RC
 	if [ $r0 != 0 ] || echo "$l0" | grep VIOLATION | grep -qv pageable-copy ||

@@ -107,8 +107,13 @@ static void gen_hold(void)
 		sprintf(s, "s%d", T[a].s[rnd((unsigned)T[a].ns)]);
 		printf("%d syncall\n%d capbegin %s %u\n", a, a, s, rnd(3));
 	}
+	/* a's copies mostly after b's (a nap: the outcome never depends
+	 * on it), on its own stream of the same kind */
+	printf("%d nap 20\n", a);
+	prefer_stream = !strcmp(x, "P") ? "P" : NULL;
 	for (unsigned i = 1 + rnd(3); i > 0; i--)
 		gen_copy(a, 1, cap ? s : NULL);
+	prefer_stream = NULL;
 	if (cap)
 		printf("%d capend %s\n", a, s);
 	printf("%d release 0\n", a);

@@ -139,6 +139,10 @@ static void run_one(struct fz_thread *t, struct fz_op *o)
 		arm.on = 1;
 		return;
 	}
+	if (strcmp(op, "nap") == 0) { /* ms: order only, never outcome */
+		usleep((useconds_t)fz_num(o->tok[1]) * 1000);
+		return;
+	}
 	if (strcmp(op, "barrier") == 0) {
 		pthread_barrier_wait(&bar);
 		return;
