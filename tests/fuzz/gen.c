@@ -1,4 +1,5 @@
-/* engine_fuzz gen SEED [--ops LIST] [--no LIST]: a random program.
+/* engine_fuzz gen SEED [--ops LIST] [--no LIST] [--set 'VAR=VAL ...']: a
+ * random program (--set: hostpin settings added to every program's).
  * Classes (LIST: comma separated): mem mmap discard realloc fork c1d ptds
  * uni attr batch c2d c3d peer devstream reg shared event capture reset
  * fail bogus partial inflight large relaxed delay config hold.  --ops keeps

@@ -182,6 +182,7 @@ out:
 
 int fz_gen(int argc, char **argv)
 {
+	const char *extra = NULL;
 	rs = strtoull(argv[0], NULL, 0) * 2654435761ull + 88172645463325252ull;
 	for (int i = 0; i < 5; i++)
 		rnd(1);
@@ -194,6 +195,8 @@ int fz_gen(int argc, char **argv)
 			set_list(argv[i + 1], 1);
 		} else if (!strcmp(argv[i], "--no"))
 			set_list(argv[i + 1], 0);
+		else if (!strcmp(argv[i], "--set"))
+			extra = argv[i + 1]; /* VAR=VAL... added to the hostpin line */
 	}
 	nth = 1 + (int)rnd(chance(30) ? 1 : 4);
 	relaxed = cl("relaxed") && chance(20);
@@ -228,7 +231,8 @@ int fz_gen(int argc, char **argv)
 		if (chance(12)) printf(" HOSTPIN_REGISTER_BACKGROUND=0");
 		if (chance(15)) printf(" HOSTPIN_THRESHOLD=256K");
 	}
-	printf(" HOSTPIN_COPY=%s\n", relaxed && chance(70) ? "async" : "sync");
+	printf(" HOSTPIN_COPY=%s%s%s\n", relaxed && chance(70) ? "async" : "sync",
+	       extra ? " " : "", extra ? extra : "");
 	if (cl("shared") && nth > 1 && chance(50)) {
 		size_t piece = MB * (1 + rnd(8)) + (chance(50) ? rnd(4096) * 8 : 0);
 		shared_slot = nslot_h++;
