@@ -217,12 +217,18 @@ void gen_copy(int t, int async_only, const char *avoid)
 	}
 	if (chance(4))
 		doff = d->n - w / 2; /* past its end: refused whole */
-	if (d->last[0] && strcmp(d->last, eff)) {
+	/* one buffer on two streams: the program waits in between (under
+	 * "mode relaxed" its host buffers too: an async copy may still read
+	 * or write them, as registered memory's do) */
+	char *hl = relaxed ? (shared ? x->plast : h->last) : NULL;
+	if ((d->last[0] && strcmp(d->last, eff)) || (hl && hl[0] && strcmp(hl, eff))) {
 		if (async_only)
 			return; /* no wait inside a capture section */
 		printf("%d syncall\n", t);
 	}
 	strcpy(d->last, eff);
+	if (hl)
+		strcpy(hl, eff);
 	int h2d = chance(50);
 	if (cl("fail") && !async_only && chance(8)) {
 		static const char *fns[] = {"cuMemHostRegister_v2", "cuEventRecord",

@@ -12,6 +12,7 @@ struct th {
 	struct db d[8]; int nd;
 	int s[6], sdev[6]; int ns;
 	size_t poff, plen; /* its piece of the shared block */
+	char plast[8];     /* the stream that last used it */
 };
 extern struct th T[FZ_MAXT];
 extern int nth, nslot_h, nslot_d, nslot_s, shared_slot, relaxed;
