@@ -4,8 +4,12 @@
  *   sync S | query S | event S | ctxsync | syncall
  *   reg bN OFF LEN FLAGS | unreg bN OFF
  *   capbegin S MODE | capend S
- *   reset DEV | release DEV | destroy DEV   (the context retained again)
- *   cur DEV                the current context: device DEV's primary */
+ *   reset DEV | ctxrelease DEV | destroy DEV   (the program's registrations
+ *                          given back first; the context retained again)
+ *   cur DEV                the current context: device DEV's primary
+ *   hold S K | release K   S held until some thread releases K (late mode)
+ *   probe bN               hostpin calls bN registered: is it, with the driver?
+ * (run.c: fail FN N CODE, barrier, nap MS, fork K) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
