@@ -167,6 +167,10 @@ void gen_copy(int t, int async_only, const char *avoid)
 	int shared = shared_slot >= 0 && (!h || chance(30));
 	if ((!h && !shared) || !x->nd)
 		return;
+	/* in a section: no buffer the program registered (its copies are
+	 * waited for, which a global capture forbids) */
+	if (async_only && (shared || h->nreg))
+		return;
 	struct db *d = &x->d[rnd((unsigned)x->nd)];
 	int rect = (cl("c2d") || cl("c3d") || cl("peer")) && chance(30);
 	const char *f = NULL;
