@@ -67,7 +67,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check layers check-cluster check-torch demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: all check layers check-cluster check-torch check-engine-fuzz demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -152,6 +152,17 @@ check: $(DEPS_STAMP) all
 	@rm -rf $(B)/check
 	@for t in $(CHECK_TIERS); do scripts/check-tier $$t $(MAKE) --no-print-directory $$t; done
 	@scripts/check-summary $(CHECK_TIERS)
+
+# The copy engine's differential, randomized concurrency tester
+# (tests/fuzz/fuzz.sh; a short run is the preload case engine_fuzz):
+# replays tests/fuzz/cases, then fresh seeds for FUZZ_SECONDS (default
+# 600), or FUZZ_COUNT seeds from FUZZ_SEED; FUZZ_OPTS: engine_fuzz gen's
+# (e.g. --no capture).  Findings, shrunk, go to build/fuzz/found.
+FUZZ_SECONDS ?= 600
+check-engine-fuzz: all
+	tests/fuzz/fuzz.sh build
+	tests/fuzz/fuzz.sh replay tests/fuzz/cases
+	FZ_GEN_OPTS="$(FUZZ_OPTS)" tests/fuzz/fuzz.sh $(if $(FUZZ_COUNT),seeds $(or $(FUZZ_SEED),1) $(FUZZ_COUNT),time $(FUZZ_SECONDS))
 
 # The cases that run a private Slurm cluster and promtool, their packages
 # installed first (no service is started: scripts/ensure-deps).

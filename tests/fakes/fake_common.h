@@ -104,8 +104,33 @@ static int held_covers(const void *p, size_t n)
 	return yes;
 }
 
+/* A program may arm one failure itself (tests/fuzz): the nth call of fn
+ * from now, on any thread but those that declared themselves exempt
+ * (fake_*_fail_exempt(1): a program's other threads), answers code;
+ * disarmed by fake_*_fail_arm(NULL, 0, 0).  Called outside the fake's
+ * lock. */
+static struct {
+	char name[64];
+	int n, code;
+} armed;
+static __thread int fail_exempt;
+static __attribute__((unused)) void fail_arm(const char *fn, int n, int code)
+{
+	pthread_mutex_lock(&mu);
+	armed.n = fn ? n : 0;
+	if (fn)
+		snprintf(armed.name, sizeof(armed.name), "%s", fn);
+	armed.code = code;
+	pthread_mutex_unlock(&mu);
+}
+
 static FAKE_RESULT inject(const char *fn)
 {
+	if (armed.n > 0 && !fail_exempt && strcmp(armed.name, fn) == 0 &&
+	    --armed.n == 0) {
+		logf_("INJECT %s %d (armed)", fn, armed.code);
+		return (FAKE_RESULT)armed.code;
+	}
 	static struct {
 		char name[64];
 		int n, seen, code;

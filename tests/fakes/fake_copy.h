@@ -56,7 +56,7 @@ typedef struct CUarray_st {
 	size_t size;
 } *CUarray;
 
-#define NSTREAMS 64
+#define NSTREAMS 256
 static stream_t legacy = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static stream_t perthread = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static stream_t *streams[NSTREAMS] = {&legacy, &perthread};
@@ -94,8 +94,9 @@ static int is_dev(const void *p)
 	return 0;
 }
 
-/* FAKE_CUDA_PTDS=1: the per-thread default stream (CU_STREAM_PER_THREAD,
- * or stream 0 in a _ptsz/_ptds form) is each thread's own, as the real
+/* FAKE_CUDA_PTDS=1 (or FAKE_CUDA_PTDS_PER_THREAD=1, tests/fuzz): the
+ * per-thread default stream (CU_STREAM_PER_THREAD, or stream 0 in a
+ * _ptsz/_ptds form) is each thread's own, as the real
  * driver's is (one handle, a stream per thread); else one shared stream.
  * The threads' streams, listed apart from streams[] (made without the
  * fake's lock, which a caller may hold), are synchronised by
@@ -108,6 +109,8 @@ static stream_t *my_ptds(void)
 	static int on = -1;
 	if (on < 0) {
 		const char *e = getenv("FAKE_CUDA_PTDS");
+		if (!e || *e != '1')
+			e = getenv("FAKE_CUDA_PTDS_PER_THREAD");
 		on = e && *e == '1';
 	}
 	if (!on)
@@ -131,7 +134,7 @@ static stream_t *S(stream_t *s)
 	if (s == NULL || s == (stream_t *)0x1)
 		return &legacy;
 	if (s == (stream_t *)0x2)
-		return my_ptds();
+		return ptds_own();
 	return s;
 }
 

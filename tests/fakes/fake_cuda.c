@@ -422,6 +422,31 @@ static void gate_wait(const char *env, size_t n)
 	pthread_mutex_unlock(&gate_mu);
 }
 
+/* tests/fuzz: a failure the program arms (fake_common.h), and threads
+ * of its own exempt from it. */
+void fake_cuda_fail_arm(const char *fn, int n, int code);
+void fake_cuda_fail_arm(const char *fn, int n, int code)
+{
+	fail_arm(fn, n, code);
+}
+void fake_cuda_fail_exempt(int on);
+void fake_cuda_fail_exempt(int on)
+{
+	fail_exempt = on;
+}
+
+/* FAKE_CUDA_REGISTER_DELAY_US=N: a registration takes N microseconds per
+ * MiB (outside the fake's lock), so a background registration is still
+ * under way while the program goes on (tests/fuzz). */
+static void register_delay(size_t n)
+{
+	const char *e = getenv("FAKE_CUDA_REGISTER_DELAY_US");
+	long us = e ? atol(e) : 0;
+	if (us > 0)
+		usleep((useconds_t)(us * (long)(n >> 20)));
+}
+
+
 /* FAKE_CUDA_REGISTER_HOLD_AFTER=BYTES: a registration of BYTES or more,
  * once made (the range held), waits before it returns until the program
  * lets it go (fake_cuda_release_registration); the program sees how many
@@ -469,6 +494,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 static CUresult register_range(void *p, size_t n, unsigned flags)
 {
 	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
+	register_delay(n);
 	timed_register(p, n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */
 	ENTRY("cuMemHostRegister_v2");
 	resident_audit();
@@ -536,6 +562,24 @@ CUresult cuMemHostUnregister(void *p)
 	logf_("UNREG %p %zu", p, held[i].len);
 	held[i] = held[--nheld];
 	RETURN(OK);
+}
+
+/* tests/fuzz: how many bytes of [p, p+n) registrations hold. */
+size_t fake_cuda_registered_bytes(const void *p, size_t n);
+size_t fake_cuda_registered_bytes(const void *p, size_t n)
+{
+	const char *a = p, *e = a + n;
+	size_t in = 0;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nheld; i++) {
+		const char *lo = held[i].base > a ? held[i].base : a;
+		const char *hi = held[i].base + held[i].len < e
+					 ? held[i].base + held[i].len : e;
+		if (lo < hi)
+			in += (size_t)(hi - lo);
+	}
+	pthread_mutex_unlock(&mu);
+	return in;
 }
 
 /* For the fake runtime: is [p, p+n) inside one registration? */

@@ -128,6 +128,14 @@ int fake_cuda_stream_hold(stream_t *s)
 	return 0;
 }
 
+/* The stream a handle stands for on the calling thread (the legacy one,
+ * its per-thread one, or itself): another thread may release it. */
+void *fake_cuda_stream_self(stream_t *s);
+void *fake_cuda_stream_self(stream_t *s)
+{
+	return S(s);
+}
+
 void fake_cuda_stream_release(stream_t *s);
 void fake_cuda_stream_release(stream_t *s)
 {

@@ -1,0 +1,184 @@
+#!/bin/bash
+# The copy engine's differential, randomized concurrency tester (issue 39):
+# engine_fuzz programs run twice over the fake driver's late-DMA mode,
+# without and with hostpin, and must agree.
+#   fuzz.sh build
+#   fuzz.sh check FILE...      each program: OK, or FAIL CLASS: DETAIL
+#   fuzz.sh seeds FROM COUNT   programs of seeds FROM.. (shrunk findings in $FZ_OUT)
+#   fuzz.sh time SECONDS       fresh seeds for that long
+#   fuzz.sh shrink FILE        a failing program cut down (to stdout)
+#   fuzz.sh replay DIR         every DIR/*.prog must agree
+# FZ_GEN_OPTS: passed to `engine_fuzz gen` (e.g. "--no capture,reset");
+# FZ_OUT: where findings go (default build/fuzz/found); FZ_SHRINK=0: keep
+# findings whole.  Failure classes: hang (the watchdog's exit, 3, naming
+# each thread's op), crash, diff (the outputs differ: the first line),
+# latewrite (a copy's destination changed after its error return),
+# violation:KIND (the fake's log), leak-reg (registrations live at exit),
+# leak-events (events live at exit beyond the rings' own).
+set -u
+top=${FZ_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+B=$top/build/fuzz
+LIB=$top/build/libhostpin.so
+EF=$B/engine_fuzz
+FZ_OUT=${FZ_OUT:-$B/found}
+CFL="-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fno-builtin"
+
+build() {
+	mkdir -p "$B"
+	cc $CFL -Wno-unused-parameter -shared -fPIC -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 \
+		-o "$B/libcuda.so.1" "$top/tests/fakes/fake_cuda.c" -ldl -lpthread || return 1
+	cc $CFL -o "$EF" "$top"/tests/fuzz/*.c -L"$B" -l:libcuda.so.1 -Wl,-rpath,"$B" \
+		-ldl -lpthread || return 1
+}
+
+# runprog FILE HP OUTVAR LOGVAR: run FILE (HP=1: under hostpin); sets RC.
+runprog() {
+	local f=$1 hp=$2 fenv henv log
+	fenv=$(sed -n 's/^env //p' "$f")
+	henv=$(sed -n 's/^hostpin //p' "$f")
+	log=$(mktemp)
+	if [ "$hp" = 1 ]; then
+		OUT=$(cd /tmp && timeout -s KILL 180 env FZ_TIMEOUT=${FZ_TIMEOUT:-40} FAKE_CUDA_LOG="$log" \
+			$fenv $henv LD_PRELOAD="$LIB" "$EF" run "$f" 2>"$log.err"); RC=$?
+	else
+		OUT=$(cd /tmp && timeout -s KILL 180 env FZ_TIMEOUT=${FZ_TIMEOUT:-40} FAKE_CUDA_LOG="$log" \
+			$fenv "$EF" run "$f" 2>"$log.err"); RC=$?
+	fi
+	LOG=$(cat "$log"); ERR=$(tail -3 "$log.err"); rm -f "$log" "$log.err"
+}
+
+# verdict FILE: sets V ("" when both runs agree; else "CLASS: DETAIL");
+# BASEBAD=1 when the run without hostpin itself fails (a tester bug).
+verdict() {
+	local f o0 l0 r0 v
+	f=$(realpath "$1")
+	V="" BASEBAD=0
+	runprog "$f" 0; o0=$OUT l0=$LOG r0=$RC
+	if [ $r0 != 0 ] || echo "$l0" | grep VIOLATION | grep -qv pageable-copy ||
+		! echo "$o0" | grep -q "^== done"; then
+		BASEBAD=1; V="base: rc=$r0 $(echo "$l0" | grep VIOLATION | head -1) $(echo "$o0" | grep -v '^==' | tail -1)"
+		return
+	fi
+	runprog "$f" 1
+	if echo "$OUT" | grep -q HANG-CHILD; then V="hang: forked child: $(echo "$OUT" | grep -m1 -B3 HANG-CHILD | head -1)"
+	elif [ $RC = 3 ]; then V="hang: $(echo "$OUT" | grep '^HANG thread' | tr '\n' ';' | cut -c1-300)"
+	elif [ $RC = 137 ]; then V="hang: killed after 180 s"
+	elif [ $RC -ge 128 ]; then V="crash: signal $((RC - 128)) $(echo "$ERR" | tail -1 | cut -c1-100)"
+	elif [ $RC != 0 ]; then V="crash: exit $RC $(echo "$ERR" | tail -1 | cut -c1-100)"
+	elif [ "$OUT" != "$o0" ]; then
+		local d
+		d=$(diff <(echo "$o0") <(echo "$OUT") | grep '^[<>]' | head -2 | tr '\n' ' ')
+		case $d in
+		*"> "*LATEWRITE*) V="latewrite: $d" ;;
+		*) V="diff: $d" ;;
+		esac
+	elif echo "$LOG" | grep VIOLATION | grep -qv pageable-copy; then
+		v=$(echo "$LOG" | grep VIOLATION | grep -v pageable-copy | head -1)
+		V="violation:$(echo "$v" | awk '{print $3}'): $v"
+	else
+		local e0 e1 ev
+		e0=$(echo "$l0" | grep -o 'EXIT live=[0-9]*' | tail -1)
+		e1=$(echo "$LOG" | grep -o 'EXIT live=[0-9]*' | tail -1)
+		ev=$(echo "$LOG" | grep -o 'events-live=[0-9]*' | tail -1 | cut -d= -f2)
+		if [ "$e0" != "$e1" ] && grep -q "^hostpin .*HOSTPIN_CACHE=0" "$f" &&
+			! grep -q "^exit inflight" "$f"; then
+			V="leak-reg: without hostpin $e0, with $e1"
+		elif [ "${ev:-0}" -gt 16 ]; then V="leak-events: $ev events live at exit"
+		fi
+	fi
+}
+
+# the class a shrink keeps: a diff's is the op of its first differing line
+class_of() {
+	local c=${1%%:*}
+	[ "$c" = diff ] && c="diff-$(echo "$1" | sed -n 's/^diff: [<>] [0-9]* \([a-z0-9]*\).*/\1/p')"
+	echo "$c"
+}
+
+# shrink FILE CLASS: cut FILE down while its failure keeps CLASS.
+shrink() {
+	local f=$1 want=$2 tmp n chunk i
+	tmp=$(mktemp)
+	local deadline=$((SECONDS + ${FZ_SHRINK_S:-240}))
+	cp "$f" "$tmp.cur"
+	try() { # candidate in $tmp: keep it when it fails the same way (2 tries)
+		local k
+		for k in 1 2; do
+			verdict "$tmp"
+			[ $BASEBAD = 0 ] && [ "$(class_of "$V")" = "$want" ] && { cp "$tmp" "$tmp.cur"; return 0; }
+			case $want in hang|diff*|latewrite|crash) ;; *) return 1 ;; esac
+		done
+		return 1
+	}
+	n=$(grep -c '^[0-9SE] ' "$tmp.cur")
+	for chunk in $((n / 2)) $((n / 4)) $((n / 8)) 16 8 4 2 1; do
+		[ "$chunk" -ge 1 ] || continue
+		i=1
+		while [ $SECONDS -lt $deadline ]; do
+			n=$(grep -c '^[0-9SE] ' "$tmp.cur")
+			[ $i -gt $n ] && break
+			awk -v a=$i -v b=$((i + chunk - 1)) '/^[0-9SE] /{k++; if (k>=a && k<=b) next} {print}' \
+				"$tmp.cur" > "$tmp"
+			try || i=$((i + chunk))
+		done
+	done
+	# fewer knobs: drop each hostpin/env setting that is not needed
+	for kv in $(sed -n 's/^hostpin //p;s/^env //p' "$tmp.cur"); do
+		case $kv in FAKE_CUDA_LATE_DMA=*|FAKE_CUDA_PTDS_PER_THREAD=*) continue ;; esac
+		[ $SECONDS -lt $deadline ] || break
+		sed "/^\(hostpin\|env\) /s/ $kv\b//" "$tmp.cur" > "$tmp"
+		try || true
+	done
+	cat "$tmp.cur"; rm -f "$tmp" "$tmp.cur"
+}
+
+# one SEED: generate, judge, shrink and keep a finding
+one() {
+	local s=$1 p
+	p=$(mktemp --suffix=.prog)
+	"$EF" gen "$s" ${FZ_GEN_OPTS:-} > "$p"
+	verdict "$p"
+	if [ $BASEBAD = 1 ]; then echo "seed $s: BASE $V"; NBASE=$((NBASE + 1))
+	elif [ -n "$V" ]; then
+		local c; c=$(class_of "$V")
+		echo "seed $s: FAIL [${SECONDS}s] $V"; NFAIL=$((NFAIL + 1))
+		mkdir -p "$FZ_OUT"
+		local out="$FZ_OUT/$c-$s.prog"
+		{ echo "# found: $V" | cut -c1-400
+		  if [ "${FZ_SHRINK:-1}" = 1 ]; then shrink "$p" "$c"; else cat "$p"; fi
+		} > "$out.tmp" && mv "$out.tmp" "$out"
+		verdict "$out"; echo "    shrunk: $out ($(grep -c '^[0-9SE] ' "$out") ops): ${V:-no longer fails}"
+	else NOK=$((NOK + 1)); fi
+	rm -f "$p"
+}
+
+NOK=0 NFAIL=0 NBASE=0
+case ${1:-} in
+build) build ;;
+check)
+	shift; st=0
+	for f in "$@"; do
+		verdict "$f"
+		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; st=1; fi
+	done
+	exit $st ;;
+replay)
+	st=0
+	for f in "$2"/*.prog; do
+		[ -e "$f" ] || continue
+		verdict "$f"
+		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; st=1; fi
+	done
+	exit $st ;;
+shrink) verdict "$2"; [ -n "$V" ] && shrink "$2" "$(class_of "$V")" ;;
+seeds)
+	for ((s = $2; s < $2 + $3; s++)); do one $s; done
+	echo "engine fuzz: $NOK agreed, $NFAIL failed, $NBASE invalid"
+	[ $NFAIL = 0 ] && [ $NBASE = 0 ] ;;
+time)
+	end=$((SECONDS + $2)); s=${FZ_SEED0:-$(( $(date +%s) % 100000000 ))}
+	while [ $SECONDS -lt $end ]; do one $s; s=$((s + 1)); done
+	echo "engine fuzz: $NOK agreed, $NFAIL failed, $NBASE invalid"
+	[ $NFAIL = 0 ] && [ $NBASE = 0 ] ;;
+*) sed -n '2,20p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,275 @@
+/* engine_fuzz gen, continued: the op mix, sections and the program. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz.h"
+#include "gen.h"
+
+static void gen_ctl(int t)
+{
+	struct th *x = &T[t];
+	char s[8];
+	pick_stream(t, s);
+	unsigned r = rnd(12);
+	if (r < 3)
+		printf("%d sync %s\n", t, s);
+	else if (r < 4)
+		printf("%d query %s\n", t, s);
+	else if (r < 6 && cl("event"))
+		printf("%d event %s %u\n", t, s, rnd(2));
+	else if (r < 7)
+		printf("%d syncall\n", t);
+	else if (r < 8)
+		new_stream(t);
+	else if (r < 9 && cl("devstream"))
+		printf("%d cur %u\n", t, rnd(2));
+	else if (r < 11 && cl("reg")) {
+		struct hb *h = pick_host(t);
+		int sh = shared_slot >= 0 && (!h || chance(50));
+		if (sh) {
+			size_t off = x->poff + (chance(50) ? 0 : rnd((unsigned)x->plen / 2));
+			size_t n = x->plen - (off - x->poff);
+			printf("%d reg b%d %zu %zu %u\n", t, shared_slot, off, n, rnd(3));
+			if (chance(80))
+				printf("%d unreg b%d %zu\n", t, shared_slot, off);
+			else
+				x->poff = x->poff; /* left for the end */
+		} else if (h && h->nreg < 4) {
+			size_t off = chance(50) ? 0 : rnd((unsigned)h->n) & ~(size_t)4095;
+			size_t n = chance(50) ? h->n - off : rnd((unsigned)(h->n - off)) + 1;
+			printf("%d reg b%d %zu %zu %u\n", t, h->slot, off, n, rnd(3));
+			h->regoff[h->nreg++] = off;
+		} else if (h && h->nreg) {
+			printf("%d unreg b%d %zu\n", t, h->slot, h->regoff[--h->nreg]);
+		}
+	} else if (cl("bogus") && x->nd) {
+		struct hb *h = pick_host(t);
+		if (h)
+			printf("%d bogus %u b%d d%d\n", t, rnd(6), h->slot, x->d[0].slot);
+	} else
+		printf("%d ctxsync\n", t);
+}
+
+static void gen_any(int t)
+{
+	unsigned r = rnd(20);
+	if (r < 9)
+		gen_copy(t, 0, NULL);
+	else if (r < 13 && cl("mem"))
+		gen_mem(t, 0);
+	else if (r < 14 && cl("fork") && !relaxed) {
+		unsigned k = 1 + rnd(3);
+		printf("%d fork %u\n", t, k);
+		for (unsigned i = 0; i < k; i++) { /* exactly k lines */
+			if (pick_host(t))
+				gen_mem(t, 1);
+			else
+				printf("%d check b63\n", t);
+		}
+	} else if (r < 15) {
+		struct hb *h = pick_host(t);
+		if (h && !relaxed)
+			printf("%d check b%d\n", t, h->slot);
+		else if (T[t].nd)
+			printf("%d dsum d%d\n", t, T[t].d[rnd((unsigned)T[t].nd)].slot);
+	} else
+		gen_ctl(t);
+}
+
+/* A section: the threads meet, one does something the others must not
+ * overlap (a capture, a context's end), the others only async copies
+ * (memory ops too under strict), and they meet again. */
+/* A hold section: thread b holds one of its streams (what a host function
+ * waiting on the program does), the threads meet, b queues work behind
+ * the hold (its D2H there returns only once released), another thread a
+ * does async copies, maybe a capture, then releases b's stream; they meet
+ * again.  Nothing of another thread's may wait for b's stream. */
+static void gen_hold(void)
+{
+	int b = (int)rnd((unsigned)nth), a = (b + 1 + (int)rnd((unsigned)nth - 1)) % nth;
+	char x[8];
+	if (T[b].ns && chance(50))
+		sprintf(x, "s%d", T[b].s[rnd((unsigned)T[b].ns)]);
+	else
+		strcpy(x, cl("ptds") ? "P" : "L");
+	if (!strcmp(x, "L"))
+		return;
+	/* held once every thread stopped: none waits for it but a */
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+	printf("%d syncall\n%d hold %s 0\n", b, b, x);
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+	char s[8] = "";
+	int cap = cl("capture") && T[a].ns && chance(50);
+	if (cap) {
+		sprintf(s, "s%d", T[a].s[rnd((unsigned)T[a].ns)]);
+		printf("%d syncall\n%d capbegin %s %u\n", a, a, s, rnd(3));
+	}
+	/* a's copies mostly after b's (a nap: the outcome never depends
+	 * on it), on its own stream of the same kind */
+	printf("%d nap 20\n", a);
+	prefer_stream = !strcmp(x, "P") ? "P" : NULL;
+	for (unsigned i = 1 + rnd(3); i > 0; i--)
+		gen_copy(a, 1, cap ? s : NULL);
+	prefer_stream = NULL;
+	if (cap)
+		printf("%d capend %s\n", a, s);
+	printf("%d release 0\n", a);
+	prefer_stream = x;
+	for (unsigned i = 1 + rnd(3); i > 0; i--)
+		gen_copy(b, 1, NULL);
+	prefer_stream = NULL;
+	for (int t = 0; t < nth; t++)
+		if (t != a && t != b)
+			for (unsigned i = rnd(3); i > 0; i--)
+				gen_copy(t, 1, NULL);
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+}
+
+static void gen_section(void)
+{
+	int a = (int)rnd((unsigned)nth);
+	if (nth > 1 && cl("hold") && chance(50))
+		return gen_hold();
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+	int cap = cl("capture") && (!cl("reset") || chance(60));
+	if (cap) {
+		struct th *x = &T[a];
+		char s[8];
+		if (x->ns && chance(70))
+			sprintf(s, "s%d", x->s[rnd((unsigned)x->ns)]);
+		else if (cl("ptds"))
+			strcpy(s, "P");
+		else
+			goto out;
+		int mode = (int)rnd(3);
+		printf("%d syncall\n", a);
+		printf("%d capbegin %s %d\n", a, s, mode);
+		for (int t = 0; t < nth; t++) {
+			unsigned k = rnd(4);
+			for (unsigned i = 0; i < k; i++) {
+				if (!relaxed && chance(25) && cl("mem") && t != a)
+					gen_mem(t, 2);
+				else
+					gen_copy(t, 1, t == a ? s : NULL);
+			}
+		}
+		printf("%d capend %s\n", a, s);
+	} else if (cl("reset")) {
+		static const char *what[] = {"reset", "ctxrelease", "destroy"};
+		printf("%d %s %u\n", a, what[rnd(3)], chance(70) ? 0 : 1);
+		/* then: does hostpin still call a block registered that the
+		 * driver dropped?  (after copies that earn registration) */
+		struct hb *h = pick_host(a);
+		if (h && h->n >= MB && T[a].nd && chance(70)) {
+			struct db *d = &T[a].d[0];
+			size_t n = h->n < d->n ? h->n : d->n;
+			printf("%d syncall\n", a);
+			for (int i = 0; i < 3; i++)
+				printf("%d c h2d sync L b%d 0 d%d 0 %zu\n", a, h->slot, d->slot, n);
+			strcpy(d->last, "L");
+			printf("%d probe b%d\n", a, h->slot);
+		}
+	}
+out:
+	for (int t = 0; t < nth; t++)
+		printf("%d barrier\n", t);
+}
+
+int fz_gen(int argc, char **argv)
+{
+	const char *extra = NULL;
+	rs = strtoull(argv[0], NULL, 0) * 2654435761ull + 88172645463325252ull;
+	for (int i = 0; i < 5; i++)
+		rnd(1);
+	for (int i = 0; i < NCL; i++)
+		on[i] = 1;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--ops")) {
+			for (int j = 0; j < NCL; j++)
+				on[j] = 0;
+			set_list(argv[i + 1], 1);
+		} else if (!strcmp(argv[i], "--no"))
+			set_list(argv[i + 1], 0);
+		else if (!strcmp(argv[i], "--set"))
+			extra = argv[i + 1]; /* VAR=VAL... added to the hostpin line */
+	}
+	nth = 1 + (int)rnd(chance(30) ? 1 : 4);
+	relaxed = cl("relaxed") && chance(20);
+	printf("# engine_fuzz gen %s\nthreads %d\nmode %s\n", argv[0], nth,
+	       relaxed ? "relaxed" : "strict");
+	if (cl("inflight") && chance(10))
+		printf("exit inflight\n");
+	/* the fake's settings */
+	printf("env FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_PTDS_PER_THREAD=1");
+	if (cl("partial") && chance(30))
+		printf(" FAKE_CUDA_REFUSE_PARTIAL=1");
+	if (cl("delay") && chance(40))
+		printf(" FAKE_CUDA_REGISTER_DELAY_US=%u", 200 + rnd(3000));
+	printf("\n");
+	/* hostpin's */
+	printf("hostpin");
+	if (cl("config")) {
+		static const char *pa[] = {"0", "1", "2"};
+		static const char *chunk[] = {"1M", "2M", "4M", "8M"};
+		static const char *buf[] = {"2M", "4M", "8M"};
+		static const char *smin[] = {"4K", "64K", "1M", "2M"};
+		static const char *thr[] = {"1", "2", "8"};
+		static const char *cap[] = {"8M", "24M", "48M", "96M"};
+		if (chance(60)) printf(" HOSTPIN_PIN_AFTER=%s", pa[rnd(3)]);
+		if (chance(40)) printf(" HOSTPIN_REGISTER_CHUNK=%s", chunk[rnd(4)]);
+		if (chance(40)) printf(" HOSTPIN_STAGE_BUFFER=%s", buf[rnd(3)]);
+		if (chance(40)) printf(" HOSTPIN_STAGE_MIN=%s", smin[rnd(4)]);
+		if (chance(40)) printf(" HOSTPIN_STAGE_THREADS=%s", thr[rnd(3)]);
+		if (chance(20)) printf(" HOSTPIN_MAX_PINNED=%s", cap[rnd(4)]);
+		if (chance(30)) printf(" HOSTPIN_CACHE=0");
+		if (chance(12)) printf(" HOSTPIN_STAGE=0");
+		if (chance(12)) printf(" HOSTPIN_REGISTER_BACKGROUND=0");
+		if (chance(15)) printf(" HOSTPIN_THRESHOLD=256K");
+	}
+	printf(" HOSTPIN_COPY=%s%s%s\n", relaxed && chance(70) ? "async" : "sync",
+	       extra ? " " : "", extra ? extra : "");
+	if (cl("shared") && nth > 1 && chance(50)) {
+		size_t piece = MB * (1 + rnd(8)) + (chance(50) ? rnd(4096) * 8 : 0);
+		shared_slot = nslot_h++;
+		printf("S alloc b%d %s %zu %u\n", shared_slot, chance(50) ? "memalign" : "malloc",
+		       piece * (size_t)nth, rnd(1000));
+		for (int t = 0; t < nth; t++)
+			T[t].poff = piece * (size_t)t, T[t].plen = piece;
+		host_total += piece * (size_t)nth;
+	}
+	for (int t = 0; t < nth; t++) {
+		unsigned k = 1 + rnd(2);
+		for (unsigned i = 0; i < k; i++)
+			new_host(t);
+		if (!T[t].nd)
+			printf("%d dalloc d%d %u %u\n", t, T[t].d[T[t].nd].slot = nslot_d++,
+			       (unsigned)(T[t].d[T[t].nd].n = 4 * MB), rnd(1000)),
+				T[t].nd++;
+		for (unsigned i = rnd(3); i > 0; i--)
+			new_stream(t);
+	}
+	int rounds = 2 + (int)rnd(6);
+	for (int r = 0; r < rounds; r++) {
+		for (int t = 0; t < nth; t++)
+			for (unsigned i = 3 + rnd(8); i > 0; i--)
+				gen_any(t);
+		if ((cl("capture") || cl("reset") || cl("hold")) && chance(40))
+			gen_section();
+	}
+	for (int t = 0; t < nth; t++) {
+		if (!relaxed)
+			for (int i = 0; i < T[t].nh; i++)
+				if (T[t].h[i].live)
+					printf("%d check b%d\n", t, T[t].h[i].slot);
+		for (int i = 0; i < T[t].nd; i++)
+			printf("%d dsum d%d\n", t, T[t].d[i].slot);
+	}
+	if (shared_slot >= 0)
+		printf("E check b%d\n", shared_slot);
+	return 0;
+}
