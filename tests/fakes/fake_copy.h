@@ -134,7 +134,7 @@ static stream_t *S(stream_t *s)
 	if (s == NULL || s == (stream_t *)0x1)
 		return &legacy;
 	if (s == (stream_t *)0x2)
-		return ptds_own();
+		return my_ptds();
 	return s;
 }
 
