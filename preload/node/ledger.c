@@ -55,6 +55,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	    mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
 		atomic_store_explicit(&led_lost, 1, memory_order_relaxed);
+		/* this process's own counters go on as they were */
+		atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
 		errno = e;
 		return;
 	}
@@ -109,6 +111,8 @@ void hp_led_drop(void)
 	int fd = hp_led_lock_fd();
 	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
 		return;
+	/* this process's own counters go on as they were (hp_own) */
+	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
 	if (hp_led_self && fd >= 0 && fstat(fd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger))
 		memcpy(&keep, hp_led_self, sizeof(keep));
@@ -150,12 +154,10 @@ int hp_ledger_on(void)
  * number; -1 if none is a whole number. */
 void hp_ledger_detach(void)
 {
-	static struct hp_counters last;
 	struct hp_lslot *s = hp_led_self;
 	if (!s)
 		return;
-	memcpy(&last, &s->ctr, sizeof(last));
-	hp_ctrp = &last;
+	hp_ctrp = &hp_own;
 	hp_led_self = NULL;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -362,7 +364,7 @@ void hp_ledger_attach(void)
 		       "process is not counted node-wide", path, HP_LEDGER_SLOTS);
 		return;
 	}
-	hp_led_fill(s, w, lk, hp_ctrp, NULL);
+	hp_led_fill(s, w, lk, &hp_own, NULL);
 	hp_led_self = s;
 	hp_ctrp = &s->ctr;
 	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - hp_led->slot));
@@ -399,8 +401,7 @@ void hp_ledger_fork_child(void)
 	/* The child is single-threaded here.  Its counters start from the
 	 * parent's gauges (it inherited the blocks, cache and mappings, and
 	 * will free them), but what the parent did is not the child's. */
-	struct hp_counters c;
-	memcpy(&c, &hp_led_self->ctr, sizeof(c));
+	struct hp_counters *c = &hp_own;
 	static const size_t did[] = {
 		offsetof(struct hp_counters, blocks_peak),
 		offsetof(struct hp_counters, bytes_peak),
@@ -423,11 +424,11 @@ void hp_ledger_fork_child(void)
 		offsetof(struct hp_counters, large_blocks),
 	};
 	for (size_t i = 0; i < sizeof(did) / sizeof(did[0]); i++)
-		memset((char *)&c + did[i], 0, sizeof(uint64_t));
-	static struct hp_counters orphan;
+		memset((char *)c + did[i], 0, sizeof(uint64_t));
 	char cmd[HP_LEDGER_CMD];
 	memcpy(cmd, hp_led_self->cmd, sizeof(cmd));
 	hp_led_self = NULL;
+	hp_ctrp = &hp_own;
 	/* unshare(CLONE_NEWPID) puts the children in another namespace */
 	hp_led_myns = hp_pidns(&hp_led_proc_ok);
 	/* The inherited descriptor shares the parent's description, and so
@@ -455,12 +456,9 @@ void hp_ledger_fork_child(void)
 	uint32_t w;
 	int lk;
 	struct hp_lslot *s = hp_led_claim(&w, &lk);
-	if (!s) {
-		memcpy(&orphan, &c, sizeof(c));
-		hp_ctrp = &orphan;
+	if (!s)
 		return;
-	}
-	hp_led_fill(s, w, lk, &c, cmd);
+	hp_led_fill(s, w, lk, c, cmd);
 	hp_led_self = s;
 	hp_ctrp = &s->ctr;
 }

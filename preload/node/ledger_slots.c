@@ -211,7 +211,7 @@ uint64_t hp_ledger_sum(size_t off)
 {
 	if (!hp_ledger_on())
 		return atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)hp_ctrp + off),
+		    (_Atomic uint64_t *)((char *)&hp_own + off),
 		    memory_order_relaxed);
 	uint64_t t = 0;
 	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
@@ -222,8 +222,12 @@ uint64_t hp_ledger_sum(size_t off)
 						  memory_order_relaxed)) !=
 		    HP_LS_LIVE)
 			continue;
+		/* our own share from our own memory: what the file says of
+		 * it may have been changed by another process */
 		uint64_t v = atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)&s->ctr + off),
+		    (_Atomic uint64_t *)((char *)(s == hp_led_self ? &hp_own
+								   : &s->ctr) +
+					 off),
 		    memory_order_relaxed);
 		/* a slot claiming more than the machine has is not hostpin's
 		 * word; and no sum wraps */
@@ -287,7 +291,7 @@ struct hp_lslot *hp_ledger_test_claim(void)
 	int lk;
 	struct hp_lslot *s = hp_led_claim(&w, &lk);
 	if (s)
-		hp_led_fill(s, w, lk, hp_ctrp, "test");
+		hp_led_fill(s, w, lk, &hp_own, "test");
 	return s;
 }
 #endif
