@@ -34,6 +34,9 @@ static int proc_ok;   /* /proc is our namespace's */
  * holds none, so every process's lock shows); -1: none */
 static int ledfd = -1;
 static struct hp_ledger *ledmap;
+/* where it was found: a watcher moves to the file now there (removed by
+ * an epilog, replaced) */
+static char ledpath[340];
 
 /* s with control characters escaped (\n, \xHH), into a static buffer of
  * two (for a message's user-given names and paths). */
@@ -84,6 +87,15 @@ void status_catch_sigbus(void)
 }
 
 /* Forget the ledger (its file is not whole any more), with a message. */
+static void drop_quiet(void)
+{
+	if (ledmap)
+		munmap(ledmap, sizeof(struct hp_ledger));
+	if (ledfd >= 0)
+		close(ledfd);
+	ledmap = NULL;
+	ledfd = -1;
+}
 void status_drop_ledger(void)
 {
 	if (ledmap)
@@ -96,12 +108,20 @@ void status_drop_ledger(void)
 		"by another process while it was read; not read\n");
 }
 
-/* l, if its file still backs the whole mapping; else NULL (dropped). */
+/* l, if its file still backs the whole mapping and is the file at the
+ * ledger's path; else NULL (dropped: a file removed or replaced quietly,
+ * the caller opens the one at the path). */
 struct hp_ledger *status_whole(struct hp_ledger *l)
 {
-	struct stat st;
+	struct stat st, at;
 	if (!l || ledfd < 0)
 		return l;
+	if (fstat(ledfd, &st) == 0 &&
+	    (st.st_nlink == 0 || stat(ledpath, &at) != 0 ||
+	     at.st_dev != st.st_dev || at.st_ino != st.st_ino)) {
+		drop_quiet();
+		return NULL;
+	}
 	if (fstat(ledfd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger) &&
 	    (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger))
@@ -155,6 +175,7 @@ struct hp_ledger *status_open_ledger(int rw)
 		close(ledfd);
 	ledfd = fd;
 	ledmap = m;
+	snprintf(ledpath, sizeof(ledpath), "%s", path);
 	struct hp_ledger *l = m;
 	if (atomic_load(&l->layout) != HP_LEDGER_LAYOUT ||
 	    l->version != HP_LEDGER_VERSION ||

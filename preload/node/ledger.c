@@ -27,7 +27,7 @@ int hp_led_proc_ok;   /* /proc is our namespace's */
 int hp_led_lockfd = -1;
 dev_t hp_led_lock_dev;
 ino_t hp_led_lock_ino;
-static char lock_path[340]; /* to open it again in a forked child */
+static char lock_path[340]; /* to open it again (a forked child, a check) */
 /* What one slot may claim of a byte gauge: the machine's memory.  A slot
  * above it was written by something other than hostpin (a process of the
  * user's, through the file) and is not counted. */
@@ -71,8 +71,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
  * own handler is never replaced. */
 static void sigbus_guard(void)
 {
+	static int once;
 	struct sigaction sa;
-	if (sigaction(SIGBUS, NULL, &bus_prev) ||
+	if (once++ || sigaction(SIGBUS, NULL, &bus_prev) ||
 	    (bus_prev.sa_flags & SA_SIGINFO) || bus_prev.sa_handler != SIG_DFL)
 		return;
 	memset(&sa, 0, sizeof(sa));
@@ -122,7 +123,8 @@ void hp_led_drop(void)
 		memcpy(hp_led_self, &keep, sizeof(keep));
 	hp_log(HP_LOG_WARN, "ledger %s was truncated or replaced by another "
 	       "process: this process goes on without it (node-wide caps do "
-	       "not apply to it)", lock_path);
+	       "not apply to it) until a ledger can be joined at that path "
+	       "again", lock_path);
 }
 
 /* lockfd if it is still the ledger file (a program may have closed it and
@@ -150,30 +152,9 @@ int hp_ledger_on(void)
 	       !atomic_load_explicit(&led_lost, memory_order_relaxed);
 }
 
-/* The first of names a, b, c that is set (b, c may be NULL), as a
- * number; -1 if none is a whole number. */
-void hp_ledger_detach(void)
-{
-	struct hp_lslot *s = hp_led_self;
-	if (!s)
-		return;
-	hp_ctrp = &hp_own;
-	hp_led_self = NULL;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	s->ended = (uint64_t)ts.tv_sec;
-	uint32_t w = hp_led_self_w;
-	/* release: the counters and ended before DEAD; the generation in w:
-	 * a slot taken from us meanwhile is left be */
-	atomic_compare_exchange_strong_explicit(&s->state, &w,
-						HP_LS_TO(w, HP_LS_DEAD),
-						memory_order_release,
-						memory_order_relaxed);
-}
-
 /* Map the ledger file open on fd (checked by hp_ledger_open_checked) if
  * it has hostpin's header; NULL, with a warning, if not. */
-static struct hp_ledger *map_checked(int fd, const char *path)
+struct hp_ledger *hp_led_map(int fd, const char *path)
 {
 	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, fd, 0);
@@ -251,45 +232,46 @@ static int create(int dirfd, const char *name, const char *path)
 	return 0;
 }
 
-void hp_ledger_attach(void)
+/* The ledger's path into path[cap] (HOSTPIN_LEDGER, or the default in a
+ * directory of the user's, made if need be), the file found or made there
+ * and opened read-write (hp_ledger_open_checked); its descriptor, or -1
+ * (said at level, once: quiet repeats say nothing). */
+int hp_led_find(char *path, size_t cap, int quiet)
 {
 	const char *p = hp_optstr[HP_OPT_LEDGER];
-	char path[340], dir[300];
-	/* in secure-execution processes hostpin writes no files */
-	if (strcmp(p, "off") == 0 || getauxval(AT_SECURE))
-		return;
-	hp_led_myns = hp_pidns(&hp_led_proc_ok);
+	char dir[300];
+	int lw = quiet ? HP_LOG_DEBUG : HP_LOG_WARN;
 	int dirfd = AT_FDCWD;
 	const char *name = p;
 	if (!p[0]) {
 		long taken;
 		dirfd = hp_ledger_dir(dir, sizeof(dir), 1, &taken);
 		if (dirfd < 0 && errno == EEXIST) {
-			/* another user's doing: every process of this user
-			 * would say it; info, as one it may cause at will */
-			hp_log(HP_LOG_INFO, "no ledger: /dev/shm/hostpin-%u.d "
+			/* another user's doing: said as a warning, since it
+			 * leaves this user's processes without node-wide caps */
+			hp_log(lw, "no ledger: /dev/shm/hostpin-%u.d "
 			       "and the %d other names hostpin tries for it are "
 			       "taken by other users; node-wide caps do not "
 			       "apply, per-process caps do", (unsigned)geteuid(),
 			       HP_LEDGER_DIR_ALT);
-			return;
+			return -1;
 		}
 		if (dirfd < 0) {
-			hp_log(HP_LOG_WARN, "no ledger: cannot make a directory "
+			hp_log(lw, "no ledger: cannot make a directory "
 			       "of this user's in /dev/shm (%s); node-wide caps "
 			       "do not apply, per-process caps do",
 			       hp_strerror(errno));
-			return;
+			return -1;
 		}
-		if (taken)
+		if (taken && !quiet)
 			hp_log(HP_LOG_INFO, "/dev/shm/hostpin-%u.d is not this "
 			       "user's (owner uid %ld): the ledger is in %s",
 			       (unsigned)geteuid(), taken, dir);
-		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+		hp_snprintf(path, cap, "%s/" HP_LEDGER_NAME_FMT, dir,
 			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
 		name = path + strlen(dir) + 1;
 	} else
-		hp_snprintf(path, sizeof(path), "%s", p);
+		hp_snprintf(path, cap, "%s", p);
 	int fd = -1, err = 0;
 	for (int tries = 0; fd < 0 && tries < 2; tries++) {
 		fd = hp_ledger_open_checked(dirfd, name, 1);
@@ -303,71 +285,74 @@ void hp_ledger_attach(void)
 	}
 	if (dirfd != AT_FDCWD)
 		close(dirfd);
-	if (fd < 0) {
-		if (err == EEXIST)
-			hp_log(HP_LOG_WARN, "%s is not a ledger of this user's "
-			       "made by hostpin (owner, mode 0600, size, "
-			       "reserved pages); left alone, node-wide caps do "
-			       "not apply", path);
-		else if (err)
-			hp_log(HP_LOG_INFO, "no ledger: cannot open %s (%s); "
-			       "node-wide caps do not apply", path,
-			       hp_strerror(err));
-		return;
-	}
-	struct hp_ledger *l = map_checked(fd, path);
-	if (!l) {
-		close(fd);
-		return;
-	}
-	hp_led = l;
-	sigbus_guard();
-	struct sysinfo si;
-	if (sysinfo(&si) == 0 && si.totalram)
-		hp_led_slot_max = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
-	/* kept, for the slot locks: at a high number, as the log's, out of
-	 * the way of programs that reuse low descriptors */
+	if (fd < 0 && err == EEXIST)
+		hp_log(lw, "%s is not a ledger of this user's made by hostpin "
+		       "(owner, mode 0600, size, reserved pages); left alone, "
+		       "node-wide caps do not apply", path);
+	else if (fd < 0 && err)
+		hp_log(quiet ? HP_LOG_DEBUG : HP_LOG_INFO, "no ledger: cannot "
+		       "open %s (%s); node-wide caps do not apply", path,
+		       hp_strerror(err));
+	return fd;
+}
+
+/* Use ledger l, mapped from fd (found at path): the descriptor kept at a
+ * high number, out of the way of programs that reuse low ones, with what
+ * it is (device, inode) to tell it from a program's file under the same
+ * number later.  fd is consumed.  The old mapping and descriptor, if any,
+ * are the caller's to retire. */
+void hp_led_use(struct hp_ledger *l, int fd, const char *path)
+{
 	struct stat st;
 	int h = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
 	if (h >= 0) {
 		close(fd);
 		fd = h;
 	}
+	hp_led = l;
 	if (fstat(fd, &st) == 0) {
-		hp_led_lockfd = fd;
 		hp_led_lock_dev = st.st_dev;
 		hp_led_lock_ino = st.st_ino;
+		hp_led_lockfd = fd;
 		hp_snprintf(lock_path, sizeof(lock_path), "%s", path);
-	} else
+	} else {
 		close(fd);
-	/* A LIVE slot with our pid in our PID namespace is our own image
-	 * before an exec (same pid and start time), or a process long gone
-	 * whose pid we got: either way no process of ours uses it any
-	 * more. */
-	int pid = (int)getpid();
-	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; hp_led_myns && i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &hp_led->slot[i];
-		uint32_t w = atomic_load_explicit(&s->state,
-						  memory_order_acquire);
-		if (HP_LS_ST(w) == HP_LS_LIVE && s->pid == pid &&
-		    s->pidns == hp_led_myns)
-			atomic_compare_exchange_strong_explicit(
-			    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
-			    memory_order_acq_rel, memory_order_relaxed);
+		hp_led_lockfd = -1;
 	}
-	uint32_t w;
-	int lk;
-	struct hp_lslot *s = hp_led_claim(&w, &lk);
-	if (!s) {
-		hp_log(HP_LOG_WARN, "ledger %s is full (%d processes); this "
-		       "process is not counted node-wide", path, HP_LEDGER_SLOTS);
-		return;
-	}
-	hp_led_fill(s, w, lk, &hp_own, NULL);
-	hp_led_self = s;
-	hp_ctrp = &s->ctr;
-	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - hp_led->slot));
+	atomic_store_explicit(&led_lost, 0, memory_order_relaxed);
+	sigbus_guard();
+}
+
+/* Retire mapping l and descriptor fd of a ledger no longer used (removed,
+ * replaced, truncated): the mapping becomes private zeros in place (a
+ * thread still holding a pointer into it writes into nothing shared),
+ * the descriptor closed if it is still that file's. */
+void hp_led_retire(struct hp_ledger *l, int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	if (l)
+		mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev &&
+	    st.st_ino == ino)
+		close(fd);
+}
+
+/* The file at the ledger's path is no longer the one mapped (removed:
+ * no link left; or another file under the name), or the mapping was
+ * lost: 1.  Checked by hp_ledger_check. */
+int hp_led_moved(void)
+{
+	struct stat st, at;
+	int fd = hp_led_lock_fd();
+	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
+		return 1;
+	if (fd < 0 || fstat(fd, &st))
+		return 0; /* nothing to ask */
+	if (st.st_nlink == 0)
+		return 1;
+	return stat(lock_path, &at) != 0 || at.st_dev != st.st_dev ||
+	       at.st_ino != st.st_ino;
 }
 
 /* The ledger file opened again (a new description: no locks), by its

@@ -135,6 +135,13 @@ HP_HIDDEN uint64_t hp_ledger_sum(size_t off);
 /* Mark the slots of processes that are gone DEAD (at most once a second);
  * 1 if any was. */
 HP_HIDDEN int hp_ledger_reap(void);
+/* At most once a second: if the ledger file was removed, replaced or
+ * truncated, join the file now at its path (ledger_join.c); 1 if it
+ * tried. */
+HP_HIDDEN int hp_ledger_check(void);
+/* Once this process has pinned something: a thread of hostpin's that runs
+ * hp_ledger_check once a second. */
+HP_HIDDEN void hp_ledger_watch(void);
 #define HP_LEDGER_SUM(c) hp_ledger_sum(offsetof(struct hp_counters, c))
 
 /* ---- shared with the status program ---- */

@@ -1,5 +1,6 @@
-/* What the ledger's two files share (ledger.c: the file and attaching;
- * ledger_slots.c: claiming, filling and reaping slots).  Not for anyone
+/* What the ledger's files share (ledger.c: the file; ledger_join.c:
+ * attaching and joining again; ledger_slots.c: claiming, filling and
+ * reaping slots).  Not for anyone
  * else: the rest of hostpin goes through ledger.h. */
 #ifndef HP_LEDGER_INT_H
 #define HP_LEDGER_INT_H
@@ -27,6 +28,16 @@ HP_HIDDEN int hp_led_whole(void);
 HP_HIDDEN void hp_led_drop(void);
 HP_HIDDEN int hp_led_lock_fd(void);
 HP_HIDDEN int hp_led_slot_lock(int fd, uint32_t i, short type);
+/* ledger.c: find or make the file at the ledger's path (its rw
+ * descriptor, path in path[cap]; quiet: say nothing above debug); map and
+ * check it; use it (the descriptor moved high, what it is noted); retire
+ * a mapping and descriptor no longer used; 1 if the file at the path is
+ * no longer the one mapped. */
+HP_HIDDEN int hp_led_find(char *path, size_t cap, int quiet);
+HP_HIDDEN struct hp_ledger *hp_led_map(int fd, const char *path);
+HP_HIDDEN void hp_led_use(struct hp_ledger *l, int fd, const char *path);
+HP_HIDDEN void hp_led_retire(struct hp_ledger *l, int fd, dev_t dev, ino_t ino);
+HP_HIDDEN int hp_led_moved(void);
 
 /* ledger_slots.c: is the process (pid, start, ns) gone; claim a slot (its
  * state word in *cw, *lk: its lock taken); fill the claimed slot s for

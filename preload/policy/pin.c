@@ -66,6 +66,7 @@ int hp_pin_counts_copies(void)
  * (ledger.h): their blocks and their staging rings. */
 static uint64_t node_pinned(void)
 {
+	hp_ledger_check(); /* a ledger file removed: the one at its path */
 	return HP_LEDGER_SUM(pinned_bytes_now) + HP_LEDGER_SUM(ring_bytes);
 }
 
@@ -234,6 +235,8 @@ static int pin_settle(hp_rec_t *r, uintptr_t base, size_t len, int e,
 	hp_site_account(hp_rsite(r), len, 1);
 	/* the reservation is now real: account the peak */
 	HP_CTR_PEAK(pinned_bytes_now, pinned_bytes_peak, 0);
+	/* its share counts node-wide now: the ledger file is watched */
+	hp_ledger_watch();
 	return 1;
 }
 

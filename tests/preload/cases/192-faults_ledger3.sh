@@ -4,6 +4,8 @@
 # do to the ledger file while hostpin processes run.  Each fault is
 # injected for real, on a ledger of the case's own (HOSTPIN_LEDGER). ----
 build twoblocks twoblocks.c
+build ledger_holder ledger_holder.c
+ST=$top/build/hostpin-status
 d=$(mktemp -d)
 MB=$((1 << 20))
 # 1. (item 3) Injected: a process under HOSTPIN_MAX_PINNED=64M (mlock
@@ -26,5 +28,45 @@ lk=$(sed -n 's/^locked //p' "$d/out"); pn=$(sed -n 's/^pinned //p' "$d/out")
 if [ $rc = 0 ] && [ "${lk:-999999}" -le 65536 ] && [ "$pn" = $((48 * MB)) ]; then
 	ok "ledger truncated under a process at HOSTPIN_MAX_PINNED=64M: its second 48 MiB block stays unpinned (VmLck ${lk} kB, hostpin says $pn)"
 else bad "ledger truncated: the process's own cap (want rc 0, VmLck <= 65536 kB, pinned $((48 * MB))): rc $rc, VmLck ${lk:-?} kB, pinned ${pn:-?}"; sed 's/^/    /' "$d/out"; fi
+
+# 2. (item 1) Injected: a process pins 48 MiB under
+# HOSTPIN_NODE_MAX_PINNED=64M; `hostpin status --prometheus-file --watch 1`
+# runs; then the ledger file is removed (an epilog's rm -rf /dev/shm/...).
+# Must hold: within 20 s a ledger is at the path again holding the
+# process's 48 MiB (it rejoined, with its counters); a process started
+# then cannot pin 48 MiB more (the node cap holds: VmLck under 48 MiB); a
+# process started later still appears in the watcher's file (it reads the
+# file at the path, not the removed one); all exit 0.
+L=$d/l1
+rm -f "$d/in1" "$d/in2"; mkfifo "$d/in1" "$d/in2"
+env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
+	HOSTPIN_NODE_MAX_PINNED=64M "$B/ledger_holder" 48 < "$d/in1" > "$d/o1" 2>&1 &
+p1=$!
+exec 4>"$d/in1"
+poll 60 grep -q '^held$' "$d/o1"
+HOSTPIN_LEDGER="$L" "$ST" --prometheus-file "$d/prom" --watch 1 2>"$d/werr" 4>&- &
+wp=$!
+poll 60 grep -q "pid=\"$p1\"" "$d/prom" 2>/dev/null
+rm -f "$L"
+rejoined() { [ -e "$L" ] && [ "$(HOSTPIN_LEDGER="$L" "$ST" --total pinned_bytes_now 2>/dev/null)" = $((48 * MB)) ]; }
+poll 20 rejoined; r1=$?
+out2=$(echo go | env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
+	HOSTPIN_NODE_MAX_PINNED=64M HOSTPIN_LOG=error "$B/twoblocks" 1 48 2>&1; echo "rc=$?")
+lk2=$(echo "$out2" | sed -n 's/^locked //p')
+env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 \
+	HOSTPIN_NODE_MAX_PINNED=64M "$B/ledger_holder" 8 < "$d/in2" > "$d/o3" 2>&1 4>&- &
+p3=$!
+exec 5>"$d/in2"
+poll 60 grep -q '^held$' "$d/o3"
+poll 20 grep -q "pid=\"$p3\"" "$d/prom"; r3=$?
+exec 4>&- 5>&-
+wait $p1; rc1=$?; wait $p3; rc3=$?
+kill $wp 2>/dev/null; wait $wp 2>/dev/null
+if [ $r1 = 0 ] && echo "$out2" | grep -q '^rc=0$' && [ "${lk2:-999999}" -lt 49152 ] && [ $r3 = 0 ] &&
+	[ $rc1 = 0 ] && [ $rc3 = 0 ]; then
+	ok "ledger file removed under a running process: it rejoins the file at the path with its 48 MiB, the node cap holds for a new process (VmLck ${lk2} kB), the Prometheus watcher follows"
+else bad "ledger removed (want rejoined within 20 s: $r1 = 0; the next process's VmLck < 49152 kB: ${lk2:-?}; watcher shows a later process: $r3 = 0; rc $rc1/$rc3 = 0):"
+	echo "$out2" | sed 's/^/    /'; sed 's/^/    watcher: /' "$d/werr"; fi
+unset -f rejoined
 rm -rf "$d"
-unset MB
+unset MB L
