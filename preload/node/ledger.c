@@ -22,8 +22,14 @@ struct hp_lslot *hp_led_self;
 uint32_t hp_led_self_w; /* our slot's state word once LIVE */
 uint64_t hp_led_myns; /* our PID namespace; 0: unknown */
 int hp_led_proc_ok;   /* /proc is our namespace's */
-/* Our description of the ledger file (ledger.h), close-on-exec at a high
- * number: it holds our slot's lock and tests the others'.  -1: none. */
+/* The descriptor a join maps the ledger file from and takes its slot's
+ * lock through, open only while joining (attach, join again, the forked
+ * child); -1 otherwise.  The lock lives on after it is closed: it belongs
+ * to the open file description, which the mapping holds.  So no
+ * descriptor of hostpin's stays in the program's table (a program that
+ * lists /proc/self/fd, closes every descriptor or reuses their numbers
+ * never meets one), and hostpin never acts on a number the program may
+ * have reused: a check opens the file again by its path (hp_led_fd_get). */
 int hp_led_lockfd = -1;
 dev_t hp_led_lock_dev;
 ino_t hp_led_lock_ino;
@@ -89,16 +95,18 @@ static void sigbus_guard(void)
 int hp_led_whole(void)
 {
 	struct stat st;
-	int fd = hp_led_lock_fd();
 	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
 		return 0;
+	int fd = hp_led_fd_get();
 	if (fd < 0)
 		return 1; /* nothing to ask; the handler guards */
-	return fstat(fd, &st) == 0 &&
-	       st.st_size == (off_t)sizeof(struct hp_ledger) &&
-	       (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger) &&
-	       atomic_load_explicit(&hp_led->layout, memory_order_relaxed) ==
-		   HP_LEDGER_LAYOUT;
+	int whole = fstat(fd, &st) == 0 &&
+		    st.st_size == (off_t)sizeof(struct hp_ledger) &&
+		    (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger) &&
+		    atomic_load_explicit(&hp_led->layout,
+					 memory_order_relaxed) == HP_LEDGER_LAYOUT;
+	hp_led_fd_put(fd);
+	return whole;
 }
 
 /* Stop using a ledger that is no longer whole: the mapping becomes
@@ -109,14 +117,15 @@ void hp_led_drop(void)
 {
 	static struct hp_lslot keep;
 	struct stat st;
-	int fd = hp_led_lock_fd();
 	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
 		return;
 	/* this process's own counters go on as they were (hp_own) */
 	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+	int fd = hp_led_fd_get();
 	if (hp_led_self && fd >= 0 && fstat(fd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger))
 		memcpy(&keep, hp_led_self, sizeof(keep));
+	hp_led_fd_put(fd);
 	if (mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
 	    hp_led_self)
@@ -127,15 +136,40 @@ void hp_led_drop(void)
 	       "again", lock_path);
 }
 
-/* lockfd if it is still the ledger file (a program may have closed it and
- * opened something else under its number); -1 if not. */
-int hp_led_lock_fd(void)
+/* fd is the ledger file in use (device, inode). */
+static int same_file(int fd)
 {
 	struct stat st;
-	if (hp_led_lockfd < 0 || fstat(hp_led_lockfd, &st) || st.st_dev != hp_led_lock_dev ||
-	    st.st_ino != hp_led_lock_ino)
+	return fstat(fd, &st) == 0 && st.st_dev == hp_led_lock_dev &&
+	       st.st_ino == hp_led_lock_ino;
+}
+
+/* The ledger file opened again by its path (a new description: it holds
+ * no lock), if that is still the file in use; -1 if not. */
+static int reopen(void)
+{
+	if (!lock_path[0])
 		return -1;
-	return hp_led_lockfd;
+	int fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
+				     O_CLOEXEC);
+	if (fd >= 0 && !same_file(fd)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int hp_led_fd_get(void)
+{
+	if (hp_led_lockfd >= 0 && same_file(hp_led_lockfd))
+		return hp_led_lockfd;
+	return reopen();
+}
+
+void hp_led_fd_put(int fd)
+{
+	if (fd >= 0 && fd != hp_led_lockfd)
+		close(fd);
 }
 
 /* Take (F_WRLCK) or drop (F_UNLCK) the lock of slot i on fd: 0, or -1
@@ -270,8 +304,20 @@ int hp_led_find(char *path, size_t cap, int quiet)
 		hp_snprintf(path, cap, "%s/" HP_LEDGER_NAME_FMT, dir,
 			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
 		name = path + strlen(dir) + 1;
-	} else
-		hp_snprintf(path, cap, "%s", p);
+	} else {
+		/* HOSTPIN_LEDGER made absolute once, at start-up: a join
+		 * after the program's chdir finds the same file */
+		static char abs[340];
+		if (!abs[0] && p[0] != '/') {
+			char cwd[300];
+			if (getcwd(cwd, sizeof(cwd)))
+				hp_snprintf(abs, sizeof(abs), "%s/%s", cwd, p);
+		}
+		if (!abs[0])
+			hp_snprintf(abs, sizeof(abs), "%s", p);
+		hp_snprintf(path, cap, "%s", abs);
+		name = path;
+	}
 	int fd = -1, err = 0;
 	for (int tries = 0; fd < 0 && tries < 2; tries++) {
 		fd = hp_ledger_open_checked(dirfd, name, 1);
@@ -296,19 +342,13 @@ int hp_led_find(char *path, size_t cap, int quiet)
 	return fd;
 }
 
-/* Use ledger l, mapped from fd (found at path): the descriptor kept at a
- * high number, out of the way of programs that reuse low ones, with what
- * it is (device, inode) to tell it from a program's file under the same
- * number later.  fd is consumed.  The old mapping and descriptor, if any,
- * are the caller's to retire. */
+/* Use ledger l, mapped from fd (found at path): fd is the joining
+ * descriptor (hp_led_lockfd) until hp_led_joined closes it; what the file
+ * is (device, inode) is noted, to find it again by its path.  The old
+ * mapping, if any, is the caller's to retire. */
 void hp_led_use(struct hp_ledger *l, int fd, const char *path)
 {
 	struct stat st;
-	int h = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-	if (h >= 0) {
-		close(fd);
-		fd = h;
-	}
 	hp_led = l;
 	if (fstat(fd, &st) == 0) {
 		hp_led_lock_dev = st.st_dev;
@@ -323,19 +363,24 @@ void hp_led_use(struct hp_ledger *l, int fd, const char *path)
 	sigbus_guard();
 }
 
-/* Retire mapping l and descriptor fd of a ledger no longer used (removed,
- * replaced, truncated): the mapping becomes private zeros in place (a
- * thread still holding a pointer into it writes into nothing shared),
- * the descriptor closed if it is still that file's. */
-void hp_led_retire(struct hp_ledger *l, int fd, dev_t dev, ino_t ino)
+/* A join is over: the joining descriptor closed (the slot's lock stays,
+ * held by the description the mapping keeps). */
+void hp_led_joined(void)
 {
-	struct stat st;
+	if (hp_led_lockfd >= 0)
+		close(hp_led_lockfd);
+	hp_led_lockfd = -1;
+}
+
+/* Retire mapping l of a ledger no longer used (removed, replaced,
+ * truncated): it becomes private zeros in place (a thread still holding a
+ * pointer into it writes into nothing shared), which also lets the old
+ * file's description, and the slot lock it held, go. */
+void hp_led_retire(struct hp_ledger *l)
+{
 	if (l)
 		mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev &&
-	    st.st_ino == ino)
-		close(fd);
 }
 
 /* The file at the ledger's path is no longer the one mapped (removed:
@@ -343,40 +388,14 @@ void hp_led_retire(struct hp_ledger *l, int fd, dev_t dev, ino_t ino)
  * lost: 1.  Checked by hp_ledger_check. */
 int hp_led_moved(void)
 {
-	struct stat st, at;
-	int fd = hp_led_lock_fd();
+	struct stat at;
 	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
 		return 1;
-	if (fd < 0 || fstat(fd, &st))
-		return 0; /* nothing to ask */
-	if (st.st_nlink == 0)
-		return 1;
-	return stat(lock_path, &at) != 0 || at.st_dev != st.st_dev ||
-	       at.st_ino != st.st_ino;
-}
-
-/* The ledger file opened again (a new description: no locks), by its
- * path if that is still it, else through /proc; -1 if neither. */
-static int reopen(void)
-{
-	char p[48];
-	struct stat st;
-	int fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != hp_led_lock_dev ||
-			st.st_ino != hp_led_lock_ino)) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		hp_snprintf(p, sizeof(p), "/proc/self/fd/%d", hp_led_lockfd);
-		fd = open(p, O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != hp_led_lock_dev ||
-				st.st_ino != hp_led_lock_ino)) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	return fd;
+	if (!lock_path[0])
+		return 0;
+	if (stat(lock_path, &at))
+		return errno == ENOENT || errno == ENOTDIR;
+	return at.st_dev != hp_led_lock_dev || at.st_ino != hp_led_lock_ino;
 }
 
 void hp_ledger_fork_child(void)
@@ -416,31 +435,26 @@ void hp_ledger_fork_child(void)
 	hp_ctrp = &hp_own;
 	/* unshare(CLONE_NEWPID) puts the children in another namespace */
 	hp_led_myns = hp_pidns(&hp_led_proc_ok);
-	/* The inherited descriptor shares the parent's description, and so
-	 * its lock: a description of our own under the same number, or none
-	 * (the parent's lock must not live on in us). */
-	if (hp_led_lockfd >= 0) {
-		int nfd = reopen();
-		if (nfd < 0 || dup3(nfd, hp_led_lockfd, O_CLOEXEC) < 0) {
-			close(hp_led_lockfd);
-			hp_led_lockfd = -1;
-		}
-		if (nfd >= 0)
-			close(nfd);
-		/* The mapping holds the parent's description too (a lock
-		 * lives as long as its description): the ledger mapped again,
-		 * in place, from ours.  If that fails the parent's slot counts
-		 * as live as long as we live. */
-		if (hp_led_lockfd >= 0 &&
-		    mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, hp_led_lockfd, 0) == MAP_FAILED)
-			hp_log(HP_LOG_INFO, "ledger: cannot map it again in the "
-			       "child (%s); the parent's slot counts as long "
-			       "as this process lives", hp_strerror(errno));
+	/* The inherited mapping holds the parent's description, and so its
+	 * lock: the ledger mapped again, in place, from a description of
+	 * our own (opened by the path), through which the child claims its
+	 * slot.  If that fails the parent's slot counts as live as long as
+	 * we live, and ours holds no lock. */
+	int nfd = reopen();
+	if (nfd >= 0 &&
+	    mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, nfd, 0) == MAP_FAILED) {
+		hp_log(HP_LOG_INFO, "ledger: cannot map it again in the "
+		       "child (%s); the parent's slot counts as long as this "
+		       "process lives", hp_strerror(errno));
+		close(nfd);
+		nfd = -1;
 	}
+	hp_led_lockfd = nfd;
 	uint32_t w;
 	int lk;
 	struct hp_lslot *s = hp_led_claim(&w, &lk);
+	hp_led_joined();
 	if (!s)
 		return;
 	hp_led_fill(s, w, lk, c, cmd);

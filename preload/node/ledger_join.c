@@ -80,6 +80,7 @@ void hp_ledger_attach(void)
 		hp_led_slot_max = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
 	hp_led_use(l, fd, path);
 	claim_own(path, HP_LOG_WARN);
+	hp_led_joined();
 }
 
 void hp_ledger_detach(void)
@@ -113,15 +114,10 @@ void hp_ledger_detach(void)
 static void rejoin(void)
 {
 	char path[340];
-	struct hp_ledger *old = hp_led;
-	int oldfd = hp_led_lockfd;
-	dev_t dev = hp_led_lock_dev;
-	ino_t ino = hp_led_lock_ino;
 	/* from here until a slot is ours, this process counts alone */
 	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
 	hp_led_self = NULL;
-	hp_led_retire(old, oldfd, dev, ino);
-	hp_led_lockfd = -1;
+	hp_led_retire(hp_led);
 	int fd = hp_led_find(path, sizeof(path), 1);
 	struct hp_ledger *l = fd >= 0 ? hp_led_map(fd, path) : NULL;
 	if (!l) {
@@ -136,6 +132,7 @@ static void rejoin(void)
 	 * it see no slot; the new mapping replaces it */
 	hp_led_use(l, fd, path);
 	claim_own(path, HP_LOG_INFO);
+	hp_led_joined();
 	if (hp_led_self)
 		hp_log(HP_LOG_INFO, "ledger %s was removed, replaced or "
 		       "truncated: this process joined the file now there, "
@@ -145,7 +142,7 @@ static void rejoin(void)
 int hp_ledger_check(void)
 {
 	static _Atomic uint64_t last;
-	if (!hp_led && hp_led_lockfd < 0)
+	if (!hp_led)
 		return 0; /* never had one: nothing to join again */
 	uint64_t now = hp_now_ns(),
 		 prev = atomic_load_explicit(&last, memory_order_relaxed);
@@ -159,8 +156,8 @@ int hp_ledger_check(void)
 		return 0;
 	if (hp_led_self && !hp_led_moved())
 		return 0;
-	if (!hp_led_self && hp_led_lockfd >= 0 && !hp_led_moved())
-		return 0; /* a full table: stays so */
+	if (!hp_led_self && !hp_led_moved())
+		return 0; /* a full table, or none at the path now */
 	if (atomic_exchange_explicit(&joining, 1, memory_order_acquire))
 		return 0;
 	if (!atomic_load_explicit(&detached, memory_order_relaxed))

@@ -70,3 +70,31 @@ else bad "ledger removed (want rejoined within 20 s: $r1 = 0; the next process's
 unset -f rejoined
 rm -rf "$d"
 unset MB L
+
+# 3. (item 12) Injected: a program that lists its descriptors, under the
+# normal RLIMIT_NOFILE and under `prlimit --nofile=8`; then one that
+# closes every descriptor but 0-2 and opens files of its own while it
+# holds 16 MiB pinned.  Must hold: no descriptor of the ledger file in
+# either listing (only its mapping, in /proc/self/maps); the program that
+# closed everything still counts as live in `hostpin status` (its slot's
+# lock held) and exits 0.
+d=$(mktemp -d)
+L=$d/l12
+fds1=$(env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" ls -l /proc/self/fd/ 2>&1 | grep -c "$L")
+fds2=$(prlimit --nofile=8 env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" ls -l /proc/self/fd/ 2>&1 | grep -c "$L")
+maps=$(env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" grep -c "$L" /proc/self/maps)
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$L" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 python3 -c '
+import os, subprocess, sys
+os.closerange(3, 65536)
+b = bytearray(16 << 20)
+fs = [open("/dev/null") for _ in range(40)]
+print("open-fds", sum(1 for f in os.listdir("/proc/self/fd") if os.path.realpath("/proc/self/fd/" + f) == sys.argv[1]))
+st = subprocess.run([sys.argv[2], "--all"], env=dict(os.environ, LD_PRELOAD=""), capture_output=True, text=True).stdout
+print("live", sum(1 for l in st.splitlines() if l.split()[:1] == [str(os.getpid())]))
+' "$L" "$ST" 2>&1; echo "rc=$?")
+if [ "$fds1" = 0 ] && [ "$fds2" = 0 ] && [ "$maps" = 1 ] && echo "$out" | grep -q '^open-fds 0$' &&
+	echo "$out" | grep -q '^live 1$' && echo "$out" | grep -q '^rc=0$'; then
+	ok "no descriptor of the ledger in the program's table (ls /proc/self/fd, also under --nofile=8: none; its mapping only); a program that closed every descriptor stays live in hostpin status"
+else bad "the ledger's descriptor (want 0, 0 listed, 1 mapping, then open-fds 0, live 1, rc=0): $fds1, $fds2, $maps"; echo "$out" | sed 's/^/    /'; fi
+rm -rf "$d"
+unset L
