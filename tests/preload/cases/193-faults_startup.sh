@@ -16,3 +16,19 @@ more=$(echo "$out" | grep -c '^hostpin.*1484 more unknown HOSTPIN_\* variables i
 if [ "$opens" = 1 ] && [ "$named" = 16 ] && [ "$more" = 1 ] && echo "$out" | grep -q '^rc=0$'; then
 	ok "1,500 unknown HOSTPIN_* variables: the parent's environment read once, 16 named, one line for the other 1,484"
 else bad "1,500 unknown HOSTPIN_* variables (want 1 open of /proc/PPID/environ, 16 named, 1 'more' line, rc=0): $opens, $named, $more, $(echo "$out" | tail -1)"; fi
+
+# 2. (item 9) Injected: HOSTPIN_LIB relative (./libhostpin.so) and bare
+# (libhostpin.so), the launcher run from the library's directory, the
+# command changing directory before it starts a child.  Must hold: the
+# LD_PRELOAD the command sees starts with '/', the child after the chdir
+# loads hostpin (no "cannot be preloaded"), exit 0.
+d=$(mktemp -d)
+cp "$LIB" "$d/libhostpin.so"
+for rel in ./libhostpin.so libhostpin.so; do
+	out=$(cd "$d" && HOSTPIN_LIB=$rel "$top/build/hostpin" sh -c 'echo "pl=$LD_PRELOAD"; cd /; sh -c "echo child"' 2>&1; echo "rc=$?")
+	if echo "$out" | grep -q "^pl=$d/libhostpin.so" && echo "$out" | grep -q '^child$' &&
+		! echo "$out" | grep -q 'cannot be preloaded' && echo "$out" | grep -q '^rc=0$'; then
+		ok "HOSTPIN_LIB=$rel: made absolute ($(echo "$out" | sed -n 's/^pl=//p' | cut -d: -f1)), a child after a chdir loads it"
+	else bad "HOSTPIN_LIB=$rel (want LD_PRELOAD=$d/libhostpin.so..., the child loads it, rc 0):"; echo "$out" | sed 's/^/    /'; fi
+done
+rm -rf "$d"
