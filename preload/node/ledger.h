@@ -1,17 +1,19 @@
 /* The node-wide ledger: one shared-memory file per user and node (default
  * /dev/shm/hostpin-<uid>) holding a fixed table of per-process slots.  Each
- * hostpin process keeps its statistics counters (struct hp_counters) in its
- * own slot, so that other processes see its pinned and cached bytes (for
- * the node-wide cap and cache budget) and `hostpin status` and the
- * launcher's merged report see everything it did, even after it was killed.
+ * hostpin process keeps a copy of its statistics counters (struct
+ * hp_counters; its own are in its own memory, hp_own) in its own slot, so
+ * that other processes see its pinned and cached bytes (for the node-wide
+ * cap and cache budget) and `hostpin status` and the launcher's merged
+ * report see everything it did, even after it was killed.
  * A slot's process holds, for its whole life, an open-file-description
  * write lock (F_OFD_SETLK) on the first byte of its slot in the file,
- * through a descriptor of its own (close-on-exec; a forked child opens the
+ * taken through the descriptor it mapped the file from and then closed:
+ * the mapping holds the description, and so the lock, and no descriptor
+ * of hostpin's stays in the program's table (a forked child opens the
  * file again, and maps the ledger again from it, before it claims a slot
- * of its own, since an inherited description, and the inherited mapping
- * which holds it too, keep the parent's lock).  The mapping holds the
- * description as well, so a program that closes hostpin's descriptor does
- * not drop the lock either.  The kernel drops the lock when
+ * of its own, since the inherited mapping keeps the parent's lock).  A
+ * file removed or replaced under a process: ledger_join.c.  The kernel
+ * drops the lock when
  * the process dies, whatever its PID namespace, so a reaper that finds the
  * byte unlocked (F_OFD_GETLK) knows the slot's process is gone: a process
  * SIGKILLed in another PID namespace (a container sharing IPC) stops
