@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../preload/node/ledger.h"
@@ -216,7 +218,23 @@ void status_prometheus(FILE *o, struct hp_ledger *l, int all)
 	}
 }
 
-/* --prometheus-file: the exposition written to PATH.tmp.PID, mode 0644
+/* An unpredictable number for a temporary name: another user cannot take
+ * the names a writer will use. */
+static unsigned long long tmp_random(void)
+{
+	unsigned long long r = 0;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r ^= (unsigned long long)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^
+		     (unsigned long long)getpid() << 32 ^ (unsigned long long)ts.tv_sec;
+	}
+	return r;
+}
+
+/* --prometheus-file: the exposition written to PATH.tmp.PID.RANDOM (a new
+ * unpredictable name for each snapshot, tried again under another if
+ * one is refused: a name another user took costs nothing), mode 0644
  * (node_exporter may run as another user), then renamed over PATH within
  * the same directory, so a reader (node_exporter's textfile collector
  * reads *.prom) sees the old file or the new one whole.  The file is
@@ -233,15 +251,22 @@ int status_prometheus_file(const char *path, struct hp_ledger *l, int all)
 			"directory (expected a file name)\n", status_esc(path));
 		return 1;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
-	    (int)sizeof(tmp)) {
-		fprintf(stderr, "hostpin status: --prometheus-file: name too "
-			"long\n");
-		return 1;
-	}
 	const char *tleaf = tmp + (leaf - path);
-	int dir = -1;
-	int fd = hp_out_open_in(tmp, 0, 0644, why, sizeof(why), &dir);
+	int dir = -1, fd = -1;
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%016llx", path,
+			     (int)getpid(), tmp_random()) >= (int)sizeof(tmp)) {
+			fprintf(stderr, "hostpin status: --prometheus-file: "
+				"name too long\n");
+			return 1;
+		}
+		if (dir >= 0)
+			close(dir), dir = -1;
+		why[0] = '\0';
+		fd = hp_out_open_in(tmp, 0, 0644, why, sizeof(why), &dir);
+		if (fd < 0 && !why[0] && errno != EEXIST)
+			break; /* the directory's fault, not the name's */
+	}
 	FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!o) {
 		int e = errno;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -222,9 +223,20 @@ struct hp_ledger *hp_led_map(int fd, const char *path)
 static int create(int dirfd, const char *name, const char *path)
 {
 	char tmp[340];
-	hp_snprintf(tmp, sizeof(tmp), "%s.new-%d", name, (int)getpid());
-	int fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-					O_CLOEXEC, 0600);
+	int fd = -1;
+	/* an unpredictable temporary name, another on a collision (a
+	 * process of another PID namespace has our pid; a stale file) */
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		unsigned long long r = 0;
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			r = hp_now_ns() * 0x9e3779b97f4a7c15ull + (unsigned)tries;
+		hp_snprintf(tmp, sizeof(tmp), "%s.new-%d-%llx", name,
+			    (int)getpid(), r);
+		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+					    O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (fd < 0) {
 		hp_log(HP_LOG_WARN, "no ledger: cannot create %s (%s); "
 		       "node-wide caps do not apply, per-process caps do",

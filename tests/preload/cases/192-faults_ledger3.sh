@@ -98,3 +98,23 @@ if [ "$fds1" = 0 ] && [ "$fds2" = 0 ] && [ "$maps" = 1 ] && echo "$out" | grep -
 else bad "the ledger's descriptor (want 0, 0 listed, 1 mapping, then open-fds 0, live 1, rc=0): $fds1, $fds2, $maps"; echo "$out" | sed 's/^/    /'; fi
 rm -rf "$d"
 unset L
+
+# 4. (item 6, temporary names) Injected, as root: a stale temporary file
+# of the old fixed name (LEDGER.new-1) beside a ledger not made yet, then
+# a process that is pid 1 of a PID namespace of its own; and user nobody
+# taking the Prometheus writer's temporary name (PATH.tmp.PID) in a sticky
+# directory before `hostpin status --prometheus-file` starts.  Must hold:
+# the process makes and joins the ledger; the Prometheus file is written
+# (exit 0).
+if [ "$(id -u)" = 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
+	d=$(mktemp -d); chmod 1777 "$d"
+	: > "$d/l6.new-1"
+	out=$(unshare -p -f --mount-proc env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$d/l6" HOSTPIN_LOG=info /bin/true 2>&1)
+	outp=$(sh -c 'runuser -u nobody -- touch "$1.tmp.$$"; exec env HOSTPIN_LEDGER="$2" "$3" --prometheus-file "$1"' sh "$d/m.prom" "$d/l6" "$ST" 2>&1; echo "rc=$?")
+	if echo "$out" | grep -q "ledger $d/l6, slot" && echo "$outp" | grep -q '^rc=0$' && [ -s "$d/m.prom" ]; then
+		ok "a stale LEDGER.new-1 and pid 1 of a PID namespace: the ledger is made; nobody's squat on the Prometheus temporary name: the file is written"
+	else bad "temporary names (want 'ledger $d/l6, slot', the Prometheus file written):"; echo "$out" | sed 's/^/    /'; echo "$outp" | sed 's/^/    /'; fi
+	rm -rf "$d"
+else
+	echo "SKIP: not root or no unshare -p: temporary-name collisions not injected"
+fi
