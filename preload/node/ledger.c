@@ -297,9 +297,10 @@ int hp_led_find(char *path, size_t cap, int quiet)
 			 * leaves this user's processes without node-wide caps */
 			hp_log(lw, "no ledger: /dev/shm/hostpin-%u.d "
 			       "and the %d other names hostpin tries for it are "
-			       "taken by other users; node-wide caps do not "
-			       "apply, per-process caps do", (unsigned)geteuid(),
-			       HP_LEDGER_DIR_ALT);
+			       "taken by other users, and there is no runtime "
+			       "directory of this user's (/run/user/UID); "
+			       "node-wide caps do not apply, per-process caps do",
+			       (unsigned)geteuid(), HP_LEDGER_DIR_ALT);
 			return -1;
 		}
 		if (dirfd < 0) {

@@ -376,27 +376,37 @@ static inline int hp_ledger_open_checked(int dirfd, const char *name, int rw)
  * /dev/shm/hostpin-UID.d that is not the user's (or -1 for a link or
  * other file of the user's), for a message.  At most 1 + HP_LEDGER_DIR_ALT
  * names are looked at, never a listing of /dev/shm: another user who
- * fills /dev/shm with names costs nobody's start-up anything, and one who
- * takes all of them leaves the user without a ledger (per-process caps
- * still apply), which filling /dev/shm does as well. */
+ * fills /dev/shm with names costs nobody's start-up anything.  When
+ * another user took all of them, a last name no other user can take:
+ * /run/hostpin-0.d for root (/run is root's), /run/user/UID/hostpin.d for
+ * others (the user's runtime directory, where logind made one); without
+ * one of those the user has no ledger (per-process caps still apply),
+ * which filling /dev/shm does as well. */
 static inline int hp_ledger_dir(char *path, size_t cap, int create,
 				long *taken)
 {
 	unsigned uid = (unsigned)geteuid();
 	*taken = 0;
-	for (int k = 0; k <= HP_LEDGER_DIR_ALT; k++) {
-		if (k)
+	for (int k = 0; k <= HP_LEDGER_DIR_ALT + 1; k++) {
+		if (k == HP_LEDGER_DIR_ALT + 1 && uid == 0)
+			hp_snprintf(path, cap, "/run/hostpin-0.d");
+		else if (k == HP_LEDGER_DIR_ALT + 1)
+			hp_snprintf(path, cap, "/run/user/%u/hostpin.d", uid);
+		else if (k)
 			hp_snprintf(path, cap, "/dev/shm/hostpin-%u.d-%d", uid, k);
 		else
 			hp_snprintf(path, cap, "/dev/shm/hostpin-%u.d", uid);
 		/* the first free name is made; a name taken meanwhile by
 		 * another process of the user's is just as good */
-		if (create && mkdir(path, 0700) && errno != EEXIST)
+		if (create && mkdir(path, 0700) && errno != EEXIST &&
+		    k <= HP_LEDGER_DIR_ALT)
 			return -1;
 		int fd = hp_own_dir(path);
 		if (fd >= 0)
 			return fd;
 		struct stat st;
+		if (k > HP_LEDGER_DIR_ALT)
+			break;
 		if (lstat(path, &st)) {
 			if (errno != ENOENT)
 				return -1; /* /dev/shm unusable */
