@@ -308,7 +308,7 @@ struct hp_lslot *hp_ledger_test_claim(void)
 	int lk;
 	struct hp_lslot *s = hp_led_claim(&w, &lk);
 	if (s)
-		hp_led_fill(s, w, lk, &hp_own, "test");
+		hp_led_fill(s, w, lk, &hp_own, (const char[HP_LEDGER_CMD]){"test"});
 	return s;
 }
 #endif
