@@ -71,7 +71,7 @@ static const struct pmet {
 /* one process, read once, so that every family shows the same moment */
 struct psnap {
 	int pid, rank, local_rank, job;
-	uint64_t born;
+	uint64_t born, ns;
 	char cmd[HP_LEDGER_CMD + 1];
 	uint64_t v[NPMET];
 };
@@ -163,6 +163,7 @@ void status_prometheus(FILE *o, struct hp_ledger *l, int all)
 		if (!all && !status_did_something(s))
 			continue;
 		p->pid = s->pid, p->job = s->job_pid, p->born = s->born;
+		p->ns = s->pidns;
 		p->rank = s->rank, p->local_rank = s->local_rank;
 		memcpy(p->cmd, s->cmd, HP_LEDGER_CMD);
 		p->cmd[HP_LEDGER_CMD] = '\0';
@@ -182,19 +183,25 @@ void status_prometheus(FILE *o, struct hp_ledger *l, int all)
 		}
 		for (int j = 0; j < n; j++) {
 			struct psnap *p = &snap[j];
-			char r[16] = "", lr[16] = "", jb[16] = "";
+			char r[16] = "", lr[16] = "", jb[16] = "", ns[24] = "";
 			if (p->rank >= 0)
 				snprintf(r, sizeof(r), "%d", p->rank);
 			if (p->local_rank >= 0)
 				snprintf(lr, sizeof(lr), "%d", p->local_rank);
 			if (p->job > 0)
 				snprintf(jb, sizeof(jb), "%d", p->job);
-			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",rank=\"%s\""
-				",local_rank=\"%s\",job_pid=\"%s\",command=\"",
+			/* pid and PID namespace: unique per process on the
+			 * node (containers' pid-1 jobs share a ledger) */
+			if (p->ns)
+				snprintf(ns, sizeof(ns), "%llu",
+					 (unsigned long long)p->ns);
+			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",pidns=\"%s\","
+				"rank=\"%s\",local_rank=\"%s\",job_pid=\"%s\","
+				"command=\"",
 				k ? pmet[k - 1].name : "start_time",
 				!k ? "_seconds"
 				: pmet[k - 1].kind == PM_GAUGE ? "" : "_total",
-				p->pid, r, lr, jb);
+				p->pid, ns, r, lr, jb);
 			prom_label(o, status_prom_nocmd ? "" : p->cmd);
 			fputs("\"}", o);
 			if (k)

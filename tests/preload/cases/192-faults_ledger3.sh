@@ -118,3 +118,26 @@ if [ "$(id -u)" = 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
 else
 	echo "SKIP: not root or no unshare -p: temporary-name collisions not injected"
 fi
+
+# 5. (item 8) Injected, as root: two processes, each pid 1 of its own PID
+# namespace, share a ledger, each pinning 64 MiB.  Must hold: `hostpin
+# status --prometheus` shows both (two live_bytes series with pid "1") and
+# no two series with the same name and labels.
+if [ "$(id -u)" = 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
+	d=$(mktemp -d); chmod 755 "$d"
+	LH=$B/ledger_holder
+	export HOSTPIN_LEDGER=$d/l8
+	ns_hold 2
+	prom=$("$ST" --all --prometheus 2>&1)
+	exec 3>&-
+	for p in $ns_pids; do wait $p; done
+	unset HOSTPIN_LEDGER
+	dups=$(echo "$prom" | grep '^hostpin_process_' | sed 's/ [^ ]*$//' | sort | uniq -d | wc -l)
+	ones=$(echo "$prom" | grep -c '^hostpin_process_live_bytes{pid="1",')
+	if [ "$dups" = 0 ] && [ "$ones" = 2 ]; then
+		ok "two pid-1 processes of two PID namespaces in one ledger: two series each, no duplicate ($(echo "$prom" | grep -m1 '^hostpin_process_live_bytes{pid="1",' | cut -d, -f1-2))"
+	else bad "Prometheus series of two pid-1 processes (want 0 duplicates, 2 pid-1 live_bytes series): $dups, $ones"; echo "$prom" | grep 'live_bytes{' | sed 's/^/    /'; fi
+	rm -rf "$d"; unset LH
+else
+	echo "SKIP: not root or no unshare -p: PID namespaces not injected"
+fi
