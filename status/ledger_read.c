@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../preload/node/ledger.h"
@@ -284,7 +285,16 @@ int status_ledger_unusable(char *why, size_t cap)
 					    O_CLOEXEC, 0600);
 		err = errno;
 		if (fd >= 0) {
-			close(fd);
+			/* room for a whole ledger, as the library reserves it:
+			 * a /dev/shm too small (a container's 64 MiB, filled)
+			 * means no ledger, and so no merged report */
+			if (syscall(SYS_fallocate, fd, 0, (off_t)0,
+				    (off_t)sizeof(struct hp_ledger))) {
+				err = errno;
+				close(fd);
+				fd = -1;
+			} else
+				close(fd);
 			unlinkat(dirfd, tmp, 0);
 		}
 	}
@@ -295,6 +305,11 @@ int status_ledger_unusable(char *why, size_t cap)
 	if (err == EEXIST)
 		snprintf(why, cap, "%s is not a ledger of this user's made by "
 			 "hostpin", status_esc(path));
+	else if (err == ENOSPC)
+		snprintf(why, cap, "the ledger %s cannot be made: no room for "
+			 "its %zu KiB (%s; a /dev/shm too small or full)",
+			 status_esc(path), sizeof(struct hp_ledger) >> 10,
+			 strerror(err));
 	else
 		snprintf(why, cap, "the ledger %s cannot be %s (%s)", status_esc(path),
 			 err == ENOENT || err == EROFS || err == EACCES

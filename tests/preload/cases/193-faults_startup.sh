@@ -32,3 +32,19 @@ for rel in ./libhostpin.so libhostpin.so; do
 	else bad "HOSTPIN_LIB=$rel (want LD_PRELOAD=$d/libhostpin.so..., the child loads it, rc 0):"; echo "$out" | sed 's/^/    /'; fi
 done
 rm -rf "$d"
+
+# 3. (item 7) Injected, as root: /dev/shm a tmpfs of 256 KiB (smaller than
+# a ledger; a container's /dev/shm filled up), no ledger yet, then
+# `hostpin --stats /bin/true`.  Must hold: the launcher says up front
+# there will be no merged report and why (no room), and the process prints
+# its own report; exit 0.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	out=$(unshare -m sh -c 'mount -t tmpfs -o size=256k,mode=1777 tmpfs /dev/shm || exit 9
+		env -u HOSTPIN_LEDGER "$1" --stats /bin/true 2>&1; echo "rc=$?"' sh "$top/build/hostpin")
+	if echo "$out" | grep -q '^hostpin: --stats: no merged report: .*no room.*each process prints its own report' &&
+		echo "$out" | grep -q '^hostpin\[[0-9]*\]: report' && echo "$out" | grep -q '^rc=0$'; then
+		ok "hostpin --stats with a 256 KiB /dev/shm: said up front, per-process reports instead"
+	else bad "hostpin --stats with a too small /dev/shm (want the reason up front and a per-process report, rc 0):"; echo "$out" | sed 's/^/    /'; fi
+else
+	echo "SKIP: not root or no unshare -m: a small /dev/shm not injected"
+fi
