@@ -242,8 +242,14 @@ uint64_t hp_ledger_sum(size_t off)
 					 off),
 		    memory_order_relaxed);
 		/* a slot claiming more than the machine has is not hostpin's
-		 * word; and no sum wraps */
-		if (s != hp_led_self && v > hp_led_slot_max)
+		 * word; nor one no process can ever reap: no lock to test and
+		 * not of our PID namespace (a process of the user's could
+		 * write such a slot and block pinning for as long as the
+		 * file exists; hostpin's own processes hold their lock); and
+		 * no sum wraps */
+		if (s != hp_led_self &&
+		    (v > hp_led_slot_max ||
+		     (!s->locked && (!s->pidns || s->pidns != hp_led_myns))))
 			continue;
 		t = hp_sat_add(t, v);
 	}

@@ -141,3 +141,19 @@ if [ "$(id -u)" = 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
 else
 	echo "SKIP: not root or no unshare -p: PID namespaces not injected"
 fi
+
+# 6. (item 5) Injected: another process of the user's writes a LIVE slot
+# that no one can reap (no lock, PID namespace unknown) claiming half the
+# machine's memory.  Must hold: under HOSTPIN_NODE_MAX_PINNED=64M a
+# process still pins its 32 MiB block.
+d=$(mktemp -d)
+$CC $CFL -o "$B/ledger_poke" ledger_poke.c || bad "build ledger_poke"
+half=$(( $(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo) * 512 ))
+env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$d/l5" /bin/true
+"$B/ledger_poke" "$d/l5" "$half" || bad "poke"
+env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$d/l5" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 HOSTPIN_NODE_MAX_PINNED=64M \
+	HOSTPIN_STATS_FILE="$d/r.json" "$B/ledger_holder" 32 < /dev/null > /dev/null
+if grep -q '"pinned_bytes_peak": 33554432,' "$d/r.json"; then
+	ok "an unreapable slot claiming half the memory ($half bytes) does not block pinning: 32 MiB pinned under 64 MiB"
+else bad "an unreapable slot blocks pinning: $(grep -o '"pinned_bytes_peak": [0-9]*' "$d/r.json")"; fi
+rm -rf "$d"; unset half
