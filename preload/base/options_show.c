@@ -63,16 +63,6 @@ static int show_line(int i, char *out, size_t cap)
 		hp_snprintf(val, sizeof(val), "0");
 		hp_snprintf(note, sizeof(note), "asked: 1; the transparent "
 			    "huge page mode is not always or madvise");
-	} else if (i == HP_OPT_STAGE_THREADS && hp_opt[i] == 0) {
-		/* 0 is auto: what hp_pool_start takes (copy/pool.c) */
-		hp_snprintf(note, sizeof(note), "auto: %u here",
-			    hp_cpu_limit() < 2 ? 1u : 2u);
-	} else if (i == HP_OPT_REGISTER_CHUNK && hp_opt[i] < HP_PAGE_SIZE) {
-		/* 0 (or under a page, rounded down to 0) is auto: whole
-		 * blocks, one driver call per HP_REG_PIECE_MAX at most */
-		hp_snprintf(note, sizeof(note), "auto: whole blocks, "
-			    "in pieces of at most %s",
-			    hp_human(HP_REG_PIECE_MAX, h2));
 	} else if (i == HP_OPT_BACKEND && hp_backend &&
 		   strcmp(val, hp_backend->name) != 0) {
 		hp_snprintf(note, sizeof(note), "asked: %s", val);
