@@ -67,7 +67,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: all check layers check-cluster check-torch check-engine-fuzz demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: fuzz fuzz-build fuzz-long all check layers check-cluster check-torch check-engine-fuzz demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -136,6 +136,33 @@ sanitize: $(B)/test/registry-tsan $(B)/test/registry-asan
 preload-tests: $(DEPS_STAMP) all
 	tests/preload/run.sh
 
+# libFuzzer targets (tests/libfuzzer/): the knob parser, the ledger as the
+# library and `hostpin status` read it, the cgroup and /proc parsers, the
+# output-path walk, with ASan and UBSan.  `make fuzz`: about a minute in
+# all (a check tier; skipped when clang has no libFuzzer runtime);
+# `make fuzz-long FUZZ_SECONDS=N`: each target N seconds (default 600).
+FUZZ := knobs ledger_lib ledger_status cgroup outpath
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 600
+$(B)/fuzz/libhp.a: $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR)
+	@mkdir -p $(B)/fuzz/o
+	@rm -f $(B)/fuzz/o/*.o $@
+	@for f in $(REG_SRC) $(PRELOAD_SRC); do \
+		clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(EMBED) -c $$f \
+			-o $(B)/fuzz/o/$$(echo $$f | tr / _).o || exit 1; done
+	ar rcs $@ $(B)/fuzz/o/*.o
+$(B)/fuzz/fuzz_ledger_status: tests/libfuzzer/fuzz_ledger_status.c $(STATUS_SRC) status/status.h $(PRELOAD_HDR)
+	@mkdir -p $(B)/fuzz
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -DHP_VERSION='"$(VERSION)"' -o $@ $< \
+		$(filter-out status/hostpin-status.c,$(STATUS_SRC))
+$(B)/fuzz/fuzz_%: tests/libfuzzer/fuzz_%.c $(B)/fuzz/libhp.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $(EMBED) -o $@ $< $(B)/fuzz/libhp.a -ldl -lpthread
+fuzz-build: $(foreach t,$(FUZZ),$(B)/fuzz/fuzz_$(t))
+fuzz:
+	scripts/fuzz-run 12
+fuzz-long:
+	scripts/fuzz-run $(FUZZ_SECONDS)
+
 # glibc 2.31: build and run the preload tests in a Debian 11 root, made
 # once under build/bullseye (scripts/compat-tier).
 compat:
@@ -147,7 +174,7 @@ compat:
 # wheel in that root) before the preload tests, whose containers case
 # uses both.  Every tier runs; each one's output is kept in
 # build/check/TIER.log and the last line sums them all (scripts/check-summary).
-CHECK_TIERS := layers unit sanitize stress compat pkg-check preload-tests
+CHECK_TIERS := layers unit sanitize stress fuzz compat pkg-check preload-tests
 check: $(DEPS_STAMP) all
 	@rm -rf $(B)/check
 	@for t in $(CHECK_TIERS); do scripts/check-tier $$t $(MAKE) --no-print-directory $$t; done

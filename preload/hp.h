@@ -308,11 +308,15 @@ struct hp_counters {
 enum { HP_BK_NONE = 1, HP_BK_MLOCK, HP_BK_CUDA, HP_BK_LEVEL_ZERO, HP_BK_AUTO };
 #define HP_BK_DRIVER 0x100u
 #define HP_BK_READY 0x200u
-/* The counters live in this process's slot of the node-wide ledger
- * (ledger.h) once it is attached, else in a private struct.  The pointer
- * changes only while the process is single-threaded in hostpin: during
- * initialisation (before hp_state says READY) and in a forked child. */
-HP_HIDDEN extern struct hp_counters *hp_ctrp;
+/* This process's counters, in its own memory, always (base/counters.c):
+ * what its caps, hostpin_stats() and its reports go by, so that no other
+ * process can change them by writing to, truncating or removing the
+ * node-wide ledger.  hp_ctrp: their copy in the process's slot of the
+ * ledger (ledger.h), which other processes and `hostpin status` read;
+ * &hp_own while there is none (or it was lost).  Every update goes to
+ * both (HP_CTR_*). */
+HP_HIDDEN extern struct hp_counters hp_own;
+HP_HIDDEN extern struct hp_counters *_Atomic hp_ctrp;
 /* plan.c: copies staged, their bytes, the staging ring's bytes. */
 /* unknown.c: one call of line per copy entry point hostpin does not know
  * that it handed out a stub for: its name, lookups, calls (outermost),
@@ -323,7 +327,12 @@ HP_HIDDEN void hp_unknown_report(void (*line)(const char *name,
 					      unsigned long long waits));
 HP_HIDDEN void hp_stage_counts(uint64_t *copies, uint64_t *bytes,
 			       uint64_t *ring_bytes);
-#define hp_ctr (*hp_ctrp)
+#define hp_ctr hp_own
+/* The ledger's copy of counter c, or NULL when that is hp_own itself. */
+#define HP_CTR_MIRROR(c)                                                      \
+	(atomic_load_explicit(&hp_ctrp, memory_order_relaxed) == &hp_own        \
+	     ? NULL                                                           \
+	     : &atomic_load_explicit(&hp_ctrp, memory_order_relaxed)->c)
 /* Every counter update: relaxed, since nothing is ordered by statistics.
  * A gauge never goes below zero (never wraps to 16384 PiB), whatever
  * went wrong elsewhere. */
@@ -333,9 +342,6 @@ static inline uint64_t hp_sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
 }
-#define HP_CTR_ADD(c, n)                                                      \
-	atomic_fetch_add_explicit(&hp_ctr.c, (n), memory_order_relaxed)
-#define HP_CTR_SUB(c, n) hp_ctr_sub(&hp_ctr.c, (n))
 static inline void hp_ctr_sub(_Atomic uint64_t *c, uint64_t n)
 {
 	uint64_t cur = atomic_load_explicit(c, memory_order_relaxed);
@@ -344,6 +350,44 @@ static inline void hp_ctr_sub(_Atomic uint64_t *c, uint64_t n)
 	    memory_order_relaxed))
 		;
 }
+static inline void hp_ctr_add2(_Atomic uint64_t *own, _Atomic uint64_t *m,
+			       uint64_t n)
+{
+	atomic_fetch_add_explicit(own, n, memory_order_relaxed);
+	if (m)
+		atomic_fetch_add_explicit(m, n, memory_order_relaxed);
+}
+static inline void hp_ctr_sub2(_Atomic uint64_t *own, _Atomic uint64_t *m,
+			       uint64_t n)
+{
+	hp_ctr_sub(own, n);
+	if (m)
+		hp_ctr_sub(m, n);
+}
+static inline void hp_ctr_set2(_Atomic uint64_t *own, _Atomic uint64_t *m,
+			       uint64_t v, int or)
+{
+	if (or)
+		atomic_fetch_or_explicit(own, v, memory_order_relaxed);
+	else
+		atomic_store_explicit(own, v, memory_order_relaxed);
+	if (m && or)
+		atomic_fetch_or_explicit(m, v, memory_order_relaxed);
+	else if (m)
+		atomic_store_explicit(m, v, memory_order_relaxed);
+}
+#define HP_CTR_ADD(c, n) hp_ctr_add2(&hp_own.c, HP_CTR_MIRROR(c), (n))
+#define HP_CTR_SUB(c, n) hp_ctr_sub2(&hp_own.c, HP_CTR_MIRROR(c), (n))
+#define HP_CTR_SET(c, v) hp_ctr_set2(&hp_own.c, HP_CTR_MIRROR(c), (v), 0)
+#define HP_CTR_OR(c, v) hp_ctr_set2(&hp_own.c, HP_CTR_MIRROR(c), (v), 1)
+/* now += n, and peak raised to it, in both copies */
+#define HP_CTR_PEAK(now, peak, n)                                             \
+	do {                                                                  \
+		hp_stat_add_peak(&hp_own.now, &hp_own.peak, (n));             \
+		if (HP_CTR_MIRROR(now))                                       \
+			hp_stat_add_peak(HP_CTR_MIRROR(now),                  \
+					 HP_CTR_MIRROR(peak), (n));           \
+	} while (0)
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 				uint64_t n);
 /* Count a failure under a reason name (a static string); 1 the first time

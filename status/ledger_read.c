@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../preload/node/ledger.h"
@@ -34,6 +35,9 @@ static int proc_ok;   /* /proc is our namespace's */
  * holds none, so every process's lock shows); -1: none */
 static int ledfd = -1;
 static struct hp_ledger *ledmap;
+/* where it was found: a watcher moves to the file now there (removed by
+ * an epilog, replaced) */
+static char ledpath[340];
 
 /* s with control characters escaped (\n, \xHH), into a static buffer of
  * two (for a message's user-given names and paths). */
@@ -84,6 +88,15 @@ void status_catch_sigbus(void)
 }
 
 /* Forget the ledger (its file is not whole any more), with a message. */
+static void drop_quiet(void)
+{
+	if (ledmap)
+		munmap(ledmap, sizeof(struct hp_ledger));
+	if (ledfd >= 0)
+		close(ledfd);
+	ledmap = NULL;
+	ledfd = -1;
+}
 void status_drop_ledger(void)
 {
 	if (ledmap)
@@ -96,12 +109,20 @@ void status_drop_ledger(void)
 		"by another process while it was read; not read\n");
 }
 
-/* l, if its file still backs the whole mapping; else NULL (dropped). */
+/* l, if its file still backs the whole mapping and is the file at the
+ * ledger's path; else NULL (dropped: a file removed or replaced quietly,
+ * the caller opens the one at the path). */
 struct hp_ledger *status_whole(struct hp_ledger *l)
 {
-	struct stat st;
+	struct stat st, at;
 	if (!l || ledfd < 0)
 		return l;
+	if (fstat(ledfd, &st) == 0 &&
+	    (st.st_nlink == 0 || stat(ledpath, &at) != 0 ||
+	     at.st_dev != st.st_dev || at.st_ino != st.st_ino)) {
+		drop_quiet();
+		return NULL;
+	}
 	if (fstat(ledfd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger) &&
 	    (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger))
@@ -155,6 +176,7 @@ struct hp_ledger *status_open_ledger(int rw)
 		close(ledfd);
 	ledfd = fd;
 	ledmap = m;
+	snprintf(ledpath, sizeof(ledpath), "%s", path);
 	struct hp_ledger *l = m;
 	if (atomic_load(&l->layout) != HP_LEDGER_LAYOUT ||
 	    l->version != HP_LEDGER_VERSION ||
@@ -263,7 +285,16 @@ int status_ledger_unusable(char *why, size_t cap)
 					    O_CLOEXEC, 0600);
 		err = errno;
 		if (fd >= 0) {
-			close(fd);
+			/* room for a whole ledger, as the library reserves it:
+			 * a /dev/shm too small (a container's 64 MiB, filled)
+			 * means no ledger, and so no merged report */
+			if (syscall(SYS_fallocate, fd, 0, (off_t)0,
+				    (off_t)sizeof(struct hp_ledger))) {
+				err = errno;
+				close(fd);
+				fd = -1;
+			} else
+				close(fd);
 			unlinkat(dirfd, tmp, 0);
 		}
 	}
@@ -274,6 +305,11 @@ int status_ledger_unusable(char *why, size_t cap)
 	if (err == EEXIST)
 		snprintf(why, cap, "%s is not a ledger of this user's made by "
 			 "hostpin", status_esc(path));
+	else if (err == ENOSPC)
+		snprintf(why, cap, "the ledger %s cannot be made: no room for "
+			 "its %zu KiB (%s; a /dev/shm too small or full)",
+			 status_esc(path), sizeof(struct hp_ledger) >> 10,
+			 strerror(err));
 	else
 		snprintf(why, cap, "the ledger %s cannot be %s (%s)", status_esc(path),
 			 err == ENOENT || err == EROFS || err == EACCES

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../preload/node/ledger.h"
@@ -69,7 +71,7 @@ static const struct pmet {
 /* one process, read once, so that every family shows the same moment */
 struct psnap {
 	int pid, rank, local_rank, job;
-	uint64_t born;
+	uint64_t born, ns;
 	char cmd[HP_LEDGER_CMD + 1];
 	uint64_t v[NPMET];
 };
@@ -161,6 +163,7 @@ void status_prometheus(FILE *o, struct hp_ledger *l, int all)
 		if (!all && !status_did_something(s))
 			continue;
 		p->pid = s->pid, p->job = s->job_pid, p->born = s->born;
+		p->ns = s->pidns;
 		p->rank = s->rank, p->local_rank = s->local_rank;
 		memcpy(p->cmd, s->cmd, HP_LEDGER_CMD);
 		p->cmd[HP_LEDGER_CMD] = '\0';
@@ -180,19 +183,25 @@ void status_prometheus(FILE *o, struct hp_ledger *l, int all)
 		}
 		for (int j = 0; j < n; j++) {
 			struct psnap *p = &snap[j];
-			char r[16] = "", lr[16] = "", jb[16] = "";
+			char r[16] = "", lr[16] = "", jb[16] = "", ns[24] = "";
 			if (p->rank >= 0)
 				snprintf(r, sizeof(r), "%d", p->rank);
 			if (p->local_rank >= 0)
 				snprintf(lr, sizeof(lr), "%d", p->local_rank);
 			if (p->job > 0)
 				snprintf(jb, sizeof(jb), "%d", p->job);
-			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",rank=\"%s\""
-				",local_rank=\"%s\",job_pid=\"%s\",command=\"",
+			/* pid and PID namespace: unique per process on the
+			 * node (containers' pid-1 jobs share a ledger) */
+			if (p->ns)
+				snprintf(ns, sizeof(ns), "%llu",
+					 (unsigned long long)p->ns);
+			fprintf(o, "hostpin_process_%s%s{pid=\"%d\",pidns=\"%s\","
+				"rank=\"%s\",local_rank=\"%s\",job_pid=\"%s\","
+				"command=\"",
 				k ? pmet[k - 1].name : "start_time",
 				!k ? "_seconds"
 				: pmet[k - 1].kind == PM_GAUGE ? "" : "_total",
-				p->pid, r, lr, jb);
+				p->pid, ns, r, lr, jb);
 			prom_label(o, status_prom_nocmd ? "" : p->cmd);
 			fputs("\"}", o);
 			if (k)
@@ -216,7 +225,23 @@ void status_prometheus(FILE *o, struct hp_ledger *l, int all)
 	}
 }
 
-/* --prometheus-file: the exposition written to PATH.tmp.PID, mode 0644
+/* An unpredictable number for a temporary name: another user cannot take
+ * the names a writer will use. */
+static unsigned long long tmp_random(void)
+{
+	unsigned long long r = 0;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r ^= (unsigned long long)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^
+		     (unsigned long long)getpid() << 32 ^ (unsigned long long)ts.tv_sec;
+	}
+	return r;
+}
+
+/* --prometheus-file: the exposition written to PATH.tmp.PID.RANDOM (a new
+ * unpredictable name for each snapshot, tried again under another if
+ * one is refused: a name another user took costs nothing), mode 0644
  * (node_exporter may run as another user), then renamed over PATH within
  * the same directory, so a reader (node_exporter's textfile collector
  * reads *.prom) sees the old file or the new one whole.  The file is
@@ -233,15 +258,22 @@ int status_prometheus_file(const char *path, struct hp_ledger *l, int all)
 			"directory (expected a file name)\n", status_esc(path));
 		return 1;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
-	    (int)sizeof(tmp)) {
-		fprintf(stderr, "hostpin status: --prometheus-file: name too "
-			"long\n");
-		return 1;
-	}
 	const char *tleaf = tmp + (leaf - path);
-	int dir = -1;
-	int fd = hp_out_open_in(tmp, 0, 0644, why, sizeof(why), &dir);
+	int dir = -1, fd = -1;
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%016llx", path,
+			     (int)getpid(), tmp_random()) >= (int)sizeof(tmp)) {
+			fprintf(stderr, "hostpin status: --prometheus-file: "
+				"name too long\n");
+			return 1;
+		}
+		if (dir >= 0)
+			close(dir), dir = -1;
+		why[0] = '\0';
+		fd = hp_out_open_in(tmp, 0, 0644, why, sizeof(why), &dir);
+		if (fd < 0 && !why[0] && errno != EEXIST)
+			break; /* the directory's fault, not the name's */
+	}
 	FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!o) {
 		int e = errno;

@@ -42,8 +42,7 @@ static unsigned bk_id(const hp_backend_t *b)
 void hp_backend_note(const hp_backend_t *b, unsigned flags)
 {
 	/* relaxed: statistics */
-	atomic_fetch_or_explicit(&hp_ctr.backend, flags | bk_id(b) << 4,
-				 memory_order_relaxed);
+	HP_CTR_OR(backend, flags | bk_id(b) << 4);
 }
 
 void hp_backend_note_set(void)
@@ -51,13 +50,9 @@ void hp_backend_note_set(void)
 	unsigned id = bk_id(hp_backend);
 	/* relaxed: statistics, written before the process has other
 	 * threads in hostpin */
-	atomic_store_explicit(&hp_ctr.backend,
-			      id | (id < HP_BK_CUDA ? HP_BK_READY : 0),
-			      memory_order_relaxed);
-	atomic_store_explicit(&hp_ctr.threshold, hp_opt[HP_OPT_THRESHOLD],
-			      memory_order_relaxed);
-	atomic_store_explicit(&hp_ctr.pin_after, hp_opt[HP_OPT_PIN_AFTER],
-			      memory_order_relaxed);
+	HP_CTR_SET(backend, id | (id < HP_BK_CUDA ? HP_BK_READY : 0));
+	HP_CTR_SET(threshold, hp_opt[HP_OPT_THRESHOLD]);
+	HP_CTR_SET(pin_after, hp_opt[HP_OPT_PIN_AFTER]);
 }
 
 void hp_backend_note_exit(void)

@@ -1,14 +1,16 @@
-/* The live counters and the clock every layer counts with.  hp_ctrp points
- * at a private copy until the node's ledger gives the process its slot
- * (node/ledger.c repoints it), so counting never waits for the ledger.
+/* The live counters and the clock every layer counts with.  hp_own is this
+ * process's, in its own memory, always; hp_ctrp points at their copy in
+ * the node's ledger once that gives the process a slot (node/ledger.c
+ * repoints it), so counting never waits for the ledger and no other
+ * process can change what this one counts.
  * Depends on nothing above the base: the ledger, the backends and the
  * policy all count here. */
 #include <time.h>
 
 #include "../hp.h"
 
-static struct hp_counters ctr_private;
-struct hp_counters *hp_ctrp = &ctr_private;
+struct hp_counters hp_own;
+struct hp_counters *_Atomic hp_ctrp = &hp_own;
 
 uint64_t hp_now_ns(void)
 {

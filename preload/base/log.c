@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
@@ -125,19 +128,51 @@ int hp_snprintf(char *buf, size_t cap, const char *fmt, ...)
 	return n;
 }
 
+/* hostpin's writes (the log, the reports, --show) never kill the program:
+ * SIGXFSZ (a file at RLIMIT_FSIZE) and SIGPIPE (a pipe whose reader has
+ * gone) are blocked in this thread around them, and the one our write
+ * raised is taken back before the mask is restored; the write fails with
+ * EFBIG or EPIPE instead, which the caller reports.  A signal of the same
+ * kind that was pending before stays pending, and the program's own writes
+ * get theirs as always.  Raw system calls: signal-safe, no allocation. */
 int hp_write_all(int fd, const char *s, size_t n)
 {
+	sigset_t quiet, old, pend;
+	sigemptyset(&quiet);
+	sigaddset(&quiet, SIGPIPE);
+	sigaddset(&quiet, SIGXFSZ);
+	int masked = pthread_sigmask(SIG_BLOCK, &quiet, &old) == 0;
+	sigemptyset(&pend);
+	if (masked)
+		sigpending(&pend);
+	int err = 0;
 	while (n) {
 		ssize_t w = write(fd, s, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
-			return errno;
-		if (w == 0)
-			return EIO;
+		if (w < 0) {
+			err = errno;
+			break;
+		}
+		if (w == 0) {
+			err = EIO;
+			break;
+		}
 		s += w, n -= (size_t)w;
 	}
-	return 0;
+	if (masked) {
+		static const struct timespec now = {0, 0};
+		sigset_t ours;
+		sigemptyset(&ours);
+		if (err == EPIPE && !sigismember(&pend, SIGPIPE))
+			sigaddset(&ours, SIGPIPE);
+		if (err == EFBIG && !sigismember(&pend, SIGXFSZ))
+			sigaddset(&ours, SIGXFSZ);
+		while (sigtimedwait(&ours, NULL, &now) > 0)
+			;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	return err;
 }
 
 const char *hp_strerror(int e)

@@ -78,20 +78,25 @@ int hp_opt_known(const char *name, size_t len)
 
 extern char **environ;
 
-/* Whether the parent process started with hostpin in its LD_PRELOAD and
- * this very environment entry: then it warned about the entry already, and
- * a typo is said once per job, not again by every worker of torchrun or
- * command of a shell.  Read from /proc/PPID/environ (the parent's
- * environment as it started); an entry longer than the buffer counts as
- * not seen. */
-static int parent_had(const char *entry)
+/* The unknown variables named one by one, at most; the rest are counted in
+ * one line. */
+#define UNKNOWN_SAID 16
+
+/* Whether the parent process started with hostpin in its LD_PRELOAD (the
+ * result), and which of entries e[0..k) it started with (seen[i]): it
+ * warned about those already, so a typo is said once per job, not again
+ * by every worker of torchrun or command of a shell.  One read of
+ * /proc/PPID/environ (the parent's environment as it started), whatever
+ * the number of entries: start-up stays linear in the environment.  An
+ * entry longer than the buffer counts as not seen. */
+static int parent_had(const char *const *e, int k, int *seen)
 {
 	char path[40], buf[4096];
 	hp_snprintf(path, sizeof(path), "/proc/%d/environ", (int)getppid());
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	int same = 0, preload = 0, skip = 0;
+	int preload = 0, skip = 0;
 	size_t len = 0;
 	for (;;) {
 		ssize_t r = read(fd, buf + len, sizeof(buf) - len);
@@ -104,11 +109,13 @@ static int parent_had(const char *entry)
 		for (size_t i = 0; i < len; i++) {
 			if (buf[i])
 				continue;
-			const char *e = buf + start;
-			if (!skip && strcmp(e, entry) == 0)
-				same = 1;
-			if (!skip && strncmp(e, "LD_PRELOAD=", 11) == 0 &&
-			    strstr(e, "hostpin"))
+			const char *p = buf + start;
+			if (!skip && strncmp(p, "HOSTPIN_", 8) == 0)
+				for (int j = 0; j < k; j++)
+					if (!seen[j] && strcmp(p, e[j]) == 0)
+						seen[j] = 1;
+			if (!skip && strncmp(p, "LD_PRELOAD=", 11) == 0 &&
+			    strstr(p, "hostpin"))
 				preload = 1;
 			skip = 0;
 			start = i + 1;
@@ -119,30 +126,42 @@ static int parent_had(const char *entry)
 			skip = 1, len = 0;
 	}
 	close(fd);
-	return same && preload;
+	return preload;
 }
 
 /* One warning per HOSTPIN_* variable that names no knob (unless the
- * parent process said it already); their number. */
+ * parent process said it already), for the first UNKNOWN_SAID of them,
+ * and one line for the rest; their number. */
 int hp_opt_report_unknown(void)
 {
-	int n = 0;
+	const char *said[UNKNOWN_SAID];
+	int seen[UNKNOWN_SAID] = {0};
+	int n = 0, k = 0;
 	if (getauxval(AT_SECURE) || environ == NULL)
 		return 0; /* secure_getenv ignores every knob there anyway */
 	for (char **e = environ; *e; e++) {
 		if (strncmp(*e, "HOSTPIN_", 8) != 0)
 			continue;
 		const char *name = *e + 8, *eq = strchr(name, '=');
-		size_t len = eq ? (size_t)(eq - name) : strlen(name);
-		if (hp_opt_known(name, len))
+		if (hp_opt_known(name, eq ? (size_t)(eq - name) : strlen(name)))
 			continue;
+		if (k < UNKNOWN_SAID)
+			said[k++] = *e;
+		n++;
+	}
+	if (!n)
+		return 0;
+	int preload = parent_had(said, k, seen), quiet = preload;
+	for (int i = 0; i < k; i++) {
+		const char *name = said[i] + 8, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
 		char shown[64];
 		size_t m = len < sizeof(shown) - 1 ? len : sizeof(shown) - 1;
 		memcpy(shown, name, m);
 		shown[m] = '\0';
-		n++;
-		if (parent_had(*e))
+		if (preload && seen[i])
 			continue;
+		quiet = 0;
 		hp_log(HP_LOG_WARN,
 		       "unknown variable HOSTPIN_%s ignored; did you mean "
 		       "HOSTPIN_%s? (hostpin-reference(7) lists every knob)%s",
@@ -150,5 +169,9 @@ int hp_opt_report_unknown(void)
 		       hp_opt[HP_OPT_STRICT] ? " (HOSTPIN_STRICT=1: fatal)"
 					     : "");
 	}
+	if (n > k && !quiet)
+		hp_log(HP_LOG_WARN, "%d more unknown HOSTPIN_* variables "
+		       "ignored%s", n - k,
+		       hp_opt[HP_OPT_STRICT] ? " (HOSTPIN_STRICT=1: fatal)" : "");
 	return n;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -22,12 +23,18 @@ struct hp_lslot *hp_led_self;
 uint32_t hp_led_self_w; /* our slot's state word once LIVE */
 uint64_t hp_led_myns; /* our PID namespace; 0: unknown */
 int hp_led_proc_ok;   /* /proc is our namespace's */
-/* Our description of the ledger file (ledger.h), close-on-exec at a high
- * number: it holds our slot's lock and tests the others'.  -1: none. */
+/* The descriptor a join maps the ledger file from and takes its slot's
+ * lock through, open only while joining (attach, join again, the forked
+ * child); -1 otherwise.  The lock lives on after it is closed: it belongs
+ * to the open file description, which the mapping holds.  So no
+ * descriptor of hostpin's stays in the program's table (a program that
+ * lists /proc/self/fd, closes every descriptor or reuses their numbers
+ * never meets one), and hostpin never acts on a number the program may
+ * have reused: a check opens the file again by its path (hp_led_fd_get). */
 int hp_led_lockfd = -1;
 dev_t hp_led_lock_dev;
 ino_t hp_led_lock_ino;
-static char lock_path[340]; /* to open it again in a forked child */
+static char lock_path[340]; /* to open it again (a forked child, a check) */
 /* What one slot may claim of a byte gauge: the machine's memory.  A slot
  * above it was written by something other than hostpin (a process of the
  * user's, through the file) and is not counted. */
@@ -55,6 +62,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	    mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
 		atomic_store_explicit(&led_lost, 1, memory_order_relaxed);
+		/* this process's own counters go on as they were */
+		atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
 		errno = e;
 		return;
 	}
@@ -69,8 +78,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
  * own handler is never replaced. */
 static void sigbus_guard(void)
 {
+	static int once;
 	struct sigaction sa;
-	if (sigaction(SIGBUS, NULL, &bus_prev) ||
+	if (once++ || sigaction(SIGBUS, NULL, &bus_prev) ||
 	    (bus_prev.sa_flags & SA_SIGINFO) || bus_prev.sa_handler != SIG_DFL)
 		return;
 	memset(&sa, 0, sizeof(sa));
@@ -86,16 +96,18 @@ static void sigbus_guard(void)
 int hp_led_whole(void)
 {
 	struct stat st;
-	int fd = hp_led_lock_fd();
 	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
 		return 0;
+	int fd = hp_led_fd_get();
 	if (fd < 0)
 		return 1; /* nothing to ask; the handler guards */
-	return fstat(fd, &st) == 0 &&
-	       st.st_size == (off_t)sizeof(struct hp_ledger) &&
-	       (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger) &&
-	       atomic_load_explicit(&hp_led->layout, memory_order_relaxed) ==
-		   HP_LEDGER_LAYOUT;
+	int whole = fstat(fd, &st) == 0 &&
+		    st.st_size == (off_t)sizeof(struct hp_ledger) &&
+		    (uint64_t)st.st_blocks * 512 >= sizeof(struct hp_ledger) &&
+		    atomic_load_explicit(&hp_led->layout,
+					 memory_order_relaxed) == HP_LEDGER_LAYOUT;
+	hp_led_fd_put(fd);
+	return whole;
 }
 
 /* Stop using a ledger that is no longer whole: the mapping becomes
@@ -106,30 +118,59 @@ void hp_led_drop(void)
 {
 	static struct hp_lslot keep;
 	struct stat st;
-	int fd = hp_led_lock_fd();
 	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
 		return;
+	/* this process's own counters go on as they were (hp_own) */
+	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+	int fd = hp_led_fd_get();
 	if (hp_led_self && fd >= 0 && fstat(fd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger))
 		memcpy(&keep, hp_led_self, sizeof(keep));
+	hp_led_fd_put(fd);
 	if (mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED &&
 	    hp_led_self)
 		memcpy(hp_led_self, &keep, sizeof(keep));
 	hp_log(HP_LOG_WARN, "ledger %s was truncated or replaced by another "
 	       "process: this process goes on without it (node-wide caps do "
-	       "not apply to it)", lock_path);
+	       "not apply to it) until a ledger can be joined at that path "
+	       "again", lock_path);
 }
 
-/* lockfd if it is still the ledger file (a program may have closed it and
- * opened something else under its number); -1 if not. */
-int hp_led_lock_fd(void)
+/* fd is the ledger file in use (device, inode). */
+static int same_file(int fd)
 {
 	struct stat st;
-	if (hp_led_lockfd < 0 || fstat(hp_led_lockfd, &st) || st.st_dev != hp_led_lock_dev ||
-	    st.st_ino != hp_led_lock_ino)
+	return fstat(fd, &st) == 0 && st.st_dev == hp_led_lock_dev &&
+	       st.st_ino == hp_led_lock_ino;
+}
+
+/* The ledger file opened again by its path (a new description: it holds
+ * no lock), if that is still the file in use; -1 if not. */
+static int reopen(void)
+{
+	if (!lock_path[0])
 		return -1;
-	return hp_led_lockfd;
+	int fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
+				     O_CLOEXEC);
+	if (fd >= 0 && !same_file(fd)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int hp_led_fd_get(void)
+{
+	if (hp_led_lockfd >= 0 && same_file(hp_led_lockfd))
+		return hp_led_lockfd;
+	return reopen();
+}
+
+void hp_led_fd_put(int fd)
+{
+	if (fd >= 0 && fd != hp_led_lockfd)
+		close(fd);
 }
 
 /* Take (F_WRLCK) or drop (F_UNLCK) the lock of slot i on fd: 0, or -1
@@ -146,32 +187,9 @@ int hp_ledger_on(void)
 	       !atomic_load_explicit(&led_lost, memory_order_relaxed);
 }
 
-/* The first of names a, b, c that is set (b, c may be NULL), as a
- * number; -1 if none is a whole number. */
-void hp_ledger_detach(void)
-{
-	static struct hp_counters last;
-	struct hp_lslot *s = hp_led_self;
-	if (!s)
-		return;
-	memcpy(&last, &s->ctr, sizeof(last));
-	hp_ctrp = &last;
-	hp_led_self = NULL;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	s->ended = (uint64_t)ts.tv_sec;
-	uint32_t w = hp_led_self_w;
-	/* release: the counters and ended before DEAD; the generation in w:
-	 * a slot taken from us meanwhile is left be */
-	atomic_compare_exchange_strong_explicit(&s->state, &w,
-						HP_LS_TO(w, HP_LS_DEAD),
-						memory_order_release,
-						memory_order_relaxed);
-}
-
 /* Map the ledger file open on fd (checked by hp_ledger_open_checked) if
  * it has hostpin's header; NULL, with a warning, if not. */
-static struct hp_ledger *map_checked(int fd, const char *path)
+struct hp_ledger *hp_led_map(int fd, const char *path)
 {
 	void *m = mmap(NULL, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		       MAP_SHARED, fd, 0);
@@ -205,9 +223,20 @@ static struct hp_ledger *map_checked(int fd, const char *path)
 static int create(int dirfd, const char *name, const char *path)
 {
 	char tmp[340];
-	hp_snprintf(tmp, sizeof(tmp), "%s.new-%d", name, (int)getpid());
-	int fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-					O_CLOEXEC, 0600);
+	int fd = -1;
+	/* an unpredictable temporary name, another on a collision (a
+	 * process of another PID namespace has our pid; a stale file) */
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		unsigned long long r = 0;
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+			r = hp_now_ns() * 0x9e3779b97f4a7c15ull + (unsigned)tries;
+		hp_snprintf(tmp, sizeof(tmp), "%s.new-%d-%llx", name,
+			    (int)getpid(), r);
+		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+					    O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (fd < 0) {
 		hp_log(HP_LOG_WARN, "no ledger: cannot create %s (%s); "
 		       "node-wide caps do not apply, per-process caps do",
@@ -249,45 +278,59 @@ static int create(int dirfd, const char *name, const char *path)
 	return 0;
 }
 
-void hp_ledger_attach(void)
+/* The ledger's path into path[cap] (HOSTPIN_LEDGER, or the default in a
+ * directory of the user's, made if need be), the file found or made there
+ * and opened read-write (hp_ledger_open_checked); its descriptor, or -1
+ * (said at level, once: quiet repeats say nothing). */
+int hp_led_find(char *path, size_t cap, int quiet)
 {
 	const char *p = hp_optstr[HP_OPT_LEDGER];
-	char path[340], dir[300];
-	/* in secure-execution processes hostpin writes no files */
-	if (strcmp(p, "off") == 0 || getauxval(AT_SECURE))
-		return;
-	hp_led_myns = hp_pidns(&hp_led_proc_ok);
+	char dir[300];
+	int lw = quiet ? HP_LOG_DEBUG : HP_LOG_WARN;
 	int dirfd = AT_FDCWD;
 	const char *name = p;
 	if (!p[0]) {
 		long taken;
 		dirfd = hp_ledger_dir(dir, sizeof(dir), 1, &taken);
 		if (dirfd < 0 && errno == EEXIST) {
-			/* another user's doing: every process of this user
-			 * would say it; info, as one it may cause at will */
-			hp_log(HP_LOG_INFO, "no ledger: /dev/shm/hostpin-%u.d "
+			/* another user's doing: said as a warning, since it
+			 * leaves this user's processes without node-wide caps */
+			hp_log(lw, "no ledger: /dev/shm/hostpin-%u.d "
 			       "and the %d other names hostpin tries for it are "
-			       "taken by other users; node-wide caps do not "
-			       "apply, per-process caps do", (unsigned)geteuid(),
-			       HP_LEDGER_DIR_ALT);
-			return;
+			       "taken by other users, and there is no runtime "
+			       "directory of this user's (/run/user/UID); "
+			       "node-wide caps do not apply, per-process caps do",
+			       (unsigned)geteuid(), HP_LEDGER_DIR_ALT);
+			return -1;
 		}
 		if (dirfd < 0) {
-			hp_log(HP_LOG_WARN, "no ledger: cannot make a directory "
+			hp_log(lw, "no ledger: cannot make a directory "
 			       "of this user's in /dev/shm (%s); node-wide caps "
 			       "do not apply, per-process caps do",
 			       hp_strerror(errno));
-			return;
+			return -1;
 		}
-		if (taken)
+		if (taken && !quiet)
 			hp_log(HP_LOG_INFO, "/dev/shm/hostpin-%u.d is not this "
 			       "user's (owner uid %ld): the ledger is in %s",
 			       (unsigned)geteuid(), taken, dir);
-		hp_snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
+		hp_snprintf(path, cap, "%s/" HP_LEDGER_NAME_FMT, dir,
 			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
 		name = path + strlen(dir) + 1;
-	} else
-		hp_snprintf(path, sizeof(path), "%s", p);
+	} else {
+		/* HOSTPIN_LEDGER made absolute once, at start-up: a join
+		 * after the program's chdir finds the same file */
+		static char abs[340];
+		if (!abs[0] && p[0] != '/') {
+			char cwd[300];
+			if (getcwd(cwd, sizeof(cwd)))
+				hp_snprintf(abs, sizeof(abs), "%s/%s", cwd, p);
+		}
+		if (!abs[0])
+			hp_snprintf(abs, sizeof(abs), "%s", p);
+		hp_snprintf(path, cap, "%s", abs);
+		name = path;
+	}
 	int fd = -1, err = 0;
 	for (int tries = 0; fd < 0 && tries < 2; tries++) {
 		fd = hp_ledger_open_checked(dirfd, name, 1);
@@ -301,95 +344,71 @@ void hp_ledger_attach(void)
 	}
 	if (dirfd != AT_FDCWD)
 		close(dirfd);
-	if (fd < 0) {
-		if (err == EEXIST)
-			hp_log(HP_LOG_WARN, "%s is not a ledger of this user's "
-			       "made by hostpin (owner, mode 0600, size, "
-			       "reserved pages); left alone, node-wide caps do "
-			       "not apply", path);
-		else if (err)
-			hp_log(HP_LOG_INFO, "no ledger: cannot open %s (%s); "
-			       "node-wide caps do not apply", path,
-			       hp_strerror(err));
-		return;
-	}
-	struct hp_ledger *l = map_checked(fd, path);
-	if (!l) {
-		close(fd);
-		return;
-	}
-	hp_led = l;
-	sigbus_guard();
-	struct sysinfo si;
-	if (sysinfo(&si) == 0 && si.totalram)
-		hp_led_slot_max = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
-	/* kept, for the slot locks: at a high number, as the log's, out of
-	 * the way of programs that reuse low descriptors */
-	struct stat st;
-	int h = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-	if (h >= 0) {
-		close(fd);
-		fd = h;
-	}
-	if (fstat(fd, &st) == 0) {
-		hp_led_lockfd = fd;
-		hp_led_lock_dev = st.st_dev;
-		hp_led_lock_ino = st.st_ino;
-		hp_snprintf(lock_path, sizeof(lock_path), "%s", path);
-	} else
-		close(fd);
-	/* A LIVE slot with our pid in our PID namespace is our own image
-	 * before an exec (same pid and start time), or a process long gone
-	 * whose pid we got: either way no process of ours uses it any
-	 * more. */
-	int pid = (int)getpid();
-	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; hp_led_myns && i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &hp_led->slot[i];
-		uint32_t w = atomic_load_explicit(&s->state,
-						  memory_order_acquire);
-		if (HP_LS_ST(w) == HP_LS_LIVE && s->pid == pid &&
-		    s->pidns == hp_led_myns)
-			atomic_compare_exchange_strong_explicit(
-			    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
-			    memory_order_acq_rel, memory_order_relaxed);
-	}
-	uint32_t w;
-	int lk;
-	struct hp_lslot *s = hp_led_claim(&w, &lk);
-	if (!s) {
-		hp_log(HP_LOG_WARN, "ledger %s is full (%d processes); this "
-		       "process is not counted node-wide", path, HP_LEDGER_SLOTS);
-		return;
-	}
-	hp_led_fill(s, w, lk, hp_ctrp, NULL);
-	hp_led_self = s;
-	hp_ctrp = &s->ctr;
-	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - hp_led->slot));
+	if (fd < 0 && err == EEXIST)
+		hp_log(lw, "%s is not a ledger of this user's made by hostpin "
+		       "(owner, mode 0600, size, reserved pages); left alone, "
+		       "node-wide caps do not apply", path);
+	else if (fd < 0 && err)
+		hp_log(quiet ? HP_LOG_DEBUG : HP_LOG_INFO, "no ledger: cannot "
+		       "open %s (%s); node-wide caps do not apply", path,
+		       hp_strerror(err));
+	return fd;
 }
 
-/* The ledger file opened again (a new description: no locks), by its
- * path if that is still it, else through /proc; -1 if neither. */
-static int reopen(void)
+/* Use ledger l, mapped from fd (found at path): fd is the joining
+ * descriptor (hp_led_lockfd) until hp_led_joined closes it; what the file
+ * is (device, inode) is noted, to find it again by its path.  The old
+ * mapping, if any, is the caller's to retire. */
+void hp_led_use(struct hp_ledger *l, int fd, const char *path)
 {
-	char p[48];
 	struct stat st;
-	int fd = open(lock_path, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != hp_led_lock_dev ||
-			st.st_ino != hp_led_lock_ino)) {
+	hp_led = l;
+	if (fstat(fd, &st) == 0) {
+		hp_led_lock_dev = st.st_dev;
+		hp_led_lock_ino = st.st_ino;
+		hp_led_lockfd = fd;
+		hp_snprintf(lock_path, sizeof(lock_path), "%s", path);
+	} else {
 		close(fd);
-		fd = -1;
+		hp_led_lockfd = -1;
 	}
-	if (fd < 0) {
-		hp_snprintf(p, sizeof(p), "/proc/self/fd/%d", hp_led_lockfd);
-		fd = open(p, O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != hp_led_lock_dev ||
-				st.st_ino != hp_led_lock_ino)) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	return fd;
+	atomic_store_explicit(&led_lost, 0, memory_order_relaxed);
+	sigbus_guard();
+}
+
+/* A join is over: the joining descriptor closed (the slot's lock stays,
+ * held by the description the mapping keeps). */
+void hp_led_joined(void)
+{
+	if (hp_led_lockfd >= 0)
+		close(hp_led_lockfd);
+	hp_led_lockfd = -1;
+}
+
+/* Retire mapping l of a ledger no longer used (removed, replaced,
+ * truncated): it becomes private zeros in place (a thread still holding a
+ * pointer into it writes into nothing shared), which also lets the old
+ * file's description, and the slot lock it held, go. */
+void hp_led_retire(struct hp_ledger *l)
+{
+	if (l)
+		mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
+/* The file at the ledger's path is no longer the one mapped (removed:
+ * no link left; or another file under the name), or the mapping was
+ * lost: 1.  Checked by hp_ledger_check. */
+int hp_led_moved(void)
+{
+	struct stat at;
+	if (atomic_load_explicit(&led_lost, memory_order_relaxed))
+		return 1;
+	if (!lock_path[0])
+		return 0;
+	if (stat(lock_path, &at))
+		return errno == ENOENT || errno == ENOTDIR;
+	return at.st_dev != hp_led_lock_dev || at.st_ino != hp_led_lock_ino;
 }
 
 void hp_ledger_fork_child(void)
@@ -399,8 +418,7 @@ void hp_ledger_fork_child(void)
 	/* The child is single-threaded here.  Its counters start from the
 	 * parent's gauges (it inherited the blocks, cache and mappings, and
 	 * will free them), but what the parent did is not the child's. */
-	struct hp_counters c;
-	memcpy(&c, &hp_led_self->ctr, sizeof(c));
+	struct hp_counters *c = &hp_own;
 	static const size_t did[] = {
 		offsetof(struct hp_counters, blocks_peak),
 		offsetof(struct hp_counters, bytes_peak),
@@ -423,44 +441,36 @@ void hp_ledger_fork_child(void)
 		offsetof(struct hp_counters, large_blocks),
 	};
 	for (size_t i = 0; i < sizeof(did) / sizeof(did[0]); i++)
-		memset((char *)&c + did[i], 0, sizeof(uint64_t));
-	static struct hp_counters orphan;
+		memset((char *)c + did[i], 0, sizeof(uint64_t));
 	char cmd[HP_LEDGER_CMD];
 	memcpy(cmd, hp_led_self->cmd, sizeof(cmd));
 	hp_led_self = NULL;
+	hp_ctrp = &hp_own;
 	/* unshare(CLONE_NEWPID) puts the children in another namespace */
 	hp_led_myns = hp_pidns(&hp_led_proc_ok);
-	/* The inherited descriptor shares the parent's description, and so
-	 * its lock: a description of our own under the same number, or none
-	 * (the parent's lock must not live on in us). */
-	if (hp_led_lockfd >= 0) {
-		int nfd = reopen();
-		if (nfd < 0 || dup3(nfd, hp_led_lockfd, O_CLOEXEC) < 0) {
-			close(hp_led_lockfd);
-			hp_led_lockfd = -1;
-		}
-		if (nfd >= 0)
-			close(nfd);
-		/* The mapping holds the parent's description too (a lock
-		 * lives as long as its description): the ledger mapped again,
-		 * in place, from ours.  If that fails the parent's slot counts
-		 * as live as long as we live. */
-		if (hp_led_lockfd >= 0 &&
-		    mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, hp_led_lockfd, 0) == MAP_FAILED)
-			hp_log(HP_LOG_INFO, "ledger: cannot map it again in the "
-			       "child (%s); the parent's slot counts as long "
-			       "as this process lives", hp_strerror(errno));
+	/* The inherited mapping holds the parent's description, and so its
+	 * lock: the ledger mapped again, in place, from a description of
+	 * our own (opened by the path), through which the child claims its
+	 * slot.  If that fails the parent's slot counts as live as long as
+	 * we live, and ours holds no lock. */
+	int nfd = reopen();
+	if (nfd >= 0 &&
+	    mmap(hp_led, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, nfd, 0) == MAP_FAILED) {
+		hp_log(HP_LOG_INFO, "ledger: cannot map it again in the "
+		       "child (%s); the parent's slot counts as long as this "
+		       "process lives", hp_strerror(errno));
+		close(nfd);
+		nfd = -1;
 	}
+	hp_led_lockfd = nfd;
 	uint32_t w;
 	int lk;
 	struct hp_lslot *s = hp_led_claim(&w, &lk);
-	if (!s) {
-		memcpy(&orphan, &c, sizeof(c));
-		hp_ctrp = &orphan;
+	hp_led_joined();
+	if (!s)
 		return;
-	}
-	hp_led_fill(s, w, lk, &c, cmd);
+	hp_led_fill(s, w, lk, c, cmd);
 	hp_led_self = s;
 	hp_ctrp = &s->ctr;
 }

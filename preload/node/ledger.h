@@ -1,17 +1,19 @@
 /* The node-wide ledger: one shared-memory file per user and node (default
  * /dev/shm/hostpin-<uid>) holding a fixed table of per-process slots.  Each
- * hostpin process keeps its statistics counters (struct hp_counters) in its
- * own slot, so that other processes see its pinned and cached bytes (for
- * the node-wide cap and cache budget) and `hostpin status` and the
- * launcher's merged report see everything it did, even after it was killed.
+ * hostpin process keeps a copy of its statistics counters (struct
+ * hp_counters; its own are in its own memory, hp_own) in its own slot, so
+ * that other processes see its pinned and cached bytes (for the node-wide
+ * cap and cache budget) and `hostpin status` and the launcher's merged
+ * report see everything it did, even after it was killed.
  * A slot's process holds, for its whole life, an open-file-description
  * write lock (F_OFD_SETLK) on the first byte of its slot in the file,
- * through a descriptor of its own (close-on-exec; a forked child opens the
+ * taken through the descriptor it mapped the file from and then closed:
+ * the mapping holds the description, and so the lock, and no descriptor
+ * of hostpin's stays in the program's table (a forked child opens the
  * file again, and maps the ledger again from it, before it claims a slot
- * of its own, since an inherited description, and the inherited mapping
- * which holds it too, keep the parent's lock).  The mapping holds the
- * description as well, so a program that closes hostpin's descriptor does
- * not drop the lock either.  The kernel drops the lock when
+ * of its own, since the inherited mapping keeps the parent's lock).  A
+ * file removed or replaced under a process: ledger_join.c.  The kernel
+ * drops the lock when
  * the process dies, whatever its PID namespace, so a reaper that finds the
  * byte unlocked (F_OFD_GETLK) knows the slot's process is gone: a process
  * SIGKILLed in another PID namespace (a container sharing IPC) stops
@@ -139,6 +141,13 @@ HP_HIDDEN unsigned hp_ledger_live(size_t off);
 /* Mark the slots of processes that are gone DEAD (at most once a second);
  * 1 if any was. */
 HP_HIDDEN int hp_ledger_reap(void);
+/* At most once a second: if the ledger file was removed, replaced or
+ * truncated, join the file now at its path (ledger_join.c); 1 if it
+ * tried. */
+HP_HIDDEN int hp_ledger_check(void);
+/* Once this process has pinned something: a thread of hostpin's that runs
+ * hp_ledger_check once a second. */
+HP_HIDDEN void hp_ledger_watch(void);
 #define HP_LEDGER_SUM(c) hp_ledger_sum(offsetof(struct hp_counters, c))
 
 /* ---- shared with the status program ---- */
@@ -371,27 +380,37 @@ static inline int hp_ledger_open_checked(int dirfd, const char *name, int rw)
  * /dev/shm/hostpin-UID.d that is not the user's (or -1 for a link or
  * other file of the user's), for a message.  At most 1 + HP_LEDGER_DIR_ALT
  * names are looked at, never a listing of /dev/shm: another user who
- * fills /dev/shm with names costs nobody's start-up anything, and one who
- * takes all of them leaves the user without a ledger (per-process caps
- * still apply), which filling /dev/shm does as well. */
+ * fills /dev/shm with names costs nobody's start-up anything.  When
+ * another user took all of them, a last name no other user can take:
+ * /run/hostpin-0.d for root (/run is root's), /run/user/UID/hostpin.d for
+ * others (the user's runtime directory, where logind made one); without
+ * one of those the user has no ledger (per-process caps still apply),
+ * which filling /dev/shm does as well. */
 static inline int hp_ledger_dir(char *path, size_t cap, int create,
 				long *taken)
 {
 	unsigned uid = (unsigned)geteuid();
 	*taken = 0;
-	for (int k = 0; k <= HP_LEDGER_DIR_ALT; k++) {
-		if (k)
+	for (int k = 0; k <= HP_LEDGER_DIR_ALT + 1; k++) {
+		if (k == HP_LEDGER_DIR_ALT + 1 && uid == 0)
+			hp_snprintf(path, cap, "/run/hostpin-0.d");
+		else if (k == HP_LEDGER_DIR_ALT + 1)
+			hp_snprintf(path, cap, "/run/user/%u/hostpin.d", uid);
+		else if (k)
 			hp_snprintf(path, cap, "/dev/shm/hostpin-%u.d-%d", uid, k);
 		else
 			hp_snprintf(path, cap, "/dev/shm/hostpin-%u.d", uid);
 		/* the first free name is made; a name taken meanwhile by
 		 * another process of the user's is just as good */
-		if (create && mkdir(path, 0700) && errno != EEXIST)
+		if (create && mkdir(path, 0700) && errno != EEXIST &&
+		    k <= HP_LEDGER_DIR_ALT)
 			return -1;
 		int fd = hp_own_dir(path);
 		if (fd >= 0)
 			return fd;
 		struct stat st;
+		if (k > HP_LEDGER_DIR_ALT)
+			break;
 		if (lstat(path, &st)) {
 			if (errno != ENOENT)
 				return -1; /* /dev/shm unusable */

@@ -1,5 +1,6 @@
-/* What the ledger's two files share (ledger.c: the file and attaching;
- * ledger_slots.c: claiming, filling and reaping slots).  Not for anyone
+/* What the ledger's files share (ledger.c: the file; ledger_join.c:
+ * attaching and joining again; ledger_slots.c: claiming, filling and
+ * reaping slots).  Not for anyone
  * else: the rest of hostpin goes through ledger.h. */
 #ifndef HP_LEDGER_INT_H
 #define HP_LEDGER_INT_H
@@ -12,8 +13,8 @@ HP_HIDDEN extern struct hp_lslot *hp_led_self; /* our slot once attached */
 HP_HIDDEN extern uint32_t hp_led_self_w;       /* our slot's state word once LIVE */
 HP_HIDDEN extern uint64_t hp_led_myns;         /* our PID namespace; 0: unknown */
 HP_HIDDEN extern int hp_led_proc_ok;           /* /proc is our namespace's */
-/* Our description of the ledger file, close-on-exec at a high number: it
- * holds our slot's lock and tests the others'.  -1: none. */
+/* The descriptor a join maps the ledger from and locks its slot through,
+ * open only while joining (ledger.c); -1 otherwise. */
 HP_HIDDEN extern int hp_led_lockfd;
 HP_HIDDEN extern dev_t hp_led_lock_dev;
 HP_HIDDEN extern ino_t hp_led_lock_ino;
@@ -21,12 +22,26 @@ HP_HIDDEN extern ino_t hp_led_lock_ino;
 HP_HIDDEN extern uint64_t hp_led_slot_max;
 
 /* ledger.c: 1 if the mapping still is the whole file; drop the mapping;
- * our description of the file (opened again if a fork closed it); a
- * slot's byte-range lock (F_SETLK of type on slot i). */
+ * a slot's byte-range lock (F_OFD_SETLK of type on slot i). */
 HP_HIDDEN int hp_led_whole(void);
 HP_HIDDEN void hp_led_drop(void);
-HP_HIDDEN int hp_led_lock_fd(void);
+/* A descriptor of the ledger file for one use (the joining one, or the
+ * file opened again by its path and checked to be it), -1 if none; given
+ * back with hp_led_fd_put. */
+HP_HIDDEN int hp_led_fd_get(void);
+HP_HIDDEN void hp_led_fd_put(int fd);
+HP_HIDDEN void hp_led_joined(void);
 HP_HIDDEN int hp_led_slot_lock(int fd, uint32_t i, short type);
+/* ledger.c: find or make the file at the ledger's path (its rw
+ * descriptor, path in path[cap]; quiet: say nothing above debug); map and
+ * check it; use it (the descriptor moved high, what it is noted); retire
+ * a mapping and descriptor no longer used; 1 if the file at the path is
+ * no longer the one mapped. */
+HP_HIDDEN int hp_led_find(char *path, size_t cap, int quiet);
+HP_HIDDEN struct hp_ledger *hp_led_map(int fd, const char *path);
+HP_HIDDEN void hp_led_use(struct hp_ledger *l, int fd, const char *path);
+HP_HIDDEN void hp_led_retire(struct hp_ledger *l);
+HP_HIDDEN int hp_led_moved(void);
 
 /* ledger_slots.c: is the process (pid, start, ns) gone; claim a slot (its
  * state word in *cw, *lk: its lock taken); fill the claimed slot s for

@@ -45,9 +45,9 @@ static void read_cmd(char *out, size_t cap)
 /* The process of a slot is surely gone (ledger.h: its lock is free; or,
  * without a lock to go by, by pid, start time and namespace); fast:
  * kill(pid, 0) only, no /proc read. */
-static int gone_slot(struct hp_lslot *s, int fast)
+static int gone_slot(struct hp_lslot *s, int fast, int fd)
 {
-	int lk = s->locked ? hp_slot_locked(hp_led_lock_fd(), (uint32_t)(s - hp_led->slot))
+	int lk = s->locked ? hp_slot_locked(fd, (uint32_t)(s - hp_led->slot))
 			   : -1;
 	return hp_slot_gone(s->pid, s->start, s->pidns, hp_led_myns,
 			    fast || !hp_led_proc_ok, lk);
@@ -58,7 +58,7 @@ int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast)
 }
 
 /* A DEAD slot may be reused unless a running launcher will report it. */
-static int reusable(struct hp_lslot *s)
+static int reusable(struct hp_lslot *s, int fd)
 {
 	/* relaxed: statistics */
 	int did = atomic_load_explicit(&s->ctr.pin_calls, memory_order_relaxed) ||
@@ -70,7 +70,7 @@ static int reusable(struct hp_lslot *s)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
-	    !gone_slot(s, 0))
+	    !gone_slot(s, 0, fd))
 		return 0;
 	return !s->job_pid || !did ||
 	       hp_led_gone(s->job_pid, s->job_start, s->pidns, 0);
@@ -86,9 +86,9 @@ void (*hp_ledger_test_between)(struct hp_lslot *s);
  * its process is gone.  The generation in w: if the slot was reclaimed
  * since w was read, the verdict was about its previous process and the
  * compare-and-swap fails.  1 if it was marked. */
-static int mark_dead(struct hp_lslot *s, uint32_t w, int fast)
+static int mark_dead(struct hp_lslot *s, uint32_t w, int fast, int fd)
 {
-	if (!gone_slot(s, fast))
+	if (!gone_slot(s, fast, fd))
 		return 0;
 #ifdef HP_EMBEDDED_TEST
 	if (hp_ledger_test_between)
@@ -142,7 +142,12 @@ static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i, int fd,
  * claimed state word in *cw, whether we hold its lock in *lk. */
 struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk)
 {
-	int fd = hp_led_lock_fd();
+	/* locks are tested through any description of the file; a slot's
+	 * lock is taken only through the joining one, which the mapping
+	 * holds (a lock taken through another would go with it) */
+	int fd = hp_led_fd_get();
+	int lfd = fd >= 0 && fd == hp_led_lockfd ? fd : -1;
+	struct hp_lslot *got = NULL;
 	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
 	if (hw > HP_LEDGER_SLOTS)
 		hw = HP_LEDGER_SLOTS;
@@ -157,21 +162,28 @@ struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk)
 							  memory_order_acquire);
 			if (pass == 0 || pass == 2) {
 				if (HP_LS_ST(w) == HP_LS_FREE &&
-				    try_claim(s, &w, i, fd, lk))
-					return *cw = w, s;
+				    try_claim(s, &w, i, lfd, lk)) {
+					*cw = w, got = s;
+					goto out;
+				}
 				continue;
 			}
 			/* the generation in w: if the slot was reclaimed
 			 * since, the pid read was another's and the CAS
 			 * fails */
-			if (HP_LS_ST(w) == HP_LS_LIVE && mark_dead(s, w, pass == 1))
+			if (HP_LS_ST(w) == HP_LS_LIVE &&
+			    mark_dead(s, w, pass == 1, fd))
 				w = HP_LS_TO(w, HP_LS_DEAD);
-			if (HP_LS_ST(w) == HP_LS_DEAD && reusable(s) &&
-			    try_claim(s, &w, i, fd, lk))
-				return *cw = w, s;
+			if (HP_LS_ST(w) == HP_LS_DEAD && reusable(s, fd) &&
+			    try_claim(s, &w, i, lfd, lk)) {
+				*cw = w, got = s;
+				goto out;
+			}
 		}
 	}
-	return NULL;
+out:
+	hp_led_fd_put(fd);
+	return got;
 }
 
 /* Fill the claimed slot s for this process and make it LIVE, with the
@@ -211,7 +223,7 @@ uint64_t hp_ledger_sum(size_t off)
 {
 	if (!hp_ledger_on())
 		return atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)hp_ctrp + off),
+		    (_Atomic uint64_t *)((char *)&hp_own + off),
 		    memory_order_relaxed);
 	uint64_t t = 0;
 	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
@@ -222,12 +234,22 @@ uint64_t hp_ledger_sum(size_t off)
 						  memory_order_relaxed)) !=
 		    HP_LS_LIVE)
 			continue;
+		/* our own share from our own memory: what the file says of
+		 * it may have been changed by another process */
 		uint64_t v = atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)&s->ctr + off),
+		    (_Atomic uint64_t *)((char *)(s == hp_led_self ? &hp_own
+								   : &s->ctr) +
+					 off),
 		    memory_order_relaxed);
 		/* a slot claiming more than the machine has is not hostpin's
-		 * word; and no sum wraps */
-		if (s != hp_led_self && v > hp_led_slot_max)
+		 * word; nor one no process can ever reap: no lock to test and
+		 * not of our PID namespace (a process of the user's could
+		 * write such a slot and block pinning for as long as the
+		 * file exists; hostpin's own processes hold their lock); and
+		 * no sum wraps */
+		if (s != hp_led_self &&
+		    (v > hp_led_slot_max ||
+		     (!s->locked && (!s->pidns || s->pidns != hp_led_myns))))
 			continue;
 		t = hp_sat_add(t, v);
 	}
@@ -273,15 +295,17 @@ int hp_ledger_reap(void)
 		hp_led_drop();
 		return 0;
 	}
-	int any = 0;
+	int any = 0, fd = hp_led_fd_get();
 	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &hp_led->slot[i];
 		uint32_t w = atomic_load_explicit(&s->state,
 						  memory_order_acquire);
-		if (HP_LS_ST(w) == HP_LS_LIVE && s != hp_led_self && mark_dead(s, w, 0))
+		if (HP_LS_ST(w) == HP_LS_LIVE && s != hp_led_self &&
+		    mark_dead(s, w, 0, fd))
 			any = 1;
 	}
+	hp_led_fd_put(fd);
 	return any;
 }
 
@@ -301,7 +325,10 @@ void hp_ledger_test_use(struct hp_ledger *l, int fd)
 }
 int hp_ledger_test_mark_dead(struct hp_lslot *s, uint32_t w)
 {
-	return mark_dead(s, w, 0);
+	int fd = hp_led_fd_get();
+	int r = mark_dead(s, w, 0, fd);
+	hp_led_fd_put(fd);
+	return r;
 }
 struct hp_lslot *hp_ledger_test_claim(void)
 {
@@ -309,7 +336,7 @@ struct hp_lslot *hp_ledger_test_claim(void)
 	int lk;
 	struct hp_lslot *s = hp_led_claim(&w, &lk);
 	if (s)
-		hp_led_fill(s, w, lk, hp_ctrp, "test");
+		hp_led_fill(s, w, lk, &hp_own, (const char[HP_LEDGER_CMD]){"test"});
 	return s;
 }
 #endif

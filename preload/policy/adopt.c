@@ -195,10 +195,10 @@ void hp_pin_fork_child(void)
 	hp_in_hook++;
 	hp_backend->fork_child();
 	hp_registry_each(&hp_reg, child_forget, NULL);
-	atomic_store_explicit(&hp_ctr.pinned_bytes_now, 0, memory_order_relaxed);
+	HP_CTR_SET(pinned_bytes_now, 0);
 	/* nor the staging rings' registrations: the parent's slot counts
 	 * them, the child's must not count them again */
-	atomic_store_explicit(&hp_ctr.ring_bytes, 0, memory_order_relaxed);
+	HP_CTR_SET(ring_bytes, 0);
 	hp_in_hook--;
 }
 

@@ -64,46 +64,48 @@ int hp_pin_counts_copies(void)
 	       c == &hp_backend_level_zero;
 }
 
-/* Reserve len bytes under HOSTPIN_MAX_PINNED; 0 if over the cap, or over
- * HOSTPIN_NODE_MAX_PINNED with what the node's other hostpin processes
- * pin (ledger.h; processes racing here may overshoot by a block each). */
+/* What the node's hostpin processes pin now, this one's included
+ * (ledger.h): their blocks and their staging rings. */
 static uint64_t node_pinned(void)
 {
+	hp_ledger_check(); /* a ledger file removed: the one at its path */
 	return HP_LEDGER_SUM(pinned_bytes_now) + HP_LEDGER_SUM(ring_bytes);
 }
 
-static int cap_reserve(size_t len)
+/* Reserve len bytes of a block (ring 0: pinned_bytes_now) or of a staging
+ * ring (ring 1: ring_bytes) under HOSTPIN_MAX_PINNED, by compare-and-swap
+ * on this process's own counter (in its own memory: no other process can
+ * reset it), and under HOSTPIN_NODE_MAX_PINNED with what the node's other
+ * hostpin processes pin (ledger.h; processes racing there may overshoot
+ * by a block each).  1 if reserved; 0 if over a cap. */
+static int cap_reserve(size_t len, int ring)
 {
 	uint64_t node_max = hp_opt[HP_OPT_NODE_MAX_PINNED];
-	if (node_pinned() + len > node_max &&
-	    (!hp_ledger_reap() || node_pinned() + len > node_max))
+	if (hp_sat_add(node_pinned(), len) > node_max &&
+	    (!hp_ledger_reap() || hp_sat_add(node_pinned(), len) > node_max))
 		return 0;
 	uint64_t max = hp_opt[HP_OPT_MAX_PINNED];
-	uint64_t ring = atomic_load_explicit(&hp_ctr.ring_bytes,
-					     memory_order_relaxed);
-	uint64_t cur = atomic_load_explicit(&hp_ctr.pinned_bytes_now,
-					    memory_order_relaxed);
+	_Atomic uint64_t *mine = ring ? &hp_own.ring_bytes : &hp_own.pinned_bytes_now;
+	_Atomic uint64_t *other = ring ? &hp_own.pinned_bytes_now : &hp_own.ring_bytes;
+	/* relaxed: the counter itself is the reservation; it orders nothing */
+	uint64_t cur = atomic_load_explicit(mine, memory_order_relaxed);
 	do {
-		if (cur + ring + len > max)
+		if (hp_sat_add(hp_sat_add(cur, atomic_load_explicit(
+						   other, memory_order_relaxed)),
+			       len) > max)
 			return 0;
 	} while (!atomic_compare_exchange_weak_explicit(
-	    &hp_ctr.pinned_bytes_now, &cur, cur + len, memory_order_relaxed,
-	    memory_order_relaxed));
+	    mine, &cur, cur + len, memory_order_relaxed, memory_order_relaxed));
+	_Atomic uint64_t *m = ring ? HP_CTR_MIRROR(ring_bytes)
+				   : HP_CTR_MIRROR(pinned_bytes_now);
+	if (m)
+		atomic_fetch_add_explicit(m, len, memory_order_relaxed);
 	return 1;
 }
 
 int hp_cap_reserve_ring(size_t len)
 {
-	uint64_t node_max = hp_opt[HP_OPT_NODE_MAX_PINNED];
-	if (node_pinned() + len > node_max &&
-	    (!hp_ledger_reap() || node_pinned() + len > node_max))
-		return 0;
-	if (atomic_load_explicit(&hp_ctr.pinned_bytes_now, memory_order_relaxed) +
-		atomic_load_explicit(&hp_ctr.ring_bytes, memory_order_relaxed) +
-		len > hp_opt[HP_OPT_MAX_PINNED])
-		return 0;
-	HP_CTR_ADD(ring_bytes, len);
-	return 1;
+	return cap_reserve(len, 1);
 }
 
 /* Registration faults every page of the block: first its node (a block
@@ -153,6 +155,116 @@ void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
 	       "it was being registered: pending again", (void *)base, len);
 }
 
+/* One registration attempt of the reserved block (hp_pin_each): 0, or why
+ * not (EAGAIN: not now, the device runtime is not ready; EPERM: refused;
+ * ENOMEM: the kernel would refuse; others: the backend's), with *why. */
+static int pin_try(hp_rec_t *r, uintptr_t base, size_t len,
+		   int (*done)(uintptr_t upto), const char **why)
+{
+	if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) &&
+	    hp_alloc_from_device())
+		/* The driver, runtime or loader allocated this inside one of
+		 * its own calls: no call into it from there (invariant 11);
+		 * pending, adopted later. */
+		return EAGAIN;
+	if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) && hp_capture_busy())
+		/* a CUDA graph capture in progress: pending, registered
+		 * when it ends (invariant 13) */
+		return EAGAIN;
+	if (!hp_pin_ready_now())
+		return EAGAIN;
+	if (hp_coverage_refuses(hp_backend, why))
+		return EPERM; /* refused: a copy could bypass the hooks */
+	if (hp_backend == &hp_backend_mlock &&
+	    !hp_memlock_fits(len, atomic_load_explicit(&hp_ctr.pinned_bytes_now,
+						       memory_order_relaxed) -
+				      len,
+			     why))
+		return ENOMEM; /* the kernel would refuse: no pre-fault work */
+	uint64_t t0 = hp_now_ns();
+	/* piece by piece (done): each piece pre-faulted just before it is
+	 * registered, so the first carries DMA early */
+	int dev = hp_backend != &hp_backend_mlock;
+	if (dev)
+		before_fault(r, base, len, !done);
+	int e = hp_cells_pin_each(base, len, why, done, dev && done);
+	HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
+	HP_CTR_ADD(pin_calls, 1);
+	return e;
+}
+
+/* After a registration that failed with e (not EAGAIN, not ECANCELED):
+ * HOSTPIN_MLOCK keeps a block the device refused at least resident; the
+ * failure counted and said (once per reason).  1 if the block was locked
+ * (its reservation stays). */
+static int pin_failed(hp_rec_t *r, uintptr_t base, size_t len, int e,
+		      const char *why)
+{
+	int locked = hp_opt[HP_OPT_MLOCK] &&
+		     hp_backend->pin_flags != HOSTPIN_LOCKED &&
+		     mlock((void *)base, len) == 0;
+	if (locked) {
+		hp_set_rflags(r, hp_rflags(r) | HOSTPIN_LOCKED);
+		HP_CTR_ADD(pinned_blocks_now, 1);
+	}
+	int first = hp_stat_fail(why);
+	if (hp_opt[HP_OPT_STRICT])
+		hp_fatal("cannot pin %zu bytes at %p: %s (errno %d); "
+			 "HOSTPIN_STRICT=1: aborting",
+			 len, (void *)base, why, e);
+	if (first)
+		hp_log(HP_LOG_WARN,
+		       "cannot pin %zu bytes at %p: %s (errno %d); the "
+		       "memory stays usable, %s (reported once per "
+		       "reason; counted in the statistics)",
+		       len, (void *)base, why, e,
+		       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
+	return locked;
+}
+
+/* What follows attempt e of the reserved block: pending (EAGAIN), given up
+ * (ECANCELED: the block's owner or the program took over), failed, or
+ * registered.  1 if the block holds its reservation now. */
+static int pin_settle(hp_rec_t *r, uintptr_t base, size_t len, int e,
+		      const char *why, int (*done)(uintptr_t upto))
+{
+	if (e == EAGAIN) { /* not now: the device runtime is not ready */
+		if (!(hp_rflags(r) & HOSTPIN_PENDING)) {
+			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
+			HP_CTR_ADD(pending_blocks, 1);
+		}
+		return 0;
+	}
+	if (hp_rflags(r) & HOSTPIN_PENDING) {
+		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_PENDING);
+		HP_CTR_SUB(pending_blocks, 1);
+	}
+	if (e == ECANCELED)
+		return 0;
+	if (e)
+		return pin_failed(r, base, len, e, why);
+	int bad = hp_coverage_bad();
+	if (bad && done)
+		done(base); /* no copy uses what is unregistered next */
+	if (bad && hp_backend->unpin((void *)base, len, &why) == 0) {
+		/* the check failed while this registration was made */
+		hp_backend_events_act();
+		return 0;
+	}
+	hp_backend_events_act();
+	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
+	atomic_store_explicit(&r->user[HP_U_OWNER],
+			      hp_backend->owner ? hp_backend->owner() : 0,
+			      memory_order_relaxed); /* as the flags */
+	HP_CTR_ADD(pinned_blocks_now, 1);
+	hp_site_account(hp_rsite(r), len, 1);
+	/* the reservation is now real: account the peak */
+	HP_CTR_PEAK(pinned_bytes_now, pinned_bytes_peak, 0);
+	/* its share counts node-wide now: the ledger file is watched */
+	hp_ledger_watch();
+	return 1;
+}
+
 void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 		 int (*done)(uintptr_t upto))
 {
@@ -167,7 +279,7 @@ void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
 		return;
 	}
-	if (!cap_reserve(len)) {
+	if (!cap_reserve(len, 0)) {
 		HP_CTR_ADD(over_cap, 1);
 		char h1[24], h2[24];
 		HP_LOG_ONCE(HP_LOG_WARN,
@@ -179,97 +291,11 @@ void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 		return;
 	}
 	const char *why = "unknown";
-	int e = EAGAIN;
-	if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) &&
-	    hp_alloc_from_device()) {
-		/* The driver, runtime or loader allocated this inside one of
-		 * its own calls: no call into it from there (invariant 11);
-		 * pending, adopted later. */
-	} else if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) &&
-		   hp_capture_busy()) {
-		/* a CUDA graph capture in progress: pending, registered
-		 * when it ends (invariant 13) */
-	} else if (!hp_pin_ready_now()) {
-		/* e stays EAGAIN */
-	} else if (hp_coverage_refuses(hp_backend, &why)) {
-		e = EPERM; /* refused: a copy could bypass the hooks */
-	} else if (hp_backend == &hp_backend_mlock &&
-		   !hp_memlock_fits(len, atomic_load_explicit(
-				    &hp_ctr.pinned_bytes_now,
-				    memory_order_relaxed) - len, &why)) {
-		e = ENOMEM; /* the kernel would refuse: no pre-fault work */
-	} else {
-		uint64_t t0 = hp_now_ns();
-		/* piece by piece (done): each piece pre-faulted just before
-		 * it is registered, so the first carries DMA early */
-		int dev = hp_backend != &hp_backend_mlock;
-		if (dev)
-			before_fault(r, base, len, !done);
-		e = hp_cells_pin_each(base, len, &why, done, dev && done);
-		HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
-		HP_CTR_ADD(pin_calls, 1);
-	}
+	int e = pin_try(r, base, len, done, &why);
 	hp_backend_events_act(); /* what the node and pin calls reported */
-	if (e == EAGAIN) { /* not now: the device runtime is not ready */
+	/* the one place the reservation is given back */
+	if (!pin_settle(r, base, len, e, why, done))
 		HP_CTR_SUB(pinned_bytes_now, len);
-		if (!(hp_rflags(r) & HOSTPIN_PENDING)) {
-			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
-			HP_CTR_ADD(pending_blocks, 1);
-		}
-		return;
-	}
-	if (hp_rflags(r) & HOSTPIN_PENDING) {
-		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_PENDING);
-		HP_CTR_SUB(pending_blocks, 1);
-	}
-	if (e == ECANCELED) { /* the block's owner or the program took over */
-		HP_CTR_SUB(pinned_bytes_now, len);
-		return;
-	}
-	if (e) {
-		/* HOSTPIN_MLOCK: a block the device refused is at least kept
-		 * resident. */
-		int locked = hp_opt[HP_OPT_MLOCK] &&
-			     hp_backend->pin_flags != HOSTPIN_LOCKED &&
-			     mlock((void *)base, len) == 0;
-		if (locked) {
-			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_LOCKED);
-			HP_CTR_ADD(pinned_blocks_now, 1);
-		} else {
-			HP_CTR_SUB(pinned_bytes_now, len);
-		}
-		int first = hp_stat_fail(why);
-		if (hp_opt[HP_OPT_STRICT])
-			hp_fatal("cannot pin %zu bytes at %p: %s (errno %d); "
-				 "HOSTPIN_STRICT=1: aborting",
-				 len, (void *)base, why, e);
-		if (first)
-			hp_log(HP_LOG_WARN,
-			       "cannot pin %zu bytes at %p: %s (errno %d); the "
-			       "memory stays usable, %s (reported once per "
-			       "reason; counted in the statistics)",
-			       len, (void *)base, why, e,
-			       locked ? "locked (HOSTPIN_MLOCK)" : "unpinned");
-		return;
-	}
-	int bad = hp_coverage_bad();
-	if (bad && done)
-		done(base); /* no copy uses what is unregistered next */
-	if (bad && hp_backend->unpin((void *)base, len, &why) == 0) {
-		/* the check failed while this registration was made */
-		hp_backend_events_act();
-		HP_CTR_SUB(pinned_bytes_now, len);
-		return;
-	}
-	hp_backend_events_act();
-	hp_set_rflags(r, hp_rflags(r) | hp_backend->pin_flags);
-	atomic_store_explicit(&r->user[HP_U_OWNER],
-			      hp_backend->owner ? hp_backend->owner() : 0,
-			      memory_order_relaxed); /* as the flags */
-	HP_CTR_ADD(pinned_blocks_now, 1);
-	hp_site_account(hp_rsite(r), len, 1);
-	/* the reservation is now real: account the peak */
-	hp_stat_add_peak(&hp_ctr.pinned_bytes_now, &hp_ctr.pinned_bytes_peak, 0);
 }
 
 /* Undo hp_pin(); non-zero if the backend refused (the caller must then leak

@@ -17,10 +17,8 @@ void hp_count_track(unsigned kind, size_t len, int add)
 {
 	if (kind & HOSTPIN_KIND_MALLOC) {
 		if (add) {
-			hp_stat_add_peak(&hp_ctr.blocks_now,
-					 &hp_ctr.blocks_peak, 1);
-			hp_stat_add_peak(&hp_ctr.bytes_now, &hp_ctr.bytes_peak,
-					 len);
+			HP_CTR_PEAK(blocks_now, blocks_peak, 1);
+			HP_CTR_PEAK(bytes_now, bytes_peak, len);
 			HP_CTR_ADD(large_blocks, 1);
 		} else {
 			HP_CTR_SUB(blocks_now, 1);

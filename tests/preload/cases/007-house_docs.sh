@@ -71,7 +71,7 @@ intree() { # the files and subdirectories directly in DIR, as DIR/NAME and DIR/S
 		(cd "$top" && find "$d" -mindepth 1 -maxdepth 1 \( -type f -printf '%p\n' -o -type d -printf '%p/\n' \))
 	fi
 }
-dirs="registry preload preload/hooks preload/copy preload/policy preload/backend preload/node preload/base status python man scripts tests/unit tests/preload tests/fakes tests/stress tests/bench"
+dirs="registry preload preload/hooks preload/copy preload/policy preload/backend preload/node preload/base status python man scripts tests/unit tests/libfuzzer tests/preload tests/fakes tests/stress tests/bench"
 tree=$(for d in $dirs; do intree "$d"; done | LC_ALL=C sort -u)
 notlisted=$(comm -23 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')
 notthere=$(comm -13 <(echo "$tree") <(echo "$listed") | tr '\n' ' ')

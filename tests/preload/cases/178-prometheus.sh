@@ -163,7 +163,7 @@ HOSTPIN_LEDGER=$pl "$ST" --prometheus-file "$t/w.prom" --watch 1 --count 2; rc=$
 [ $rc -eq 0 ] && cmp -s "$t/w.prom" "$pm/a.prom" && [ "$(ls -a "$t" | grep -c tmp)" = 0 ] &&
 	ok "prometheus-file --watch 1 --count 2: rewritten, no tmp file left" || bad "prometheus-file --watch (rc $rc)"
 out=$(HOSTPIN_LEDGER=$pl "$ST" --prometheus-file "$pm/no/such/dir/h.prom" 2>&1); rc=$?
-[ $rc -eq 1 ] && echo "$out" | grep -q "cannot create $pm/no/such/dir/h.prom.tmp.[0-9]*: No such file" && [ ! -e "$pm/no" ] &&
+[ $rc -eq 1 ] && echo "$out" | grep -q "cannot create $pm/no/such/dir/h.prom.tmp.[0-9]*\.[0-9a-f]*: No such file" && [ ! -e "$pm/no" ] &&
 	ok "prometheus-file into a missing directory: rc 1, '$out'" || bad "prometheus-file missing directory (rc $rc): $out"
 
 exec {pmw}>&-
