@@ -35,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int job = 0;
 	if (size > 5)
 		memcpy(&job, data + 1, sizeof(job));
-	status_report(&fled, job);
+	/* the launcher's form too: its child (the job's pid) and argv0 */
+	status_report(&fled, job, (data[0] & 8) ? job : 0,
+		      (data[0] & 16) ? "prog" : NULL);
 	return 0;
 }
