@@ -287,9 +287,14 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		off += len;
 	}
 	/* the source is staged: an async call returns (the DMA may run);
-	 * a synchronous one after the copy, with its error if it failed */
-	if (r == 0 && sync && P->htod)
-		r = hp_stage_wait_stream(P->s);
+	 * a synchronous one after the copy, with its error if it failed.  A
+	 * chunk or rest refused: the DMAs already queued are waited for
+	 * before the error returns (issue 39 item 3: none lands after it) */
+	if ((r == 0 && sync && P->htod) || r != 0) {
+		int w = hp_stage_wait_stream(P->s);
+		if (r == 0)
+			r = w;
+	}
 	*res = r;
 	return 1;
 }

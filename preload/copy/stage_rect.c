@@ -244,8 +244,12 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		for (size_t i = done; i < m && r == 0; i++)
 			r = rect_direct(&j, i, htod);
 	}
-	if (r == 0 && sync && htod)
-		r = hp_stage_wait_stream(s);
+	/* an error: what was queued is waited for first (as hp_stage_lin) */
+	if ((r == 0 && sync && htod) || r != 0) {
+		int w = hp_stage_wait_stream(s);
+		if (r == 0)
+			r = w;
+	}
 	hp_copy_plan_end(&P, n, 1);
 	*res = r;
 	return 1;

@@ -48,6 +48,7 @@ typedef struct CUstream_st {
 	pthread_t owner;	/* the thread that began it */
 	unsigned long long enq;	/* ops queued so far */
 	struct late *late;	/* FAKE_CUDA_LATE_DMA: its worker */
+	unsigned long long forked; /* a forked child's: ops done before it */
 	void *ctx;		/* the context current when it was made */
 	double until;		/* FAKE_CUDA_TIMED: when its last work ends */
 } stream_t;

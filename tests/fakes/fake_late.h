@@ -82,6 +82,7 @@ static struct late *late_of(stream_t *s)
 	if (!s->late) {
 		struct late *l = raw(sizeof(*l));
 		memset(l, 0, sizeof(*l));
+		l->done = l->want = s->forked;
 		pthread_cond_init(&l->cv, NULL);
 		s->late = l;
 		sigset_t all, old; /* the program's signals are not its */
@@ -265,11 +266,24 @@ CUresult cuStreamGetCtx(stream_t *s, CUcontext *c)
 	return *c ? OK : INVALID_CONTEXT;
 }
 
-/* A forked child has no workers: its streams start new ones. */
+/* A forked child has no workers: its streams start new ones, counting
+ * as done what the parent's had run (or was running: its lock may have
+ * been held); else a wait in the child for the stream's last op never
+ * ends. */
+static void late_forked(stream_t *s)
+{
+	pthread_mutex_init(&s->mu, NULL);
+	s->forked = s->head ? s->head->qn - 1 : s->enq;
+	s->late = NULL;
+}
+
 static void late_child(void)
 {
 	for (int k = 0; k < nstreams; k++)
-		streams[k]->late = NULL;
+		late_forked(streams[k]);
+	for (int k = 0; k < nptds && k < NPTDS; k++) /* the threads' own */
+		if (ptds[k])
+			late_forked(ptds[k]);
 }
 
 __attribute__((constructor)) static void late_init(void)
