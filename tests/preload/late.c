@@ -184,20 +184,10 @@ static int mode_past_end(void)
  * the copies that reached the driver pageable: one). */
 static int mode_cap_transient(void)
 {
-	size_t m = 48 * MB, n = 16 * MB;
+	size_t n = 16 * MB;
 	alarm(20);
-	CUdeviceptr d = dev(m);
-	char *blk = malloc(m), *h = plain(n);
-	CHECK(blk != NULL && tp_flags(blk) != 0);
-	fill(blk, m, 60);
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(is_reg(blk));
-	fill(h, n, 61);
-	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(same(D(d), n, 61));
-	free(blk);
+	CUdeviceptr d;
+	char *h = cap_full_once(n, 60, &d);
 	fill(h, n, 62);
 	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* staged */
 	memset(h, 0, n);

@@ -66,6 +66,29 @@ static inline char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
 	return blk;
 }
 
+/* A pinned-memory cap full for a moment (the case's HOSTPIN_MAX_PINNED=64M):
+ * a 48 MiB block registered at its first copy (onto *d, 48 MiB of device
+ * memory, seed) leaves no room for the H2D ring: n bytes of plain memory
+ * (returned; seed + 1) then pass through, with their data; then the block
+ * is freed. */
+static inline char *cap_full_once(size_t n, unsigned seed, CUdeviceptr *d)
+{
+	size_t m = 48 * MB;
+	*d = dev(m);
+	char *blk = malloc(m), *h = plain(n);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, seed);
+	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, NULL) == 0); /* registers it */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(blk));
+	fill(h, n, seed + 1);
+	CHECK(cuMemcpyHtoDAsync_v2(*d, h, n, NULL) == 0); /* no ring: passes */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(same(D(*d), n, seed + 1));
+	free(blk);
+	return h;
+}
+
 /* The number of the system call thread t of this process is in, -1 when
  * it cannot be read (/proc/self/task/T/syscall; "running": 0). */
 static inline long task_syscall(pid_t t)

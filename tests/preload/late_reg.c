@@ -73,20 +73,10 @@ static int mode_dev1_grow(void)
  * context is reused: the late driver refuses those). */
 static int mode_reset_ring(void)
 {
-	size_t m = 48 * MB, n = 16 * MB;
+	size_t n = 16 * MB;
 	alarm(30);
-	CUdeviceptr d = dev(m);
-	char *blk = malloc(m), *h = plain(n);
-	CHECK(blk != NULL && tp_flags(blk) != 0);
-	fill(blk, m, 40);
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(is_reg(blk));
-	fill(h, n, 41);
-	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(same(D(d), n, 41));
-	free(blk);
+	CUdeviceptr d;
+	char *h = cap_full_once(n, 40, &d);
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
 	CHECK(cuCtxSetCurrent(ctx) == 0);
