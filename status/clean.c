@@ -20,11 +20,10 @@
 
 #include "status.h"
 
-/* The pid of a process that maps the file st (by device and inode, as
- * /proc/PID/maps gives them: the same path in another mount namespace is
- * another file), 0 if none does, -1 if /proc cannot be read (then the
- * file is kept). */
-static int mapped_by(const struct stat *st)
+/* The pid of the first process of /proc for which has(pid, st) is true,
+ * 0 if none, -1 if /proc cannot be read (then the file is kept). */
+static int first_process(int (*has)(const char *, const struct stat *),
+			 const struct stat *st)
 {
 	DIR *pd = opendir("/proc");
 	if (!pd)
@@ -34,59 +33,68 @@ static int mapped_by(const struct stat *st)
 	while (!who && (e = readdir(pd))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		char mp[300], line[4096];
-		snprintf(mp, sizeof(mp), "/proc/%s/maps", e->d_name);
-		FILE *f = fopen(mp, "re");
-		if (!f)
-			continue; /* gone, or not ours to read */
-		while (fgets(line, sizeof(line), f)) {
-			unsigned ma, mi;
-			unsigned long long ino;
-			if (sscanf(line, "%*s %*s %*s %x:%x %llu", &ma, &mi,
-				   &ino) == 3 &&
-			    ino == (unsigned long long)st->st_ino &&
-			    ma == major(st->st_dev) && mi == minor(st->st_dev)) {
-				who = atoi(e->d_name);
-				break;
-			}
-		}
-		fclose(f);
+		if (has(e->d_name, st))
+			who = atoi(e->d_name);
 	}
 	closedir(pd);
 	return who;
 }
 
-/* The pid of a process that holds the file st open (a descriptor), 0 if
- * none does: a process between its open and its mapping. */
+/* Does process pid map the file st (by device and inode, as
+ * /proc/PID/maps gives them: the same path in another mount namespace is
+ * another file)? */
+static int maps_file(const char *pid, const struct stat *st)
+{
+	char mp[300], line[4096];
+	snprintf(mp, sizeof(mp), "/proc/%s/maps", pid);
+	FILE *f = fopen(mp, "re");
+	if (!f)
+		return 0; /* gone, or not ours to read */
+	int hit = 0;
+	while (!hit && fgets(line, sizeof(line), f)) {
+		unsigned ma, mi;
+		unsigned long long ino;
+		hit = sscanf(line, "%*s %*s %*s %x:%x %llu", &ma, &mi, &ino) ==
+			      3 &&
+		      ino == (unsigned long long)st->st_ino &&
+		      ma == major(st->st_dev) && mi == minor(st->st_dev);
+	}
+	fclose(f);
+	return hit;
+}
+
+/* Does process pid hold the file st open (a descriptor)? */
+static int holds_file(const char *pid, const struct stat *st)
+{
+	char fp[300];
+	snprintf(fp, sizeof(fp), "/proc/%s/fd", pid);
+	DIR *fd = opendir(fp);
+	if (!fd)
+		return 0;
+	int hit = 0;
+	struct dirent *f;
+	while (!hit && (f = readdir(fd))) {
+		struct stat fs;
+		hit = f->d_name[0] != '.' &&
+		      fstatat(dirfd(fd), f->d_name, &fs, 0) == 0 &&
+		      fs.st_ino == st->st_ino && fs.st_dev == st->st_dev;
+	}
+	closedir(fd);
+	return hit;
+}
+
+/* The pid of a process that maps the file st, 0 if none does, -1 if /proc
+ * cannot be read. */
+static int mapped_by(const struct stat *st)
+{
+	return first_process(maps_file, st);
+}
+
+/* The pid of a process that holds the file st open, 0 if none does: a
+ * process between its open and its mapping. */
 static int opened_by(const struct stat *st)
 {
-	DIR *pd = opendir("/proc");
-	if (!pd)
-		return -1;
-	int who = 0;
-	struct dirent *e;
-	while (!who && (e = readdir(pd))) {
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		char fp[300];
-		snprintf(fp, sizeof(fp), "/proc/%s/fd", e->d_name);
-		DIR *fd = opendir(fp);
-		if (!fd)
-			continue;
-		struct dirent *f;
-		while ((f = readdir(fd))) {
-			struct stat fs;
-			if (f->d_name[0] != '.' &&
-			    fstatat(dirfd(fd), f->d_name, &fs, 0) == 0 &&
-			    fs.st_ino == st->st_ino && fs.st_dev == st->st_dev) {
-				who = atoi(e->d_name);
-				break;
-			}
-		}
-		closedir(fd);
-	}
-	closedir(pd);
-	return who;
+	return first_process(holds_file, st);
 }
 
 /* For a ledger of this layout: the pid of a launcher still running whose

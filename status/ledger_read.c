@@ -87,7 +87,8 @@ void status_catch_sigbus(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
-/* Forget the ledger (its file is not whole any more), with a message. */
+/* Forget the ledger (its file is not whole any more); status_drop_ledger
+ * with a message. */
 static void drop_quiet(void)
 {
 	if (ledmap)
@@ -99,12 +100,7 @@ static void drop_quiet(void)
 }
 void status_drop_ledger(void)
 {
-	if (ledmap)
-		munmap(ledmap, sizeof(struct hp_ledger));
-	if (ledfd >= 0)
-		close(ledfd);
-	ledmap = NULL;
-	ledfd = -1;
+	drop_quiet();
 	fprintf(stderr, "hostpin status: the ledger was truncated or replaced "
 		"by another process while it was read; not read\n");
 }

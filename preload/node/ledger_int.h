@@ -50,4 +50,8 @@ HP_HIDDEN int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast);
 HP_HIDDEN struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk);
 HP_HIDDEN void hp_led_fill(struct hp_lslot *s, uint32_t w, int lk,
 			   const struct hp_counters *from, const char *cmd);
+/* ledger_slots.c: 1 at most once a second per *last (the caller's own
+ * clock: hp_ledger_check's, hp_ledger_reap's), the first caller once it
+ * passed; 0 otherwise. */
+HP_HIDDEN int hp_led_second_passed(_Atomic uint64_t *last);
 #endif

@@ -144,13 +144,7 @@ int hp_ledger_check(void)
 	static _Atomic uint64_t last;
 	if (!hp_led)
 		return 0; /* never had one: nothing to join again */
-	uint64_t now = hp_now_ns(),
-		 prev = atomic_load_explicit(&last, memory_order_relaxed);
-	/* relaxed: only rate-limits the checks */
-	if (now - prev < 1000000000u ||
-	    !atomic_compare_exchange_strong_explicit(&last, &prev, now,
-						     memory_order_relaxed,
-						     memory_order_relaxed))
+	if (!hp_led_second_passed(&last))
 		return 0;
 	if (atomic_load_explicit(&detached, memory_order_relaxed) || hp_in_child)
 		return 0;

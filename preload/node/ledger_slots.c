@@ -278,18 +278,23 @@ unsigned hp_ledger_live(size_t off)
 	return t;
 }
 
+int hp_led_second_passed(_Atomic uint64_t *last)
+{
+	uint64_t now = hp_now_ns(),
+		 prev = atomic_load_explicit(last, memory_order_relaxed);
+	/* relaxed: only rate-limits (the checks, the /proc reads) */
+	return now - prev >= 1000000000u &&
+	       atomic_compare_exchange_strong_explicit(last, &prev, now,
+						       memory_order_relaxed,
+						       memory_order_relaxed);
+}
+
 int hp_ledger_reap(void)
 {
 	static _Atomic uint64_t last;
 	if (!hp_ledger_on())
 		return 0;
-	uint64_t now = hp_now_ns(),
-		 prev = atomic_load_explicit(&last, memory_order_relaxed);
-	/* relaxed: only rate-limits the /proc reads */
-	if (now - prev < 1000000000u ||
-	    !atomic_compare_exchange_strong_explicit(&last, &prev, now,
-						     memory_order_relaxed,
-						     memory_order_relaxed))
+	if (!hp_led_second_passed(&last))
 		return 0;
 	if (!hp_led_whole()) {
 		hp_led_drop();

@@ -256,37 +256,33 @@ static int pending(stream_t *s)
 	return p;
 }
 
+/* Does a copy queued on s touch [p, p+n)? */
+static int stream_touches(stream_t *s, const void *p, size_t n)
+{
+	int hit = 0;
+	pthread_mutex_lock(&s->mu);
+	for (struct op *o = s->head; o; o = o->next) {
+		const char *a = o->dst, *b = o->src;
+		if ((a < (const char *)p + n &&
+		     a + o->n > (const char *)p) ||
+		    (b && b < (const char *)p + n &&
+		     b + o->n > (const char *)p))
+			hit = 1;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return hit;
+}
+
 /* Does any queued copy touch [p, p+n)?  (unregister checks it) */
 static int inflight(const void *p, size_t n)
 {
 	int hit = 0;
-	for (int k = 0; k < nstreams; k++) {
-		stream_t *s = streams[k];
-		pthread_mutex_lock(&s->mu);
-		for (struct op *o = s->head; o; o = o->next) {
-			const char *a = o->dst, *b = o->src;
-			if ((a < (const char *)p + n &&
-			     a + o->n > (const char *)p) ||
-			    (b && b < (const char *)p + n &&
-			     b + o->n > (const char *)p))
-				hit = 1;
-		}
-		pthread_mutex_unlock(&s->mu);
-	}
+	for (int k = 0; k < nstreams; k++)
+		hit |= stream_touches(streams[k], p, n);
 	for (int k = 0; k < nptds_made(); k++) {
 		stream_t *s = ptds_at(k);
-		if (s == NULL)
-			continue;
-		pthread_mutex_lock(&s->mu);
-		for (struct op *o = s->head; o; o = o->next) {
-			const char *a = o->dst, *b = o->src;
-			if ((a < (const char *)p + n &&
-			     a + o->n > (const char *)p) ||
-			    (b && b < (const char *)p + n &&
-			     b + o->n > (const char *)p))
-				hit = 1;
-		}
-		pthread_mutex_unlock(&s->mu);
+		if (s != NULL)
+			hit |= stream_touches(s, p, n);
 	}
 	return hit;
 }

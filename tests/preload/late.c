@@ -11,44 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "staged_common.h"
+#include "late_common.h"
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuDevicePrimaryCtxRelease_v2(int);
-int fake_cuda_is_registered(const void *, size_t);
-void fake_cuda_open_gate(void);
-void fake_cuda_open_gate_once(void);
-int fake_cuda_stream_hold(CUstream);
-void fake_cuda_stream_release(CUstream);
-
-static int first_piece(void *p)
-{
-	return fake_cuda_is_registered(p, 8 * MB) &&
-	       fake_cuda_gate_waiters() == 1;
-}
-
-/* A 32 MiB block (8 MiB aligned) that earned registration by two staged
- * copies on a stream of its own, registered in the background: its first
- * 8 MiB piece registered, the second held at the fake's gate.  *d: its
- * device buffer; *s: the stream. */
-static char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
-{
-	size_t m = 32 * MB;
-	void *p = NULL;
-	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
-	char *blk = p;
-	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
-	*d = dev(m);
-	CHECK(cuStreamCreate(s, 0) == 0);
-	fill(blk, m, seed);
-	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* staged */
-	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* earns; staged */
-	wait_for(gate_held, NULL, "the first piece reached the driver");
-	fake_cuda_open_gate_once();
-	wait_for(first_piece, blk, "the first piece registered, the second held");
-	return blk;
-}
 
 /* Item 1: a block registered in the background (HOSTPIN_REGISTER_CHUNK=8M,
  * FAKE_CUDA_REGISTER_GATE=8M: its first 8 MiB cell registered, the second
@@ -218,20 +184,10 @@ static int mode_past_end(void)
  * the copies that reached the driver pageable: one). */
 static int mode_cap_transient(void)
 {
-	size_t m = 48 * MB, n = 16 * MB;
+	size_t n = 16 * MB;
 	alarm(20);
-	CUdeviceptr d = dev(m);
-	char *blk = malloc(m), *h = plain(n);
-	CHECK(blk != NULL && tp_flags(blk) != 0);
-	fill(blk, m, 60);
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(is_reg(blk));
-	fill(h, n, 61);
-	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(same(D(d), n, 61));
-	free(blk);
+	CUdeviceptr d;
+	char *h = cap_full_once(n, 60, &d);
 	fill(h, n, 62);
 	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* staged */
 	memset(h, 0, n);
@@ -334,14 +290,7 @@ static pid_t waiter; /* W's thread id */
 static int asleep_in_futex(void *arg)
 {
 	(void)arg;
-	char path[64], buf[64] = "";
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)waiter);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	int ok = fgets(buf, sizeof(buf), f) != NULL;
-	fclose(f);
-	return ok && atoi(buf) == SYS_futex;
+	return task_syscall(waiter) == SYS_futex;
 }
 static void *one_piece(void *arg)
 {

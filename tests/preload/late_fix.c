@@ -12,20 +12,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "staged_common.h"
+#include "late_common.h"
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t,
 				   CUstream);
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, void **);
-int fake_cuda_is_registered(const void *, size_t);
-void fake_cuda_open_gate(void);
-void fake_cuda_open_gate_once(void);
-int fake_cuda_stream_hold(CUstream);
-void fake_cuda_stream_release(CUstream);
 int fake_cuda_capture_broken(void);
 int fake_cuda_registrations_held(void);
 void fake_cuda_release_registration(void);
@@ -35,16 +29,9 @@ void fake_cuda_release_registration(void);
 /* A thread asleep in the kernel (a futex, or a sleep between polls). */
 static int asleep(pid_t t)
 {
-	char path[64], buf[64] = "";
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)t);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	int ok = fgets(buf, sizeof(buf), f) != NULL;
-	fclose(f);
-	int nr = atoi(buf);
-	return ok && (nr == SYS_futex || nr == SYS_nanosleep ||
-		      nr == SYS_clock_nanosleep);
+	long nr = task_syscall(t);
+	return nr == SYS_futex || nr == SYS_nanosleep ||
+	       nr == SYS_clock_nanosleep;
 }
 static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
 
@@ -301,11 +288,6 @@ static int capture_other(void)
  * a 2D copy, crossing the end of its registered part must not reach the
  * driver half registered (the case's driver refuses such a range:
  * FAKE_CUDA_REFUSE_PARTIAL=1). */
-static int first_piece(void *p)
-{
-	return fake_cuda_is_registered(p, 8 * MB) &&
-	       fake_cuda_gate_waiters() == 1;
-}
 static int mode_partial(void)
 {
 	size_t m = 32 * MB, n = 1 * MB;

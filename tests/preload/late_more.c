@@ -7,15 +7,12 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "staged_common.h"
+#include "late_common.h"
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
 CUresult cuCtxDestroy_v2(CUcontext);
-int fake_cuda_stream_hold(CUstream);
-void fake_cuda_stream_release(CUstream);
 
 /* Item 12, 2D and 3D: a copy whose device side runs past the end of its
  * allocation (the late driver refuses it whole) is refused before any
@@ -63,20 +60,6 @@ static int mode_past_end_rect(void)
 	CHECK(cuStreamSynchronize(s) == 0);
 	CHECK(same(D(d), m, 81));
 	return 0;
-}
-
-/* One staged round trip of n bytes through h and d on s (seed). */
-static void round_trip(char *h, CUdeviceptr d, size_t n, CUstream s,
-		       unsigned seed)
-{
-	fill(h, n, seed);
-	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0);
-	memset(h, 0, n); /* after the call: changes nothing */
-	CHECK(cuStreamSynchronize(s) == 0);
-	CHECK(same(D(d), n, seed));
-	fill(D(d), n, seed + 100);
-	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0);
-	CHECK(same(h, n, seed + 100)); /* there on return */
 }
 
 /* Rings exist for 8 contexts at once (ring.c).  The case runs this with
@@ -194,17 +177,7 @@ static _Atomic int cm_begun, cm_end;
 static _Atomic pid_t cm_tid[2];
 static char *cm_h;
 static CUdeviceptr cm_d;
-static int asleep(pid_t t)
-{
-	char path[64], buf[64] = "";
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)t);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	int ok = fgets(buf, sizeof(buf), f) != NULL;
-	fclose(f);
-	return ok && atoi(buf) == SYS_futex;
-}
+static int asleep(pid_t t) { return task_syscall(t) == SYS_futex; }
 static int a_asleep(void *arg) { (void)arg; return cm_tid[0] && asleep(cm_tid[0]); }
 static int b_waits(void *arg)
 {

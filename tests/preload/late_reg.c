@@ -12,30 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "staged_common.h"
+#include "late_common.h"
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuDevicePrimaryCtxReset_v2(int);
-int fake_cuda_is_registered(const void *, size_t);
-void fake_cuda_open_gate(void);
-void fake_cuda_open_gate_once(void);
-int fake_cuda_stream_hold(CUstream);
-void fake_cuda_stream_release(CUstream);
-
-/* One round trip of n bytes through h and d on s (seed): every call
- * succeeds, the data arrives both ways. */
-static void round_trip(char *h, CUdeviceptr d, size_t n, CUstream s,
-		       unsigned seed)
-{
-	fill(h, n, seed);
-	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, s) == 0);
-	memset(h, 0, n); /* after the call: changes nothing */
-	CHECK(cuStreamSynchronize(s) == 0);
-	CHECK(same(D(d), n, seed));
-	fill(D(d), n, seed + 100);
-	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0);
-	CHECK(same(h, n, seed + 100)); /* there on return */
-}
 
 /* Item 4: device 1's rings made while it is current (a copy on its stream
  * a).  HOSTPIN_STAGE_BUFFER=16M, HOSTPIN_STAGE_MIN=2M: 4 slots of 2 MiB
@@ -94,20 +73,10 @@ static int mode_dev1_grow(void)
  * context is reused: the late driver refuses those). */
 static int mode_reset_ring(void)
 {
-	size_t m = 48 * MB, n = 16 * MB;
+	size_t n = 16 * MB;
 	alarm(30);
-	CUdeviceptr d = dev(m);
-	char *blk = malloc(m), *h = plain(n);
-	CHECK(blk != NULL && tp_flags(blk) != 0);
-	fill(blk, m, 40);
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0); /* registers it */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(is_reg(blk));
-	fill(h, n, 41);
-	CHECK(cuMemcpyHtoDAsync_v2(d, h, n, NULL) == 0); /* no ring: passes */
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(same(D(d), n, 41));
-	free(blk);
+	CUdeviceptr d;
+	char *h = cap_full_once(n, 40, &d);
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
 	CHECK(cuCtxSetCurrent(ctx) == 0);
@@ -167,33 +136,6 @@ static int mode_grow_bg(void)
 		CHECK(same(D(d3), n, 60 + i));
 	}
 	return 0;
-}
-
-/* A 32 MiB block (8 MiB aligned) that earned registration by two staged
- * copies, registered in the background (HOSTPIN_REGISTER_CHUNK=8M,
- * FAKE_CUDA_REGISTER_GATE=8M): its first piece registered, the second
- * held at the fake's gate. */
-static int first_piece(void *p)
-{
-	return fake_cuda_is_registered(p, 8 * MB) &&
-	       fake_cuda_gate_waiters() == 1;
-}
-static char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
-{
-	size_t m = 32 * MB;
-	void *p = NULL;
-	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
-	char *blk = p;
-	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
-	*d = dev(m);
-	CHECK(cuStreamCreate(s, 0) == 0);
-	fill(blk, m, seed);
-	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* staged */
-	CHECK(cuMemcpyHtoDAsync_v2(*d, blk, m, *s) == 0); /* earns; staged */
-	wait_for(gate_held, NULL, "the first piece reached the driver");
-	fake_cuda_open_gate_once();
-	wait_for(first_piece, blk, "the first piece registered, the second held");
-	return blk;
 }
 
 /* Item 8: fork while the block is being registered in the background: the
@@ -421,14 +363,7 @@ static pid_t waiter;
 static int asleep_in_futex(void *arg)
 {
 	(void)arg;
-	char path[64], buf[64] = "";
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)waiter);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	int ok = fgets(buf, sizeof(buf), f) != NULL;
-	fclose(f);
-	return ok && atoi(buf) == SYS_futex;
+	return task_syscall(waiter) == SYS_futex;
 }
 static void *one_piece(void *arg)
 {
