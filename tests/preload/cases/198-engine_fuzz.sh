@@ -11,6 +11,8 @@
 fz=$top/tests/fuzz/fuzz.sh
 if "$fz" build >/dev/null 2>&1; then
 	no=$(sed -n 's/^no \([a-z0-9]*\).*/\1/p' "$top/tests/fuzz/check.conf" | paste -sd,)
+	# the fake's VIOLATION kinds of open defects, not counted here
+	export FZ_IGNORE_VIOLATIONS=$(sed -n 's/^ignore \([a-z0-9-]*\).*/\1/p' "$top/tests/fuzz/check.conf" | paste -sd'|')
 	out=$("$fz" replay "$top/tests/fuzz/cases" 2>&1) &&
 		ok "engine fuzz: the kept findings agree ($(echo "$out" | grep -c '^OK'))" ||
 		bad "engine fuzz: kept findings: $(echo "$out" | grep FAIL | head -3)"
