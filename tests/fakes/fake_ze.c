@@ -161,6 +161,7 @@ static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
 }
 
 #include "fake_ze_cmd.h"
+#include "fake_ze_missing.h"
 
 static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 			      void **fn)
@@ -323,6 +324,7 @@ zeGetGlobalProcAddrTable(ze_api_version_t v, ze_global_dditable_t *t)
 	(void)v;
 	memset(t, 0, sizeof(*t));
 	t->pfnInit = f_init;
+	fill_missing("Global", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -335,6 +337,7 @@ zeGetDriverProcAddrTable(ze_api_version_t v, ze_driver_dditable_t *t)
 	t->pfnGetApiVersion = f_driver_api;
 	t->pfnGetProperties = f_driver_props;
 	t->pfnGetExtensionFunctionAddress = f_ext_addr;
+	fill_missing("Driver", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -346,6 +349,7 @@ zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t)
 	t->pfnGet = f_device_get;
 	t->pfnGetProperties = f_device_props;
 	t->pfnPciGetPropertiesExt = f_device_pci;
+	fill_missing("Device", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -356,6 +360,7 @@ zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t)
 	memset(t, 0, sizeof(*t));
 	t->pfnCreate = f_context_create;
 	t->pfnDestroy = f_context_destroy;
+	fill_missing("Context", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -369,6 +374,7 @@ zeGetMemProcAddrTable(ze_api_version_t v, ze_mem_dditable_t *t)
 	t->pfnAllocDevice = f_alloc_device;
 	t->pfnFree = f_mem_free;
 	t->pfnGetAllocProperties = f_mem_props;
+	fill_missing("Mem", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -381,6 +387,7 @@ zeGetCommandQueueProcAddrTable(ze_api_version_t v, ze_command_queue_dditable_t *
 	t->pfnDestroy = f_queue_destroy;
 	t->pfnExecuteCommandLists = f_queue_exec;
 	t->pfnSynchronize = f_queue_sync;
+	fill_missing("CommandQueue", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -397,6 +404,7 @@ zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_list_dditable_t *t)
 	t->pfnAppendMemoryCopy = f_copy;
 	t->pfnAppendMemoryCopyRegion = f_copy_region;
 	t->pfnAppendMemoryCopyFromContext = f_copy_ctx;
+	fill_missing("CommandList", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -407,6 +415,7 @@ zeGetEventPoolProcAddrTable(ze_api_version_t v, ze_event_pool_dditable_t *t)
 	memset(t, 0, sizeof(*t));
 	t->pfnCreate = f_pool_create;
 	t->pfnDestroy = f_pool_destroy;
+	fill_missing("EventPool", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -419,6 +428,7 @@ zeGetEventProcAddrTable(ze_api_version_t v, ze_event_dditable_t *t)
 	t->pfnDestroy = f_event_destroy;
 	t->pfnHostSynchronize = f_event_sync;
 	t->pfnQueryStatus = f_event_query;
+	fill_missing("Event", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
@@ -431,57 +441,7 @@ zeGetFenceProcAddrTable(ze_api_version_t v, ze_fence_dditable_t *t)
 	t->pfnDestroy = f_fence_destroy;
 	t->pfnHostSynchronize = f_fence_sync;
 	t->pfnQueryStatus = f_fence_query;
+	fill_missing("Fence", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
 
-/* The tables this fake does not implement: present, empty. */
-#define STUB(fn, type)                                                        \
-	ZE_DLLEXPORT ze_result_t ZE_APICALL fn(ze_api_version_t v, type *t)   \
-	{                                                                     \
-		(void)v;                                                      \
-		memset(t, 0, sizeof(*t));                                     \
-		return ZE_RESULT_SUCCESS;                                     \
-	}
-STUB(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
-STUB(zeGetImageProcAddrTable, ze_image_dditable_t)
-STUB(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)
-STUB(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)
-STUB(zeGetModuleProcAddrTable, ze_module_dditable_t)
-STUB(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)
-STUB(zeGetKernelProcAddrTable, ze_kernel_dditable_t)
-STUB(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)
-STUB(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)
-STUB(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)
-STUB(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t)
-STUB(zeGetFabricVertexExpProcAddrTable, ze_fabric_vertex_exp_dditable_t)
-STUB(zeGetFabricEdgeExpProcAddrTable, ze_fabric_edge_exp_dditable_t)
-STUB(zetGetDeviceProcAddrTable, zet_device_dditable_t)
-STUB(zetGetContextProcAddrTable, zet_context_dditable_t)
-STUB(zetGetCommandListProcAddrTable, zet_command_list_dditable_t)
-STUB(zetGetModuleProcAddrTable, zet_module_dditable_t)
-STUB(zetGetKernelProcAddrTable, zet_kernel_dditable_t)
-STUB(zetGetMetricGroupProcAddrTable, zet_metric_group_dditable_t)
-STUB(zetGetMetricGroupExpProcAddrTable, zet_metric_group_exp_dditable_t)
-STUB(zetGetMetricProcAddrTable, zet_metric_dditable_t)
-STUB(zetGetMetricStreamerProcAddrTable, zet_metric_streamer_dditable_t)
-STUB(zetGetMetricQueryPoolProcAddrTable, zet_metric_query_pool_dditable_t)
-STUB(zetGetMetricQueryProcAddrTable, zet_metric_query_dditable_t)
-STUB(zetGetTracerExpProcAddrTable, zet_tracer_exp_dditable_t)
-STUB(zetGetDebugProcAddrTable, zet_debug_dditable_t)
-STUB(zesGetDriverProcAddrTable, zes_driver_dditable_t)
-STUB(zesGetDeviceProcAddrTable, zes_device_dditable_t)
-STUB(zesGetSchedulerProcAddrTable, zes_scheduler_dditable_t)
-STUB(zesGetPerformanceFactorProcAddrTable, zes_performance_factor_dditable_t)
-STUB(zesGetPowerProcAddrTable, zes_power_dditable_t)
-STUB(zesGetFrequencyProcAddrTable, zes_frequency_dditable_t)
-STUB(zesGetEngineProcAddrTable, zes_engine_dditable_t)
-STUB(zesGetStandbyProcAddrTable, zes_standby_dditable_t)
-STUB(zesGetFirmwareProcAddrTable, zes_firmware_dditable_t)
-STUB(zesGetMemoryProcAddrTable, zes_memory_dditable_t)
-STUB(zesGetFabricPortProcAddrTable, zes_fabric_port_dditable_t)
-STUB(zesGetTemperatureProcAddrTable, zes_temperature_dditable_t)
-STUB(zesGetPsuProcAddrTable, zes_psu_dditable_t)
-STUB(zesGetFanProcAddrTable, zes_fan_dditable_t)
-STUB(zesGetLedProcAddrTable, zes_led_dditable_t)
-STUB(zesGetRasProcAddrTable, zes_ras_dditable_t)
-STUB(zesGetDiagnosticsProcAddrTable, zes_diagnostics_dditable_t)
