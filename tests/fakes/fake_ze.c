@@ -162,6 +162,7 @@ static ze_result_t x_base(ze_driver_handle_t h, void *p, void **base)
 
 #include "fake_ze_cmd.h"
 #include "fake_ze_missing.h"
+#include "fake_ze_rt.h"
 
 static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 			      void **fn)
@@ -169,8 +170,10 @@ static ze_result_t f_ext_addr(ze_driver_handle_t h, const char *name,
 	ZENTRY("zeDriverGetExtensionFunctionAddress");
 	NEED_INIT;
 	OWN_DRIVER(h);
-	void *f = NULL;
-	if (strcmp(name, "zeCommandListHostSynchronize") == 0)
+	void *f = rt_ext_addr(name);
+	if (f)
+		;
+	else if (strcmp(name, "zeCommandListHostSynchronize") == 0)
 		f = (void *)f_list_host_sync; /* 1.6, past loader 1.8 */
 	else if (!getenv("FAKE_ZE_NO_IMPORT")) {
 		if (strcmp(name, "zexDriverImportExternalPointer") == 0)
@@ -208,6 +211,7 @@ static ze_result_t f_device_props(ze_device_handle_t d,
 	p->type = ZE_DEVICE_TYPE_GPU;
 	p->vendorId = 0x8086;
 	snprintf(p->name, sizeof(p->name), "hostpin fake GPU");
+	rt_device_props(p);
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
@@ -337,6 +341,7 @@ zeGetDriverProcAddrTable(ze_api_version_t v, ze_driver_dditable_t *t)
 	t->pfnGetApiVersion = f_driver_api;
 	t->pfnGetProperties = f_driver_props;
 	t->pfnGetExtensionFunctionAddress = f_ext_addr;
+	rt_driver(t);
 	fill_missing("Driver", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
@@ -349,6 +354,7 @@ zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditable_t *t)
 	t->pfnGet = f_device_get;
 	t->pfnGetProperties = f_device_props;
 	t->pfnPciGetPropertiesExt = f_device_pci;
+	rt_device(t);
 	fill_missing("Device", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
