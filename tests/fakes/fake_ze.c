@@ -366,6 +366,7 @@ zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t)
 	memset(t, 0, sizeof(*t));
 	t->pfnCreate = f_context_create;
 	t->pfnDestroy = f_context_destroy;
+	rt_context(t);
 	fill_missing("Context", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
@@ -380,6 +381,7 @@ zeGetMemProcAddrTable(ze_api_version_t v, ze_mem_dditable_t *t)
 	t->pfnAllocDevice = f_alloc_device;
 	t->pfnFree = f_mem_free;
 	t->pfnGetAllocProperties = f_mem_props;
+	rt_mem(t);
 	fill_missing("Mem", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
@@ -410,6 +412,7 @@ zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_list_dditable_t *t)
 	t->pfnAppendMemoryCopy = f_copy;
 	t->pfnAppendMemoryCopyRegion = f_copy_region;
 	t->pfnAppendMemoryCopyFromContext = f_copy_ctx;
+	rt_list(t);
 	fill_missing("CommandList", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
@@ -434,6 +437,7 @@ zeGetEventProcAddrTable(ze_api_version_t v, ze_event_dditable_t *t)
 	t->pfnDestroy = f_event_destroy;
 	t->pfnHostSynchronize = f_event_sync;
 	t->pfnQueryStatus = f_event_query;
+	rt_event(t);
 	fill_missing("Event", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }
@@ -447,6 +451,7 @@ zeGetFenceProcAddrTable(ze_api_version_t v, ze_fence_dditable_t *t)
 	t->pfnDestroy = f_fence_destroy;
 	t->pfnHostSynchronize = f_fence_sync;
 	t->pfnQueryStatus = f_fence_query;
+	rt_fence(t);
 	fill_missing("Fence", t, sizeof(*t));
 	return ZE_RESULT_SUCCESS;
 }

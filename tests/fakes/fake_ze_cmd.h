@@ -164,6 +164,9 @@ struct _ze_command_queue_handle_t {
 struct _ze_command_list_handle_t {
 	int magic, immediate, closed;
 };
+struct _ze_event_handle_t {
+	int magic, signalled;
+};
 #define MAXLISTS 64
 static struct _ze_command_list_handle_t lists[MAXLISTS];
 static struct _ze_command_queue_handle_t queues[8];
@@ -177,7 +180,10 @@ static struct op {
 	int live;
 	ze_event_handle_t ev; /* signalled when it ran */
 	unsigned long seq;
+	int kind; /* OP_COPY, or fake_ze_event.h's OP_SIGNAL, OP_RESET, OP_FILL */
 } ops[MAXOPS];
+#define OP_COPY 0
+static void run_other(struct op *o);
 static unsigned long seq;
 
 /* under mu: run the copies of list l (NULL: any) on queue q (NULL: not
@@ -190,6 +196,10 @@ static void run_upto(ze_command_list_handle_t l, ze_command_queue_handle_t q,
 		if (!o->live || (l && o->list != l) || (q && o->queue != q) ||
 		    (!q && !o->list->immediate && !o->queue) || o->seq > upto)
 			continue;
+		if (o->kind != OP_COPY) {
+			run_other(o);
+			continue;
+		}
 		int bad = 0;
 		if ((o->src_imp && find(o->src, o->n, 0) < 0) ||
 		    (o->dst_imp && find(o->dst, o->n, 0) < 0)) {
@@ -206,6 +216,8 @@ static void run_upto(ze_command_list_handle_t l, ze_command_queue_handle_t q,
 			memcpy(o->dst, o->src, o->n);
 		logf_("COPY %p %p %zu", o->src, o->dst, o->n);
 		o->live = 0;
+		if (o->ev)
+			o->ev->signalled = 1;
 	}
 }
 
@@ -226,7 +238,7 @@ static ze_result_t append(ze_command_list_handle_t l, void *dst,
 	o->list = l, o->queue = NULL, o->dst = dst, o->src = src, o->n = n;
 	o->dst_imp = find(dst, n, 0) >= 0, o->src_imp = find(src, n, 0) >= 0;
 	o->live = 1;
-	o->ev = ev, o->seq = ++seq;
+	o->ev = ev, o->seq = ++seq, o->kind = OP_COPY;
 	logf_("APPEND %p %p %zu imported=%d", src, dst, n,
 	      o->src_imp || o->dst_imp);
 	return ZE_RESULT_SUCCESS;
@@ -400,100 +412,4 @@ static ze_result_t f_queue_sync(ze_command_queue_handle_t q, uint64_t t)
 	RETURN(ZE_RESULT_SUCCESS);
 }
 
-/* Events and fences: a wait or a query runs what they stand for (the
- * copies appended up to the last one signalling the event, in order; the
- * fence's queue) and answers signalled. */
-struct _ze_event_pool_handle_t {
-	int magic;
-};
-struct _ze_event_handle_t {
-	int magic;
-};
-struct _ze_fence_handle_t {
-	ze_command_queue_handle_t q;
-};
-static struct _ze_event_pool_handle_t pool = {0x5050};
-static struct _ze_event_handle_t events[64];
-static struct _ze_fence_handle_t fences[8];
-
-static ze_result_t f_pool_create(ze_context_handle_t c,
-				 const ze_event_pool_desc_t *d, uint32_t n,
-				 ze_device_handle_t *devs,
-				 ze_event_pool_handle_t *out)
-{
-	(void)c, (void)d, (void)n, (void)devs;
-	*out = &pool;
-	return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t f_pool_destroy(ze_event_pool_handle_t p)
-{
-	(void)p;
-	return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t f_event_create(ze_event_pool_handle_t p,
-				  const ze_event_desc_t *d,
-				  ze_event_handle_t *out)
-{
-	(void)p;
-	if (d->index >= 64)
-		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-	events[d->index].magic = 0x4545;
-	*out = &events[d->index];
-	return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t f_event_destroy(ze_event_handle_t e)
-{
-	e->magic = 0;
-	return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t f_event_sync(ze_event_handle_t e, uint64_t t)
-{
-	(void)t;
-	ZENTRY("zeEventHostSynchronize");
-	unsigned long upto = 0;
-	for (int i = 0; i < MAXOPS; i++)
-		if (ops[i].live && ops[i].ev == e && ops[i].seq > upto)
-			upto = ops[i].seq;
-	run_upto(NULL, NULL, upto);
-	RETURN(ZE_RESULT_SUCCESS);
-}
-
-static ze_result_t f_event_query(ze_event_handle_t e)
-{
-	return f_event_sync(e, 0);
-}
-
-static ze_result_t f_fence_create(ze_command_queue_handle_t q,
-				  const ze_fence_desc_t *d, ze_fence_handle_t *out)
-{
-	(void)d;
-	for (int i = 0; i < 8; i++)
-		if (!fences[i].q) {
-			fences[i].q = q, *out = &fences[i];
-			return ZE_RESULT_SUCCESS;
-		}
-	return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-}
-
-static ze_result_t f_fence_destroy(ze_fence_handle_t f)
-{
-	f->q = NULL;
-	return ZE_RESULT_SUCCESS;
-}
-
-static ze_result_t f_fence_sync(ze_fence_handle_t f, uint64_t t)
-{
-	(void)t;
-	ZENTRY("zeFenceHostSynchronize");
-	run_ops(NULL, f->q);
-	RETURN(ZE_RESULT_SUCCESS);
-}
-
-static ze_result_t f_fence_query(ze_fence_handle_t f)
-{
-	return f_fence_sync(f, 0);
-}
+#include "fake_ze_event.h"

@@ -221,3 +221,50 @@ static void *rt_ext_addr(const char *name)
 		return (void *)r_root_device;
 	return NULL;
 }
+
+static ze_result_t r_resident(ze_context_handle_t c, ze_device_handle_t d,
+			      void *p, size_t n)
+{
+	(void)c, (void)d, (void)p, (void)n;
+	return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t r_ctx_status(ze_context_handle_t c)
+{
+	(void)c;
+	return ZE_RESULT_SUCCESS;
+}
+
+/* the USM allocation holding p: its base and size */
+static ze_result_t r_addr_range(ze_context_handle_t c, const void *p,
+				void **base, size_t *n)
+{
+	(void)c;
+	pthread_mutex_lock(&mu);
+	int i = usm_find(p);
+	if (i >= 0) {
+		if (base)
+			*base = usm[i].p;
+		if (n)
+			*n = usm[i].n;
+	}
+	pthread_mutex_unlock(&mu);
+	return i >= 0 ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
+}
+
+static void rt_context(ze_context_dditable_t *t)
+{
+	t->pfnGetStatus = r_ctx_status;
+	t->pfnMakeMemoryResident = r_resident;
+	t->pfnEvictMemory = r_resident;
+}
+
+static void rt_mem(ze_mem_dditable_t *t)
+{
+	t->pfnGetAddressRange = r_addr_range;
+}
+
+static void rt_fence(ze_fence_dditable_t *t)
+{
+	t->pfnReset = f_fence_reset;
+}
