@@ -183,21 +183,40 @@ static struct op {
 	int kind; /* OP_COPY, or fake_ze_event.h's OP_SIGNAL, OP_RESET, OP_FILL */
 } ops[MAXOPS];
 #define OP_COPY 0
-static void run_other(struct op *o);
+static int run_other(struct op *o);
+static void fence_arm(ze_fence_handle_t f);
+static int append_waits(ze_command_list_handle_t l, uint32_t n,
+			ze_event_handle_t *w);
 static unsigned long seq;
 
 /* under mu: run the copies of list l (NULL: any) on queue q (NULL: not
- * submitted, immediate), appended up to upto */
+ * submitted, immediate), appended up to upto, in the order appended; an
+ * appended wait whose events its run cannot signal holds the rest of its
+ * list (fake_ze_event.h) */
 static void run_upto(ze_command_list_handle_t l, ze_command_queue_handle_t q,
 		     unsigned long upto)
 {
-	for (int i = 0; i < MAXOPS; i++) {
-		struct op *o = &ops[i];
-		if (!o->live || (l && o->list != l) || (q && o->queue != q) ||
-		    (!q && !o->list->immediate && !o->queue) || o->seq > upto)
-			continue;
+	ze_command_list_handle_t held_lists[MAXLISTS];
+	int nheld_lists = 0;
+	for (;;) {
+		struct op *o = NULL;
+		for (int i = 0; i < MAXOPS; i++) {
+			struct op *c = &ops[i];
+			if (!c->live || (l && c->list != l) || (q && c->queue != q) ||
+			    (!q && !c->list->immediate && !c->queue) || c->seq > upto ||
+			    (o && o->seq < c->seq))
+				continue;
+			int h = 0;
+			for (int k = 0; k < nheld_lists && !h; k++)
+				h = held_lists[k] == c->list;
+			if (!h)
+				o = c;
+		}
+		if (!o)
+			break;
 		if (o->kind != OP_COPY) {
-			run_other(o);
+			if (!run_other(o) && nheld_lists < MAXLISTS)
+				held_lists[nheld_lists++] = o->list;
 			continue;
 		}
 		int bad = 0;
@@ -333,9 +352,10 @@ static ze_result_t f_copy(ze_command_list_handle_t l, void *dst,
 			  const void *src, size_t n, ze_event_handle_t ev,
 			  uint32_t nw, ze_event_handle_t *w)
 {
-	(void)nw, (void)w;
 	ZENTRY("zeCommandListAppendMemoryCopy");
 	OWN_LIST(l);
+	if (append_waits(l, nw, w))
+		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 	RETURN(append(l, dst, src, n, ev));
 }
 
@@ -348,10 +368,11 @@ static ze_result_t f_copy_region(ze_command_list_handle_t l, void *dst,
 				 uint32_t sspitch, ze_event_handle_t ev,
 				 uint32_t nw, ze_event_handle_t *w)
 {
-	(void)dspitch, (void)sspitch, (void)nw, (void)w;
+	(void)dspitch, (void)sspitch;
 	ZENTRY("zeCommandListAppendMemoryCopyRegion");
 	OWN_LIST(l);
-	ze_result_t r = ZE_RESULT_SUCCESS;
+	ze_result_t r = append_waits(l, nw, w) ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+					       : ZE_RESULT_SUCCESS;
 	for (uint32_t y = 0; y < sr->height && !r; y++)
 		r = append(l, (char *)dst + (size_t)(dr->originY + y) * dpitch + dr->originX,
 			   (const char *)src + (size_t)(sr->originY + y) * spitch + sr->originX,
@@ -364,9 +385,11 @@ static ze_result_t f_copy_ctx(ze_command_list_handle_t l, void *dst,
 			      ze_event_handle_t ev, uint32_t nw,
 			      ze_event_handle_t *w)
 {
-	(void)c, (void)nw, (void)w;
+	(void)c;
 	ZENTRY("zeCommandListAppendMemoryCopyFromContext");
 	OWN_LIST(l);
+	if (append_waits(l, nw, w))
+		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 	RETURN(append(l, dst, src, n, ev));
 }
 
@@ -395,8 +418,9 @@ static ze_result_t f_queue_destroy(ze_command_queue_handle_t q)
 static ze_result_t f_queue_exec(ze_command_queue_handle_t q, uint32_t n,
 				ze_command_list_handle_t *l, ze_fence_handle_t f)
 {
-	(void)f;
 	ZENTRY("zeCommandQueueExecuteCommandLists");
+	if (f)
+		fence_arm(f);
 	for (uint32_t k = 0; k < n; k++)
 		for (int i = 0; i < MAXOPS; i++)
 			if (ops[i].live && ops[i].list == l[k])

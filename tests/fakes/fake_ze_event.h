@@ -5,11 +5,16 @@
  * up to the last one signalling it, on an immediate list or a list
  * executed on a queue) and answers SUCCESS when it is signalled, else
  * ZE_RESULT_NOT_READY (an op in a list never executed: never on a timer).
- * A fence runs its queue.  Appended waits run nothing: ops run in the
- * order they were appended, whatever list they are on. */
+ * A fence runs its queue.  Ops run in the order they were appended; an
+ * appended wait (zeCommandListAppendWaitOnEvents, or the wait list of a
+ * copy, fill or barrier) first runs what its events stand for, and when one
+ * stays unsignalled (its op in a list not executed) holds the rest of its
+ * list, as the device would. */
 #define OP_SIGNAL 1 /* a barrier or an appended signal: ev only */
 #define OP_RESET 2  /* an appended reset of ev */
 #define OP_FILL 3   /* dst, n bytes of pat repeated */
+#define OP_WAIT 4   /* n events of wait_ev */
+#define MAXWAIT 32
 struct _ze_event_pool_handle_t {
 	int magic;
 	uint32_t n;
@@ -17,13 +22,46 @@ struct _ze_event_pool_handle_t {
 };
 struct _ze_fence_handle_t {
 	ze_command_queue_handle_t q;
-	int signalled;
+	int signalled; /* 0 reset, 1 signalled (or never reset), 2 armed */
 };
 static struct _ze_fence_handle_t fences[64];
 static unsigned char fill_pat[MAXOPS][16];
+static ze_event_handle_t wait_ev[MAXOPS][MAXWAIT];
+static int wait_depth;
 
-static void run_other(struct op *o)
+/* under mu: are the events of wait op o signalled, once what they stand
+ * for has run? */
+static int wait_ready(struct op *o)
 {
+	for (size_t k = 0; k < o->n; k++) {
+		ze_event_handle_t e = wait_ev[o - ops][k];
+		if (e->signalled)
+			continue;
+		unsigned long upto = 0;
+		for (int i = 0; i < MAXOPS; i++)
+			if (ops[i].live && ops[i].ev == e && ops[i].seq > upto &&
+			    ops[i].seq < o->seq)
+				upto = ops[i].seq;
+		if (upto && wait_depth < 8) {
+			wait_depth++;
+			run_upto(NULL, NULL, upto);
+			wait_depth--;
+		}
+		if (!e->signalled)
+			return 0;
+	}
+	return 1;
+}
+
+/* under mu: run o; 0: a wait not ready, o stays */
+static int run_other(struct op *o)
+{
+	if (o->kind == OP_WAIT) {
+		if (!wait_ready(o))
+			return 0;
+		o->live = 0;
+		return 1;
+	}
 	if (o->kind == OP_FILL && mapped(o->dst, o->n)) {
 		size_t k = (size_t)o->src; /* the pattern's size */
 		for (size_t i = 0; i < o->n; i += k)
@@ -34,6 +72,7 @@ static void run_other(struct op *o)
 	if (o->ev)
 		o->ev->signalled = o->kind != OP_RESET;
 	o->live = 0;
+	return 1;
 }
 
 static struct op *append_op(ze_command_list_handle_t l, int kind,
@@ -48,6 +87,24 @@ static struct op *append_op(ze_command_list_handle_t l, int kind,
 	memset(o, 0, sizeof(*o));
 	o->list = l, o->kind = kind, o->ev = ev, o->live = 1, o->seq = ++seq;
 	return o;
+}
+
+/* under mu: a wait op for n events (0: none needed); nonzero: no room */
+static int append_waits(ze_command_list_handle_t l, uint32_t n,
+			ze_event_handle_t *w)
+{
+	if (!n || !w)
+		return 0;
+	if (n > MAXWAIT) {
+		logf_("VIOLATION fake-limit wait list of %u events", n);
+		return 1;
+	}
+	struct op *o = append_op(l, OP_WAIT, NULL);
+	if (!o)
+		return 1;
+	o->n = n;
+	memcpy(wait_ev[o - ops], w, n * sizeof(*w));
+	return 0;
 }
 
 static ze_result_t f_pool_create(ze_context_handle_t c,
@@ -81,7 +138,9 @@ static ze_result_t f_event_create(ze_event_pool_handle_t p,
 {
 	if (d->index >= p->n)
 		return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&mu);
 	p->ev[d->index].magic = 0x4545, p->ev[d->index].signalled = 0;
+	pthread_mutex_unlock(&mu);
 	*out = &p->ev[d->index];
 	return ZE_RESULT_SUCCESS;
 }
@@ -92,6 +151,7 @@ static ze_result_t f_event_destroy(ze_event_handle_t e)
 	for (int i = 0; i < MAXOPS; i++)
 		if (ops[i].live && ops[i].ev == e)
 			ops[i].ev = NULL;
+	e->signalled = 1; /* a wait still naming it does not hold */
 	pthread_mutex_unlock(&mu);
 	e->magic = 0;
 	return ZE_RESULT_SUCCESS;
@@ -107,6 +167,9 @@ static ze_result_t f_event_sync(ze_event_handle_t e, uint64_t t)
 			upto = ops[i].seq;
 	if (upto)
 		run_upto(NULL, NULL, upto);
+	for (int i = 0; i < MAXOPS; i++)
+		if (ops[i].live && ops[i].ev == e)
+			RETURN(ZE_RESULT_NOT_READY); /* in a list not executed */
 	RETURN(e->signalled ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY);
 }
 
@@ -117,14 +180,16 @@ static ze_result_t f_event_query(ze_event_handle_t e)
 
 static ze_result_t f_event_signal(ze_event_handle_t e)
 {
+	ZENTRY("zeEventHostSignal");
 	e->signalled = 1;
-	return ZE_RESULT_SUCCESS;
+	RETURN(ZE_RESULT_SUCCESS);
 }
 
 static ze_result_t f_event_reset(ze_event_handle_t e)
 {
+	ZENTRY("zeEventHostReset");
 	e->signalled = 0;
-	return ZE_RESULT_SUCCESS;
+	RETURN(ZE_RESULT_SUCCESS);
 }
 
 static ze_result_t f_event_ts(ze_event_handle_t e, ze_kernel_timestamp_result_t *r)
@@ -142,7 +207,7 @@ static ze_result_t f_fence_create(ze_command_queue_handle_t q,
 	ze_result_t r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
 	for (int i = 0; i < 64; i++)
 		if (!fences[i].q) {
-			fences[i].q = q, fences[i].signalled = 0;
+			fences[i].q = q, fences[i].signalled = 1;
 			*out = &fences[i];
 			r = ZE_RESULT_SUCCESS;
 			break;
@@ -151,18 +216,27 @@ static ze_result_t f_fence_create(ze_command_queue_handle_t q,
 	return r;
 }
 
+static void fence_arm(ze_fence_handle_t f)
+{
+	f->signalled = 2;
+}
+
 static ze_result_t f_fence_destroy(ze_fence_handle_t f)
 {
 	f->q = NULL;
 	return ZE_RESULT_SUCCESS;
 }
 
+/* A fence reset is unsignalled until a list executed with it has run
+ * (f_queue_exec arms it); a fence never reset answers for its queue. */
 static ze_result_t f_fence_sync(ze_fence_handle_t f, uint64_t t)
 {
 	(void)t;
 	ZENTRY("zeFenceHostSynchronize");
 	run_ops(NULL, f->q);
-	RETURN(ZE_RESULT_SUCCESS);
+	if (f->signalled == 2) /* armed: its lists ran with the queue */
+		f->signalled = 1;
+	RETURN(f->signalled ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY);
 }
 
 static ze_result_t f_fence_query(ze_fence_handle_t f)
@@ -172,8 +246,9 @@ static ze_result_t f_fence_query(ze_fence_handle_t f)
 
 static ze_result_t f_fence_reset(ze_fence_handle_t f)
 {
-	(void)f;
-	return ZE_RESULT_SUCCESS;
+	ZENTRY("zeFenceReset");
+	f->signalled = 0;
+	RETURN(ZE_RESULT_SUCCESS);
 }
 
 /* ---- appended events, barriers and fills ---- */
@@ -196,16 +271,19 @@ static ze_result_t f_event_reset_op(ze_command_list_handle_t l, ze_event_handle_
 static ze_result_t f_wait_events(ze_command_list_handle_t l, uint32_t n,
 				 ze_event_handle_t *e)
 {
-	(void)l, (void)n, (void)e;
-	return ZE_RESULT_SUCCESS;
+	ZENTRY("zeCommandListAppendWaitOnEvents");
+	OWN_LIST(l);
+	RETURN(append_waits(l, n, e) ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+				     : ZE_RESULT_SUCCESS);
 }
 
 static ze_result_t f_barrier(ze_command_list_handle_t l, ze_event_handle_t e,
 			     uint32_t nw, ze_event_handle_t *w)
 {
-	(void)nw, (void)w;
 	ZENTRY("zeCommandListAppendBarrier");
 	OWN_LIST(l);
+	if (append_waits(l, nw, w))
+		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 	RETURN(!e || append_op(l, OP_SIGNAL, e) ? ZE_RESULT_SUCCESS
 						: ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 }
@@ -214,11 +292,12 @@ static ze_result_t f_fill(ze_command_list_handle_t l, void *dst, const void *pat
 			  size_t k, size_t n, ze_event_handle_t e, uint32_t nw,
 			  ze_event_handle_t *w)
 {
-	(void)nw, (void)w;
 	ZENTRY("zeCommandListAppendMemoryFill");
 	OWN_LIST(l);
 	if (!k || k > sizeof(fill_pat[0]))
 		RETURN(ZE_RESULT_ERROR_INVALID_SIZE);
+	if (append_waits(l, nw, w))
+		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
 	struct op *o = append_op(l, OP_FILL, e);
 	if (!o)
 		RETURN(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
