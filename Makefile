@@ -5,6 +5,8 @@
 #   make compat     build and run the preload tests under glibc 2.31 (Debian 11)
 #   make demo       the same PyTorch job without and with hostpin, side by side
 #   make check-torch  PyPI torch, DeepSpeed, CuPy over the fake driver (venv in build/; not in check)
+#   make check-xpu  PyPI dpctl 0.21.1 (Intel's SYCL runtime) over the fake Level Zero driver (venv in
+#                   build/; not in check)
 #   make bench      benchmarks against glibc, jemalloc, tcmalloc; bench/RESULTS.md
 #   make install    PREFIX=/usr/local DESTDIR= PYTHON=python3 PYDIR=  (stops if PYTHON would not find
 #                   hostpin.py there; a manifest under PREFIX: make uninstall PREFIX= undoes it)
@@ -67,7 +69,7 @@ EMBED := -DHP_EMBEDDED_TEST $(foreach f,malloc free calloc realloc reallocarray 
 	posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size \
 	mmap mmap64 munmap mremap madvise,-D$(f)=hpx_$(f))
 
-.PHONY: fuzz fuzz-build fuzz-long all check layers check-cluster check-torch check-engine-fuzz demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
+.PHONY: fuzz fuzz-build fuzz-long all check layers check-cluster check-torch check-xpu check-engine-fuzz demo bench bench-peers install uninstall deb wheel pkg-check clean distclean deps unit sanitize preload-tests stress gpu-check compat
 all: $(LIB) $(B)/hostpin $(B)/hostpin-status
 
 $(LIB): $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) preload/exports.map VERSION
@@ -204,6 +206,14 @@ check-cluster: all
 # made once).  Not part of check: it downloads about 4 GB once.
 check-torch: all
 	scripts/check-torch
+
+# PyPI's dpctl 0.21.1 (Intel's SYCL runtime 2025.3, its Unified Runtime
+# Level Zero adapter) over the fake Level Zero driver through Debian's
+# loader and tests/fakes/ze_loader_shim.c, without and with hostpin
+# (scripts/check-xpu; a venv in build/xpu-venv, made once).  Not part of
+# check: it downloads about 240 MB once and runs about 10 minutes.
+check-xpu: all
+	scripts/check-xpu
 
 # The Python module's tests (with and without hostpin), then the Debian
 # package: built, installed, smoke-tested and removed again.
