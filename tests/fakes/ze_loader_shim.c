@@ -4,9 +4,10 @@
  * loader ($ZE_SHIM_REAL, default Debian's path) and forwards every entry
  * point the build listed (ze_shim_list.h, from the real loader's dynamic
  * symbols) through a jump, except:
- *  - zeLoaderInit: the adapter calls it at each of its inits; loader 1.8
- *    adds its drivers again each time (two platforms, then a crash), so
- *    only the first call reaches it.
+ *  - zeLoaderInit: the adapter calls it at each of its inits, and loader
+ *    1.8 adds its drivers at each call, its own first zeInit making one
+ *    more (two platforms, then a crash): the first call here makes that
+ *    zeInit instead, and none reaches the real zeLoaderInit.
  *  - the entry points of ze_shim_extra.h, newer than spec 1.4: the
  *    adapter's library layer (a newer loader's, linked in) fills its
  *    tables with the loader's exports by name; for one the loader lacks it
