@@ -134,8 +134,9 @@ def lists(immediate):
         text = open(log).read()
         imm = text.count("CALL zeCommandListCreateImmediate")
         exe = text.count("CALL zeCommandQueueExecuteCommandLists")
-        if immediate:
-            check(imm > 0, "no immediate command list created")
+        if immediate:  # every copy on an immediate list
+            check(imm > 0 and exe == 0, "immediate lists %d, regular lists "
+                  "executed %d" % (imm, exe))
         else:
             check(exe > 0, "no regular command list executed")
 
