@@ -262,7 +262,10 @@ static int stream_touches(stream_t *s, const void *p, size_t n)
 	int hit = 0;
 	pthread_mutex_lock(&s->mu);
 	for (struct op *o = s->head; o; o = o->next) {
-		const char *a = o->dst, *b = o->src;
+		/* a source staged at the call (pageable memory) is read no
+		 * more: the copy reads the driver's staging, as the real
+		 * driver's pageable H2D does after it returns */
+		const char *a = o->dst, *b = o->staging ? NULL : o->src;
 		if ((a < (const char *)p + n &&
 		     a + o->n > (const char *)p) ||
 		    (b && b < (const char *)p + n &&
@@ -273,7 +276,8 @@ static int stream_touches(stream_t *s, const void *p, size_t n)
 	return hit;
 }
 
-/* Does any queued copy touch [p, p+n)?  (unregister checks it) */
+/* Does any queued copy touch [p, p+n) (a staged source no more)?
+ * (unregister checks it) */
 static int inflight(const void *p, size_t n)
 {
 	int hit = 0;
