@@ -143,21 +143,37 @@ static inline int hp_waited(struct timespec *t0, unsigned spins, long secs)
 
 static inline int hp_claim_release(hp_rec_t *r, hp_snap_t *s)
 {
+	/* The state to claim from: the snapshot's, or (a BUSY snapshot)
+	 * whichever of LIVE and CACHED its holder leaves.  A holder that
+	 * comes and goes between the snapshot and the claim (the
+	 * registration thread, adoption) leaves it as it was: claim again;
+	 * a record that changed hands meanwhile (another generation, or
+	 * CACHED taken, LIVE cached) is not ours to release. */
+	uint32_t from = hp_word_state(s->word);
+	uint64_t gen = s->word >> 32;
 	for (;;) {
 		uint32_t st = hp_word_state(s->word);
-		if ((st == HP_REC_LIVE || st == HP_REC_CACHED) &&
-		    hp_registry_claim(r, s->word, HP_REC_RELEASING))
-			return 1;
+		if (st == HP_REC_LIVE || st == HP_REC_CACHED) {
+			if ((from == HP_REC_BUSY || st == from) &&
+			    hp_registry_claim(r, s->word, HP_REC_RELEASING))
+				return 1;
+			if (from != HP_REC_BUSY && st != from)
+				return 0;
+		} else if (st == HP_REC_BUSY) {
+			/* the registration thread's block: what is left
+			 * cancelled, after one piece at most, asleep; other
+			 * holds are brief */
+			int c = hp_register_cancel(r);
+			if (c < 0)
+				return 0; /* parked for a capture: not now */
+			if (!c)
+				sched_yield();
+		} else {
+			return 0; /* someone else releases it, or it leaked */
+		}
 		if (hp_registry_lookup(&hp_reg, s->base, s) != r ||
-		    hp_word_state(s->word) != HP_REC_BUSY)
+		    s->word >> 32 != gen)
 			return 0;
-		/* the registration thread's block: what is left cancelled,
-		 * after one piece at most, asleep; other holds are brief */
-		int c = hp_register_cancel(r);
-		if (c < 0)
-			return 0; /* parked for a capture: not now */
-		if (!c)
-			sched_yield();
 	}
 }
 

@@ -262,7 +262,10 @@ static int stream_touches(stream_t *s, const void *p, size_t n)
 	int hit = 0;
 	pthread_mutex_lock(&s->mu);
 	for (struct op *o = s->head; o; o = o->next) {
-		const char *a = o->dst, *b = o->src;
+		/* a source staged at the call (pageable memory) is read no
+		 * more: the copy reads the driver's staging, as the real
+		 * driver's pageable H2D does after it returns */
+		const char *a = o->dst, *b = o->staging ? NULL : o->src;
 		if ((a < (const char *)p + n &&
 		     a + o->n > (const char *)p) ||
 		    (b && b < (const char *)p + n &&
@@ -273,7 +276,8 @@ static int stream_touches(stream_t *s, const void *p, size_t n)
 	return hit;
 }
 
-/* Does any queued copy touch [p, p+n)?  (unregister checks it) */
+/* Does any queued copy touch [p, p+n) (a staged source no more)?
+ * (unregister checks it) */
 static int inflight(const void *p, size_t n)
 {
 	int hit = 0;
@@ -406,6 +410,12 @@ static CUresult end(struct xfer *x)
 	return OK;
 }
 
+/* A device allocation's mapping: its pages and a guard page. */
+static size_t dev_span(size_t n)
+{
+	return ((n + 4095) & ~(size_t)4095) + 4096;
+}
+
 /* FAKE_CUDA_ALLOC_IN_CALL=malloc|new: cuMemAlloc_v2 allocates 4 MiB for
  * itself first, as a driver does inside its entry points. */
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
@@ -413,9 +423,12 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	fake_alloc_in_call(getenv("FAKE_CUDA_ALLOC_IN_CALL"));
 	ENTRY("cuMemAlloc_v2");
 	NEED_INIT;
-	char *m = raw(n);
+	/* a guard page after it: the address just past an allocation is
+	 * never the program's host memory (late_dev_bad refuses it) */
+	char *m = raw(dev_span(n));
 	if (m == MAP_FAILED || ndev_mem == MAXDEVMEM)
 		RETURN(OUT_OF_MEMORY);
+	syscall(SYS_mprotect, m + dev_span(n) - 4096, 4096, PROT_NONE);
 	devmem[ndev_mem].base = m, devmem[ndev_mem++].len = n;
 	*p = (CUdeviceptr)(uintptr_t)m;
 	RETURN(OK);
@@ -431,7 +444,7 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < ndev_mem; i++)
 		if (devmem[i].base == (char *)(uintptr_t)p) {
-			unraw(devmem[i].base, devmem[i].len);
+			unraw(devmem[i].base, dev_span(devmem[i].len));
 			devmem[i] = devmem[--ndev_mem];
 			break;
 		}

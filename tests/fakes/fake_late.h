@@ -160,6 +160,11 @@ static int late_dev_bad(const void *p, size_t n)
 		    (const char *)p < devmem[i].base + devmem[i].len)
 			return n > (size_t)(devmem[i].base + devmem[i].len -
 					    (const char *)p);
+	/* just past an allocation (a batch entry that starts there): its
+	 * guard, no memory of anybody's */
+	for (int i = 0; i < ndev_mem; i++)
+		if (n && (const char *)p == devmem[i].base + devmem[i].len)
+			return 1;
 	return 0;
 }
 

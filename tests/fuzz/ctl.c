@@ -2,7 +2,7 @@
  * capture, contexts.
  *   stream sN DEV          a stream made in device DEV's primary context
  *   sync S | query S | event S | ctxsync | syncall
- *   reg bN OFF LEN FLAGS | unreg bN OFF
+ *   reg bN OFF LEN FLAGS | unreg bN OFF  (OFF from bN's first page boundary)
  *   capbegin S MODE | capend S
  *   reset DEV | ctxrelease DEV | destroy DEV   (the program's registrations
  *                          given back first; the context retained again)
@@ -165,14 +165,23 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 	else if (!strcmp(op, "reg") || !strcmp(op, "unreg")) {
 		int b = atoi(a1 + 1) % FZ_MAXB;
 		struct fz_buf *h = &fz_host[b];
+		/* OFF counts from the buffer's first page boundary, and the
+		 * last page is left out: the driver registers whole pages, so
+		 * pieces that share a page in one allocator's layout (glibc's
+		 * 16-byte chunk header) share one in the other's (hostpin's
+		 * page-aligned blocks) too: the same pieces collide, the
+		 * same return codes */
 		size_t off = (size_t)fz_num(o->tok[2]);
-		if (!h->p || off >= h->n)
+		char *base = h->p ? (char *)(((uintptr_t)h->p + 4095) &
+					      ~(uintptr_t)4095) : NULL;
+		size_t use = h->p && h->n > 4096 ? h->n - 4096 : 0;
+		if (!h->p || off >= use)
 			return fz_printf(t, "%d %s skip\n", ln, op), 0;
-		char *p = h->p + off;
+		char *p = base + off;
 		if (op[0] == 'r') {
 			size_t n = (size_t)fz_num(o->tok[3]);
-			if (n > h->n - off)
-				n = h->n - off;
+			if (n > use - off)
+				n = use - off;
 			r = cuMemHostRegister_v2(p, n, (unsigned)fz_num(o->tok[4]));
 			if (!r) {
 				pthread_mutex_lock(&reg_mu);

@@ -342,6 +342,41 @@ START_TEST(pieces_wait_for_a_capture_begun_between_them)
 }
 END_TEST
 
+/* A brief holder (the registration thread taking a queued block, an
+ * adoption) that claims a block between a free's look at it and its claim
+ * for release, and lets go again: the release waits it out and claims the
+ * block (it was reported as a "racing release", a double free, and
+ * aborted: final-crash-96518902). */
+static hp_rec_t *bh_rec;
+static void *bh_let_go(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {0, 20 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	hp_busy_end(bh_rec, HP_REC_LIVE);
+	return NULL;
+}
+
+START_TEST(release_waits_out_a_brief_holder)
+{
+	char *p = alloc(8 * MB);
+	hp_snap_t s, s2;
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(hp_word_state(s.word), HP_REC_LIVE);
+	ck_assert(hp_registry_lookup(&hp_reg, (uintptr_t)p, &s2) == r);
+	ck_assert_int_eq(hp_busy_begin(r, &s2), HP_REC_LIVE);
+	bh_rec = r;
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, bh_let_go, NULL), 0);
+	int won = hp_claim_release(r, &s); /* s: the LIVE snapshot */
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(won, 1);
+	hp_busy_end(r, HP_REC_LIVE); /* the program's again: free it */
+	release(p);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -356,6 +391,7 @@ Suite *policy_suite(void)
 	tcase_add_test(t, munmap_of_part_keeps_the_rest_pinned);
 	tcase_add_test(t, pieces_reported_then_withdrawn_before_undo);
 	tcase_add_test(t, pieces_wait_for_a_capture_begun_between_them);
+	tcase_add_test(t, release_waits_out_a_brief_holder);
 	suite_add_tcase(s, t);
 	return s;
 }
