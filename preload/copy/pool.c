@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../record.h"
+#include "prof.h"
 #include "stage.h"
 
 /* ---- copy threads (HOSTPIN_STAGE_THREADS) ----
@@ -41,12 +42,35 @@ static struct {
 	size_t w, dp, sp; /* w != 0: len rows of w bytes, parts of part rows */
 	int parts, next;
 	_Atomic int left;
+	uint64_t posted; /* HP_STAGE_PROF: when the job was posted */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	  .go = PTHREAD_COND_INITIALIZER,
 	  .done = PTHREAD_COND_INITIALIZER};
 
-/* Under pool.mu: take and copy parts of the job until none is left. */
-static void pool_take(void)
+#ifdef HP_STAGE_PROF
+static _Atomic uint64_t pf_ns[HP_PF_N], pf_n[HP_PF_N];
+void hp_prof_add(enum hp_prof k, uint64_t t0)
+{
+	atomic_fetch_add(&pf_ns[k], hp_now_ns() - t0);
+	atomic_fetch_add(&pf_n[k], 1);
+}
+__attribute__((destructor)) static void prof_print(void)
+{
+	static const char *nm[HP_PF_N] = {
+		"take", "wait", "fill", "issue", "fence", "caller-copy",
+		"caller-idle", "helper-copy", "handoff"};
+	for (int k = 0; k < HP_PF_N; k++)
+		if (pf_n[k])
+			hp_log(HP_LOG_ERROR, "prof %s %lu us, %lu times, %lu "
+			       "ns each", nm[k], (unsigned long)(pf_ns[k] / 1000),
+			       (unsigned long)pf_n[k],
+			       (unsigned long)(pf_ns[k] / pf_n[k]));
+}
+#endif
+
+/* Under pool.mu: take and copy parts of the job until none is left
+ * (caller: the calling thread). */
+static void pool_take(int caller)
 {
 	while (pool.next < pool.parts) {
 		int i = pool.next++;
@@ -57,10 +81,12 @@ static void pool_take(void)
 		char *d = pool.dst + (w ? off * dp : off);
 		const char *sr = pool.src + (w ? off * sp : off);
 		pthread_mutex_unlock(&pool.mu);
+		uint64_t t0 = HP_PROF_NOW();
 		if (w == 0)
 			memcpy(d, sr, len);
 		for (size_t k = 0; w && k < len; k++)
 			memcpy(d + k * dp, sr + k * sp, w);
+		hp_prof_add(caller ? HP_PF_CALLER_COPY : HP_PF_HELPER_COPY, t0);
 		pthread_mutex_lock(&pool.mu);
 		/* release: the part's bytes before a watcher sees 0 */
 		if (atomic_fetch_sub_explicit(&pool.left, 1,
@@ -107,7 +133,8 @@ static void *helper_main(void *arg)
 		       seen)
 			pthread_cond_wait(&pool.go, &pool.mu);
 		seen = atomic_load_explicit(&pool.gen, memory_order_relaxed);
-		pool_take();
+		hp_prof_add(HP_PF_HANDOFF, pool.posted);
+		pool_take(0);
 	}
 	return NULL;
 }
@@ -137,10 +164,12 @@ static void pool_run(void)
 	pool.next = 0;
 	atomic_store_explicit(&pool.left, pool.parts, memory_order_relaxed);
 	pool.busy = 1;
+	pool.posted = HP_PROF_NOW();
 	/* release: the job's fields before a watching helper sees it */
 	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
 	pthread_cond_broadcast(&pool.go);
-	pool_take();
+	pool_take(1);
+	uint64_t t0 = HP_PROF_NOW();
 	if (atomic_load_explicit(&pool.left, memory_order_relaxed) > 0) {
 		pthread_mutex_unlock(&pool.mu);
 		pool_watch(NULL, 0);
@@ -148,6 +177,7 @@ static void pool_run(void)
 	}
 	while (atomic_load_explicit(&pool.left, memory_order_acquire) > 0)
 		pthread_cond_wait(&pool.done, &pool.mu);
+	hp_prof_add(HP_PF_CALLER_IDLE, t0);
 	pool.busy = 0;
 	pthread_mutex_unlock(&pool.mu);
 }
