@@ -218,7 +218,7 @@ static size_t lin_len(const struct lin *j, size_t i)
 static void lin_in(size_t i, char *sl, void *arg)
 {
 	struct lin *j = arg;
-	hp_pcopy(sl, j->h + i * j->R->slot, lin_len(j, i));
+	hp_pcopy_in(sl, j->h + i * j->R->slot, lin_len(j, i));
 }
 
 static int lin_htod(size_t i, char *sl, void *arg)

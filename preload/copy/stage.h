@@ -229,6 +229,9 @@ HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r);
 /* the threads busy besides this one, from /proc/loadavg's text */
 HP_HIDDEN unsigned hp_speed_busy(const char *loadavg);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
+/* the same into a staging slot the CPU does not read again (non-temporal
+ * stores where the CPU has them) */
+HP_HIDDEN void hp_pcopy_in(void *slot, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
 			     size_t sp, size_t w, size_t rows);
 
