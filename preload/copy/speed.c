@@ -263,7 +263,7 @@ const char *hp_pool_note(void)
 			    "%s (%u here): link %u GB/s (HOSTPIN_STAGE_LINK), "
 			    "memcpy %u.%u GB/s a core, so %u for the link; CPUs "
 			    "%u, processes staging on this node %u, threads "
-			    "runnable %u%s%s",
+			    "busy %u%s%s",
 			    asked ? "asked" : "auto", n_threads, link_mbs / 1000,
 			    mc_mbs / 1000, mc_mbs % 1000 / 100, need, cpus,
 			    peers, busy, pays(0) ? "" : "; H2D passes through now "
