@@ -15,18 +15,22 @@
  *   threads ceil(link / memcpy), at most the CPUs the process may use
  *           (affinity, cgroup) and its share of the node's CPUs among the
  *           processes staging on it (the ledger's live slots with a ring).
- *   pays    staging's rate above the driver's pageable rate, assumed to
- *           be the H200's ratio to the link (7.2 of 54 GB/s host to
- *           device, 12.5 of 54 device to host).  Staging's rate, per
- *           direction: at first threads x memcpy, the threads at most the
- *           CPUs and their share of the node's CPUs among the threads
- *           runnable then (/proc/loadavg: a busy CPU), then a moving average
- *           of the staged rounds' (stage.c: 64 MiB H2D, 128 MiB D2H, with
- *           the default ring; a busy CPU shows there).  Below the pageable
- *           rate, copies that way, and the rest of a copy being staged,
- *           pass through for a second, then staging tries again (one
- *           round measures afresh): a process whose threads cannot beat
- *           the pageable path stages next to nothing.
+ *   pays    staging's rate a quarter above the driver's pageable rate
+ *           (MARGIN: the staged path's own costs), the pageable rate
+ *           assumed to be the H200's ratio to the link (7.2 of 54 GB/s
+ *           host to device, 12.5 of 54 device to host).  Staging's rate,
+ *           per direction: at first threads x memcpy, the threads at most
+ *           the CPUs and their share of the node's CPUs among the threads
+ *           busy then (/proc/loadavg: the runnable now, the last minute's
+ *           load: a busy CPU), then the staged rounds' (stage.c: 64 MiB
+ *           H2D, 128 MiB D2H, with the default ring): a round slower than
+ *           the rate so far counts whole, a faster one half, so a CPU that
+ *           turns busy while the process runs passes the next round
+ *           through.  Below, copies that way, and the rest of a copy being
+ *           staged, pass through for a second; then the rate is estimated
+ *           again from the node's load (still busy: another second), and
+ *           staging tries again where it pays: a process whose threads
+ *           cannot beat the pageable path stages next to nothing.
  * HOSTPIN_STAGE_THREADS=N overrides the count (not bounded by the CPUs:
  * then the copy threads never spin); the gate holds for it too. */
 #include <pthread.h>
@@ -41,6 +45,9 @@
 
 #define MEASURE ((size_t)16 << 20)
 #define PAUSE_NS 1000000000ull
+/* staging must beat pageable by this much (%): a staged copy's own costs
+ * (the hand-off, a round at a rate it only learns by staging it) */
+#define MARGIN 125
 #define ROUND_MIN ((size_t)32 << 20) /* rounds measured: this or more */
 static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
 
@@ -70,24 +77,84 @@ static unsigned measure(void)
 	return (unsigned)(best > 1000000 ? 1000000 : best);
 }
 
-/* The threads runnable on the node now besides this one (/proc/loadavg's
- * fourth field, "runnable/all"); 0 if it cannot tell. */
-static unsigned runnable_others(void)
+/* The threads busy on the node besides this one (/proc/loadavg: its
+ * runnable count now and its last minute's load, hp_speed_busy); 0 if it
+ * cannot tell. */
+static unsigned busy_now(void)
 {
 	char b[128];
 	ssize_t n = hp_read_small("/proc/loadavg", b, sizeof(b) - 1);
 	if (n <= 0)
 		return 0;
 	b[n] = '\0';
-	const char *p = b;
+	return hp_speed_busy(b);
+}
+
+/* ---- the decisions, on the numbers measured (unit-tested: check_speed.c)
+ * ---- MB/s throughout; a rate x100 where it counts cores. */
+
+/* The threads busy besides this one, from /proc/loadavg's text ("1.92
+ * 0.80 0.31 3/179 4242"): the runnable count now (the fourth field's
+ * first number: a spinning process is always there) and the last minute's
+ * load rounded (other jobs that come and go), the larger, this thread not
+ * counted. */
+unsigned hp_speed_busy(const char *t)
+{
+	unsigned load = 0, frac = 0, run = 0;
+	const char *p = t;
+	while (*p >= '0' && *p <= '9')
+		load = load * 10 + (unsigned)(*p++ - '0');
+	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+		frac = (unsigned)(p[1] - '0');
+	load += frac >= 5;
 	for (int f = 0; f < 3 && p; f++) {
 		p = strchr(p, ' ');
 		p = p ? p + 1 : NULL;
 	}
-	unsigned r = 0;
 	while (p && *p >= '0' && *p <= '9')
-		r = r * 10 + (unsigned)(*p++ - '0');
-	return r > 1 ? r - 1 : 0;
+		run = run * 10 + (unsigned)(*p++ - '0');
+	unsigned m = run > load ? run : load;
+	return m > 1 ? m - 1 : 0;
+}
+
+/* The threads for the link: ceil(link / memcpy), at most cap (the CPUs
+ * and the node's share), asked instead when set; *need: the link's. */
+unsigned hp_speed_threads(unsigned link, unsigned mc, unsigned cap,
+			  unsigned asked, unsigned *need)
+{
+	*need = mc ? (link + mc - 1) / mc : cap;
+	unsigned n = asked ? asked : *need < cap ? *need : cap;
+	return n ? n : 1;
+}
+
+/* The threads' rate: as many cores as they get, the CPUs they may use
+ * shared with the threads runnable besides them (busy) on online CPUs. */
+uint64_t hp_speed_rate(unsigned n, unsigned cpus, long online, unsigned busy,
+		       unsigned mc)
+{
+	unsigned run = n < cpus ? n : cpus;
+	uint64_t cores = (uint64_t)run * 100;
+	if (online > 0 && busy + n > (unsigned long)online) {
+		uint64_t got = (uint64_t)online * 100 * n / (busy + n);
+		cores = got < cores ? got : cores;
+	}
+	uint64_t r = cores * mc / 100;
+	return r || !mc ? r : 1; /* 0 is "not known" (hp_speed_pays) */
+}
+
+/* Staging at rate beats the pageable path of direction d (0 H2D, 1 D2H)
+ * on a link of link MB/s; 0: not known yet (a round measures it). */
+int hp_speed_pays(uint64_t rate, unsigned link, int d)
+{
+	return rate == 0 || rate * 100 >
+				    (uint64_t)link * pageable_pct[d] * MARGIN / 100;
+}
+
+/* The rate after a staged round at r: a slower round counts whole (a
+ * busy CPU passes through from the next round on), a faster one half. */
+uint64_t hp_speed_next(uint64_t avg, uint64_t r)
+{
+	return avg == 0 || r < avg ? r : (avg + r) / 2;
 }
 
 static void pick(void)
@@ -96,7 +163,7 @@ static void pick(void)
 	link_mbs = (unsigned)hp_opt[HP_OPT_STAGE_LINK] * 1000;
 	cpus = hp_cpu_limit();
 	online = sysconf(_SC_NPROCESSORS_ONLN);
-	busy = runnable_others();
+	busy = busy_now();
 	if (link_mbs == 0) { /* not sized by speed */
 		n_threads = asked ? asked : cpus < 2 ? 1 : 2;
 		return;
@@ -111,30 +178,19 @@ static void pick(void)
 		peers = 1;
 	unsigned share = online > 0 ? (unsigned)online / peers : cpus;
 	unsigned cap = cpus < share ? cpus : share ? share : 1;
-	need = mc_mbs ? (link_mbs + mc_mbs - 1) / mc_mbs : cap;
-	n_threads = asked ? asked : need < cap ? need : cap;
-	if (n_threads == 0)
-		n_threads = 1;
-	/* the threads' rate: as many cores as they get, the CPUs they may
-	 * use shared with the threads runnable now (x100) */
-	unsigned run = n_threads < cpus ? n_threads : cpus;
-	uint64_t cores = (uint64_t)run * 100;
-	if (online > 0 && busy + n_threads > (unsigned)online) {
-		uint64_t got = (uint64_t)online * 100 * n_threads /
-			       (busy + n_threads);
-		cores = got < cores ? got : cores;
-	}
+	n_threads = hp_speed_threads(link_mbs, mc_mbs, cap, asked, &need);
+	uint64_t r = hp_speed_rate(n_threads, cpus, online, busy, mc_mbs);
 	for (int d = 0; d < 2; d++)
-		atomic_store_explicit(&avg_mbs[d], cores * mc_mbs / 100,
-				      memory_order_relaxed);
+		atomic_store_explicit(&avg_mbs[d], r, memory_order_relaxed);
 }
 
 /* Do the copy threads beat the pageable path of direction d now? */
 static int pays(int d)
 {
 	/* relaxed: a rate, read on its own */
-	uint64_t r = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
-	return r == 0 || r * 100 > (uint64_t)link_mbs * pageable_pct[d];
+	return hp_speed_pays(atomic_load_explicit(&avg_mbs[d],
+						  memory_order_relaxed),
+			     link_mbs, d);
 }
 
 unsigned hp_pool_threads(void)
@@ -168,8 +224,16 @@ int hp_pool_worth(int htod)
 	}
 	if (now < u)
 		return 0;
-	/* try again: the next staged round measures afresh */
-	atomic_store_explicit(&avg_mbs[d], 0, memory_order_relaxed);
+	/* try again: estimated from the node's load now (a CPU still busy
+	 * passes through another while, no round staged to learn it), then
+	 * the next staged round measures */
+	uint64_t r = hp_speed_rate(n_threads, cpus, online, busy_now(), mc_mbs);
+	atomic_store_explicit(&avg_mbs[d], r, memory_order_relaxed);
+	if (!hp_speed_pays(r, link_mbs, d)) {
+		atomic_store_explicit(&pause_until[d], now + PAUSE_NS,
+				      memory_order_relaxed);
+		return 0;
+	}
 	atomic_store_explicit(&pause_until[d], 0, memory_order_relaxed);
 	return 1;
 }
@@ -181,8 +245,7 @@ void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
 	int d = !htod;
 	uint64_t r = (uint64_t)bytes * 1000 / ns;
 	uint64_t a = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
-	/* a round's rate weighs half: a busy CPU shows within two */
-	atomic_store_explicit(&avg_mbs[d], a ? (a + r) / 2 : r,
+	atomic_store_explicit(&avg_mbs[d], hp_speed_next(a, r),
 			      memory_order_relaxed);
 }
 
@@ -200,7 +263,7 @@ const char *hp_pool_note(void)
 			    "%s (%u here): link %u GB/s (HOSTPIN_STAGE_LINK), "
 			    "memcpy %u.%u GB/s a core, so %u for the link; CPUs "
 			    "%u, processes staging on this node %u, threads "
-			    "runnable %u%s%s",
+			    "busy %u%s%s",
 			    asked ? "asked" : "auto", n_threads, link_mbs / 1000,
 			    mc_mbs / 1000, mc_mbs % 1000 / 100, need, cpus,
 			    peers, busy, pays(0) ? "" : "; H2D passes through now "

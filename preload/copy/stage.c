@@ -24,6 +24,7 @@
 
 #include "../backend/backend.h"
 #include "../record.h"
+#include "prof.h"
 #include "stage.h"
 
 /* The slots one copy holds: taken as it goes (up to all of them), then
@@ -124,17 +125,27 @@ int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 	int r = 0;
 	size_t i = 0;
 	for (; i < m; i++) {
+		uint64_t t0 = HP_PROF_NOW();
 		int k = hold_slot(R, &H, id);
 		if (k < 0) {
 			r = HP_STAGE_REST;
 			break;
 		}
+		hp_prof_add(HP_PF_TAKE, t0);
+		t0 = HP_PROF_NOW();
 		if ((r = slot_wait(R, k)) != 0)
 			break;
+		hp_prof_add(HP_PF_WAIT, t0);
+		t0 = HP_PROF_NOW();
 		fill(i, hp_ring_slot(R, k), arg);
+		hp_prof_add(HP_PF_FILL, t0);
+		t0 = HP_PROF_NOW();
 		r = issue(i, hp_ring_slot(R, k), arg);
+		hp_prof_add(HP_PF_ISSUE, t0);
+		t0 = HP_PROF_NOW();
 		if (r == 0)
 			r = hp_ring_fence(R, k, P->s, id);
+		hp_prof_add(HP_PF_FENCE, t0);
 		if (r)
 			break;
 	}
@@ -207,7 +218,7 @@ static size_t lin_len(const struct lin *j, size_t i)
 static void lin_in(size_t i, char *sl, void *arg)
 {
 	struct lin *j = arg;
-	hp_pcopy(sl, j->h + i * j->R->slot, lin_len(j, i));
+	hp_pcopy_in(sl, j->h + i * j->R->slot, lin_len(j, i));
 }
 
 static int lin_htod(size_t i, char *sl, void *arg)

@@ -215,7 +215,23 @@ HP_HIDDEN int hp_pool_quiet(void);
 HP_HIDDEN int hp_pool_worth(int htod);
 HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
 HP_HIDDEN const char *hp_pool_note(void);
+/* speed.c's decisions on the numbers it measured (MB/s), pure: the
+ * threads for link (*need: ceil(link / mc)), at most cap unless asked;
+ * their rate on cpus usable, online CPUs and busy other runnable threads;
+ * whether staging at rate beats the pageable path (d: 0 H2D, 1 D2H); the
+ * rate after a staged round at r (pays: by a quarter more than pageable). */
+HP_HIDDEN unsigned hp_speed_threads(unsigned link, unsigned mc, unsigned cap,
+				    unsigned asked, unsigned *need);
+HP_HIDDEN uint64_t hp_speed_rate(unsigned n, unsigned cpus, long online,
+				 unsigned busy, unsigned mc);
+HP_HIDDEN int hp_speed_pays(uint64_t rate, unsigned link, int d);
+HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r);
+/* the threads busy besides this one, from /proc/loadavg's text */
+HP_HIDDEN unsigned hp_speed_busy(const char *loadavg);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
+/* the same into a staging slot the CPU does not read again (non-temporal
+ * stores where the CPU has them) */
+HP_HIDDEN void hp_pcopy_in(void *slot, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
 			     size_t sp, size_t w, size_t rows);
 

@@ -13,6 +13,7 @@ int main(void)
 	srunner_add_suite(sr, policy_suite());
 	srunner_add_suite(sr, prefault_suite());
 	srunner_add_suite(sr, ledger_suite());
+	srunner_add_suite(sr, speed_suite());
 #endif
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -9,5 +9,6 @@ Suite *log_suite(void);
 Suite *policy_suite(void);
 Suite *prefault_suite(void);
 Suite *ledger_suite(void);
+Suite *speed_suite(void);
 #endif
 #endif

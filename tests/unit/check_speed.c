@@ -1,0 +1,158 @@
+/* Check suite for the copy threads' decisions (speed.c, issue 43): how
+ * many threads stage, at what rate, and whether staging beats the driver's
+ * pageable path, fed the numbers speed.c measures (MB/s), so that every
+ * modelled regime — a link slower or faster than one core's memcpy, 1 to 8
+ * threads, a CPU busy at the start or turning busy while the process runs
+ * — passes through rather than stages below pageable.  No clock. */
+#include <check.h>
+#include <stdint.h>
+
+#include "../../preload/copy/stage.h"
+#include "unit.h"
+
+#define MC 9000u /* one core's memcpy, MB/s */
+/* the pageable path's share of the link (speed.c's, the H200's ratios) */
+static const unsigned pct[2] = {13, 23};
+
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* pageable's rate of direction d on link l, and staging's least rate that
+ * pays (a quarter more: speed.c's margin) */
+static uint64_t pageable(unsigned l, int d) { return (uint64_t)l * pct[d] / 100; }
+
+START_TEST(threads_follow_the_link_bounded_by_the_cpus)
+{
+	unsigned need;
+	/* a link five times memcpy: five threads where the CPUs allow */
+	ck_assert_uint_eq(hp_speed_threads(5 * MC, MC, 16, 0, &need), 5);
+	ck_assert_uint_eq(need, 5);
+	ck_assert_uint_eq(hp_speed_threads(5 * MC, MC, 2, 0, &need), 2);
+	/* a link slower than memcpy: one */
+	ck_assert_uint_eq(hp_speed_threads(MC / 2, MC, 16, 0, &need), 1);
+	/* asked: whatever the CPUs */
+	ck_assert_uint_eq(hp_speed_threads(5 * MC, MC, 2, 8, &need), 8);
+	/* memcpy not measured: the cap */
+	ck_assert_uint_eq(hp_speed_threads(5 * MC, 0, 3, 0, &need), 3);
+}
+END_TEST
+
+START_TEST(rate_counts_the_cores_the_threads_get)
+{
+	/* idle: one core each, at most the CPUs */
+	ck_assert_uint_eq(hp_speed_rate(2, 2, 2, 0, MC), 2 * MC);
+	ck_assert_uint_eq(hp_speed_rate(8, 2, 2, 0, MC), 2 * MC);
+	/* two spinning processes on two CPUs: half of them */
+	ck_assert_uint_eq(hp_speed_rate(2, 2, 2, 2, MC), MC);
+	/* one thread among seven runnable on two CPUs: 2/8 of a core each */
+	ck_assert_uint_eq(hp_speed_rate(1, 2, 2, 7, MC), MC / 4);
+	/* a thousand runnable: slow, but known (0 would mean "measure") */
+	ck_assert(!hp_speed_pays(hp_speed_rate(1, 2, 2, 1000, MC), MC, 0));
+}
+END_TEST
+
+/* Every regime: the threads' rate estimated at the start, staged at the
+ * link or that rate, whichever is lower; staging is chosen only where that
+ * beats the pageable path, both ways. */
+START_TEST(every_regime_stages_only_above_pageable)
+{
+	const unsigned links[] = {MC / 2, 5 * MC};
+	const unsigned cpus[] = {1, 2, 16};
+	for (unsigned li = 0; li < 2; li++)
+		for (unsigned ci = 0; ci < 3; ci++)
+			for (unsigned n = 1; n <= 8; n++)
+				for (unsigned busy = 0; busy <= 64; busy += 4) {
+					unsigned l = links[li];
+					uint64_t r = hp_speed_rate(n, cpus[ci],
+								   cpus[ci],
+								   busy, MC);
+					for (int d = 0; d < 2; d++) {
+						uint64_t p = pageable(l, d);
+						/* staged: a quarter above */
+						if (hp_speed_pays(r, l, d))
+							ck_assert_uint_ge(
+								min64(l, r) * 4,
+								p * 5);
+						/* passed: not above */
+						else
+							ck_assert_uint_le(
+								min64(l, r) * 4,
+								p * 5 + 4);
+					}
+				}
+	/* nothing measured yet: one round measures */
+	ck_assert(hp_speed_pays(0, 5 * MC, 0));
+}
+END_TEST
+
+/* A CPU that turns busy while the process runs: the estimate at the start
+ * (idle, 16 CPUs) staged, then a round ran at a third of pageable's rate:
+ * the next round passes through (the rate falls at once), for every
+ * number of threads and both links; after the pause, the node idle again
+ * (estimated from its load: speed.c) and a round at speed, it stages. */
+START_TEST(a_cpu_turning_busy_passes_the_next_round_through)
+{
+	const unsigned links[] = {MC / 2, 5 * MC};
+	for (unsigned li = 0; li < 2; li++)
+		for (unsigned n = 1; n <= 8; n++)
+			for (int d = 0; d < 2; d++) {
+				unsigned l = links[li];
+				uint64_t a = hp_speed_rate(n, 16, 16, 0, MC);
+				uint64_t slow = pageable(l, d) / 3;
+				if (!hp_speed_pays(a, l, d))
+					continue; /* never staged: above */
+				a = hp_speed_next(a, slow);
+				ck_assert_msg(!hp_speed_pays(a, l, d),
+					      "link %u, %u threads, %s: a round "
+					      "at %llu MB/s (pageable %llu) "
+					      "still stages", l, n,
+					      d ? "D2H" : "H2D",
+					      (unsigned long long)slow,
+					      (unsigned long long)pageable(l, d));
+				a = hp_speed_rate(n, 16, 16, 0, MC);
+				ck_assert(hp_speed_pays(a, l, d));
+				a = hp_speed_next(a, n * MC);
+				ck_assert(hp_speed_pays(a, l, d));
+			}
+}
+END_TEST
+
+/* The busy threads from /proc/loadavg: the runnable now or the last
+ * minute's load, the larger, this thread not counted. */
+START_TEST(busy_reads_runnable_and_the_minute)
+{
+	/* two spinners just started: runnable 3 (them and this one) */
+	ck_assert_uint_eq(hp_speed_busy("0.21 1.16 1.97 3/179 31491\n"), 2);
+	/* other jobs over the last minute, none runnable this instant */
+	ck_assert_uint_eq(hp_speed_busy("9.74 7.99 4.96 1/188 25537\n"), 9);
+	ck_assert_uint_eq(hp_speed_busy("2.50 1.00 1.00 1/10 1\n"), 2);
+	ck_assert_uint_eq(hp_speed_busy("0.00 0.00 0.00 1/90 7\n"), 0);
+	ck_assert_uint_eq(hp_speed_busy(""), 0);
+	/* what it means on two CPUs, a link five times memcpy: one copy
+	 * thread beside two spinners gets two thirds of a core, which a
+	 * quarter above pageable asks more than: passed through */
+	unsigned b = hp_speed_busy("0.21 1.16 1.97 3/179 31491\n");
+	ck_assert(!hp_speed_pays(hp_speed_rate(1, 2, 2, b, MC), 5 * MC, 0));
+}
+END_TEST
+
+START_TEST(a_faster_round_counts_half)
+{
+	ck_assert_uint_eq(hp_speed_next(0, 5000), 5000);
+	ck_assert_uint_eq(hp_speed_next(4000, 8000), 6000);
+	ck_assert_uint_eq(hp_speed_next(8000, 4000), 4000);
+}
+END_TEST
+
+Suite *speed_suite(void)
+{
+	Suite *s = suite_create("speed");
+	TCase *t = tcase_create("decide");
+	tcase_add_test(t, threads_follow_the_link_bounded_by_the_cpus);
+	tcase_add_test(t, rate_counts_the_cores_the_threads_get);
+	tcase_add_test(t, every_regime_stages_only_above_pageable);
+	tcase_add_test(t, a_cpu_turning_busy_passes_the_next_round_through);
+	tcase_add_test(t, busy_reads_runnable_and_the_minute);
+	tcase_add_test(t, a_faster_round_counts_half);
+	suite_add_tcase(s, t);
+	return s;
+}
