@@ -24,8 +24,8 @@ void hp_copy_host_ops(hp_copy_t *c, const hp_CUDA_MEMCPY3D_BATCH_OP *ops,
 }
 
 /* A batch: its entries (a 1D batch: d, sr, sz, its attributes at, ai, na;
- * a 3D one: ops, fl), the driver's entry point f (v2: the form without
- * failIdx), the stream. */
+ * a 3D one: ops, fl), the driver's entry point f (v2: 1, the form without
+ * failIdx; 2, cuMemcpy3DWithAttributesAsync's single op), the stream. */
 struct batch {
 	void *f;
 	int v2, ptsz;
@@ -52,6 +52,9 @@ struct attrs_layout {
 static hp_CUresult batch_call(const struct batch *b, size_t i, size_t n,
 			      size_t *fail)
 {
+	if (b->v2 == 2) /* cuMemcpy3DWithAttributesAsync: one op */
+		return ((hp_cuMemcpy3DWithAttributesAsync_t)b->f)(
+		    b->ops + i, b->fl, b->s);
 	if (b->ops)
 		return b->v2 ? ((hp_cuMemcpy3DBatchAsync_v2_t)b->f)(
 				   n, b->ops + i, b->fl, b->s)
@@ -238,8 +241,12 @@ HP_BODY hp_CUresult copy3d_attr_async(void *f, int ptsz,
 				     hp_CUDA_MEMCPY3D_BATCH_OP *op,
 				     unsigned long long fl, hp_cudaStream_t s)
 {
-	HP_COPY_BODY(f, hp_cuMemcpy3DWithAttributesAsync_t, hp_CUresult,
-		     (op, fl, s), hp_copy_host_ops(&c_, op, 1), ASYNC_END)
+	if (f == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	/* a 3D batch of one op, without its failIdx */
+	struct batch b = {f, 2, ptsz, NULL, NULL, NULL, NULL, NULL, 0, op,
+			  fl, s};
+	return op ? batch_run(&b, 1, NULL) : batch_call(&b, 0, 1, NULL);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyBatchAsync(hp_CUdeviceptr *d, hp_CUdeviceptr *sr,
