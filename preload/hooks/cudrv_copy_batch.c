@@ -103,8 +103,9 @@ static hp_CUresult batch_entry(const struct batch *b, size_t i)
 {
 	hp_cudaStream_t s = b->s;
 	int ptsz = b->ptsz;
+	size_t fail = 0; /* the 12.8 forms' failIdx: never NULL to the driver */
 	if (!hp_hook_enter())
-		return batch_call(b, i, 1, NULL);
+		return batch_call(b, i, 1, &fail);
 	hp_copy_t c_;
 	hp_copy_init(&c_);
 	uintptr_t d, sr;
@@ -117,7 +118,7 @@ static hp_CUresult batch_entry(const struct batch *b, size_t i)
 	} else {
 		hp_copy_host_ops(&c_, b->ops + i, 1);
 	}
-	hp_CUresult e_ = batch_call(b, i, 1, NULL);
+	hp_CUresult e_ = batch_call(b, i, 1, &fail);
 	ASYNC_END;
 	return e_;
 }
@@ -150,6 +151,25 @@ static int entry_mine(const struct batch *b, size_t i)
 		hostpin_side(o->dst.op.ptr.ptr, m));
 }
 
+/* Whether [p, p+n) is device memory past the end of its allocation. */
+static int past_end(uintptr_t p, size_t n)
+{
+	return !hostpin_side(p, n) &&
+	       hp_cuda_mem_type((const void *)p) == HP_CU_MEMORYTYPE_DEVICE &&
+	       !hp_cuda_dev_fits(p, n);
+}
+
+/* Whether the driver would refuse entry i: its device side runs past the
+ * end of its allocation. */
+static int entry_refused(const struct batch *b, size_t i)
+{
+	uintptr_t d, sr;
+	size_t n;
+	if (!entry_1d(b, i, &d, &sr, &n) || n == 0 || !hp_cuda_stage_fns())
+		return 0;
+	return past_end(d, n) || past_end(sr, n);
+}
+
 /* A batch (count n) touching no block of hostpin's goes to the driver as
  * it is; one that does, entry by entry, each the single copy it is, up
  * to the first error (failIdx: its index).  Each entry ends as its own
@@ -165,9 +185,28 @@ static hp_CUresult batch_run(const struct batch *b, size_t n, size_t *fail)
 	int mine = 0;
 	for (size_t i = 0; i < n && !mine; i++)
 		mine = entry_mine(b, i);
+	/* one the driver would refuse (an entry past the end of its device
+	 * allocation): to it as it is, refused before any entry moves, as
+	 * a copy is (plan.c); run entry by entry, the entries before the
+	 * bad one would be done (cases/batch-refused-entry-37103) */
+	int refused = 0;
+	for (size_t i = 0; i < n && mine && !refused; i++)
+		refused = entry_refused(b, i);
+	if (!mine || refused) {
+		/* as a whole, as before (the batch's sides counted) */
+		hp_cudaStream_t s = b->s;
+		int ptsz = b->ptsz;
+		hp_copy_t c_;
+		hp_copy_init(&c_);
+		if (b->ops)
+			hp_copy_host_ops(&c_, b->ops, n);
+		else
+			host_batch(&c_, b->d, b->sr, b->sz, n);
+		hp_CUresult e_ = batch_call(b, 0, n, fail);
+		ASYNC_END;
+		return e_;
+	}
 	hp_hook_leave();
-	if (!mine)
-		return batch_call(b, 0, n, fail);
 	for (size_t i = 0; i < n; i++) {
 		hp_CUresult e = batch_entry(b, i);
 		if (e != HP_CUDA_SUCCESS) {
