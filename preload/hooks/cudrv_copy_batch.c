@@ -61,14 +61,16 @@ static hp_CUresult batch_call(const struct batch *b, size_t i, size_t n,
 			     : ((hp_cuMemcpy3DBatchAsync_t)b->f)(
 				   n, b->ops + i, fail, b->fl, b->s);
 	size_t k = 0, zero = 0;
-	for (size_t j = 1; i && j < b->na; j++)
-		if (b->ai[j] <= i)
-			k = j;
-	hp_CUmemcpyAttributes *at =
-	    n == 1 ? (hp_CUmemcpyAttributes *)((char *)b->at +
-					       k * sizeof(struct attrs_layout))
-		   : b->at;
-	size_t *ai = n == 1 ? &zero : b->ai, na = n == 1 ? 1 : b->na;
+	hp_CUmemcpyAttributes *at = b->at;
+	size_t *ai = b->ai, na = b->na;
+	if (n == 1 && at && ai && na) {
+		for (size_t j = 1; i && j < b->na; j++)
+			if (b->ai[j] <= i)
+				k = j;
+		at = (hp_CUmemcpyAttributes *)((char *)b->at +
+					       k * sizeof(struct attrs_layout));
+		ai = &zero, na = 1;
+	}
 	return b->v2 ? ((hp_cuMemcpyBatchAsync_v2_t)b->f)(
 			   b->d + i, b->sr + i, b->sz + i, n, at, ai, na, b->s)
 		     : ((hp_cuMemcpyBatchAsync_t)b->f)(b->d + i, b->sr + i,
@@ -178,17 +180,17 @@ static int entry_refused(const struct batch *b, size_t i)
  * after the error returns (cases/batch-past-end-37103). */
 static hp_CUresult batch_run(const struct batch *b, size_t n, size_t *fail)
 {
-	/* the driver's to refuse whole: no entries, no attributes */
-	if ((!b->ops && (!b->d || !b->sr || !b->sz || !b->at || !b->ai ||
-			 b->na == 0)) || !hp_hook_enter())
+	if (!hp_hook_enter())
 		return batch_call(b, 0, n, fail);
-	int mine = 0;
-	for (size_t i = 0; i < n && !mine; i++)
+	/* no entry arrays: the driver's to refuse, whole */
+	int mine = 0, valid = b->ops || (b->d && b->sr && b->sz);
+	for (size_t i = 0; i < n && valid && !mine; i++)
 		mine = entry_mine(b, i);
 	/* one the driver would refuse (an entry past the end of its device
 	 * allocation): to it as it is, refused before any entry moves, as
 	 * a copy is (plan.c); run entry by entry, the entries before the
-	 * bad one would be done (cases/batch-refused-entry-37103) */
+	 * bad one would be done (cases/batch-refused-entry-37103).  Nor
+	 * does one of no side of hostpin's change. */
 	int refused = 0;
 	for (size_t i = 0; i < n && mine && !refused; i++)
 		refused = entry_refused(b, i);
