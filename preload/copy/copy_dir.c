@@ -1,7 +1,8 @@
 /* Which way a copy between unified addresses goes (CUDA 13.2's
  * cuMemcpyWithAttributesAsync and cudaMemcpyWithAttributesAsync name no
- * direction): asked of the driver only for a copy large enough to stage,
- * then planned as the H2D or D2H it is (plan.c). */
+ * direction; nor does cuMemcpy): asked of the driver only for a copy large
+ * enough to stage or touching a block of hostpin's, then planned as the
+ * H2D or D2H it is (plan.c). */
 #include "../backend/backend.h"
 #include "../hooks.h"
 #include "stage.h"
@@ -17,8 +18,12 @@ static int host_side(const void *p, unsigned type)
 int hp_stage_unified(const hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
 		     hp_cudaStream_t st, int ptsz, int sync, int *res)
 {
-	if (n < hp_opt[HP_OPT_STAGE_MIN] || !hp_stage_on() ||
-	    !hp_cuda_stage_fns())
+	/* A small copy is planned too when it touches a block of hostpin's
+	 * (c->n): it may cross the end of one of the block's registrations
+	 * or of the registered part of a block being registered, which the
+	 * driver must not get whole (issue 39 item 6). */
+	if ((n < hp_opt[HP_OPT_STAGE_MIN] && c->n == 0 && !c->overflow) ||
+	    !hp_stage_on() || !hp_cuda_stage_fns())
 		return 0;
 	const void *dp = (const void *)d, *sp = (const void *)s;
 	unsigned dt = hp_cuda_mem_type(dp), stp = hp_cuda_mem_type(sp);

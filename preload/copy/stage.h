@@ -61,8 +61,9 @@ HP_HIDDEN int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
 
 /* register.c: the block the registration thread is registering, piece by
  * piece.  For a copy through record r of [a, a+n): 0 if r is not that
- * block; 1 if it is, the copy not wholly inside its registered prefix
- * (staged: the driver knows part of it); 2 if wholly inside: the copy may
+ * block (nor queued for it); 1 if it is, the copy not wholly inside its
+ * registered prefix, or r is queued (staged: the driver knows, or may know
+ * before the copy reaches it, a part of it); 2 if wholly inside: the copy may
  * go direct (*base, *len: the block), and is counted as a reader of the
  * prefix until hp_register_prefix_leave, which it calls once the DMAs
  * completed (no piece is unregistered before). */

@@ -27,12 +27,18 @@ HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 			    SYNC_END),
 		     SYNC_END)
 }
-HP_BODY hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
-			     size_t n)
+/* Between unified addresses: planned as the H2D or D2H it is (copy_dir.c),
+ * so that one crossing registrations of a block of hostpin's is split or
+ * staged as cuMemcpyHtoD's would be (issue 39 item 6). */
+HP_BODY hp_CUresult copy_sync(void *f, int ptsz, hp_CUdeviceptr d,
+			     hp_CUdeviceptr sr, size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy_t, hp_CUresult, (d, sr, n),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
-		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n), SYNC_END)
+		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
+		     STAGED(hp_stage_unified(&c_, d, sr, n, NULL, ptsz, 1, &st_),
+			    SYNC_END),
+		     SYNC_END)
 }
 /* A 2D copy between pitched host memory and device memory is staged
  * (stage_rect.c); cuMemcpy2DUnaligned passes through: it takes pitches that
@@ -118,24 +124,24 @@ static hp_CUresult lk_cuMemcpyDtoH_v2_ptds(void *h, hp_CUdeviceptr d, size_t n)
 
 HP_EXPORT hp_CUresult cuMemcpy(hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n)
 {
-	return copy_sync(NEXT(cuMemcpy), d, sr, n);
+	return copy_sync(NEXT(cuMemcpy), 0, d, sr, n);
 }
 
 static hp_CUresult lk_cuMemcpy(hp_CUdeviceptr d, hp_CUdeviceptr sr, size_t n)
 {
-	return copy_sync(LOOKED_UP(cuMemcpy), d, sr, n);
+	return copy_sync(LOOKED_UP(cuMemcpy), 0, d, sr, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy_ptds(hp_CUdeviceptr d, hp_CUdeviceptr sr,
 				    size_t n)
 {
-	return copy_sync(NEXT(cuMemcpy_ptds), d, sr, n);
+	return copy_sync(NEXT(cuMemcpy_ptds), 1, d, sr, n);
 }
 
 static hp_CUresult lk_cuMemcpy_ptds(hp_CUdeviceptr d, hp_CUdeviceptr sr,
 				    size_t n)
 {
-	return copy_sync(LOOKED_UP(cuMemcpy_ptds), d, sr, n);
+	return copy_sync(LOOKED_UP(cuMemcpy_ptds), 1, d, sr, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy2D_v2(const hp_CUDA_MEMCPY2D *p)

@@ -199,6 +199,11 @@ int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 						  memory_order_relaxed);
 			*base = pre.base, *len = pre.len;
 		}
+	} else if (hp_rflags((hp_rec_t *)(uintptr_t)r) & HP_F_QUEUED) {
+		/* queued: the registration thread may register its first
+		 * piece before a copy planned as pageable reaches the driver
+		 * (cases/queued-partial-96518872.prog) */
+		k = 1;
 	}
 	pthread_mutex_unlock(&pre.mu);
 	return k;
@@ -233,10 +238,11 @@ static int run_job(const struct job *j)
 		return w == HP_REC_LIVE || w == HP_REC_CACHED || w == HP_REC_BUSY;
 	}
 	if (hp_rflags(r) & HP_F_QUEUED) {
-		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
 		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): registering in the "
 		       "background", (void *)s.base, s.len);
 		pthread_mutex_lock(&pre.mu);
+		/* queued or pre.r, never neither, to hp_register_prefix */
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
 		pre.held = r, pre.held_st = st, pre.cancel = 0;
 		pthread_mutex_unlock(&pre.mu);

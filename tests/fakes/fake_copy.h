@@ -842,9 +842,16 @@ COPY_FN2(cuMemcpy3DAsync_v2, (const M3D *p, stream_t *s), (p, s), s,
  * pointers; either side may be host memory. */
 COPY_FN2(cuMemcpy3DPeerAsync, (const M3D *p, stream_t *s), (p, s), s,
 	 rows(&x, p))
+/* A batch whose entry runs past its device allocation: the late mode's
+ * driver refuses the whole call before any entry is queued, as it does a
+ * 2D or 3D copy's rows (found/batch-past-end-37103: it queued the entries
+ * before the bad one, which then landed at no defined time). */
 static void batch(struct xfer *x, CUdeviceptr *d, CUdeviceptr *s, size_t *n,
 		  size_t count)
 {
+	for (size_t i = 0; i < count && !x->refused; i++)
+		x->refused = n[i] && (late_dev_bad((void *)(uintptr_t)d[i], n[i]) ||
+				      late_dev_bad((void *)(uintptr_t)s[i], n[i]));
 	for (size_t i = 0; i < count; i++)
 		seg(x, (void *)(uintptr_t)d[i], (const void *)(uintptr_t)s[i],
 		    n[i]);
@@ -884,6 +891,11 @@ static char *opnd(const OPND *o)
 }
 static void batch3d(struct xfer *x, BOP *ops, size_t n)
 {
+	for (size_t i = 0; i < n && !x->refused; i++) {
+		size_t m = ops[i].w * ops[i].h * ops[i].d;
+		x->refused = m && (late_dev_bad(opnd(&ops[i].dst), m) ||
+				   late_dev_bad(opnd(&ops[i].src), m));
+	}
 	for (size_t i = 0; i < n; i++)
 		seg(x, opnd(&ops[i].dst), opnd(&ops[i].src),
 		    ops[i].w * ops[i].h * ops[i].d);
