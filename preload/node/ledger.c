@@ -16,6 +16,7 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 
+#include "../base/outfile.h"
 #include "ledger.h"
 #include "ledger_int.h"
 struct hp_ledger *hp_led;
@@ -285,7 +286,7 @@ static int create(int dirfd, const char *name, const char *path)
 int hp_led_find(char *path, size_t cap, int quiet)
 {
 	const char *p = hp_optstr[HP_OPT_LEDGER];
-	char dir[300];
+	char dir[300], leaf[256];
 	int lw = quiet ? HP_LOG_DEBUG : HP_LOG_WARN;
 	int dirfd = AT_FDCWD;
 	const char *name = p;
@@ -329,7 +330,20 @@ int hp_led_find(char *path, size_t cap, int quiet)
 		if (!abs[0])
 			hp_snprintf(abs, sizeof(abs), "%s", p);
 		hp_snprintf(path, cap, "%s", abs);
-		name = path;
+		/* walked as the log and stats files are (outfile.h): no
+		 * link of another user's followed, no directory of another
+		 * user's (who could rename the ledger away) or one others
+		 * may change without the sticky bit written into */
+		char why[300];
+		dirfd = hp_out_walk(abs, why, sizeof(why), leaf, sizeof(leaf));
+		if (dirfd < 0) {
+			int err = errno;
+			hp_log(lw, "no ledger: HOSTPIN_LEDGER=%s: %s; node-wide "
+			       "caps do not apply, per-process caps do", path,
+			       why[0] ? why : hp_strerror(err));
+			return -1;
+		}
+		name = leaf;
 	}
 	int fd = -1, err = 0;
 	for (int tries = 0; fd < 0 && tries < 2; tries++) {
@@ -342,8 +356,7 @@ int hp_led_find(char *path, size_t cap, int quiet)
 			break;
 		}
 	}
-	if (dirfd != AT_FDCWD)
-		close(dirfd);
+	close(dirfd);
 	if (fd < 0 && err == EEXIST)
 		hp_log(lw, "%s is not a ledger of this user's made by hostpin "
 		       "(owner, mode 0600, size, reserved pages); left alone, "

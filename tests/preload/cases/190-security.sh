@@ -238,7 +238,9 @@ mkdir -p "/tmp/r/My Lib"; chmod 755 /tmp/r; cp "$LIB" "/tmp/r/My Lib/libhostpin.
 for how in dir link; do
 	rm -rf /tmp/hostpin-0-lib /tmp/nob
 	if [ $how = dir ]; then nob mkdir -m 777 /tmp/hostpin-0-lib; else nob mkdir -m 777 /tmp/nob; nob ln -s /tmp/nob /tmp/hostpin-0-lib; fi
+	mount -t tmpfs -o mode=755 tmpfs /run # the runtime directory of root, this namespace only
 	out=$(HOSTPIN_LIB="/tmp/r/My Lib/libhostpin.so" "$HP" -l info /bin/true 2>&1); rc=$?
+	umount /run
 	if [ $rc = 0 ] && echo "$out" | grep -q "ready: backend" && [ -z "$(ls -A /tmp/hostpin-0-lib/)" ]; then
 		ok "nobody'"'"'s /tmp/hostpin-0-lib ($how): a root launch from a library path with a space still preloads hostpin"
 	else bad "nobody'"'"'s /tmp/hostpin-0-lib ($how) breaks a root launch (rc $rc): $out"; fi
