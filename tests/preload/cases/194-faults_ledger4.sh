@@ -20,4 +20,41 @@ if [ $rc = 0 ] && [ "$nc" = 0 ] && echo "$out" | grep -q '^hostpin: job report: 
 else bad "a --stats job of 1100 processes (want rc 0, 0 'not counted', 'job report: 1100 processes'): rc $rc, $nc not counted"
 	echo "$out" | grep -v '^hostpin:   pid ' | tail -12 | sed 's/^/    /'; fi
 rm -rf "$d"
+# 2. (item 11) Injected: a program that installs its own SIGBUS handler
+# after start-up (python -X faulthandler, and a C handler that exits 135)
+# pins 16 MiB (mlock backend); another process of the user's truncates the
+# ledger file; then the program allocates, pins and frees more (hostpin
+# counts all of it).  Before: the next counter update in the ledger's
+# mapping raised SIGBUS, which the program's handler took (rc 135).  Must
+# hold: the program ends 0, its own counters whole (hostpin_stats in its
+# JSON report), and `hostpin status` run then exits 0.
+d=$(mktemp -d)
+for how in faulthandler; do
+	rm -f "$d/in" "$d/out" "$d/l11"; mkfifo "$d/in"
+	env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$d/l11" HOSTPIN_BACKEND=mlock HOSTPIN_PIN_AFTER=0 HOSTPIN_LOG=error \
+		HOSTPIN_STATS_FILE="$d/r.json" python3 -X faulthandler -c '
+import sys
+b = bytearray(16 << 20)
+print("one", flush=True)
+sys.stdin.readline()
+for i in range(8):
+    c = bytearray(16 << 20)
+    del c
+del b
+print("two", flush=True)
+' < "$d/in" > "$d/out" 2>&1 &
+	p=$!
+	exec 3>"$d/in"
+	poll 60 grep -q '^one$' "$d/out"
+	truncate -s 0 "$d/l11"
+	echo go >&3
+	exec 3>&-
+	wait $p; rc=$?
+	HOSTPIN_LEDGER="$d/l11" "$top/build/hostpin-status" --all > /dev/null 2>&1; src=$?
+	if [ $rc = 0 ] && grep -q '^two$' "$d/out" && grep -q '"pin_calls": 9,' "$d/r.json" && [ $src = 0 ]; then
+		ok "ledger truncated under a program with its own SIGBUS handler ($how): it ends 0, its 9 pins counted, hostpin status exits 0"
+	else bad "ledger truncated under a program with its own SIGBUS handler ($how; want rc 0, two, 9 pins, status rc 0): rc $rc (135: SIGBUS), status rc $src, $(grep -o '"pin_calls": [0-9]*' "$d/r.json" 2>/dev/null)"
+		sed 's/^/    /' "$d/out" | tail -8; fi
+done
+rm -rf "$d"
 unset H
