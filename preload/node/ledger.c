@@ -63,8 +63,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	    mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
 		atomic_store_explicit(&led_lost, 1, memory_order_relaxed);
-		/* this process's own counters go on as they were */
-		atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+		/* this process's own counters go on as they were, no longer
+		 * copied anywhere */
+		atomic_store(&hp_ctr_pub, NULL);
 		errno = e;
 		return;
 	}
@@ -121,8 +122,9 @@ void hp_led_drop(void)
 	struct stat st;
 	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
 		return;
-	/* this process's own counters go on as they were (hp_own) */
-	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+	/* this process's own counters go on as they were (hp_own), no
+	 * longer copied anywhere */
+	hp_ctr_unpublish(0);
 	int fd = hp_led_fd_get();
 	if (hp_led_self && fd >= 0 && fstat(fd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger))
@@ -426,8 +428,14 @@ int hp_led_moved(void)
 
 void hp_ledger_fork_child(void)
 {
+	/* the parent's slot is the parent's: never written from here */
+	hp_ctr_unpublish(1);
 	if (!hp_ledger_on())
 		return;
+	if (!hp_led_whole()) { /* truncated: its slot not read */
+		hp_led_self = NULL;
+		return;
+	}
 	/* The child is single-threaded here.  Its counters start from the
 	 * parent's gauges (it inherited the blocks, cache and mappings, and
 	 * will free them), but what the parent did is not the child's. */
@@ -458,7 +466,6 @@ void hp_ledger_fork_child(void)
 	char cmd[HP_LEDGER_CMD];
 	memcpy(cmd, hp_led_self->cmd, sizeof(cmd));
 	hp_led_self = NULL;
-	hp_ctrp = &hp_own;
 	/* unshare(CLONE_NEWPID) puts the children in another namespace */
 	hp_led_myns = hp_pidns(&hp_led_proc_ok);
 	/* The inherited mapping holds the parent's description, and so its
@@ -485,5 +492,26 @@ void hp_ledger_fork_child(void)
 		return;
 	hp_led_fill(s, w, lk, c, cmd);
 	hp_led_self = s;
-	hp_ctrp = &s->ctr;
+	hp_led_publish_to(s);
+}
+
+/* Where this process's counters are copied (hp.h): slot s of the file in
+ * use; two targets in turn, so a copy in progress never reads one being
+ * rewritten (a join comes at most once a second).  Copied once now. */
+void hp_led_target(struct hp_lslot *s, struct hp_ctr_target *t)
+{
+	hp_snprintf(t->path, sizeof(t->path), "%s", lock_path);
+	t->dev = hp_led_lock_dev;
+	t->ino = hp_led_lock_ino;
+	t->size = (off_t)sizeof(struct hp_ledger);
+	t->off = (off_t)((char *)&s->ctr - (char *)hp_led);
+}
+void hp_led_publish_to(struct hp_lslot *s)
+{
+	static struct hp_ctr_target tg[2];
+	static int k;
+	struct hp_ctr_target *t = &tg[k ^= 1];
+	hp_led_target(s, t);
+	atomic_store(&hp_ctr_pub, t);
+	hp_ctr_publish(1);
 }

@@ -310,63 +310,86 @@ void hp_led_fill(struct hp_lslot *s, uint32_t w, int lk,
 	atomic_store_explicit(&s->state, hp_led_self_w, memory_order_release);
 }
 
+/* Over the live slots, a counter (an offset into struct hp_counters): its
+ * sum (count 0) or how many hold it nonzero (count 1), this process's own
+ * share from its own memory.  The file is read with pread, never through
+ * the mapping: a file truncated by another process raises no SIGBUS here
+ * (what can be read is counted).  A file removed or replaced (no
+ * descriptor of it to be had): this process alone, until it joins the file
+ * at the path (hp_ledger_check, within a second). */
+static uint64_t scan(size_t off, int count)
+{
+	uint64_t own = atomic_load_explicit(
+	    (_Atomic uint64_t *)((char *)&hp_own + off), memory_order_relaxed);
+	if (count)
+		own = own != 0;
+	if (!hp_ledger_on())
+		return own;
+	int fd = hp_led_fd_get();
+	uint32_t hw;
+	if (fd < 0 || pread(fd, &hw, sizeof(hw),
+			    offsetof(struct hp_ledger, hiwater)) !=
+			  (ssize_t)sizeof(hw)) {
+		hp_led_fd_put(fd);
+		return own;
+	}
+	uint32_t self = (uint32_t)(hp_led_self - hp_led->slot);
+	uint64_t t = 0;
+	int seen = 0;
+	struct hp_lslot b[8];
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i += 8) {
+		uint32_t n = hw - i < 8 ? hw - i : 8;
+		if (n > HP_LEDGER_SLOTS - i)
+			n = HP_LEDGER_SLOTS - i;
+		ssize_t r = pread(fd, b, n * sizeof(b[0]), HP_SLOT_LOCK_OFF(i));
+		if (r < (ssize_t)sizeof(b[0]))
+			break;
+		n = (uint32_t)((size_t)r / sizeof(b[0]));
+		for (uint32_t j = 0; j < n; j++) {
+			struct hp_lslot *s = &b[j];
+			if (HP_LS_ST(atomic_load_explicit(
+				&s->state, memory_order_relaxed)) != HP_LS_LIVE)
+				continue;
+			/* our own share from our own memory: what the file
+			 * says of it may have been changed by another
+			 * process */
+			if (i + j == self) {
+				seen = 1;
+				t = hp_sat_add(t, own);
+				continue;
+			}
+			uint64_t v = atomic_load_explicit(
+			    (_Atomic uint64_t *)((char *)&s->ctr + off),
+			    memory_order_relaxed);
+			/* a slot claiming more than the machine has is not
+			 * hostpin's word; nor one no process can ever reap:
+			 * no lock to test and not of our PID namespace (a
+			 * process of the user's could write such a slot and
+			 * block pinning for as long as the file exists;
+			 * hostpin's own processes hold their lock); and no
+			 * sum wraps */
+			if (count)
+				t += v != 0;
+			else if (v <= hp_led_slot_max &&
+				 (s->locked || (s->pidns && s->pidns == hp_led_myns)))
+				t = hp_sat_add(t, v);
+		}
+		if (n < 8 && i + n < hw)
+			break; /* a short read: the file was cut */
+	}
+	hp_led_fd_put(fd);
+	return seen ? t : hp_sat_add(t, own);
+}
+
 uint64_t hp_ledger_sum(size_t off)
 {
-	if (!hp_ledger_on())
-		return atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)&hp_own + off),
-		    memory_order_relaxed);
-	uint64_t t = 0;
-	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &hp_led->slot[i];
-		/* relaxed: a sum of statistics, each read on its own */
-		if (HP_LS_ST(atomic_load_explicit(&s->state,
-						  memory_order_relaxed)) !=
-		    HP_LS_LIVE)
-			continue;
-		/* our own share from our own memory: what the file says of
-		 * it may have been changed by another process */
-		uint64_t v = atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)(s == hp_led_self ? &hp_own
-								   : &s->ctr) +
-					 off),
-		    memory_order_relaxed);
-		/* a slot claiming more than the machine has is not hostpin's
-		 * word; nor one no process can ever reap: no lock to test and
-		 * not of our PID namespace (a process of the user's could
-		 * write such a slot and block pinning for as long as the
-		 * file exists; hostpin's own processes hold their lock); and
-		 * no sum wraps */
-		if (s != hp_led_self &&
-		    (v > hp_led_slot_max ||
-		     (!s->locked && (!s->pidns || s->pidns != hp_led_myns))))
-			continue;
-		t = hp_sat_add(t, v);
-	}
-	return t;
+	return scan(off, 0);
 }
 
 unsigned hp_ledger_live(size_t off)
 {
-	if (!hp_ledger_on())
-		return atomic_load_explicit(
-			   (_Atomic uint64_t *)((char *)hp_ctrp + off),
-			   memory_order_relaxed) != 0;
-	unsigned t = 0;
-	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &hp_led->slot[i];
-		/* relaxed: a count of statistics, each read on its own */
-		if (HP_LS_ST(atomic_load_explicit(&s->state,
-						  memory_order_relaxed)) ==
-			HP_LS_LIVE &&
-		    atomic_load_explicit(
-			(_Atomic uint64_t *)((char *)&s->ctr + off),
-			memory_order_relaxed) != 0)
-			t++;
-	}
-	return t;
+	uint64_t n = scan(off, 1);
+	return n > 0xffffffffu ? 0xffffffffu : (unsigned)n;
 }
 
 int hp_led_second_passed(_Atomic uint64_t *last)
