@@ -323,7 +323,8 @@ static uint64_t scan(size_t off, int count)
 	    (_Atomic uint64_t *)((char *)&hp_own + off), memory_order_relaxed);
 	if (count)
 		own = own != 0;
-	if (!hp_ledger_on())
+	struct hp_lslot *me = hp_led_self;
+	if (!me || !hp_ledger_on())
 		return own;
 	int fd = hp_led_fd_get();
 	uint32_t hw;
@@ -333,7 +334,7 @@ static uint64_t scan(size_t off, int count)
 		hp_led_fd_put(fd);
 		return own;
 	}
-	uint32_t self = (uint32_t)(hp_led_self - hp_led->slot);
+	uint32_t self = (uint32_t)(me - hp_led->slot);
 	uint64_t t = 0;
 	int seen = 0;
 	struct hp_lslot b[8];
