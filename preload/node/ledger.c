@@ -49,6 +49,10 @@ static struct sigaction bus_prev;
 
 /* SIGBUS on the ledger: its file was truncated under our mapping (a
  * process of the user's in another container sharing /dev/shm).  The
+ * counters are written (hp.h) and the slots summed (ledger_slots.c) with
+ * pwrite and pread, never through the mapping; it is touched only right
+ * after a check of the file (claiming a slot, the reaper, the exit), so
+ * this guard covers only a truncation landing in those microseconds.  The
  * ledger's pages become private zero pages, so the faulting access,
  * repeated on return, succeeds; the process goes on without a ledger.
  * Any other SIGBUS is the program's: the disposition it had (the

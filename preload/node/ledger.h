@@ -1,7 +1,9 @@
 /* The node-wide ledger: one shared-memory file per user and node (default
  * /dev/shm/hostpin-<uid>) holding a fixed table of per-process slots.  Each
  * hostpin process keeps a copy of its statistics counters (struct
- * hp_counters; its own are in its own memory, hp_own) in its own slot, so
+ * hp_counters; its own are in its own memory, hp_own) in its own slot,
+ * written with pwrite (hp.h: hp_ctr_publish) and summed by the others with
+ * pread (ledger_slots.c), never through the mapping, so
  * that other processes see its pinned and cached bytes (for the node-wide
  * cap and cache budget) and `hostpin status` and the launcher's merged
  * report see everything it did, even after it was killed.
