@@ -1,6 +1,7 @@
 /* The merged report of a launcher job's processes (the launcher's --stats):
  * one report, every process that did something (whatever way it ended)
  * counted once. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,11 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			/* processes folded into one slot when the table was
 			 * full (ledger.h): counted, not listed one by one */
 			int k = HP_SUM_DID(s) > 0 ? HP_SUM_DID(s) : 0;
+			/* the file's word: no count wraps */
+			if (k > INT_MAX - n)
+				k = INT_MAX - n;
+			if (k > INT_MAX - folded)
+				k = INT_MAX - folded;
 #define ADD(f) t.f += C(s, f);
 			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
 			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
@@ -177,7 +183,7 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
 #undef ADD
 			peak_sum += C(s, pinned_bytes_peak);
-			n++;
+			n += n < INT_MAX;
 			running += st == HP_LS_LIVE;
 			continue;
 		}
