@@ -285,18 +285,21 @@ int status_ledger_unusable(char *why, size_t cap)
 		char wy[300];
 		snprintf(path, sizeof(path), "%s", p);
 		dirfd = hp_out_walk(p, wy, sizeof(wy), leaf, sizeof(leaf));
-		if (dirfd < 0) {
-			int e = errno;
+		if (dirfd < 0 && wy[0]) {
 			snprintf(why, cap, "HOSTPIN_LEDGER=%s: %s",
-				 status_esc(path), wy[0] ? wy : strerror(e));
+				 status_esc(path), wy);
 			return 1;
 		}
 		name = leaf;
 	}
-	int fd = hp_ledger_open_checked(dirfd, name, 1), err = errno;
+	/* a directory on the way missing: said below as the file's */
+	int fd = dirfd < 0 && dirfd != AT_FDCWD
+		     ? -1
+		     : hp_ledger_open_checked(dirfd, name, 1),
+	    err = errno;
 	if (fd >= 0) {
 		close(fd);
-	} else if (err == ENOENT) {
+	} else if (err == ENOENT && (dirfd >= 0 || dirfd == AT_FDCWD)) {
 		/* not made yet: can a file be made beside it? */
 		char tmp[400];
 		/* an unpredictable name, another if it is taken: a squat
@@ -327,7 +330,7 @@ int status_ledger_unusable(char *why, size_t cap)
 			unlinkat(dirfd, tmp, 0);
 		}
 	}
-	if (dirfd != AT_FDCWD)
+	if (dirfd >= 0)
 		close(dirfd);
 	if (fd >= 0)
 		return 0;
