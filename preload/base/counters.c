@@ -8,6 +8,7 @@
  * Depends on nothing above the base: the ledger, the backends and the
  * policy all count here. */
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,9 +32,14 @@ void hp_ctr_copy_to(const struct hp_ctr_target *t)
 	if (fd < 0)
 		return;
 	struct stat st;
+	struct rlimit fl;
 	uint64_t v[sizeof(struct hp_counters) / sizeof(uint64_t)];
+	/* a write past RLIMIT_FSIZE would raise SIGXFSZ (mapped memory never
+	 * did): under so low a limit (ulimit -f) the copy is not made */
 	if (fstat(fd, &st) == 0 && st.st_dev == t->dev && st.st_ino == t->ino &&
-	    st.st_size == t->size) {
+	    st.st_size == t->size && getrlimit(RLIMIT_FSIZE, &fl) == 0 &&
+	    (fl.rlim_cur == RLIM_INFINITY ||
+	     fl.rlim_cur >= (rlim_t)t->off + sizeof(v))) {
 		_Atomic uint64_t *c = (_Atomic uint64_t *)(void *)&hp_own;
 		for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
 			v[k] = atomic_load_explicit(&c[k], memory_order_relaxed);
