@@ -311,12 +311,44 @@ enum { HP_BK_NONE = 1, HP_BK_MLOCK, HP_BK_CUDA, HP_BK_LEVEL_ZERO, HP_BK_AUTO };
 /* This process's counters, in its own memory, always (base/counters.c):
  * what its caps, hostpin_stats() and its reports go by, so that no other
  * process can change them by writing to, truncating or removing the
- * node-wide ledger.  hp_ctrp: their copy in the process's slot of the
- * ledger (ledger.h), which other processes and `hostpin status` read;
- * &hp_own while there is none (or it was lost).  Every update goes to
- * both (HP_CTR_*). */
+ * node-wide ledger.  Their copy in the process's slot of the ledger
+ * (ledger.h), which other processes and `hostpin status` read, is written
+ * with pwrite, never through the ledger's mapping, so a ledger file
+ * truncated by another process can raise no SIGBUS here (a program's own
+ * SIGBUS handler, installed after start-up, never sees one of hostpin's):
+ * at once when a gauge other processes sum changes (pinned, cached,
+ * staging ring bytes), otherwise at most once a second (HP_CTR_*).  Where
+ * the copy goes: hp_ctr_pub, set by node/ledger.c (NULL: no slot). */
+struct hp_ctr_target {
+	char path[340]; /* the ledger file, opened by path for each copy */
+	dev_t dev;	/* and checked to be this file, */
+	ino_t ino;
+	off_t size;	/* of this size (not truncated) */
+	off_t off;	/* the slot's counters in it */
+};
 HP_HIDDEN extern struct hp_counters hp_own;
-HP_HIDDEN extern struct hp_counters *_Atomic hp_ctrp;
+HP_HIDDEN extern const struct hp_ctr_target *_Atomic hp_ctr_pub;
+/* Copy hp_own into the slot: now (a gauge changed; forced), or if a
+ * second passed since the last copy.  Never blocks: a copy in progress in
+ * another thread makes another after it. */
+HP_HIDDEN void hp_ctr_publish(int now);
+/* Stop copying (before the slot is given up) and wait for a copy in
+ * progress; in a forked child, forget the parent's. */
+HP_HIDDEN void hp_ctr_unpublish(int child);
+/* One copy into t now, in this thread (the last one, at exit). */
+HP_HIDDEN void hp_ctr_copy_to(const struct hp_ctr_target *t);
+static inline void hp_ctr_note(int gauge)
+{
+	if (atomic_load_explicit(&hp_ctr_pub, memory_order_relaxed))
+		hp_ctr_publish(gauge);
+}
+#define HP_CTR_GAUGE(c)                                                       \
+	(offsetof(struct hp_counters, c) ==                                   \
+		 offsetof(struct hp_counters, pinned_bytes_now) ||            \
+	 offsetof(struct hp_counters, c) ==                                   \
+		 offsetof(struct hp_counters, ring_bytes) ||                  \
+	 offsetof(struct hp_counters, c) ==                                   \
+		 offsetof(struct hp_counters, cached_bytes))
 /* plan.c: copies staged, their bytes, the staging ring's bytes. */
 /* unknown.c: one call of line per copy entry point hostpin does not know
  * that it handed out a stub for: its name, lookups, calls (outermost),
@@ -328,11 +360,6 @@ HP_HIDDEN void hp_unknown_report(void (*line)(const char *name,
 HP_HIDDEN void hp_stage_counts(uint64_t *copies, uint64_t *bytes,
 			       uint64_t *ring_bytes);
 #define hp_ctr hp_own
-/* The ledger's copy of counter c, or NULL when that is hp_own itself. */
-#define HP_CTR_MIRROR(c)                                                      \
-	(atomic_load_explicit(&hp_ctrp, memory_order_relaxed) == &hp_own        \
-	     ? NULL                                                           \
-	     : &atomic_load_explicit(&hp_ctrp, memory_order_relaxed)->c)
 /* Every counter update: relaxed, since nothing is ordered by statistics.
  * A gauge never goes below zero (never wraps to 16384 PiB), whatever
  * went wrong elsewhere. */
@@ -350,44 +377,26 @@ static inline void hp_ctr_sub(_Atomic uint64_t *c, uint64_t n)
 	    memory_order_relaxed))
 		;
 }
-static inline void hp_ctr_add2(_Atomic uint64_t *own, _Atomic uint64_t *m,
-			       uint64_t n)
-{
-	atomic_fetch_add_explicit(own, n, memory_order_relaxed);
-	if (m)
-		atomic_fetch_add_explicit(m, n, memory_order_relaxed);
-}
-static inline void hp_ctr_sub2(_Atomic uint64_t *own, _Atomic uint64_t *m,
-			       uint64_t n)
-{
-	hp_ctr_sub(own, n);
-	if (m)
-		hp_ctr_sub(m, n);
-}
-static inline void hp_ctr_set2(_Atomic uint64_t *own, _Atomic uint64_t *m,
-			       uint64_t v, int or)
+static inline void hp_ctr_set2(_Atomic uint64_t *own, uint64_t v, int or)
 {
 	if (or)
 		atomic_fetch_or_explicit(own, v, memory_order_relaxed);
 	else
 		atomic_store_explicit(own, v, memory_order_relaxed);
-	if (m && or)
-		atomic_fetch_or_explicit(m, v, memory_order_relaxed);
-	else if (m)
-		atomic_store_explicit(m, v, memory_order_relaxed);
 }
-#define HP_CTR_ADD(c, n) hp_ctr_add2(&hp_own.c, HP_CTR_MIRROR(c), (n))
-#define HP_CTR_SUB(c, n) hp_ctr_sub2(&hp_own.c, HP_CTR_MIRROR(c), (n))
-#define HP_CTR_SET(c, v) hp_ctr_set2(&hp_own.c, HP_CTR_MIRROR(c), (v), 0)
-#define HP_CTR_OR(c, v) hp_ctr_set2(&hp_own.c, HP_CTR_MIRROR(c), (v), 1)
-/* now += n, and peak raised to it, in both copies */
+#define HP_CTR_ADD(c, n)                                                      \
+	((void)atomic_fetch_add_explicit(&hp_own.c, (n),                      \
+					 memory_order_relaxed),               \
+	 hp_ctr_note(HP_CTR_GAUGE(c)))
+#define HP_CTR_SUB(c, n) (hp_ctr_sub(&hp_own.c, (n)), hp_ctr_note(HP_CTR_GAUGE(c)))
+#define HP_CTR_SET(c, v)                                                      \
+	(hp_ctr_set2(&hp_own.c, (v), 0), hp_ctr_note(HP_CTR_GAUGE(c)))
+#define HP_CTR_OR(c, v)                                                       \
+	(hp_ctr_set2(&hp_own.c, (v), 1), hp_ctr_note(HP_CTR_GAUGE(c)))
+/* now += n, and peak raised to it */
 #define HP_CTR_PEAK(now, peak, n)                                             \
-	do {                                                                  \
-		hp_stat_add_peak(&hp_own.now, &hp_own.peak, (n));             \
-		if (HP_CTR_MIRROR(now))                                       \
-			hp_stat_add_peak(HP_CTR_MIRROR(now),                  \
-					 HP_CTR_MIRROR(peak), (n));           \
-	} while (0)
+	(hp_stat_add_peak(&hp_own.now, &hp_own.peak, (n)),                    \
+	 hp_ctr_note(HP_CTR_GAUGE(now)))
 HP_HIDDEN void hp_stat_add_peak(_Atomic uint64_t *now, _Atomic uint64_t *peak,
 				uint64_t n);
 /* Count a failure under a reason name (a static string); 1 the first time

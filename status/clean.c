@@ -115,7 +115,8 @@ static int launcher_of(int dir, const char *name, const struct stat *st)
 		for (uint32_t i = 0; !who && i < l->hiwater && i < HP_LEDGER_SLOTS; i++) {
 			struct hp_lslot *sl = &l->slot[i];
 			uint32_t stt = HP_LS_ST(sl->state);
-			if ((stt == HP_LS_LIVE || stt == HP_LS_DEAD) &&
+			if ((stt == HP_LS_LIVE || stt == HP_LS_DEAD ||
+			     stt == HP_LS_SUM) &&
 			    sl->job_pid > 0 &&
 			    (kill(sl->job_pid, 0) == 0 || errno == EPERM))
 				who = sl->job_pid;

@@ -12,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../preload/base/outfile.h"
 #include "../preload/node/ledger.h"
 #include "status.h"
 
@@ -132,7 +135,7 @@ struct hp_ledger *status_whole(struct hp_ledger *l)
  * 0600, whole, with hostpin's header.  Nothing is ever created. */
 struct hp_ledger *status_open_ledger(int rw)
 {
-	char path[340], dir[300];
+	char path[340], dir[300], leaf[256];
 	const char *p = getenv("HOSTPIN_LEDGER");
 	if (p && strcmp(p, "off") == 0)
 		return NULL;
@@ -147,8 +150,20 @@ struct hp_ledger *status_open_ledger(int rw)
 		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
 			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
 		name = path + strlen(dir) + 1;
-	} else
+	} else {
+		/* walked as the library walks it (outfile.h) */
+		char why[300];
 		snprintf(path, sizeof(path), "%s", p);
+		dirfd = hp_out_walk(p, why, sizeof(why), leaf, sizeof(leaf));
+		if (dirfd < 0) {
+			if (why[0])
+				fprintf(stderr, "hostpin status: HOSTPIN_LEDGER="
+					"%s: %s; not read\n", status_esc(path),
+					status_esc(why));
+			return NULL;
+		}
+		name = leaf;
+	}
 	int fd = hp_ledger_open_checked(dirfd, name, rw);
 	if (fd < 0 && rw && errno == EACCES)
 		fd = hp_ledger_open_checked(dirfd, name, 0), rw = 0;
@@ -248,7 +263,7 @@ int status_ledger_unusable(char *why, size_t cap)
 		snprintf(why, cap, "HOSTPIN_LEDGER=off");
 		return 1;
 	}
-	char path[340], dir[300];
+	char path[340], dir[300], leaf[256];
 	int dirfd = AT_FDCWD;
 	const char *name = p;
 	if (!p || !*p) {
@@ -265,21 +280,42 @@ int status_ledger_unusable(char *why, size_t cap)
 		snprintf(path, sizeof(path), "%s/" HP_LEDGER_NAME_FMT, dir,
 			 HP_LEDGER_VERSION, sizeof(struct hp_lslot));
 		name = path + strlen(dir) + 1;
-	} else
+	} else {
+		/* walked as the library walks it (outfile.h) */
+		char wy[300];
 		snprintf(path, sizeof(path), "%s", p);
-	int fd = hp_ledger_open_checked(dirfd, name, 1), err = errno;
+		dirfd = hp_out_walk(p, wy, sizeof(wy), leaf, sizeof(leaf));
+		if (dirfd < 0 && wy[0]) {
+			snprintf(why, cap, "HOSTPIN_LEDGER=%s: %s",
+				 status_esc(path), wy);
+			return 1;
+		}
+		name = leaf;
+	}
+	/* a directory on the way missing: said below as the file's */
+	int fd = dirfd < 0 && dirfd != AT_FDCWD
+		     ? -1
+		     : hp_ledger_open_checked(dirfd, name, 1),
+	    err = errno;
 	if (fd >= 0) {
 		close(fd);
-	} else if (err == ENOENT) {
+	} else if (err == ENOENT && (dirfd >= 0 || dirfd == AT_FDCWD)) {
 		/* not made yet: can a file be made beside it? */
 		char tmp[400];
-		const char *slash = strrchr(name, '/');
-		snprintf(tmp, sizeof(tmp), "%.*s.hostpin-probe-%d",
-			 slash ? (int)(slash - name + 1) : 0, name,
-			 (int)getpid());
-		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-					    O_CLOEXEC, 0600);
-		err = errno;
+		/* an unpredictable name, another if it is taken: a squat
+		 * costs nothing */
+		for (int tries = 0; tries < 8; tries++) {
+			unsigned long long r = 0;
+			if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+				r = (unsigned long long)time(NULL) * 0x9e3779b97f4a7c15ull + (unsigned)tries;
+			snprintf(tmp, sizeof(tmp), ".hostpin-probe-%d-%llx",
+				 (int)getpid(), r);
+			fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL |
+						    O_NOFOLLOW | O_CLOEXEC, 0600);
+			err = errno;
+			if (fd >= 0 || err != EEXIST)
+				break;
+		}
 		if (fd >= 0) {
 			/* room for a whole ledger, as the library reserves it:
 			 * a /dev/shm too small (a container's 64 MiB, filled)
@@ -294,7 +330,7 @@ int status_ledger_unusable(char *why, size_t cap)
 			unlinkat(dirfd, tmp, 0);
 		}
 	}
-	if (dirfd != AT_FDCWD)
+	if (dirfd >= 0)
 		close(dirfd);
 	if (fd >= 0)
 		return 0;

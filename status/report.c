@@ -1,6 +1,7 @@
 /* The merged report of a launcher job's processes (the launcher's --stats):
  * one report, every process that did something (whatever way it ended)
  * counted once. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 	}
 	struct hp_counters t;
 	memset(&t, 0, sizeof(t));
-	int n = 0, idle = 0, running = 0;
+	int n = 0, idle = 0, running = 0, folded = 0;
 	uint64_t peak_sum = 0;
 	uint32_t hw = atomic_load(&l->hiwater);
 	char a[24], b[24], c[24];
@@ -115,9 +116,15 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &l->slot[i];
 		uint32_t w, st = status_state_word(s, 1, &w);
-		if ((st != HP_LS_LIVE && st != HP_LS_DEAD) || s->job_pid != job ||
-		    s->job_start != js)
+		if ((st != HP_LS_LIVE && st != HP_LS_DEAD && st != HP_LS_SUM) ||
+		    s->job_pid != job || s->job_start != js)
 			continue;
+		if (st == HP_LS_SUM && pass == 1) {
+			/* read: the slot is free again */
+			atomic_compare_exchange_strong(&s->state, &w,
+						       HP_LS_TO(w, HP_LS_FREE));
+			continue;
+		}
 		if (pass == 0 && child > 0 && s->pid == child && !ended[0]) {
 			/* the command's own process, as it ended */
 			status_printable(s, ended, sizeof(ended));
@@ -137,6 +144,27 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			ADD(fail_count) ADD(over_cap)
 #undef ADD
 		}
+		if (st == HP_LS_SUM) {
+			/* processes folded into one slot when the table was
+			 * full (ledger.h): counted, not listed one by one */
+			int k = HP_SUM_DID(s) > 0 ? HP_SUM_DID(s) : 0;
+			/* the file's word: no count wraps */
+			if (k > INT_MAX - n)
+				k = INT_MAX - n;
+			if (k > INT_MAX - folded)
+				k = INT_MAX - folded;
+#define ADD(f) t.f += C(s, f);
+			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
+			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
+			ADD(copies_seen) ADD(copies_registered)
+			ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
+			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
+#undef ADD
+			peak_sum += C(s, pinned_bytes_peak);
+			n += k;
+			folded += k;
+			continue;
+		}
 		if (!status_did_something(s)) {
 			if (pass == 1 && st == HP_LS_DEAD) {
 				atomic_compare_exchange_strong(
@@ -155,7 +183,7 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
 #undef ADD
 			peak_sum += C(s, pinned_bytes_peak);
-			n++;
+			n += n < INT_MAX;
 			running += st == HP_LS_LIVE;
 			continue;
 		}
@@ -229,6 +257,10 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 		fputs(procs, o);
 		free(procs);
 	}
+	if (folded)
+		fprintf(o, "hostpin:   and %d more process%s that ended while "
+			"the ledger's table was full: counted above, not "
+			"listed one by one\n", folded, folded == 1 ? "" : "es");
 	if (idle_why)
 		fprintf(o, "hostpin:   %s\n", idle_why);
 	if (mlock_note)

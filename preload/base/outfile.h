@@ -82,11 +82,12 @@ static inline int hp_out_open(const char *path, int append, mode_t mode,
 	return hp_out_open_in(path, append, mode, why, wcap, NULL);
 }
 
-/* hp_out_open, and (pdir not NULL) the directory that holds the file, in
- * *pdir (an O_PATH descriptor: renameat there renames within the very
- * directory the checks were made in). */
-static inline int hp_out_open_in(const char *path, int append, mode_t mode,
-				 char *why, size_t wcap, int *pdir)
+/* The walk alone (the top of this file): the directory that would hold
+ * path's last component, as an O_PATH descriptor, that name in leaf[lcap]
+ * (never empty, "." or ".."); -1 with errno (why[] filled for a refusal)
+ * otherwise.  What the ledger (HOSTPIN_LEDGER) is made and opened in. */
+static inline int hp_out_walk(const char *path, char *why, size_t wcap,
+			      char *leaf, size_t lcap)
 {
 	/* paths of up to 2047 bytes: the stack of whatever thread logs */
 	char rest[2048], shown[2048], comp[256];
@@ -126,57 +127,12 @@ static inline int hp_out_open_in(const char *path, int append, mode_t mode,
 				err = EISDIR;
 				break;
 			}
-			int fl = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-				 O_CLOEXEC | (append ? O_APPEND : 0);
-			int fd = openat(dir, comp, fl | O_CREAT | O_EXCL, mode);
-			int made = fd >= 0;
-			if (fd < 0 && errno == EEXIST)
-				fd = openat(dir, comp, fl);
-			struct stat st;
-			if (fd < 0) {
-				err = errno;
-				/* a FIFO without a reader, a socket */
-				if (err == ENXIO &&
-				    fstatat(dir, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				    !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
-					hp_snprintf(why, wcap, "it is %s, not a regular "
-						    "file, which hostpin refuses",
-						    hp_outfile_kind(st.st_mode));
-					err = EPERM;
-				}
+			if (n >= lcap) {
+				err = ENAMETOOLONG;
 				break;
 			}
-			if (fstat(fd, &st))
-				err = errno;
-			else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
-				hp_snprintf(why, wcap, "it is %s, not a regular file, "
-					    "which hostpin refuses",
-					    hp_outfile_kind(st.st_mode));
-				err = EPERM;
-			} else if (S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
-				hp_snprintf(why, wcap, "it belongs to another user "
-					    "(uid %u), which hostpin never writes "
-					    "into", (unsigned)st.st_uid);
-				err = EPERM;
-			} else if (S_ISREG(st.st_mode) && st.st_nlink != 1) {
-				hp_snprintf(why, wcap, "it has %u hard links, which "
-					    "hostpin refuses (it could be another "
-					    "file's)", (unsigned)st.st_nlink);
-				err = EPERM;
-			} else if (S_ISREG(st.st_mode) && !append && !made &&
-				   ftruncate(fd, 0))
-				err = errno;
-			else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
-				err = errno;
-			if (err) {
-				close(fd);
-				break;
-			}
-			if (pdir)
-				*pdir = dir;
-			else
-				close(dir);
-			return fd;
+			memcpy(leaf, comp, n + 1);
+			return dir;
 		}
 		if (!n || !strcmp(comp, ".")) {
 			p = q;
@@ -238,6 +194,75 @@ static inline int hp_out_open_in(const char *path, int append, mode_t mode,
 		}
 		p = q;
 	}
+	close(dir);
+	errno = err ? err : EIO;
+	return -1;
+}
+
+/* hp_out_open, and (pdir not NULL) the directory that holds the file, in
+ * *pdir (an O_PATH descriptor: renameat there renames within the very
+ * directory the checks were made in). */
+static inline int hp_out_open_in(const char *path, int append, mode_t mode,
+				 char *why, size_t wcap, int *pdir)
+{
+	char comp[256];
+	int err = 0;
+	int dir = hp_out_walk(path, why, wcap, comp, sizeof(comp));
+	if (dir < 0)
+		return -1;
+	do {
+		int fl = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+			 O_CLOEXEC | (append ? O_APPEND : 0);
+		int fd = openat(dir, comp, fl | O_CREAT | O_EXCL, mode);
+		int made = fd >= 0;
+		if (fd < 0 && errno == EEXIST)
+			fd = openat(dir, comp, fl);
+		struct stat st;
+		if (fd < 0) {
+			err = errno;
+			/* a FIFO without a reader, a socket */
+			if (err == ENXIO &&
+			    fstatat(dir, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+				hp_snprintf(why, wcap, "it is %s, not a regular "
+					    "file, which hostpin refuses",
+					    hp_outfile_kind(st.st_mode));
+				err = EPERM;
+			}
+			break;
+		}
+		if (fstat(fd, &st))
+			err = errno;
+		else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+			hp_snprintf(why, wcap, "it is %s, not a regular file, "
+				    "which hostpin refuses",
+				    hp_outfile_kind(st.st_mode));
+			err = EPERM;
+		} else if (S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
+			hp_snprintf(why, wcap, "it belongs to another user "
+				    "(uid %u), which hostpin never writes "
+				    "into", (unsigned)st.st_uid);
+			err = EPERM;
+		} else if (S_ISREG(st.st_mode) && st.st_nlink != 1) {
+			hp_snprintf(why, wcap, "it has %u hard links, which "
+				    "hostpin refuses (it could be another "
+				    "file's)", (unsigned)st.st_nlink);
+			err = EPERM;
+		} else if (S_ISREG(st.st_mode) && !append && !made &&
+			   ftruncate(fd, 0))
+			err = errno;
+		else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+			err = errno;
+		if (err) {
+			close(fd);
+			break;
+		}
+		if (pdir)
+			*pdir = dir;
+		else
+			close(dir);
+		return fd;
+	} while (0);
 	close(dir);
 	errno = err ? err : EIO;
 	return -1;

@@ -16,6 +16,7 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 
+#include "../base/outfile.h"
 #include "ledger.h"
 #include "ledger_int.h"
 struct hp_ledger *hp_led;
@@ -48,6 +49,10 @@ static struct sigaction bus_prev;
 
 /* SIGBUS on the ledger: its file was truncated under our mapping (a
  * process of the user's in another container sharing /dev/shm).  The
+ * counters are written (hp.h) and the slots summed (ledger_slots.c) with
+ * pwrite and pread, never through the mapping; it is touched only right
+ * after a check of the file (claiming a slot, the reaper, the exit), so
+ * this guard covers only a truncation landing in those microseconds.  The
  * ledger's pages become private zero pages, so the faulting access,
  * repeated on return, succeeds; the process goes on without a ledger.
  * Any other SIGBUS is the program's: the disposition it had (the
@@ -62,8 +67,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	    mmap(l, sizeof(struct hp_ledger), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
 		atomic_store_explicit(&led_lost, 1, memory_order_relaxed);
-		/* this process's own counters go on as they were */
-		atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+		/* this process's own counters go on as they were, no longer
+		 * copied anywhere */
+		atomic_store(&hp_ctr_pub, NULL);
 		errno = e;
 		return;
 	}
@@ -120,8 +126,9 @@ void hp_led_drop(void)
 	struct stat st;
 	if (atomic_exchange_explicit(&led_lost, 1, memory_order_relaxed))
 		return;
-	/* this process's own counters go on as they were (hp_own) */
-	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+	/* this process's own counters go on as they were (hp_own), no
+	 * longer copied anywhere */
+	hp_ctr_unpublish(0);
 	int fd = hp_led_fd_get();
 	if (hp_led_self && fd >= 0 && fstat(fd, &st) == 0 &&
 	    st.st_size == (off_t)sizeof(struct hp_ledger))
@@ -285,7 +292,7 @@ static int create(int dirfd, const char *name, const char *path)
 int hp_led_find(char *path, size_t cap, int quiet)
 {
 	const char *p = hp_optstr[HP_OPT_LEDGER];
-	char dir[300];
+	char dir[300], leaf[256];
 	int lw = quiet ? HP_LOG_DEBUG : HP_LOG_WARN;
 	int dirfd = AT_FDCWD;
 	const char *name = p;
@@ -329,7 +336,20 @@ int hp_led_find(char *path, size_t cap, int quiet)
 		if (!abs[0])
 			hp_snprintf(abs, sizeof(abs), "%s", p);
 		hp_snprintf(path, cap, "%s", abs);
-		name = path;
+		/* walked as the log and stats files are (outfile.h): no
+		 * link of another user's followed, no directory of another
+		 * user's (who could rename the ledger away) or one others
+		 * may change without the sticky bit written into */
+		char why[300];
+		dirfd = hp_out_walk(abs, why, sizeof(why), leaf, sizeof(leaf));
+		if (dirfd < 0) {
+			int err = errno;
+			hp_log(lw, "no ledger: HOSTPIN_LEDGER=%s: %s; node-wide "
+			       "caps do not apply, per-process caps do", path,
+			       why[0] ? why : hp_strerror(err));
+			return -1;
+		}
+		name = leaf;
 	}
 	int fd = -1, err = 0;
 	for (int tries = 0; fd < 0 && tries < 2; tries++) {
@@ -342,8 +362,7 @@ int hp_led_find(char *path, size_t cap, int quiet)
 			break;
 		}
 	}
-	if (dirfd != AT_FDCWD)
-		close(dirfd);
+	close(dirfd);
 	if (fd < 0 && err == EEXIST)
 		hp_log(lw, "%s is not a ledger of this user's made by hostpin "
 		       "(owner, mode 0600, size, reserved pages); left alone, "
@@ -413,8 +432,14 @@ int hp_led_moved(void)
 
 void hp_ledger_fork_child(void)
 {
+	/* the parent's slot is the parent's: never written from here */
+	hp_ctr_unpublish(1);
 	if (!hp_ledger_on())
 		return;
+	if (!hp_led_whole()) { /* truncated: its slot not read */
+		hp_led_self = NULL;
+		return;
+	}
 	/* The child is single-threaded here.  Its counters start from the
 	 * parent's gauges (it inherited the blocks, cache and mappings, and
 	 * will free them), but what the parent did is not the child's. */
@@ -445,7 +470,6 @@ void hp_ledger_fork_child(void)
 	char cmd[HP_LEDGER_CMD];
 	memcpy(cmd, hp_led_self->cmd, sizeof(cmd));
 	hp_led_self = NULL;
-	hp_ctrp = &hp_own;
 	/* unshare(CLONE_NEWPID) puts the children in another namespace */
 	hp_led_myns = hp_pidns(&hp_led_proc_ok);
 	/* The inherited mapping holds the parent's description, and so its
@@ -472,5 +496,26 @@ void hp_ledger_fork_child(void)
 		return;
 	hp_led_fill(s, w, lk, c, cmd);
 	hp_led_self = s;
-	hp_ctrp = &s->ctr;
+	hp_led_publish_to(s);
+}
+
+/* Where this process's counters are copied (hp.h): slot s of the file in
+ * use; two targets in turn, so a copy in progress never reads one being
+ * rewritten (a join comes at most once a second).  Copied once now. */
+void hp_led_target(struct hp_lslot *s, struct hp_ctr_target *t)
+{
+	hp_snprintf(t->path, sizeof(t->path), "%s", lock_path);
+	t->dev = hp_led_lock_dev;
+	t->ino = hp_led_lock_ino;
+	t->size = (off_t)sizeof(struct hp_ledger);
+	t->off = (off_t)((char *)&s->ctr - (char *)hp_led);
+}
+void hp_led_publish_to(struct hp_lslot *s)
+{
+	static struct hp_ctr_target tg[2];
+	static int k;
+	struct hp_ctr_target *t = &tg[k ^= 1];
+	hp_led_target(s, t);
+	atomic_store(&hp_ctr_pub, t);
+	hp_ctr_publish(1);
 }

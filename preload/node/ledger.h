@@ -1,7 +1,9 @@
 /* The node-wide ledger: one shared-memory file per user and node (default
  * /dev/shm/hostpin-<uid>) holding a fixed table of per-process slots.  Each
  * hostpin process keeps a copy of its statistics counters (struct
- * hp_counters; its own are in its own memory, hp_own) in its own slot, so
+ * hp_counters; its own are in its own memory, hp_own) in its own slot,
+ * written with pwrite (hp.h: hp_ctr_publish) and summed by the others with
+ * pread (ledger_slots.c), never through the mapping, so
  * that other processes see its pinned and cached bytes (for the node-wide
  * cap and cache budget) and `hostpin status` and the launcher's merged
  * report see everything it did, even after it was killed.
@@ -73,8 +75,16 @@
  * state seen before cannot act on a slot reclaimed meanwhile.  A slot
  * goes FREE -> CLAIM (its claimer fills it) -> LIVE, then DEAD once its
  * process is seen gone (the counters stay, for the job's report), then
- * FREE again when the report has read it or the slot is needed. */
-enum { HP_LS_FREE, HP_LS_CLAIM, HP_LS_LIVE, HP_LS_DEAD };
+ * FREE again when the report has read it or the slot is needed.  SUM: a
+ * running launcher job's summary (ledger_slots.c): when no slot is free,
+ * a claimer folds the DEAD slots kept for that job's report into one slot
+ * (their counters summed, how many processes in HP_SUM_DID)
+ * and takes the slots so freed, so a long job never fills the table and
+ * its report still counts every process. */
+enum { HP_LS_FREE, HP_LS_CLAIM, HP_LS_LIVE, HP_LS_DEAD, HP_LS_SUM };
+/* A SUM slot's count of the processes folded into it (its rank field;
+ * its pid is 0). */
+#define HP_SUM_DID(s) ((s)->rank)
 #define HP_LS_ST(w) ((w) & 0xffu)
 #define HP_LS_GEN(w) ((w) >> 8)
 #define HP_LS_MK(st, gen) ((uint32_t)(gen) << 8 | (uint32_t)(st))

@@ -42,6 +42,10 @@ HP_HIDDEN struct hp_ledger *hp_led_map(int fd, const char *path);
 HP_HIDDEN void hp_led_use(struct hp_ledger *l, int fd, const char *path);
 HP_HIDDEN void hp_led_retire(struct hp_ledger *l);
 HP_HIDDEN int hp_led_moved(void);
+/* ledger.c: this process's counters copied into slot s from now on
+ * (hp.h, hp_ctr_pub); the target of slot s into *t. */
+HP_HIDDEN void hp_led_publish_to(struct hp_lslot *s);
+HP_HIDDEN void hp_led_target(struct hp_lslot *s, struct hp_ctr_target *t);
 
 /* ledger_slots.c: is the process (pid, start, ns) gone; claim a slot (its
  * state word in *cw, *lk: its lock taken); fill the claimed slot s for

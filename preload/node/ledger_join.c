@@ -56,7 +56,7 @@ static void claim_own(const char *path, int lw)
 	}
 	hp_led_fill(s, w, lk, &hp_own, NULL);
 	hp_led_self = s;
-	atomic_store_explicit(&hp_ctrp, &s->ctr, memory_order_relaxed);
+	hp_led_publish_to(s);
 	hp_log(HP_LOG_INFO, "ledger %s, slot %d", path, (int)(s - hp_led->slot));
 }
 
@@ -90,11 +90,15 @@ void hp_ledger_detach(void)
 	while (atomic_exchange_explicit(&joining, 1, memory_order_acquire))
 		;
 	struct hp_lslot *s = hp_led_self;
-	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+	/* no copy after this one: the slot may be another's once DEAD */
+	hp_ctr_unpublish(0);
 	hp_led_self = NULL;
 	if (s && hp_led_whole()) {
-		/* the last counters, then ended, then DEAD (release) */
-		memcpy(&s->ctr, &hp_own, sizeof(s->ctr));
+		/* the last counters (pwrite: no SIGBUS), then ended, then
+		 * DEAD (release) */
+		struct hp_ctr_target t;
+		hp_led_target(s, &t);
+		hp_ctr_copy_to(&t);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		s->ended = (uint64_t)ts.tv_sec;
@@ -115,7 +119,7 @@ static void rejoin(void)
 {
 	char path[340];
 	/* from here until a slot is ours, this process counts alone */
-	atomic_store_explicit(&hp_ctrp, &hp_own, memory_order_relaxed);
+	hp_ctr_unpublish(0);
 	hp_led_self = NULL;
 	hp_led_retire(hp_led);
 	int fd = hp_led_find(path, sizeof(path), 1);

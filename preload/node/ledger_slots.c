@@ -57,23 +57,109 @@ int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast)
 	return hp_slot_gone(pid, start, ns, hp_led_myns, fast || !hp_led_proc_ok, -1);
 }
 
-/* A DEAD slot may be reused unless a running launcher will report it. */
-static int reusable(struct hp_lslot *s, int fd)
+/* What a DEAD slot (or a SUM slot) may become: 0, reused (its process did
+ * nothing, or no running launcher will report it); 1, kept for a running
+ * launcher's report (folded into the job's SUM slot when the table is
+ * full); 2, left be (its process left it at exit() while its other
+ * threads may still be counting: not before 2 s, unless it is gone). */
+static int dead_use(struct hp_lslot *s, int fd)
 {
 	/* relaxed: statistics */
 	int did = atomic_load_explicit(&s->ctr.pin_calls, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.copies_seen, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.bytes_peak, memory_order_relaxed) ||
 		  atomic_load_explicit(&s->ctr.fail_count, memory_order_relaxed);
-	/* a slot its process left at exit() while its other threads may
-	 * still be counting: not before 2 s, unless the process is gone */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
 	    !gone_slot(s, 0, fd))
-		return 0;
+		return 2;
 	return !s->job_pid || !did ||
-	       hp_led_gone(s->job_pid, s->job_start, s->pidns, 0);
+			       hp_led_gone(s->job_pid, s->job_start, s->pidns, 0)
+		   ? 0
+		   : 1;
+}
+static int reusable(struct hp_lslot *s, int fd)
+{
+	return dead_use(s, fd) == 0;
+}
+
+/* Fold slot s (claimed by us, its contents still its dead process's) into
+ * SUM slot t of the same job: its counters added (the backend's flags
+ * or'ed; the settings are the first process's), the process counted. */
+static void sum_add(struct hp_lslot *t, struct hp_lslot *s)
+{
+	_Atomic uint64_t *to = (_Atomic uint64_t *)(void *)&t->ctr;
+	_Atomic uint64_t *from = (_Atomic uint64_t *)(void *)&s->ctr;
+	size_t bk = offsetof(struct hp_counters, backend) / sizeof(uint64_t),
+	       th = offsetof(struct hp_counters, threshold) / sizeof(uint64_t),
+	       pa = offsetof(struct hp_counters, pin_after) / sizeof(uint64_t);
+	for (size_t k = 0; k < sizeof(s->ctr) / sizeof(uint64_t); k++) {
+		uint64_t v = atomic_load_explicit(&from[k], memory_order_relaxed);
+		if (k == bk)
+			atomic_fetch_or_explicit(&to[k], v & ~(uint64_t)15,
+						 memory_order_relaxed);
+		else if (k != th && k != pa)
+			atomic_fetch_add_explicit(&to[k], v, memory_order_relaxed);
+	}
+	__atomic_fetch_add(&HP_SUM_DID(t), 1, __ATOMIC_RELAXED);
+}
+
+/* The SUM slot of s's job, or NULL. */
+static struct hp_lslot *sum_of(struct hp_lslot *s, uint32_t hw)
+{
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *t = &hp_led->slot[i];
+		if (t != s &&
+		    HP_LS_ST(atomic_load_explicit(&t->state,
+						  memory_order_acquire)) ==
+			HP_LS_SUM &&
+		    t->job_pid == s->job_pid && t->job_start == s->job_start &&
+		    t->pidns == s->pidns)
+			return t;
+	}
+	return NULL;
+}
+
+static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i, int fd,
+		     int *lk);
+
+/* The table is full: fold the DEAD slots kept for running launchers'
+ * reports into one SUM slot per job (the first such slot of a job
+ * without one becomes it) until one is freed for us; that one, claimed
+ * (state word in *w, its lock in *lk), or NULL. */
+static struct hp_lslot *fold(uint32_t *cw, int *lk, int fd, int lfd)
+{
+	for (uint32_t i = 0; i < HP_LEDGER_SLOTS; i++) {
+		struct hp_lslot *s = &hp_led->slot[i];
+		uint32_t w = atomic_load_explicit(&s->state,
+						  memory_order_acquire);
+		if (HP_LS_ST(w) != HP_LS_DEAD || dead_use(s, fd) != 1 ||
+		    !try_claim(s, &w, i, lfd, lk))
+			continue;
+		struct hp_lslot *t = sum_of(s, HP_LEDGER_SLOTS);
+		if (t) {
+			sum_add(t, s);
+			*cw = w;
+			return s;
+		}
+		/* the job's summary from now on: not a process's, so no
+		 * lock; one process counted in it */
+		if (*lk)
+			hp_led_slot_lock(lfd, i, F_UNLCK);
+		*lk = 0;
+		s->pid = s->ppid = 0;
+		s->start = 0;
+		s->locked = 0;
+		s->ended = 0;
+		HP_SUM_DID(s) = 1;
+		s->local_rank = -1;
+		hp_snprintf(s->cmd, sizeof(s->cmd), "(processes folded)");
+		/* release: the readers see the summary whole */
+		atomic_store_explicit(&s->state, HP_LS_TO(w, HP_LS_SUM),
+				      memory_order_release);
+	}
+	return NULL;
 }
 
 #ifdef HP_EMBEDDED_TEST
@@ -137,8 +223,10 @@ static int try_claim(struct hp_lslot *s, uint32_t *w, uint32_t i, int fd,
 
 /* Claim a slot, keeping the used part of the table (what sums scan)
  * short: a free one among those used before; a dead one (seen with
- * kill(pid, 0), no /proc read); a never used one; at last any whose
- * process is gone by pid and start time.  NULL if the table is full; the
+ * kill(pid, 0), no /proc read); a never used one; then any whose
+ * process is gone by pid and start time; at last one freed by folding
+ * the slots kept for running launchers' reports.  NULL if the table is
+ * full of live processes; the
  * claimed state word in *cw, whether we hold its lock in *lk. */
 struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk)
 {
@@ -174,13 +262,16 @@ struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk)
 			if (HP_LS_ST(w) == HP_LS_LIVE &&
 			    mark_dead(s, w, pass == 1, fd))
 				w = HP_LS_TO(w, HP_LS_DEAD);
-			if (HP_LS_ST(w) == HP_LS_DEAD && reusable(s, fd) &&
+			if ((HP_LS_ST(w) == HP_LS_DEAD ||
+			     HP_LS_ST(w) == HP_LS_SUM) &&
+			    reusable(s, fd) &&
 			    try_claim(s, &w, i, lfd, lk)) {
 				*cw = w, got = s;
 				goto out;
 			}
 		}
 	}
+	got = fold(cw, lk, fd, lfd);
 out:
 	hp_led_fd_put(fd);
 	return got;
@@ -219,63 +310,87 @@ void hp_led_fill(struct hp_lslot *s, uint32_t w, int lk,
 	atomic_store_explicit(&s->state, hp_led_self_w, memory_order_release);
 }
 
+/* Over the live slots, a counter (an offset into struct hp_counters): its
+ * sum (count 0) or how many hold it nonzero (count 1), this process's own
+ * share from its own memory.  The file is read with pread, never through
+ * the mapping: a file truncated by another process raises no SIGBUS here
+ * (what can be read is counted).  A file removed or replaced (no
+ * descriptor of it to be had): this process alone, until it joins the file
+ * at the path (hp_ledger_check, within a second). */
+static uint64_t scan(size_t off, int count)
+{
+	uint64_t own = atomic_load_explicit(
+	    (_Atomic uint64_t *)((char *)&hp_own + off), memory_order_relaxed);
+	if (count)
+		own = own != 0;
+	struct hp_lslot *me = hp_led_self;
+	if (!me || !hp_ledger_on())
+		return own;
+	int fd = hp_led_fd_get();
+	uint32_t hw;
+	if (fd < 0 || pread(fd, &hw, sizeof(hw),
+			    offsetof(struct hp_ledger, hiwater)) !=
+			  (ssize_t)sizeof(hw)) {
+		hp_led_fd_put(fd);
+		return own;
+	}
+	uint32_t self = (uint32_t)(me - hp_led->slot);
+	uint64_t t = 0;
+	int seen = 0;
+	struct hp_lslot b[8];
+	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i += 8) {
+		uint32_t n = hw - i < 8 ? hw - i : 8;
+		if (n > HP_LEDGER_SLOTS - i)
+			n = HP_LEDGER_SLOTS - i;
+		ssize_t r = pread(fd, b, n * sizeof(b[0]), HP_SLOT_LOCK_OFF(i));
+		if (r < (ssize_t)sizeof(b[0]))
+			break;
+		n = (uint32_t)((size_t)r / sizeof(b[0]));
+		for (uint32_t j = 0; j < n; j++) {
+			struct hp_lslot *s = &b[j];
+			if (HP_LS_ST(atomic_load_explicit(
+				&s->state, memory_order_relaxed)) != HP_LS_LIVE)
+				continue;
+			/* our own share from our own memory: what the file
+			 * says of it may have been changed by another
+			 * process */
+			if (i + j == self) {
+				seen = 1;
+				t = hp_sat_add(t, own);
+				continue;
+			}
+			uint64_t v = atomic_load_explicit(
+			    (_Atomic uint64_t *)((char *)&s->ctr + off),
+			    memory_order_relaxed);
+			/* a slot claiming more than the machine has is not
+			 * hostpin's word; nor one no process can ever reap:
+			 * no lock to test and not of our PID namespace (a
+			 * process of the user's could write such a slot and
+			 * block pinning for as long as the file exists;
+			 * hostpin's own processes hold their lock); and no
+			 * sum wraps */
+			if (count)
+				t += v != 0;
+			else if (v <= hp_led_slot_max &&
+				 (s->locked || (s->pidns && s->pidns == hp_led_myns)))
+				t = hp_sat_add(t, v);
+		}
+		if (n < 8 && i + n < hw)
+			break; /* a short read: the file was cut */
+	}
+	hp_led_fd_put(fd);
+	return seen ? t : hp_sat_add(t, own);
+}
+
 uint64_t hp_ledger_sum(size_t off)
 {
-	if (!hp_ledger_on())
-		return atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)&hp_own + off),
-		    memory_order_relaxed);
-	uint64_t t = 0;
-	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &hp_led->slot[i];
-		/* relaxed: a sum of statistics, each read on its own */
-		if (HP_LS_ST(atomic_load_explicit(&s->state,
-						  memory_order_relaxed)) !=
-		    HP_LS_LIVE)
-			continue;
-		/* our own share from our own memory: what the file says of
-		 * it may have been changed by another process */
-		uint64_t v = atomic_load_explicit(
-		    (_Atomic uint64_t *)((char *)(s == hp_led_self ? &hp_own
-								   : &s->ctr) +
-					 off),
-		    memory_order_relaxed);
-		/* a slot claiming more than the machine has is not hostpin's
-		 * word; nor one no process can ever reap: no lock to test and
-		 * not of our PID namespace (a process of the user's could
-		 * write such a slot and block pinning for as long as the
-		 * file exists; hostpin's own processes hold their lock); and
-		 * no sum wraps */
-		if (s != hp_led_self &&
-		    (v > hp_led_slot_max ||
-		     (!s->locked && (!s->pidns || s->pidns != hp_led_myns))))
-			continue;
-		t = hp_sat_add(t, v);
-	}
-	return t;
+	return scan(off, 0);
 }
 
 unsigned hp_ledger_live(size_t off)
 {
-	if (!hp_ledger_on())
-		return atomic_load_explicit(
-			   (_Atomic uint64_t *)((char *)hp_ctrp + off),
-			   memory_order_relaxed) != 0;
-	unsigned t = 0;
-	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
-	for (uint32_t i = 0; i < hw && i < HP_LEDGER_SLOTS; i++) {
-		struct hp_lslot *s = &hp_led->slot[i];
-		/* relaxed: a count of statistics, each read on its own */
-		if (HP_LS_ST(atomic_load_explicit(&s->state,
-						  memory_order_relaxed)) ==
-			HP_LS_LIVE &&
-		    atomic_load_explicit(
-			(_Atomic uint64_t *)((char *)&s->ctr + off),
-			memory_order_relaxed) != 0)
-			t++;
-	}
-	return t;
+	uint64_t n = scan(off, 1);
+	return n > 0xffffffffu ? 0xffffffffu : (unsigned)n;
 }
 
 int hp_led_second_passed(_Atomic uint64_t *last)

@@ -96,10 +96,7 @@ static int cap_reserve(size_t len, int ring)
 			return 0;
 	} while (!atomic_compare_exchange_weak_explicit(
 	    mine, &cur, cur + len, memory_order_relaxed, memory_order_relaxed));
-	_Atomic uint64_t *m = ring ? HP_CTR_MIRROR(ring_bytes)
-				   : HP_CTR_MIRROR(pinned_bytes_now);
-	if (m)
-		atomic_fetch_add_explicit(m, len, memory_order_relaxed);
+	hp_ctr_note(1); /* the ledger's copy, for the other processes */
 	return 1;
 }
 

@@ -206,6 +206,46 @@ if grep -q "command=\"sh -c.*marker-cmd-line\"" "$S/open.prom" && grep -q "hostp
 	ok "/proc mounted hidepid=2: the world-readable Prometheus file shows no command line"
 else bad "hidepid: $(grep -h -m1 live_bytes{ "$S/open.prom" "$S/hid.prom")"; fi'
 
+
+# 10. (issue 40 item 6) HOSTPIN_LEDGER through another user's directory:
+# nobody's symbolic link to nobody's directory ($S/lnk -> $S/nd), and
+# nobody's directory itself.  Must hold: root makes no ledger in nobody's
+# directory either way (nobody could rename it away, or chose where it
+# goes), says why, and runs; `hostpin status` and the launcher's --stats
+# probe make nothing there either; in root's own sticky directory the
+# ledger is made.
+sec "HOSTPIN_LEDGER walk" '
+nob mkdir -m 755 "$S/nd"; nob ln -s "$S/nd" "$S/lnk"
+o1=$(env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$S/lnk/led" HOSTPIN_LOG=info /bin/true 2>&1); r1=$?
+o2=$(env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$S/nd/led" HOSTPIN_LOG=info /bin/true 2>&1); r2=$?
+HOSTPIN_LEDGER="$S/nd/led" "$ST" --all > /dev/null 2>&1
+o3=$(env LD_PRELOAD="$LIB" HOSTPIN_LEDGER="$S/led" HOSTPIN_LOG=info /bin/true 2>&1)
+left=$(ls -A "$S/nd")
+if [ $r1 = 0 ] && [ $r2 = 0 ] && [ -z "$left" ] && echo "$o1" | grep -q "symbolic link of another user" &&
+	echo "$o2" | grep -q "belongs to another user" && echo "$o3" | grep -q "ledger $S/led, slot"; then
+	ok "HOSTPIN_LEDGER through nobody'"'"'s link or in nobody'"'"'s directory: refused, said, nothing made there; in root'"'"'s own: made"
+else bad "HOSTPIN_LEDGER walk (want rc 0/0, nothing in nobody'"'"'s directory, the reasons): rc $r1/$r2, left: $left"
+	echo "$o1"; echo "$o2"; echo "$o3"; fi'
+
+# 11. (issue 40 item 6) nobody pre-creates /tmp/hostpin-0-lib (the
+# launcher's directory for a link to a library path with a space), as a
+# directory of nobody's and as a link.  Must hold: a root launch from a
+# library path with a space still preloads hostpin (through a directory
+# of root's), and nothing of nobody's is used.
+sec "launcher link directory" "HP='$HP'"'
+mount -t tmpfs -o mode=1777 tmpfs /tmp || { bad "mount /tmp"; exit 1; }
+mkdir -p "/tmp/r/My Lib"; chmod 755 /tmp/r; cp "$LIB" "/tmp/r/My Lib/libhostpin.so"
+for how in dir link; do
+	rm -rf /tmp/hostpin-0-lib /tmp/nob
+	if [ $how = dir ]; then nob mkdir -m 777 /tmp/hostpin-0-lib; else nob mkdir -m 777 /tmp/nob; nob ln -s /tmp/nob /tmp/hostpin-0-lib; fi
+	mount -t tmpfs -o mode=755 tmpfs /run # the runtime directory of root, this namespace only
+	out=$(HOSTPIN_LIB="/tmp/r/My Lib/libhostpin.so" "$HP" -l info /bin/true 2>&1); rc=$?
+	umount /run
+	if [ $rc = 0 ] && echo "$out" | grep -q "ready: backend" && [ -z "$(ls -A /tmp/hostpin-0-lib/)" ]; then
+		ok "nobody'"'"'s /tmp/hostpin-0-lib ($how): a root launch from a library path with a space still preloads hostpin"
+	else bad "nobody'"'"'s /tmp/hostpin-0-lib ($how) breaks a root launch (rc $rc): $out"; fi
+done'
+
 fi # root
 umount "$sd/s" 2>/dev/null
 rm -rf "$sd"
