@@ -101,6 +101,7 @@ void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
 int hp_cuda_copy_fns(void);
 int hp_cuda_capturing(struct CUstream_st *s);
 void hp_cuda_wait_stream(struct CUstream_st *s);
+int hp_cuda_wait_stream_quiet(struct CUstream_st *s);
 /* id: s's identity (the copy engine's hp_stream_key: a per-thread default
  * stream is its thread's), what tells the last copy's stream apart. */
 int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s, uintptr_t id);

@@ -186,6 +186,41 @@ void hp_cuda_wait_stream(hp_cudaStream_t s)
 	HP_CTR_ADD(copy_waits, 1);
 }
 
+/* A wait for s that a graph capture elsewhere allows (a global one in
+ * another thread, or this thread's own): no stream or event is asked;
+ * a host function queued on s (itself not capturing: the caller holds
+ * its capture entry) says when the work before it ran.  0 once it ran;
+ * -1: no way (no cuLaunchHostFunc, or the driver refused it). */
+struct host_fn_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int ran;
+};
+
+static void host_fn_ran(void *arg)
+{
+	struct host_fn_wait *w = arg;
+	pthread_mutex_lock(&w->mu);
+	w->ran = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+int hp_cuda_wait_stream_quiet(hp_cudaStream_t s)
+{
+	struct host_fn_wait w = {PTHREAD_MUTEX_INITIALIZER,
+				 PTHREAD_COND_INITIALIZER, 0};
+	if (!hp_cu_pf.cuLaunchHostFunc ||
+	    hp_cu_pf.cuLaunchHostFunc(s, host_fn_ran, &w) != 0)
+		return -1;
+	pthread_mutex_lock(&w.mu);
+	while (!w.ran)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	HP_CTR_ADD(copy_waits, 1);
+	return 0;
+}
+
 /* HOSTPIN_COPY=async: the block's last copy is now this one. */
 int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 {

@@ -187,7 +187,9 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 /* ...and where the driver has it; S is the capture-status enum type. */
 #define HP_CU_POLICY_OPT_FNS(X, R, S)                                         \
 	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus)) \
-	X(cuCtxSynchronize, R, (void))
+	X(cuCtxSynchronize, R, (void))                                        \
+	X(cuLaunchHostFunc, R,                                                \
+	  (hp_cudaStream_t hStream, void (*fn)(void *), void *userData))
 
 /* Driver copy entry points hostpin wraps (each also in its _ptsz form):
  * X(name, R, params); M2, M3, BOP: the descriptor types. */

@@ -122,6 +122,19 @@ void hp_copy_sync_end(hp_copy_t *c, int ok)
 	}
 }
 
+/* A wait for s while a capture prohibits stream and event waits here:
+ * 0 once the work queued on s ran.  The stream's entry keeps a capture
+ * from beginning there meanwhile (a captured host function would never
+ * run). */
+static int wait_quiet(hp_cudaStream_t s)
+{
+	if (!hp_capture_stream_enter(s))
+		return -1;
+	int r = hp_cuda_capturing(s) ? -1 : hp_cuda_wait_stream_quiet(s);
+	hp_capture_stream_leave(s);
+	return r;
+}
+
 void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 {
 	hp_hook_leave();
@@ -158,14 +171,34 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	 * graph, which records the copy instead of running it: waiting would
 	 * invalidate the capture. */
 	if (st >= 0 && !hp_cuda_capturing(s) && !hp_capture_enter()) {
-		/* Another stream captures a graph in global mode: any wait
-		 * now would invalidate that capture (invariant 13). */
-		HP_LOG_ONCE(HP_LOG_INFO, "a copy through registered memory "
-			    "during a CUDA graph capture elsewhere in the "
-			    "process: not waited for (a wait would invalidate "
-			    "the capture)");
+		/* Another stream captures a graph in global mode (or this
+		 * thread's in thread-local mode): a stream or event wait now
+		 * would invalidate that capture (invariant 13); the copy,
+		 * not captured, still keeps pageable semantics: a host
+		 * function on its stream says when it ran.  The stream's
+		 * entry keeps a capture from beginning there meanwhile (a
+		 * captured host function would never run). */
+		if (wait_quiet(s) != 0)
+			HP_LOG_ONCE(HP_LOG_INFO, "a copy through registered "
+				    "memory during a CUDA graph capture "
+				    "elsewhere in the process: not waited for "
+				    "(a wait would invalidate the capture)");
 	} else if (st >= 0 && !hp_cuda_capturing(s)) {
-		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
+		if ((hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
+		     st == FENCES_WAIT_ONLY || c->overflow) &&
+		    hp_capture_seen()) {
+			/* Once the process has captured: the wait outside
+			 * the gate, so that a capture's begin elsewhere never
+			 * waits for this stream's work (issue 39 item 2) */
+			hp_capture_leave();
+			if (wait_quiet(s) != 0 && hp_capture_enter()) {
+				hp_cuda_wait_stream(s);
+				hp_capture_leave();
+			}
+			hp_in_hook--;
+			hp_coverage_poll();
+			return;
+		} else if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
 		    st == FENCES_WAIT_ONLY ||
 		    c->overflow) {
 			hp_cuda_wait_stream(s);

@@ -193,7 +193,8 @@ static int timed_on(void);
 static double timed_due(stream_t *s, struct op *o);
 static void timed_sleep_until(double t);
 static void late_run(stream_t *s, unsigned long long qn, int wait);
-static void enqueue(stream_t *s, struct op *o)
+/* o's number on its stream (0: captured, not queued) */
+static unsigned long long enqueue(stream_t *s, struct op *o)
 {
 	s = S(s);
 	if (late_on() && s->capturing && !o->hold) {
@@ -203,7 +204,7 @@ static void enqueue(stream_t *s, struct op *o)
 		logf_("LATE captured %zu", o->n);
 		if (o->staging)
 			unraw(o->staging, o->n);
-		return;
+		return 0;
 	}
 	pthread_mutex_lock(&s->mu);
 	o->next = NULL;
@@ -219,6 +220,7 @@ static void enqueue(stream_t *s, struct op *o)
 	pthread_mutex_unlock(&s->mu);
 	if (timed_on())
 		late_run(s, qn, 0); /* the timed mode: DMA starts now */
+	return qn;
 }
 
 #include "fake_late.h"

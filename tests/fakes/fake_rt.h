@@ -545,14 +545,25 @@ static CUresult rt_capture_info(stream_t *s, int *status,
 		*edges = NULL;
 	return cuStreamGetCaptureInfo_v2(s, status, id, graph, deps, ndeps);
 }
-/* a host function runs in stream order, when the fake runs the stream */
+/* a host function runs in stream order, in time, unasked as a driver
+ * runs it: the stream's work up to it is run (in the late mode its
+ * worker is asked to; nothing after it is) */
 static CUresult rt_host_func(stream_t *s, void (*fn)(void *), void *arg)
 {
 	struct op *o = raw(sizeof(*o));
 	memset(o, 0, sizeof(*o));
 	o->host_fn = fn, o->host_arg = arg;
-	enqueue(s, o);
+	unsigned long long qn = enqueue(s, o);
+	if (qn && late_on())
+		late_run(S(s), qn, 0);
+	else if (qn)
+		run_queue(s, o); /* o: compared, not read (may be run) */
 	return OK;
+}
+CUresult cuLaunchHostFunc(stream_t *s, void (*fn)(void *), void *arg);
+CUresult cuLaunchHostFunc(stream_t *s, void (*fn)(void *), void *arg)
+{
+	return rt_host_func(s, fn, arg);
 }
 struct rt_cb {
 	void (*fn)(stream_t *, CUresult, void *);

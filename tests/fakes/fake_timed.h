@@ -146,7 +146,7 @@ static void timed_register(void *p, size_t n)
 	timed_sleep_until(t0 + s * (double)n / (1 << 30));
 }
 
-static void enqueue(stream_t *s, struct op *o);
+static unsigned long long enqueue(stream_t *s, struct op *o);
 static void late_run(stream_t *s, unsigned long long qn, int wait);
 
 /* A kernel: the stream is busy for `seconds`, no link used.  -1 outside

@@ -6,8 +6,9 @@
  * source at return, a D2H is complete at return) a D2H's destination is
  * summed at return and an H2D's source overwritten at return.  After a
  * "fail" op the copy is fallible: its return code is not compared, a
- * destination that changes after an error return is "LATEWRITE", and the
- * destination is written afresh.
+ * destination that changes after an error return is "LATEWRITE" (the
+ * thread's streams synchronised before the copy), and the destination is
+ * written afresh.
  *   bogus K bH dD: an impossible copy (K picks which); its return code. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -163,6 +164,9 @@ int fz_op_copy(struct fz_thread *t, struct fz_op *o)
 	uint64_t before = 0;
 	CUresult r;
 	if (fz_fallible) {
+		/* this thread's earlier copies done first: what changes the
+		 * destination after the return is this copy's */
+		fz_sync_mine(t);
 		r = copy(form, h2d, s, h, d, w, hh, hp, dp);
 		before = h2d ? (dok ? fz_sum(d, dspan) : 0) : fz_sum(h, span);
 		fz_sync_mine(t);
