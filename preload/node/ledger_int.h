@@ -46,6 +46,7 @@ HP_HIDDEN int hp_led_moved(void);
  * (hp.h, hp_ctr_pub); the target of slot s into *t. */
 HP_HIDDEN void hp_led_publish_to(struct hp_lslot *s);
 HP_HIDDEN void hp_led_target(struct hp_lslot *s, struct hp_ctr_target *t);
+HP_HIDDEN const char *hp_led_path_in_use(void);
 
 /* ledger_slots.c: is the process (pid, start, ns) gone; claim a slot (its
  * state word in *cw, *lk: its lock taken); fill the claimed slot s for

@@ -186,3 +186,24 @@ void hp_ledger_watch(void)
 		hp_log(HP_LOG_DEBUG, "ledger: no watching thread; the file is "
 		       "checked at cap checks only");
 }
+
+/* Where this process's counters are copied (hp.h): slot s of the file in
+ * use; two targets in turn, so a copy in progress never reads one being
+ * rewritten (a join comes at most once a second).  Copied once now. */
+void hp_led_target(struct hp_lslot *s, struct hp_ctr_target *t)
+{
+	hp_snprintf(t->path, sizeof(t->path), "%s", hp_led_path_in_use());
+	t->dev = hp_led_lock_dev;
+	t->ino = hp_led_lock_ino;
+	t->size = (off_t)sizeof(struct hp_ledger);
+	t->off = (off_t)((char *)&s->ctr - (char *)hp_led);
+}
+void hp_led_publish_to(struct hp_lslot *s)
+{
+	static struct hp_ctr_target tg[2];
+	static int k;
+	struct hp_ctr_target *t = &tg[k ^= 1];
+	hp_led_target(s, t);
+	atomic_store(&hp_ctr_pub, t);
+	hp_ctr_publish(1);
+}
