@@ -77,9 +77,10 @@ HP_HIDDEN int hp_stage_on(void);
  * ring.c: the staging rings, one per direction.  Their slots are owned per
  * stream until the event recorded after their last DMA completes.
  * Rings belong to a context (a device): hp_ring_get: ctx's ring of that
- * direction, claimed (not made again while claimed), made (once) through
- * ctx if make (ctx is current here), or NULL (it could not be made, or ctx
- * has none and is not current); hp_ring_put lets go of it.
+ * direction, claimed (not made again while claimed); or NULL: none ready
+ * (asked for, through ctx if make: ctx is current here; made in the
+ * background, never on a copy's path: the copy passes through meanwhile),
+ * or it could not be made; hp_ring_put lets go of it.
  * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
  * was on s; first: the copy holds none yet: it may take the last slot no
  * copy holds, and the ring then grows in the background; a copy holding
@@ -95,8 +96,9 @@ HP_HIDDEN int hp_stage_on(void);
 struct hp_ring {
 	pthread_mutex_t mu;
 	int dir; /* 0: H2D, 1: D2H */
-	int state; /* 0: not made yet; 1: ready; -1: could not be made (tried
-		    * again after skip copies); -2: exit */
+	int state; /* 0: not made yet; 2: its first segment being made (by
+		    * the growth thread, ring.c); 1: ready; -1: could not be
+		    * made (tried again after skip copies); -2: exit */
 	int skip, backoff;
 	char *base[HP_RING_SEGS];
 	int nseg;
