@@ -20,15 +20,10 @@
 #include "../record.h"
 #include "stage.h"
 
-/* The statistics of staging (not in the ledger slot: its layout is
- * unchanged). */
-static _Atomic uint64_t st_copies, st_bytes;
-
+/* The statistics of staging: the copies (policy/stats.c), the rings. */
 void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
 {
-	/* relaxed: statistics order nothing */
-	*copies = atomic_load_explicit(&st_copies, memory_order_relaxed);
-	*bytes = atomic_load_explicit(&st_bytes, memory_order_relaxed);
+	hp_stat_staged_get(copies, bytes);
 	*ring_bytes = hp_ring_bytes();
 }
 
@@ -103,7 +98,8 @@ static int across_pieces(const hp_copy_t *c, uintptr_t a, size_t n,
 }
 
 void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
-		  size_t n, uintptr_t d, hp_cudaStream_t s, int htod, int rect)
+		  size_t n, uintptr_t d, hp_cudaStream_t s, int htod,
+		  size_t rect)
 {
 	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .s = s,
 			      .sid = hp_stream_key(s)};
@@ -188,8 +184,13 @@ void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
 		return;
 	/* the ring of the stream's context (a device's stream may be used
 	 * with another device current): made only through the current one */
-	uintptr_t sc = hp_cuda_stream_ctx(s, ctx);
-	P->R = hp_ring_get(htod, sc, sc == ctx);
+	P->ctx = hp_cuda_stream_ctx(s, ctx);
+	P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx);
+	/* a row wider than a slot: as it is */
+	if (P->R != NULL && rect > P->R->slot) {
+		hp_ring_put(P->R);
+		P->R = NULL;
+	}
 	if (P->R == NULL) {
 		stream_leave(s);
 		return;
@@ -214,8 +215,7 @@ void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged)
 		stream_leave(P->s);
 		if (!staged)
 			return;
-		atomic_fetch_add_explicit(&st_copies, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&st_bytes, n, memory_order_relaxed);
+		hp_stat_staged(n);
 		return;
 	}
 }

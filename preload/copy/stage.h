@@ -141,12 +141,15 @@ struct hp_plan {
 			* stream is this thread's) */
 	uintptr_t base; /* PIECES, PREFIX: the block [base, base+len) */
 	size_t len;
+	uintptr_t ctx; /* STAGED: the stream's context, whose ring R is (a
+			* device's stream may be used with another current) */
 	struct hp_ring *R; /* STAGED: the ring, claimed */
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
  * (device side d, 0: checked by the caller) through the records c, on
- * the program's stream s; rect: a 2D or 3D copy (never by pieces; n: its
- * host side's extent, first byte to last).  A copy the driver must not
+ * the program's stream s; rect: 0, or a 2D or 3D copy's row width (never
+ * by pieces; n: its host side's extent, first byte to last; staged only
+ * where a slot holds a row).  A copy the driver must not
  * get as it is (a 2D/3D copy across a registered block's registrations,
  * any copy across the end of the registered part of a block being
  * registered) is staged whatever its size.  What
@@ -156,7 +159,7 @@ struct hp_plan {
  * (counted; else no slot could be taken and it passes through). */
 HP_HIDDEN void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c,
 			    const void *h, size_t n, uintptr_t d,
-			    hp_cudaStream_t s, int htod, int rect);
+			    hp_cudaStream_t s, int htod, size_t rect);
 HP_HIDDEN void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged);
 /* the stream a copy runs on (ptsz: stream 0 is the per-thread one) */
 HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);

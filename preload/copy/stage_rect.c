@@ -216,15 +216,11 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
 	struct hp_plan P; /* the host side's extent: its first to last byte */
 	hp_copy_plan(&P, c, h, (hl - y) * pitch + w, 0,
-		     hp_program_stream(s, ptsz), htod, 1);
+		     hp_program_stream(s, ptsz), htod, w);
 	if (P.kind != HP_PLAN_STAGED)
 		return 0;
 	struct hp_ring *R = P.R;
 	s = P.s;
-	if (w > R->slot) { /* a row wider than a slot: as it is */
-		hp_copy_plan_end(&P, n, 0);
-		return 0;
-	}
 	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
 			 .hs = hh * pitch, .dh = dvh, .w = w, .H = H,
 			 .depth = depth, .per = R->slot / w,
