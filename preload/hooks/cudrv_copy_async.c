@@ -13,8 +13,7 @@ HP_BODY hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoDAsync_v2_t, hp_CUresult, (d, h, n, s),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
@@ -22,8 +21,7 @@ HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoHAsync_v2_t, hp_CUresult, (h, d, n, s),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 /* Between unified addresses: a large one from or into host memory
@@ -35,8 +33,7 @@ HP_BODY hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 	HP_COPY_BODY(f, hp_cuMemcpyAsync_t, hp_CUresult, (d, sr, n, s),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
-		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
@@ -44,7 +41,7 @@ HP_BODY hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2DAsync_v2_t, hp_CUresult, (p, s),
 		     host_2d(&c_, p);
-		     STAGED(hp_stage_2d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
+		     STAGED(hp_stage_2d(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
@@ -52,7 +49,7 @@ HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DAsync_v2_t, hp_CUresult, (p, s),
 		     host_3d(&c_, p);
-		     STAGED(hp_stage_3d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
+		     STAGED(hp_stage_3d(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,

@@ -70,8 +70,7 @@ HP_BODY hp_CUresult copy_attr_async(void *f, int ptsz, hp_CUdeviceptr d,
 		     (d, sr, n, at, s),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
-		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy3d_attr_async(void *f, int ptsz,

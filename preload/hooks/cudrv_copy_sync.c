@@ -14,8 +14,7 @@ HP_BODY hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoD_v2_t, hp_CUresult, (d, h, n),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, 1, &st_),
-			    SYNC_END),
+		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
@@ -23,8 +22,7 @@ HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoH_v2_t, hp_CUresult, (h, d, n),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, 1, &st_),
-			    SYNC_END),
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult copy_sync(void *f, hp_CUdeviceptr d, hp_CUdeviceptr sr,
@@ -41,7 +39,7 @@ HP_BODY hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p),
 		     host_2d(&c_, p);
-		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
+		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
@@ -55,7 +53,7 @@ HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p),
 		     host_3d(&c_, p);
-		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
+		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
