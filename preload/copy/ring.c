@@ -314,14 +314,14 @@ static void grow_one(struct hp_ring *R)
 	int put;
 	if (first) {
 		put = first_made(R, e, pushed < 0, &S, ctx, gen);
-		if (R->state == 2 && R->gen != gen)
-			grow_ask(R); /* asked again meanwhile (a new context) */
 	} else {
 		put = e == 0 && R->state == 1 && R->gen == gen &&
 		      R->ctx == ctx && R->nseg == g;
 		if (put)
 			seg_install(R, &S);
 	}
+	if (R->state == 2)
+		grow_ask(R); /* asked again meanwhile (a new context) */
 	pthread_mutex_unlock(&R->mu);
 	if (e == 0 && !put)
 		seg_undo(&S);
