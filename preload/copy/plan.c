@@ -10,9 +10,13 @@
  *                   registered in the background, then a wait (pieces.c);
  *   staged          through a ring of staging slots (stage.c, stage_rect.c).
  *
- * The plan holds what its execution needs held (the capture gate and the
- * stream's entry, the prefix's reader count, the ring's claim) until
- * hp_copy_plan_end.  Driver calls go through the backend contract
+ * The plan records what its executor needs (the stream and its identity,
+ * the stream's context, the form and how an error ends: HP_STAGE_*) and
+ * holds what its execution needs held (the capture gate and the stream's
+ * entry, the prefix's reader count, the ring's claim) until
+ * hp_copy_plan_end, which lets go of it and ends the copy as the plan says
+ * (hp_copy_end, hp_copy_sync_end): the hook gets the result, or
+ * HP_COPY_PASSED and makes its own call.  Driver calls go through the backend contract
  * (backend_cuda_calls.c). */
 #include <stdlib.h>
 
