@@ -407,6 +407,11 @@ HP_HIDDEN int hp_stat_fail(const char *reason);
 #define HP_STAT_REASONS 16
 HP_HIDDEN const char *hp_stat_reason(int i, uint64_t *n);
 HP_HIDDEN uint64_t hp_stat_fail_total(void);
+/* Copies staged (the copy engine's, copy/plan.c) and their bytes: counted
+ * by hp_stat_staged, read by hp_stat_staged_get (not in the ledger slot:
+ * its layout is unchanged). */
+HP_HIDDEN void hp_stat_staged(uint64_t bytes);
+HP_HIDDEN void hp_stat_staged_get(uint64_t *copies, uint64_t *bytes);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);
 

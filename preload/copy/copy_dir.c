@@ -15,8 +15,8 @@ static int host_side(const void *p, unsigned type)
 	return type == 0 || hp_foreign_hides(p);
 }
 
-int hp_stage_unified(const hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
-		     hp_cudaStream_t st, int ptsz, int sync, int *res)
+int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
+		     hp_cudaStream_t st, int ptsz, int how)
 {
 	/* A small copy is planned too when it touches a block of hostpin's
 	 * (c->n): it may cross the end of one of the block's registrations
@@ -24,12 +24,12 @@ int hp_stage_unified(const hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
 	 * driver must not get whole (issue 39 item 6). */
 	if ((n < hp_opt[HP_OPT_STAGE_MIN] && c->n == 0 && !c->overflow) ||
 	    !hp_stage_on() || !hp_cuda_stage_fns())
-		return 0;
+		return HP_COPY_PASSED;
 	const void *dp = (const void *)d, *sp = (const void *)s;
 	unsigned dt = hp_cuda_mem_type(dp), stp = hp_cuda_mem_type(sp);
 	if (dt == HP_CU_MEMORYTYPE_DEVICE && host_side(sp, stp))
-		return hp_stage_htod(c, d, sp, n, st, ptsz, sync, res);
+		return hp_stage_htod(c, d, sp, n, st, ptsz, how);
 	if (stp == HP_CU_MEMORYTYPE_DEVICE && host_side(dp, dt))
-		return hp_stage_dtoh(c, (void *)dp, s, n, st, ptsz, sync, res);
-	return 0;
+		return hp_stage_dtoh(c, (void *)dp, s, n, st, ptsz, how);
+	return HP_COPY_PASSED;
 }

@@ -39,14 +39,14 @@ static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 	return r;
 }
 
-int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
-		  int sync)
+int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
+	int sync = P->how & HP_STAGE_SYNC;
 	int queued;
 	int r = per_piece(P->base, P->len, d, h, n, P->s, P->htod, &queued);
 	/* A registered block: the hook ends the copy as one through
-	 * registered memory (a wait in sync mode, else an event), and a
-	 * synchronous form waits here.  The registered prefix of a block
+	 * registered memory (hp_copy_plan_end: a wait in sync mode, else an
+	 * event), and a synchronous form waits here.  The registered prefix of a block
 	 * being registered: a wait for the stream whatever the form, even
 	 * after an error (what was queued may run): the block is not
 	 * REGISTERED, so no fence follows; this keeps the semantics of the

@@ -10,9 +10,13 @@
  *                   registered in the background, then a wait (pieces.c);
  *   staged          through a ring of staging slots (stage.c, stage_rect.c).
  *
- * The plan holds what its execution needs held (the capture gate and the
- * stream's entry, the prefix's reader count, the ring's claim) until
- * hp_copy_plan_end.  Driver calls go through the backend contract
+ * The plan records what its executor needs (the stream and its identity,
+ * the stream's context, the form and how an error ends: HP_STAGE_*) and
+ * holds what its execution needs held (the capture gate and the stream's
+ * entry, the prefix's reader count, the ring's claim) until
+ * hp_copy_plan_end, which lets go of it and ends the copy as the plan says
+ * (hp_copy_end, hp_copy_sync_end): the hook gets the result, or
+ * HP_COPY_PASSED and makes its own call.  Driver calls go through the backend contract
  * (backend_cuda_calls.c). */
 #include <stdlib.h>
 
@@ -20,15 +24,10 @@
 #include "../record.h"
 #include "stage.h"
 
-/* The statistics of staging (not in the ledger slot: its layout is
- * unchanged). */
-static _Atomic uint64_t st_copies, st_bytes;
-
+/* The statistics of staging: the copies (policy/stats.c), the rings. */
 void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
 {
-	/* relaxed: statistics order nothing */
-	*copies = atomic_load_explicit(&st_copies, memory_order_relaxed);
-	*bytes = atomic_load_explicit(&st_bytes, memory_order_relaxed);
+	hp_stat_staged_get(copies, bytes);
 	*ring_bytes = hp_ring_bytes();
 }
 
@@ -102,11 +101,12 @@ static int across_pieces(const hp_copy_t *c, uintptr_t a, size_t n,
 	       hp_cells_piece_end(b->base, b->len, a) < a + n;
 }
 
-void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
-		  size_t n, uintptr_t d, hp_cudaStream_t s, int htod, int rect)
+void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
+		  uintptr_t d, hp_cudaStream_t s, int htod, size_t rect,
+		  int how)
 {
-	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .s = s,
-			      .sid = hp_stream_key(s)};
+	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .how = how,
+			      .c = c, .s = s, .sid = hp_stream_key(s)};
 	/* Nothing for hostpin to do: no host side, a forked child (no driver
 	 * calls of its own), more records than a copy tracks, staging off
 	 * (HOSTPIN_STAGE=0, another backend). */
@@ -188,8 +188,13 @@ void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
 		return;
 	/* the ring of the stream's context (a device's stream may be used
 	 * with another device current): made only through the current one */
-	uintptr_t sc = hp_cuda_stream_ctx(s, ctx);
-	P->R = hp_ring_get(htod, sc, sc == ctx);
+	P->ctx = hp_cuda_stream_ctx(s, ctx);
+	P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx);
+	/* a row wider than a slot: as it is */
+	if (P->R != NULL && rect > P->R->slot) {
+		hp_ring_put(P->R);
+		P->R = NULL;
+	}
 	if (P->R == NULL) {
 		stream_leave(s);
 		return;
@@ -197,66 +202,64 @@ void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c, const void *h,
 	P->kind = HP_PLAN_STAGED;
 }
 
-void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged)
+int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 {
 	switch (P->kind) {
 	case HP_PLAN_PASS:
-		return;
+		return HP_COPY_PASSED;
 	case HP_PLAN_PIECES:
 		stream_leave(P->s);
-		return;
+		break;
 	case HP_PLAN_PREFIX:
 		stream_leave(P->s);
 		hp_register_prefix_leave(); /* the DMAs completed */
-		return;
+		break;
 	case HP_PLAN_STAGED:
 		hp_ring_put(P->R);
 		stream_leave(P->s);
-		if (!staged)
-			return;
-		atomic_fetch_add_explicit(&st_copies, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&st_bytes, n, memory_order_relaxed);
-		return;
+		if (r != HP_COPY_PASSED)
+			hp_stat_staged(n);
+		break;
 	}
+	/* The end of a copy made here (its wait or fence was the
+	 * executor's): an error the caller makes again in its own terms
+	 * passes (HP_STAGE_RETRY: its call ends the copy); one through a
+	 * registered block by pieces ends as a copy through registered
+	 * memory (an async form: the wait or event of HOSTPIN_COPY); the
+	 * others as a copy through unregistered memory, counted. */
+	if (r == HP_COPY_PASSED || (r != 0 && (P->how & HP_STAGE_RETRY)))
+		return HP_COPY_PASSED;
+	if (P->kind == HP_PLAN_PIECES && !(P->how & HP_STAGE_SYNC))
+		hp_copy_end(P->c, P->s, 0, r == 0);
+	else
+		hp_copy_sync_end(P->c, r == 0);
+	return r;
 }
 
 /* A 1D copy of n bytes between host memory h and device memory d: its
- * plan, executed, ended; what the hook does next (stage.h's HP_COPY_*). */
-static int copy_1d(const hp_copy_t *c, uintptr_t d, char *h, size_t n,
-		   hp_cudaStream_t s, int htod, int sync, int *res)
+ * plan, executed, ended; what the hook gets (stage.h). */
+static int copy_1d(hp_copy_t *c, uintptr_t d, char *h, size_t n,
+		   hp_cudaStream_t s, int htod, int how)
 {
 	struct hp_plan P;
-	hp_copy_plan(&P, c, h, n, d, s, htod, 0);
-	int ret = HP_COPY_PASSED;
-	switch (P.kind) {
-	case HP_PLAN_PASS:
-		return HP_COPY_PASSED;
-	case HP_PLAN_PIECES:
-		*res = hp_pieces_run(&P, d, h, n, sync);
-		ret = HP_COPY_DONE_REGISTERED;
-		break;
-	case HP_PLAN_PREFIX:
-		*res = hp_pieces_run(&P, d, h, n, sync);
-		ret = HP_COPY_DONE;
-		break;
-	case HP_PLAN_STAGED:
-		ret = hp_stage_lin(&P, d, h, n, sync, res) ? HP_COPY_DONE
-							    : HP_COPY_PASSED;
-		break;
-	}
-	hp_copy_plan_end(&P, n, ret != HP_COPY_PASSED);
-	return ret;
+	hp_copy_plan(&P, c, h, n, d, s, htod, 0, how);
+	int r = HP_COPY_PASSED;
+	if (P.kind == HP_PLAN_PIECES || P.kind == HP_PLAN_PREFIX)
+		r = hp_pieces_run(&P, d, h, n);
+	else if (P.kind == HP_PLAN_STAGED)
+		r = hp_stage_lin(&P, d, h, n);
+	return hp_copy_plan_end(&P, n, r);
 }
 
-int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h, size_t n,
-		  hp_cudaStream_t s, int ptsz, int sync, int *res)
+int hp_stage_htod(hp_copy_t *c, uintptr_t d, const void *h, size_t n,
+		  hp_cudaStream_t s, int ptsz, int how)
 {
 	return copy_1d(c, d, (char *)(uintptr_t)h, n,
-		       hp_program_stream(s, ptsz), 1, sync, res);
+		       hp_program_stream(s, ptsz), 1, how);
 }
 
-int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d, size_t n,
-		  hp_cudaStream_t s, int ptsz, int sync, int *res)
+int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
+		  hp_cudaStream_t s, int ptsz, int how)
 {
-	return copy_1d(c, d, h, n, hp_program_stream(s, ptsz), 0, sync, res);
+	return copy_1d(c, d, h, n, hp_program_stream(s, ptsz), 0, how);
 }

@@ -1,7 +1,9 @@
 /* The staging rings (the copy engine: stage.c stages through them).  One
  * ring per direction, each half of HOSTPIN_STAGE_BUFFER, mapped and
- * registered through the program's current context at the first copy
- * staged that way (never a context of hostpin's own: invariant 3).
+ * registered through the program's context current at the first copy
+ * that would be staged that way (never a context of hostpin's own:
+ * invariant 3), by the growth thread (below): that copy, and any while
+ * the ring is made, pass through.
  *
  * A ring's slots are owned per stream (issue 32): a copy takes slots
  * (hp_ring_take) that are free — no DMA pending, or the event recorded
@@ -17,8 +19,8 @@
  * stream's work nor for a registration, and copies on two streams the same
  * way are staged at once, each through its own slots.  The ring's lock is
  * held only for the bookkeeping, never across a copy, a wait or a
- * registration (the first segment's, made by the first copy staged
- * through the ring, aside: no copy could use the ring before). */
+ * registration (issue 39 item 12; a ring whose context ended is released
+ * under it, at the next copy, as the driver forgets it). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -99,7 +101,8 @@ static void ring_exit(void)
 		ring_exit_one(&rings[i][0]), ring_exit_one(&rings[i][1]);
 }
 
-/* Once, at the first ring made: the exit hook, the copy threads. */
+/* Once, at the first ring asked for (before the growth thread makes it:
+ * the exit hook waits for it): the exit hook, the copy threads. */
 static void rings_first(void)
 {
 	if (atexit(ring_exit) != 0)
@@ -255,8 +258,10 @@ static void seg_undo(struct seg *S)
 }
 
 /* ---- growth, in the background (issue 39) ----
- * A ring grows by a segment when a copy found every slot another
- * stream's (it passes through meanwhile), or ahead, when a copy took the
+ * A ring's first segment is made here, asked for by the first copy that
+ * would be staged through it (ring_make).  A ring grows by a segment
+ * when a copy found every slot another stream's (it passes through
+ * meanwhile), or ahead, when a copy took the
  * last slot no copy held.  One thread of hostpin's (started with the
  * first ring; every signal blocked: invariant 11) makes the segment
  * through the ring's own context (pushed: the current one may be another
@@ -264,11 +269,14 @@ static void seg_undo(struct seg *S)
  * the ring's lock only if the ring is still what it was.  So no copy
  * registers memory, and none waits for a registration. */
 
-/* Under R->mu: ask for a segment more for R. */
-static void grow_ask(struct hp_ring *R)
+/* Under R->mu: ask for R's first segment (state 2) or a segment more; 1
+ * if the growth thread will make it. */
+static int grow_ask(struct hp_ring *R)
 {
-	if (R->grow || R->state <= 0 || R->nseg == HP_RING_SEGS)
-		return;
+	if (R->grow)
+		return 1;
+	if (R->state == 1 ? R->nseg == HP_RING_SEGS : R->state != 2)
+		return 0;
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, grower_start);
 	pthread_mutex_lock(&gw.mu); /* order: R->mu, then gw.mu */
@@ -276,12 +284,18 @@ static void grow_ask(struct hp_ring *R)
 	gw.asked = 1;
 	pthread_cond_broadcast(&gw.cv);
 	pthread_mutex_unlock(&gw.mu);
+	return R->grow;
 }
+
+static int first_made(struct hp_ring *R, int e, int gone,
+		      const struct seg *S, uintptr_t ctx, uint64_t gen);
 
 static void grow_one(struct hp_ring *R)
 {
 	pthread_mutex_lock(&R->mu);
-	if (R->grow != 1 || R->state <= 0 || R->nseg == HP_RING_SEGS) {
+	int first = R->state == 2;
+	if (R->grow != 1 ||
+	    (!first && (R->state != 1 || R->nseg == HP_RING_SEGS))) {
 		R->grow = 0;
 		pthread_mutex_unlock(&R->mu);
 		return;
@@ -297,10 +311,17 @@ static void grow_one(struct hp_ring *R)
 	hp_cuda_ctx_pop(pushed);
 	pthread_mutex_lock(&R->mu);
 	R->grow = 0;
-	int put = e == 0 && R->state > 0 && R->gen == gen && R->ctx == ctx &&
-		  R->nseg == g;
-	if (put)
-		seg_install(R, &S);
+	int put;
+	if (first) {
+		put = first_made(R, e, pushed < 0, &S, ctx, gen);
+	} else {
+		put = e == 0 && R->state == 1 && R->gen == gen &&
+		      R->ctx == ctx && R->nseg == g;
+		if (put)
+			seg_install(R, &S);
+	}
+	if (R->state == 2)
+		grow_ask(R); /* asked again meanwhile (a new context) */
 	pthread_mutex_unlock(&R->mu);
 	if (e == 0 && !put)
 		seg_undo(&S);
@@ -326,46 +347,75 @@ static void *grower_main(void *arg)
 	return NULL;
 }
 
-/* Under R->mu, R given to context ctx: make it once, through ctx current
- * on this thread (make: it is).  1 if ready. */
+/* Under R->mu, no segment made: what a refused making leaves (not for
+ * good, issue 32): tried again at the next copy after a moment's refusal
+ * (e > 0), else after 1, 2, 4 ... 1024 copies. */
+static void make_refused(struct hp_ring *R, int e)
+{
+	R->backoff = e > 0 ? 0
+		   : R->backoff ? (R->backoff < 1024 ? 2 * R->backoff : 1024)
+				: 1;
+	R->skip = R->backoff;
+	R->state = -1;
+}
+
+/* Under R->mu, S made for R: R is ready. */
+static void make_done(struct hp_ring *R, const struct seg *S)
+{
+	seg_install(R, S);
+	R->backoff = 0;
+	R->state = 1;
+}
+
+/* Under R->mu: the making of R's first segment S for context ctx at
+ * generation gen ended (e: seg_make's answer; gone: ctx ended first).  1
+ * if S is R's now; else the caller undoes S if it was made. */
+static int first_made(struct hp_ring *R, int e, int gone,
+		      const struct seg *S, uintptr_t ctx, uint64_t gen)
+{
+	if (R->state != 2 || R->gen != gen || R->ctx != ctx)
+		return 0; /* ended, or given to another context meanwhile */
+	if (e == 0) {
+		make_done(R, S);
+		return 1;
+	}
+	if (gone)
+		R->state = 0; /* asked again at the next copy */
+	else
+		make_refused(R, e);
+	return 0;
+}
+
+/* Under R->mu, R given to context ctx: made once, through ctx (make: it
+ * is current on this thread, its generation learnt here).  1 if ready;
+ * 2: to be made by this copy (HOSTPIN_STAGE_RING_BACKGROUND=0, or no
+ * growth thread), outside R->mu (hp_ring_get); else 0: the copy passes
+ * through.  The first segment, like any growth, is made by the growth
+ * thread, never on a copy's path nor under R->mu (issue 39 item 12): the
+ * copy that asks for it, and every copy while it is made (state 2), pass
+ * through. */
 static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 {
-	if (R->state > 0 && R->gen != hp_cuda_ctx_gen(R->ctx, 0)) {
+	if (R->state == 1 && R->gen != hp_cuda_ctx_gen(R->ctx, 0)) {
 		if (R->claims > 0)
 			return 0; /* in use: made again once let go */
 		ring_unmake(R);
 	}
-	if (R->state > 0)
+	if (R->state == 1)
 		return 1;
-	if (R->state == -2 || !make)
-		return 0; /* at exit; or not its context current here */
+	if (R->state == 2 || R->state == -2 || !make)
+		return 0; /* being made; at exit; or not its context current */
 	if (R->state < 0 && R->skip > 0) {
 		R->skip--;
 		return 0;
 	}
-	uint64_t gen = hp_cuda_ctx_gen(ctx, 1);
-	/* the ring's first segment, on the first copy that needs it (once
-	 * per context): its growth is in the background */
-	struct seg S;
-	int e = R->nseg == 0 ? seg_make(R->dir, 0, &S) : -1;
-	if (e != 0) {
-		/* not for good (issue 32): tried again at the next copy after
-		 * a moment's refusal, else after 1, 2, 4 ... 1024 copies */
-		R->backoff = e > 0 ? 0
-			   : R->backoff ? (R->backoff < 1024 ? 2 * R->backoff
-							      : 1024)
-					: 1;
-		R->skip = R->backoff;
-		R->state = -1;
-		return 0;
-	}
-	seg_install(R, &S);
-	R->backoff = 0;
-	R->gen = gen;
 	static pthread_once_t first = PTHREAD_ONCE_INIT;
 	pthread_once(&first, rings_first);
-	R->state = 1;
-	return 1;
+	R->gen = hp_cuda_ctx_gen(ctx, 1);
+	R->state = 2;
+	if (hp_opt[HP_OPT_STAGE_RING_BACKGROUND] && grow_ask(R))
+		return 0;
+	return 2;
 }
 
 /* The entry for ctx in direction dir: its own, else one never given,
@@ -406,10 +456,24 @@ struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make)
 	if (R == NULL)
 		return NULL;
 	pthread_mutex_lock(&R->mu);
-	int ok = ring_make(R, ctx, make);
+	int ok = ring_make(R, ctx, make), undo = 0;
+	struct seg S;
+	if (ok == 2) {
+		/* made here, ctx current; other copies pass through meanwhile
+		 * (state 2), none waits on R->mu for the registration */
+		uint64_t gen = R->gen;
+		int dir = R->dir;
+		pthread_mutex_unlock(&R->mu);
+		int e = seg_make(dir, 0, &S);
+		pthread_mutex_lock(&R->mu);
+		ok = first_made(R, e, 0, &S, ctx, gen);
+		undo = e == 0 && !ok;
+	}
 	if (ok)
 		R->claims++;
 	pthread_mutex_unlock(&R->mu);
+	if (undo)
+		seg_undo(&S);
 	return ok ? R : NULL;
 }
 

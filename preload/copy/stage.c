@@ -270,9 +270,9 @@ static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		       : hp_cuda_dtoh_async(h + off, d + off, n - off, P->s);
 }
 
-int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
-		 int sync, int *res)
+int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
+	int sync = P->how & HP_STAGE_SYNC;
 	struct hp_ring *R = P->R;
 	size_t per = R->slot * ROUND_SLOTS, off = 0;
 	if (per < ROUND_MIN)
@@ -299,7 +299,7 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 			 * through */
 			size_t o = off + done * R->slot;
 			if (o == 0)
-				return 0;
+				return HP_COPY_PASSED;
 			r = lin_pass(P, d, h, n, o);
 			break;
 		}
@@ -317,6 +317,5 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		if (r == 0)
 			r = w;
 	}
-	*res = r;
-	return 1;
+	return r;
 }

@@ -11,53 +11,55 @@
 #include "../hooks.h"
 
 /* For a copy hook that entered (hp_hook_enter) and handed its host side to
- * hp_copy_host (plan.c: the copy's plan, executed, ended), one of the
- * HP_COPY_* answers below: HP_COPY_DONE if the copy was staged
- * (HP_PLAN_STAGED), or went direct through the registered part of a block
- * being registered in the background and waited for its stream
- * (HP_PLAN_PREFIX), its driver result in *res; HP_COPY_DONE_REGISTERED if
- * it went direct through a registered block in several DMAs, one per
- * registration it crosses (HP_PLAN_PIECES: HP_REG_PIECE_MAX,
- * HOSTPIN_REGISTER_CHUNK), its result in *res: the hook then ends it as a
- * copy through registered memory (hp_copy_end); HP_COPY_PASSED if it must
- * go to the driver as it is (HP_PLAN_PASS: HOSTPIN_STAGE=0, small,
- * registered memory, another backend, a capture, a forked child, no
- * context on this thread, no ring or no slot).  s: the program's stream;
- * ptsz: stream 0 means the per-thread default stream; sync: the
- * synchronous form (it returns after the copy completed). */
-HP_HIDDEN int hp_stage_htod(const hp_copy_t *c, uintptr_t d, const void *h,
-			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
-			    int *res);
-HP_HIDDEN int hp_stage_dtoh(const hp_copy_t *c, void *h, uintptr_t d,
-			    size_t n, hp_cudaStream_t s, int ptsz, int sync,
-			    int *res);
+ * hp_copy_host (plan.c: the copy's plan, executed, ended): the copy's
+ * driver result if hostpin made it, the copy then ended here as its plan
+ * says (hp_copy_end or hp_copy_sync_end: the hook returns the result at
+ * once): staged (HP_PLAN_STAGED), direct through the registered part of a
+ * block being registered in the background and waited for
+ * (HP_PLAN_PREFIX), or direct through a registered block in several DMAs,
+ * one per registration it crosses (HP_PLAN_PIECES: HP_REG_PIECE_MAX,
+ * HOSTPIN_REGISTER_CHUNK; ended as a copy through registered memory);
+ * HP_COPY_PASSED if it must go to the driver as it is, the hook making
+ * its own call (HP_PLAN_PASS: HOSTPIN_STAGE=0, small, registered memory,
+ * another backend, a capture, a forked child, no context on this thread,
+ * no ring or no slot).  s: the program's stream; ptsz: stream 0 means the
+ * per-thread default stream; how: HP_STAGE_* below. */
+enum { HP_COPY_PASSED = -1 };
+#define HP_STAGE_SYNC 1 /* the synchronous form (returns once complete) */
+#define HP_STAGE_RETRY 2 /* an error is not returned: the copy is passed,
+			  * the caller's own call makes it whole again, in
+			  * its own terms (the runtime's; queued after what
+			  * was staged) */
+HP_HIDDEN int hp_stage_htod(hp_copy_t *c, uintptr_t d, const void *h,
+			    size_t n, hp_cudaStream_t s, int ptsz, int how);
+HP_HIDDEN int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
+			    hp_cudaStream_t s, int ptsz, int how);
 
 /* A 1D copy between unified addresses (cuMemcpyWithAttributesAsync and
  * the runtime's): staged as hp_stage_htod or hp_stage_dtoh when one side
  * is host memory the driver does not know (or a block of hostpin's) and
  * the other device memory; 0 otherwise (both host, both device, managed
  * or the program's pinned memory on either side).  copy_dir.c. */
-HP_HIDDEN int hp_stage_unified(const hp_copy_t *c, uintptr_t d, uintptr_t s,
-			       size_t n, hp_cudaStream_t st, int ptsz,
-			       int sync, int *res);
+HP_HIDDEN int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s,
+			       size_t n, hp_cudaStream_t st, int ptsz, int how);
 
 /* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory,
  * staged whole rows at a time: as many rows as fit in a slot, packed
- * there, then one 2D DMA per slot.  1 if staged (*res: the driver's
- * result), 0 if it must go to the driver as it is (as above, and: an array
+ * there, then one 2D DMA per slot.  As above: the result, or
+ * HP_COPY_PASSED if it must go to the driver as it is (and: an array
  * on either side, both sides host or both device, rows wider than a slot,
  * no cuMemcpy2DAsync_v2).  Arguments as above. */
-HP_HIDDEN int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
-			  hp_cudaStream_t s, int ptsz, int sync, int *res);
+HP_HIDDEN int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+			  hp_cudaStream_t s, int ptsz, int how);
 /* A 3D copy (CUDA_MEMCPY3D) between pitched host memory and device memory:
  * its Depth slices staged as 2D copies in one hold of the ring, their
  * chunks pipelined across slices (a chunk spans slices when the device
  * side's follow each other: dstHeight or srcHeight == Height).  Passed through
- * (0) as a 2D copy is, and: a LOD or reserved field not 0, a depth of 0,
+ * as a 2D copy is, and: a LOD or reserved field not 0, a depth of 0,
  * a slice height below Height with a depth over 1, or a Z with a slice
  * height of 0.  Arguments as above. */
-HP_HIDDEN int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
-			  hp_cudaStream_t s, int ptsz, int sync, int *res);
+HP_HIDDEN int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
+			  hp_cudaStream_t s, int ptsz, int how);
 
 /* register.c: the block the registration thread is registering, piece by
  * piece.  For a copy through record r of [a, a+n): 0 if r is not that
@@ -78,9 +80,10 @@ HP_HIDDEN int hp_stage_on(void);
  * ring.c: the staging rings, one per direction.  Their slots are owned per
  * stream until the event recorded after their last DMA completes.
  * Rings belong to a context (a device): hp_ring_get: ctx's ring of that
- * direction, claimed (not made again while claimed), made (once) through
- * ctx if make (ctx is current here), or NULL (it could not be made, or ctx
- * has none and is not current); hp_ring_put lets go of it.
+ * direction, claimed (not made again while claimed); or NULL: none ready
+ * (asked for, through ctx if make: ctx is current here; made in the
+ * background, never on a copy's path: the copy passes through meanwhile),
+ * or it could not be made; hp_ring_put lets go of it.
  * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
  * was on s; first: the copy holds none yet: it may take the last slot no
  * copy holds, and the ring then grows in the background; a copy holding
@@ -96,8 +99,9 @@ HP_HIDDEN int hp_stage_on(void);
 struct hp_ring {
 	pthread_mutex_t mu;
 	int dir; /* 0: H2D, 1: D2H */
-	int state; /* 0: not made yet; 1: ready; -1: could not be made (tried
-		    * again after skip copies); -2: exit */
+	int state; /* 0: not made yet; 2: its first segment being made (by
+		    * the growth thread, ring.c); 1: ready; -1: could not be
+		    * made (tried again after skip copies); -2: exit */
 	int skip, backoff;
 	char *base[HP_RING_SEGS];
 	int nseg;
@@ -135,46 +139,45 @@ enum hp_plan_kind {
 struct hp_plan {
 	enum hp_plan_kind kind;
 	int htod; /* 1: H2D, 0: D2H */
+	int how; /* HP_STAGE_*: the form, and how the copy ends */
+	hp_copy_t *c; /* the hook's copy, ended by hp_copy_plan_end */
 	hp_cudaStream_t s; /* the program's stream (hp_program_stream) */
 	uintptr_t sid; /* its identity (hp_stream_key: a per-thread default
 			* stream is this thread's) */
 	uintptr_t base; /* PIECES, PREFIX: the block [base, base+len) */
 	size_t len;
+	uintptr_t ctx; /* STAGED: the stream's context, whose ring R is (a
+			* device's stream may be used with another current) */
 	struct hp_ring *R; /* STAGED: the ring, claimed */
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
  * (device side d, 0: checked by the caller) through the records c, on
- * the program's stream s; rect: a 2D or 3D copy (never by pieces; n: its
- * host side's extent, first byte to last).  A copy the driver must not
+ * the program's stream s; rect: 0, or a 2D or 3D copy's row width (never
+ * by pieces; n: its host side's extent, first byte to last; staged only
+ * where a slot holds a row).  A copy the driver must not
  * get as it is (a 2D/3D copy across a registered block's registrations,
  * any copy across the end of the registered part of a block being
  * registered) is staged whatever its size.  What
  * a plan other than PASS holds (the capture gate and s's entry, the
  * prefix's reader count, the ring's claim) is held until
- * hp_copy_plan_end; staged: a STAGED plan's copy went through the ring
- * (counted; else no slot could be taken and it passes through). */
-HP_HIDDEN void hp_copy_plan(struct hp_plan *P, const hp_copy_t *c,
-			    const void *h, size_t n, uintptr_t d,
-			    hp_cudaStream_t s, int htod, int rect);
-HP_HIDDEN void hp_copy_plan_end(struct hp_plan *P, size_t n, int staged);
+ * hp_copy_plan_end, which lets go of it and ends the copy as the plan
+ * says (how, kind): r, the executor's answer (the result, or
+ * HP_COPY_PASSED: nothing was done, no slot could be taken), is what the
+ * hook gets. */
+HP_HIDDEN void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h,
+			    size_t n, uintptr_t d, hp_cudaStream_t s, int htod,
+			    size_t rect, int how);
+HP_HIDDEN int hp_copy_plan_end(struct hp_plan *P, size_t n, int r);
 /* the stream a copy runs on (ptsz: stream 0 is the per-thread one) */
 HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
 
 /* pieces.c: a PIECES or PREFIX plan's DMAs from or to [h, h+n), and the
- * wait its kind needs (sync: the synchronous form); the first error. */
+ * wait its kind and form need; the first error. */
 HP_HIDDEN int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h,
-			    size_t n, int sync);
-
-/* What a copy hook's call into the engine answers (hp_stage_htod and the
- * others): passed through (the hook makes its own call), done here
- * (counted as a copy through unregistered memory: staged, or direct in the
- * registered part of a block being registered and waited for), or done
- * here direct through a registered block (the hook ends it as a copy
- * through registered memory, hp_copy_end). */
-enum { HP_COPY_PASSED = 0, HP_COPY_DONE = 1, HP_COPY_DONE_REGISTERED = 2 };
+			    size_t n);
 
 /* stage.c: a STAGED plan's 1D copy of [h, h+n) through its ring
- * (hp_stage_lin: 1 if done, *res its result; 0 if nothing was done: the
+ * (hp_stage_lin: its result; HP_COPY_PASSED if nothing was done: the
  * copy passes through); the chunk loops every staged copy runs
  * (stage_rect.c's too), m chunks: fill or drain copies chunk i between
  * the program's memory and a slot, issue enqueues its DMA on P's stream.
@@ -184,7 +187,7 @@ enum { HP_COPY_PASSED = 0, HP_COPY_DONE = 1, HP_COPY_DONE_REGISTERED = 2 };
  * began that prohibits the waits a slot needs: issue 39 item 2). */
 #define HP_STAGE_REST (-2)
 HP_HIDDEN int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h,
-			   size_t n, int sync, int *res);
+			   size_t n);
 HP_HIDDEN int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		      void (*fill)(size_t i, char *sl, void *arg),
 		      int (*issue)(size_t i, char *sl, void *arg), void *arg,

@@ -168,16 +168,16 @@ static size_t mul_add(size_t a, size_t b, size_t c)
  * the destination's slice heights in rows, p's Y counting the rows before
  * the first slice), between pitched host memory and device memory: as
  * hp_stage_2d. */
-static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+static int stage_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
-		      int ptsz, int sync, int *res)
+		      int ptsz, int how)
 {
 	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
 	n = mul_add(n, depth, 0);
 	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
 	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
 	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
-		return 0;
+		return HP_COPY_PASSED;
 	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
 	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
 	int htod;
@@ -186,22 +186,22 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
 		htod = 0;
 	else
-		return 0; /* an array, host to host, device to device */
+		return HP_COPY_PASSED; /* an array, host to host, device to device */
 	size_t pitch = htod ? p->srcPitch : p->dstPitch;
 	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
 	size_t y = htod ? p->srcY : p->dstY;
 	size_t hh = htod ? sh : dh, dvh = htod ? dh : sh;
 	size_t dy = htod ? p->dstY : p->srcY;
 	if (pitch < w)
-		return 0; /* the driver's to refuse */
+		return HP_COPY_PASSED; /* the driver's to refuse */
 	if (depth > 1 && (hh < H || dvh < H))
-		return 0; /* slices overlap: the driver's to refuse */
+		return HP_COPY_PASSED; /* slices overlap: the driver's to refuse */
 	/* the last host byte and the last device row within reach */
 	size_t hl = mul_add(depth - 1, hh, y + H - 1);
 	if (y > SIZE_MAX - H || hl == SIZE_MAX ||
 	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
 	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
-		return 0;
+		return HP_COPY_PASSED;
 	/* staged in chunks of rows: a copy the driver would refuse whole
 	 * (its device rows past the end of their allocation) goes to it as
 	 * it is, nothing written (issue 32 item 12) */
@@ -212,19 +212,15 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
 	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
 	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
-		return 0;
+		return HP_COPY_PASSED;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
 	struct hp_plan P; /* the host side's extent: its first to last byte */
 	hp_copy_plan(&P, c, h, (hl - y) * pitch + w, 0,
-		     hp_program_stream(s, ptsz), htod, 1);
+		     hp_program_stream(s, ptsz), htod, w, how);
 	if (P.kind != HP_PLAN_STAGED)
-		return 0;
+		return HP_COPY_PASSED;
 	struct hp_ring *R = P.R;
 	s = P.s;
-	if (w > R->slot) { /* a row wider than a slot: as it is */
-		hp_copy_plan_end(&P, n, 0);
-		return 0;
-	}
 	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
 			 .hs = hh * pitch, .dh = dvh, .w = w, .H = H,
 			 .depth = depth, .per = R->slot / w,
@@ -235,45 +231,41 @@ static int stage_rect(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	size_t done = 0;
 	int r = htod ? hp_stage_run_htod(&P, m, rect_in, rect_htod, &j, &done)
 		     : hp_stage_run_dtoh(&P, m, rect_dtoh, rect_out, &j, &done);
-	if (r == HP_STAGE_REST && done == 0) {
-		hp_copy_plan_end(&P, n, 0); /* nothing done: passed through */
-		return 0;
-	}
+	if (r == HP_STAGE_REST && done == 0) /* nothing done: passed */
+		return hp_copy_plan_end(&P, n, HP_COPY_PASSED);
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
 			r = rect_direct(&j, i, htod);
 	}
 	/* an error: what was queued is waited for first (as hp_stage_lin) */
-	if ((r == 0 && sync && htod) || r != 0) {
+	if ((r == 0 && (how & HP_STAGE_SYNC) && htod) || r != 0) {
 		int w = hp_stage_wait_stream(s);
 		if (r == 0)
 			r = w;
 	}
-	hp_copy_plan_end(&P, n, 1);
-	*res = r;
-	return 1;
+	return hp_copy_plan_end(&P, n, r);
 }
 
-int hp_stage_2d(const hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
-		hp_cudaStream_t s, int ptsz, int sync, int *res)
+int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
+		int ptsz, int how)
 {
-	return p ? stage_rect(c, p, 1, 0, 0, s, ptsz, sync, res) : 0;
+	return p ? stage_rect(c, p, 1, 0, 0, s, ptsz, how) : HP_COPY_PASSED;
 }
 
-int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
-		hp_cudaStream_t s, int ptsz, int sync, int *res)
+int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
+		int ptsz, int how)
 {
 	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
 	    p->reserved1 || p->Depth == 0)
-		return 0;
+		return HP_COPY_PASSED;
 	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
 	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
-		return 0;
+		return HP_COPY_PASSED;
 	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
 	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
 	if (sy == SIZE_MAX || dy == SIZE_MAX)
-		return 0;
+		return HP_COPY_PASSED;
 	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
 	hp_CUDA_MEMCPY2D q = {
 	    .srcXInBytes = p->srcXInBytes, .srcY = sy,
@@ -286,5 +278,5 @@ int hp_stage_3d(const hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
 	    .dstPitch = p->dstPitch,
 	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
 	return stage_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
-			  sync, res);
+			  how);
 }

@@ -153,49 +153,39 @@ static inline int rt_version(const void *ra)
  * terms: the whole copy then goes to the runtime as it is (it is
  * idempotent, and queued after what was staged), which answers in its
  * own terms. */
-static inline int stage_kind(const hp_copy_t *c, void *dst, const void *src,
+#define RT_HOW(sync) (HP_STAGE_RETRY | ((sync) ? HP_STAGE_SYNC : 0))
+static inline int stage_kind(hp_copy_t *c, void *dst, const void *src,
 		      size_t n, int kind, hp_cudaStream_t s, int ptsz,
 		      int sync)
 {
-	int r = 0, k = 0;
 	if (kind == HP_cudaMemcpyHostToDevice)
-		k = hp_stage_htod(c, (uintptr_t)dst, src, n, s, ptsz, sync, &r);
-	else if (kind == HP_cudaMemcpyDeviceToHost)
-		k = hp_stage_dtoh(c, dst, (uintptr_t)src, n, s, ptsz, sync, &r);
-	return r == 0 ? k : 0;
+		return hp_stage_htod(c, (uintptr_t)dst, src, n, s, ptsz,
+				     RT_HOW(sync));
+	if (kind == HP_cudaMemcpyDeviceToHost)
+		return hp_stage_dtoh(c, dst, (uintptr_t)src, n, s, ptsz,
+				     RT_HOW(sync));
+	return HP_COPY_PASSED;
 }
 /* CUDA 13.2's copy with attributes names no direction: asked of the
  * driver (copy_dir.c).  Errors as stage_kind. */
-static inline int stage_unified(const hp_copy_t *c, void *dst, const void *src,
+static inline int stage_unified(hp_copy_t *c, void *dst, const void *src,
 			 size_t n, hp_cudaStream_t s, int ptsz)
 {
-	int r = 0, k = hp_stage_unified(c, (uintptr_t)dst, (uintptr_t)src, n,
-					s, ptsz, 0, &r);
-	return r == 0 ? k : 0;
+	return hp_stage_unified(c, (uintptr_t)dst, (uintptr_t)src, n, s, ptsz,
+				RT_HOW(0));
 }
-/* CALL: stage_kind or stage_unified (stage.h's HP_COPY_* answers):
- * HP_COPY_DONE_REGISTERED, direct in parts through a registered block:
- * ended as a copy through registered memory (END); HP_COPY_DONE: counted
- * as a copy through unregistered memory; HP_COPY_PASSED: the hook's own
- * call follows. */
-#define STAGED_BY(CALL, END)                                                  \
-	int sd_ = (CALL);                                                     \
-	if (sd_ == HP_COPY_DONE_REGISTERED) {                                 \
-		hp_cudaError_t e_ = 0;                                        \
-		END;                                                          \
-		return 0;                                                     \
-	}                                                                     \
-	if (sd_) {                                                            \
-		hp_copy_sync_end(&c_, 1);                                     \
-		return 0;                                                     \
-	}
-#define STAGED_KIND(sync, END)                                                \
-	STAGED_BY(stage_kind(&c_, dst, src, n, kind, s, ptsz, sync), END)
+/* CALL: stage_kind and the others: a copy the engine made (and ended, as
+ * its plan says: with HP_STAGE_RETRY only a success) returns; a passed
+ * one (HP_COPY_PASSED) is the hook's own call. */
+#define STAGED_BY(CALL)                                                       \
+	if ((CALL) != HP_COPY_PASSED)                                         \
+		return 0;
+#define STAGED_KIND(sync) STAGED_BY(stage_kind(&c_, dst, src, n, kind, s, ptsz, sync))
 
 /* A 2D copy whose kind names its direction (stage.c): its descriptor in
  * the driver's terms, host side HOST and device side DEVICE.  Errors as
  * stage_kind. */
-static inline int stage_kind_2d(const hp_copy_t *c, void *dst, size_t dp,
+static inline int stage_kind_2d(hp_copy_t *c, void *dst, size_t dp,
 			 const void *src, size_t sp, size_t w, size_t h,
 			 int kind, hp_cudaStream_t s, int ptsz, int sync)
 {
@@ -211,28 +201,24 @@ static inline int stage_kind_2d(const hp_copy_t *c, void *dst, size_t dp,
 		q.srcDevice = (hp_CUdeviceptr)(uintptr_t)src;
 		q.dstMemoryType = HP_CU_MEMORYTYPE_HOST, q.dstHost = dst;
 	} else {
-		return 0;
+		return HP_COPY_PASSED;
 	}
-	int r = 0, k = hp_stage_2d(c, &q, s, ptsz, sync, &r);
-	return r == 0 ? k : 0;
+	return hp_stage_2d(c, &q, s, ptsz, RT_HOW(sync));
 }
 #define STAGED_KIND_2D(sync)                                                  \
-	if (stage_kind_2d(&c_, dst, dp, src, sp, w, h, kind, s, ptsz, sync)) { \
-		hp_copy_sync_end(&c_, 1);                                     \
-		return 0;                                                     \
-	}
+	STAGED_BY(stage_kind_2d(&c_, dst, dp, src, sp, w, h, kind, s, ptsz, sync))
 
 /* A 3D copy whose kind names its direction, between pitched pointers (no
  * array): the driver's descriptor (positions and the extent's width in
  * bytes, a pitched pointer's ysize its slice height), staged slice by
  * slice (stage.c).  Errors as stage_kind. */
-static inline int stage_kind_3d(const hp_copy_t *c, const hp_cudaMemcpy3DParms *p,
+static inline int stage_kind_3d(hp_copy_t *c, const hp_cudaMemcpy3DParms *p,
 			 hp_cudaStream_t s, int ptsz, int sync)
 {
 	if (p == NULL || p->srcArray || p->dstArray ||
 	    (p->kind != HP_cudaMemcpyHostToDevice &&
 	     p->kind != HP_cudaMemcpyDeviceToHost))
-		return 0;
+		return HP_COPY_PASSED;
 	int htod = p->kind == HP_cudaMemcpyHostToDevice;
 	hp_CUDA_MEMCPY3D q;
 	memset(&q, 0, sizeof(q));
@@ -251,14 +237,9 @@ static inline int stage_kind_3d(const hp_copy_t *c, const hp_cudaMemcpy3DParms *
 		q.srcDevice = (hp_CUdeviceptr)(uintptr_t)p->srcPtr.ptr;
 		q.dstHost = p->dstPtr.ptr;
 	}
-	int r = 0, k = hp_stage_3d(c, &q, s, ptsz, sync, &r);
-	return r == 0 ? k : 0;
+	return hp_stage_3d(c, &q, s, ptsz, RT_HOW(sync));
 }
-#define STAGED_KIND_3D(sync)                                                  \
-	if (stage_kind_3d(&c_, p, s, ptsz, sync)) {                           \
-		hp_copy_sync_end(&c_, 1);                                     \
-		return 0;                                                     \
-	}
+#define STAGED_KIND_3D(sync) STAGED_BY(stage_kind_3d(&c_, p, s, ptsz, sync))
 
 /* ---- the list, by family ----
  * One line of hooks_cudart.def, HP_CUDART(family, name), goes to

@@ -14,7 +14,7 @@ HP_BODY hp_cudaError_t copy_async(void *f, int ptsz, void *dst, const void *src,
 {
 	HP_COPY_BODY(f, hp_cudaMemcpyAsync_t, hp_cudaError_t,
 		     (dst, src, n, kind, s), host_kind(&c_, kind, dst, src, n);
-		     STAGED_KIND(0, ASYNC_END), ASYNC_END)
+		     STAGED_KIND(0), ASYNC_END)
 }
 /* CUDA 13.2: either side may be host memory (unified addressing). */
 HP_BODY hp_cudaError_t copy_attr_async(void *f, int ptsz, void *dst,
@@ -25,8 +25,7 @@ HP_BODY hp_cudaError_t copy_attr_async(void *f, int ptsz, void *dst,
 	HP_COPY_BODY(f, hp_cudaMemcpyWithAttributesAsync_t, hp_cudaError_t,
 		     (dst, src, n, at, s),
 		     host_kind(&c_, HP_cudaMemcpyDefault, dst, src, n);
-		     STAGED_BY(stage_unified(&c_, dst, src, n, s, ptsz),
-			       ASYNC_END),
+		     STAGED_BY(stage_unified(&c_, dst, src, n, s, ptsz)),
 		     ASYNC_END)
 }
 HP_BODY hp_cudaError_t copy3d_attr_async(void *f, int ptsz,

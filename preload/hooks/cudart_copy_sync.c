@@ -15,7 +15,7 @@ HP_BODY hp_cudaError_t copy_sync(void *f, int ptsz, void *dst, const void *src,
 	hp_cudaStream_t s = NULL; /* the legacy or per-thread default stream */
 	HP_COPY_BODY(f, hp_cudaMemcpy_t, hp_cudaError_t, (dst, src, n, kind),
 		     host_kind(&c_, kind, dst, src, n);
-		     STAGED_KIND(1, SYNC_END), SYNC_END)
+		     STAGED_KIND(1), SYNC_END)
 }
 HP_BODY hp_cudaError_t copy2d_sync(void *f, int ptsz, void *dst, size_t dp,
 				  const void *src, size_t sp, size_t w,

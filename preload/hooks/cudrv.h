@@ -118,21 +118,13 @@ static inline void *lk_next(_Atomic(void *) *slot)
  * is counted towards registration, with no wait (hp_copy_sync_end). */
 #define ASYNC_END hp_copy_end(&c_, s, ptsz, e_ == HP_CUDA_SUCCESS)
 #define SYNC_END hp_copy_sync_end(&c_, e_ == HP_CUDA_SUCCESS)
-/* Staged copies (plan.c), by stage.h's HP_COPY_* answers: a copy done
- * direct through a registered block ends as one through registered memory
- * (END); a staged one ends here with the staging's result, counted as a
- * copy through unregistered memory; a passed one goes to the driver. */
-#define STAGED(call, END)                                                     \
-	int st_, sd_ = (call);                                                \
-	if (sd_ == HP_COPY_DONE_REGISTERED) {                                 \
-		hp_CUresult e_ = (hp_CUresult)st_;                            \
-		END;                                                          \
-		return e_;                                                    \
-	}                                                                     \
-	if (sd_) {                                                            \
-		hp_copy_sync_end(&c_, st_ == 0);                              \
-		return (hp_CUresult)st_;                                      \
-	}
+/* Staged copies (plan.c): a copy the engine made (and ended, as its plan
+ * says) returns its result; a passed one (HP_COPY_PASSED) goes to the
+ * driver. */
+#define STAGED(call)                                                          \
+	int st_ = (call);                                                     \
+	if (st_ != HP_COPY_PASSED)                                            \
+		return (hp_CUresult)st_;
 
 /* ---- the list, by family ----
  * One line of hooks_cudrv.def, HP_CUDRV(family, base, since, stream, name),

@@ -13,8 +13,7 @@ HP_BODY hp_CUresult htod_async(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoDAsync_v2_t, hp_CUresult, (d, h, n, s),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_htod(&c_, d, h, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
@@ -22,8 +21,7 @@ HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoHAsync_v2_t, hp_CUresult, (h, d, n, s),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 /* Between unified addresses: a large one from or into host memory
@@ -35,8 +33,7 @@ HP_BODY hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 	HP_COPY_BODY(f, hp_cuMemcpyAsync_t, hp_CUresult, (d, sr, n, s),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
-		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
@@ -44,7 +41,7 @@ HP_BODY hp_CUresult copy2d_async(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p,
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2DAsync_v2_t, hp_CUresult, (p, s),
 		     host_2d(&c_, p);
-		     STAGED(hp_stage_2d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
+		     STAGED(hp_stage_2d(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
@@ -52,29 +49,29 @@ HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DAsync_v2_t, hp_CUresult, (p, s),
 		     host_3d(&c_, p);
-		     STAGED(hp_stage_3d(&c_, p, s, ptsz, 0, &st_), ASYNC_END),
+		     STAGED(hp_stage_3d(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
 /* A 3D peer copy whose contexts are this thread's (each NULL or the
  * current one) is the 3D copy it is, planned as cuMemcpy3DAsync's: one
  * crossing registrations of a block of hostpin's is staged (issue 39
- * item 6); 0 when it is not such a copy. */
-static int stage_peer(const hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
-		      hp_cudaStream_t s, int ptsz, int *res)
+ * item 6); HP_COPY_PASSED when it is not such a copy. */
+static int stage_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
+		      hp_cudaStream_t s, int ptsz)
 {
 	uintptr_t cur;
 	if (p == NULL || (c->n == 0 && !c->overflow) ||
 	    !(cur = hp_cuda_ctx_current()) ||
 	    (p->srcContext && (uintptr_t)p->srcContext != cur) ||
 	    (p->dstContext && (uintptr_t)p->dstContext != cur))
-		return 0;
+		return HP_COPY_PASSED;
 	hp_CUDA_MEMCPY3D q = {
 	    p->srcXInBytes, p->srcY, p->srcZ, p->srcLOD, p->srcMemoryType,
 	    p->srcHost, p->srcDevice, p->srcArray, NULL, p->srcPitch,
 	    p->srcHeight, p->dstXInBytes, p->dstY, p->dstZ, p->dstLOD,
 	    p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, NULL,
 	    p->dstPitch, p->dstHeight, p->WidthInBytes, p->Height, p->Depth};
-	return hp_stage_3d(c, &q, s, ptsz, 0, res);
+	return hp_stage_3d(c, &q, s, ptsz, 0);
 }
 HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,
 				    const hp_CUDA_MEMCPY3D_PEER *p,
@@ -82,7 +79,7 @@ HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DPeerAsync_t, hp_CUresult, (p, s),
 		     host_3dpeer(&c_, p);
-		     STAGED(stage_peer(&c_, p, s, ptsz, &st_), ASYNC_END),
+		     STAGED(stage_peer(&c_, p, s, ptsz)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,

@@ -115,8 +115,7 @@ static hp_CUresult batch_entry(const struct batch *b, size_t i)
 	if (entry_1d(b, i, &d, &sr, &n)) {
 		hp_copy_host(&c_, (const void *)sr, n);
 		hp_copy_host(&c_, (const void *)d, n);
-		STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
-		       ASYNC_END)
+		STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0))
 	} else {
 		hp_copy_host_ops(&c_, b->ops + i, 1);
 	}
@@ -274,8 +273,7 @@ HP_BODY hp_CUresult copy_attr_async(void *f, int ptsz, hp_CUdeviceptr d,
 		     (d, sr, n, at, s),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
-		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0, &st_),
-			    ASYNC_END),
+		     STAGED(hp_stage_unified(&c_, d, sr, n, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult copy3d_attr_async(void *f, int ptsz,

@@ -14,8 +14,7 @@ HP_BODY hp_CUresult htod_sync(void *f, int ptsz, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoD_v2_t, hp_CUresult, (d, h, n),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, 1, &st_),
-			    SYNC_END),
+		     STAGED(hp_stage_htod(&c_, d, h, n, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
@@ -23,8 +22,7 @@ HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 {
 	HP_COPY_BODY(f, hp_cuMemcpyDtoH_v2_t, hp_CUresult, (h, d, n),
 		     hp_copy_host(&c_, h, n);
-		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, 1, &st_),
-			    SYNC_END),
+		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 /* Between unified addresses: planned as the H2D or D2H it is (copy_dir.c),
@@ -36,8 +34,8 @@ HP_BODY hp_CUresult copy_sync(void *f, int ptsz, hp_CUdeviceptr d,
 	HP_COPY_BODY(f, hp_cuMemcpy_t, hp_CUresult, (d, sr, n),
 		     hp_copy_host(&c_, (const void *)(uintptr_t)sr, n);
 		     hp_copy_host(&c_, (const void *)(uintptr_t)d, n);
-		     STAGED(hp_stage_unified(&c_, d, sr, n, NULL, ptsz, 1, &st_),
-			    SYNC_END),
+		     STAGED(hp_stage_unified(&c_, d, sr, n, NULL, ptsz,
+					     HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 /* A 2D copy between pitched host memory and device memory is staged
@@ -47,7 +45,7 @@ HP_BODY hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p),
 		     host_2d(&c_, p);
-		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
+		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
@@ -61,7 +59,7 @@ HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p),
 		     host_3d(&c_, p);
-		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, 1, &st_), SYNC_END),
+		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,

@@ -71,6 +71,11 @@ P="LD_PRELOAD=$LIB"
 # copy threads' measured rate against the link's would make a case depend
 # on this machine's load); the case that tests that sets it.
 export HOSTPIN_STAGE_LINK=0
+# A staging ring is made inside the first copy that needs it, so that a
+# case's first large copy is staged whatever the growth thread's pace (the
+# default, made in the background while copies pass through, is what case
+# 176's ring_background and the engine fuzz run under: they set it).
+export HOSTPIN_STAGE_RING_BACKGROUND=0
 # ups FILE N: wait (a generous limit, never a fixed wait that decides the
 # result) until FILE holds N lines "up"; exported for `unshare ... bash -c`
 ups() {

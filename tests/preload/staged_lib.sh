@@ -1,4 +1,4 @@
-# Sourced by the staged-copy cases (176, 184, 185, 187, 188):
+# Sourced by the staged-copy cases (176, 184, 185, 187, 188, 199):
 # one run of a staged-copy program under hostpin, judged on its output and
 # the fake driver's log.
 # staged_case LABEL PROG NAME WANT(staged|through|any) ENV... -- MODE

@@ -13,12 +13,12 @@ if "$fz" build >/dev/null 2>&1; then
 	no=$(sed -n 's/^no \([a-z0-9]*\).*/\1/p' "$top/tests/fuzz/check.conf" | paste -sd,)
 	# the fake's VIOLATION kinds of open defects, not counted here
 	export FZ_IGNORE_VIOLATIONS=$(sed -n 's/^ignore \([a-z0-9-]*\).*/\1/p' "$top/tests/fuzz/check.conf" | paste -sd'|')
-	out=$("$fz" replay "$top/tests/fuzz/cases" 2>&1) &&
+	out=$(HOSTPIN_STAGE_RING_BACKGROUND=1 "$fz" replay "$top/tests/fuzz/cases" 2>&1) &&
 		ok "engine fuzz: the kept findings agree ($(echo "$out" | grep -c '^OK'))" ||
 		bad "engine fuzz: kept findings: $(echo "$out" | grep FAIL | head -3)"
 	fresh=$(( $(date +%s) % 1000000 + 1000 ))
 	for range in "1 16" "$fresh 4"; do
-		out=$(FZ_GEN_OPTS="${no:+--no $no}" FZ_SHRINK=0 FZ_OUT="$B/fuzz-found" \
+		out=$(HOSTPIN_STAGE_RING_BACKGROUND=1 FZ_GEN_OPTS="${no:+--no $no}" FZ_SHRINK=0 FZ_OUT="$B/fuzz-found" \
 			"$fz" seeds $range 2>&1) &&
 			ok "engine fuzz: seeds $range agree" ||
 			bad "engine fuzz: seeds $range (without ${no:-nothing}): $(echo "$out" | grep 'FAIL\|BASE' | head -3)"

@@ -1,0 +1,113 @@
+/* A staging ring's registration is never on a copy's path (issue 39 item
+ * 12), run under hostpin with FAKE_CUDA_REGISTER_GATE at the ring's size
+ * (a registration that large waits until the program opens the gate).
+ *   ring_bg background  HOSTPIN_STAGE_RING_BACKGROUND=1: the first copy
+ *       each way asks for the ring and passes through; the ring's
+ *       registration waits at the gate (the growth thread) while an H2D and
+ *       a D2H complete, with their data.
+ *   ring_bg inline      HOSTPIN_STAGE_RING_BACKGROUND=0: one thread's
+ *       first copy registers the ring (held at the gate); another thread's
+ *       copy on another stream completes meanwhile (it does not wait on the
+ *       ring's lock), then the first completes once the gate opens.
+ * A copy that does not complete while the registration is held is a
+ * failure (60 s: a hang), never a timing.  Without hostpin (no ring, no
+ * gate) the copies' data alone is checked. */
+#include <pthread.h>
+
+#include "staged_common.h"
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+void fake_cuda_open_gate(void);
+
+struct job {
+	CUstream s;
+	char *h;
+	CUdeviceptr d;
+	size_t n;
+	_Atomic int done;
+};
+
+static void *h2d_main(void *arg)
+{
+	struct job *j = arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(j->d, j->h, j->n, j->s) == 0);
+	memset(j->h, 0, j->n); /* pageable semantics: consumed at return */
+	CHECK(cuStreamSynchronize(j->s) == 0);
+	j->done = 1;
+	return NULL;
+}
+
+static int job_done(void *arg)
+{
+	return ((struct job *)arg)->done;
+}
+
+static void job_start(struct job *j, pthread_t *t, unsigned seed)
+{
+	CHECK(cuStreamCreate(&j->s, 0) == 0);
+	j->n = 16 * MB;
+	j->h = plain(j->n);
+	j->d = dev(j->n);
+	fill(j->h, j->n, seed);
+	CHECK(pthread_create(t, NULL, h2d_main, j) == 0);
+}
+
+/* hostpin is loaded (a ring to wait for) */
+static int hosted(void)
+{
+	return tp_query() != NULL;
+}
+
+static int mode_background(void)
+{
+	struct job a = {0};
+	pthread_t t;
+	job_start(&a, &t, 1);
+	if (!hosted()) {
+		CHECK(pthread_join(t, NULL) == 0);
+		CHECK(same(D(a.d), a.n, 1));
+		return 0;
+	}
+	/* the copy completes; the ring's registration is held at the gate */
+	wait_for(job_done, &a, "an H2D completed while the ring registered");
+	wait_for(gate_held, NULL, "the ring's registration reached the gate");
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(same(D(a.d), a.n, 1));
+	/* a D2H too (its ring asked for, the growth thread still held) */
+	char *back = plain(a.n);
+	CHECK(cuMemcpyDtoHAsync_v2(back, a.d, a.n, a.s) == 0);
+	CHECK(same(back, a.n, 1));
+	CHECK(fake_cuda_gate_waiters() == 1);
+	fake_cuda_open_gate();
+	return 0;
+}
+
+static int mode_inline(void)
+{
+	struct job a = {0}, b = {0};
+	pthread_t ta, tb;
+	job_start(&a, &ta, 2); /* registers the H2D ring, held */
+	if (!hosted()) {
+		CHECK(pthread_join(ta, NULL) == 0);
+		CHECK(same(D(a.d), a.n, 2));
+		return 0;
+	}
+	wait_for(gate_held, NULL, "the first copy's ring registration");
+	job_start(&b, &tb, 3); /* another stream's copy meanwhile */
+	wait_for(job_done, &b, "a copy completed while the ring registered");
+	CHECK(!a.done && fake_cuda_gate_waiters() == 1);
+	fake_cuda_open_gate();
+	CHECK(pthread_join(ta, NULL) == 0 && pthread_join(tb, NULL) == 0);
+	CHECK(same(D(a.d), a.n, 2) && same(D(b.d), b.n, 3));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"background", mode_background},
+	    {"inline", mode_inline},
+	};
+	return staged_main("ring_bg", argc, argv, modes);
+}
