@@ -189,7 +189,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	/* the ring of the stream's context (a device's stream may be used
 	 * with another device current): made only through the current one */
 	P->ctx = hp_cuda_stream_ctx(s, ctx);
-	P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx);
+	P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx, must);
 	/* a row wider than a slot: as it is */
 	if (P->R != NULL && rect > P->R->slot) {
 		hp_ring_put(P->R);

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "../backend/backend.h"
 #include "../record.h"
@@ -393,8 +394,10 @@ static int first_made(struct hp_ring *R, int e, int gone,
  * through.  The first segment, like any growth, is made by the growth
  * thread, never on a copy's path nor under R->mu (issue 39 item 12): the
  * copy that asks for it, and every copy while it is made (state 2), pass
- * through. */
-static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
+ * through; except a copy that must be staged (must: the driver must not
+ * get it as it is, e.g. across registration pieces), which makes it
+ * itself, outside R->mu (2), or waits while another makes it (3). */
+static int ring_make(struct hp_ring *R, uintptr_t ctx, int make, int must)
 {
 	if (R->state == 1 && R->gen != hp_cuda_ctx_gen(R->ctx, 0)) {
 		if (R->claims > 0)
@@ -403,6 +406,8 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 	}
 	if (R->state == 1)
 		return 1;
+	if (R->state == 2 && must)
+		return 3; /* being made: waited for (hp_ring_get) */
 	if (R->state == 2 || R->state == -2 || !make)
 		return 0; /* being made; at exit; or not its context current */
 	if (R->state < 0 && R->skip > 0) {
@@ -413,7 +418,7 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx, int make)
 	pthread_once(&first, rings_first);
 	R->gen = hp_cuda_ctx_gen(ctx, 1);
 	R->state = 2;
-	if (hp_opt[HP_OPT_STAGE_RING_BACKGROUND] && grow_ask(R))
+	if (!must && hp_opt[HP_OPT_STAGE_RING_BACKGROUND] && grow_ask(R))
 		return 0;
 	return 2;
 }
@@ -448,7 +453,7 @@ static struct hp_ring *entry(int dir, uintptr_t ctx, int make)
 	return R;
 }
 
-struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make)
+struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make, int must)
 {
 	/* a ring is used through the context it was made in (its events
 	 * are that context's): each context its own */
@@ -456,7 +461,18 @@ struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make)
 	if (R == NULL)
 		return NULL;
 	pthread_mutex_lock(&R->mu);
-	int ok = ring_make(R, ctx, make), undo = 0;
+	int ok = ring_make(R, ctx, make, must), undo = 0;
+	/* a copy that must be staged waits while another makes the first
+	 * segment (a registration's time, at most once per ring) */
+	for (int i = 0; ok == 3 && i < 20000; i++) {
+		pthread_mutex_unlock(&R->mu);
+		struct timespec ts = {0, 250000};
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&R->mu);
+		ok = ring_make(R, ctx, make, must);
+	}
+	if (ok == 3)
+		ok = 0;
 	struct seg S;
 	if (ok == 2) {
 		/* made here, ctx current; other copies pass through meanwhile

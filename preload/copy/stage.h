@@ -116,7 +116,8 @@ struct hp_ring {
 	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
 	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
 };
-HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make);
+HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make,
+				      int must);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
 HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
 HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
