@@ -152,12 +152,18 @@ static int entry_mine(const struct batch *b, size_t i)
 		hostpin_side(o->dst.op.ptr.ptr, m));
 }
 
-/* Whether [p, p+n) is device memory past the end of its allocation. */
+/* Whether [p, p+n) is device memory past the end of its allocation, or
+ * starts exactly at its end (no memory the driver knows, the byte before
+ * it a device allocation's last: the driver refuses it). */
 static int past_end(uintptr_t p, size_t n)
 {
-	return !hostpin_side(p, n) &&
-	       hp_cuda_mem_type((const void *)p) == HP_CU_MEMORYTYPE_DEVICE &&
-	       !hp_cuda_dev_fits(p, n);
+	if (hostpin_side(p, n))
+		return 0;
+	if (hp_cuda_mem_type((const void *)p) == HP_CU_MEMORYTYPE_DEVICE)
+		return !hp_cuda_dev_fits(p, n);
+	return p > 0 && !hp_cuda_host_known((const void *)p) &&
+	       hp_cuda_mem_type((const void *)(p - 1)) ==
+		   HP_CU_MEMORYTYPE_DEVICE;
 }
 
 /* Whether the driver would refuse entry i: its device side runs past the
