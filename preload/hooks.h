@@ -39,6 +39,7 @@ HP_HIDDEN void *hp_foreign_asked(void *p);
 typedef struct hp_copy {
 	hp_rec_t *r[HP_COPY_RECS];
 	int n, overflow; /* overflow: more blocks than r holds */
+	int held; /* r[0..held) counted in flight (hp_hold_add) */
 	size_t bytes;
 } hp_copy_t;
 HP_HIDDEN void hp_copy_init(hp_copy_t *c);

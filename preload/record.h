@@ -44,6 +44,18 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
 /* Internal flag: earned registration; queued for the background
  * registration thread (register.c), its copies staged meanwhile. */
 #define HP_F_QUEUED 0x1000u
+/* Internal flag: hostpin undoes the block's registration to step aside for
+ * the program's (foreign.c): a copy starting now waits until it is done
+ * (hp_copy_host), those already started are waited for first. */
+#define HP_F_ASIDE 0x2000u
+/* foreign.c: the copies through r between their hp_copy_host and their end
+ * (copy.c), counted per stripe of records (hp_hold_add, d = +1 or -1);
+ * hp_hold_aside(r), after the count: whether r is being stepped aside from
+ * (HP_F_ASIDE; the copy lets go and waits).  Before stepping aside,
+ * foreign.c waits for the copies counted (invariant 1: no unregistration
+ * under a copy in flight, whatever HOSTPIN_COPY says). */
+HP_HIDDEN void hp_hold_add(hp_rec_t *r, int d);
+HP_HIDDEN int hp_hold_aside(hp_rec_t *r);
 /* register.c: queue a block that earned registration (claimed by the
  * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging

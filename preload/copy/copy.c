@@ -6,6 +6,8 @@
  * or reuse of the block waits for (async).  Waits go through the driver,
  * whose streams and events the runtime's are: the CUDA backend's copy
  * fences (backend_cuda_calls.c) make the waits and events; this file decides. */
+#include <sched.h>
+
 #include "../hooks.h"
 #include "../record.h"
 
@@ -14,8 +16,37 @@
 
 void hp_copy_init(hp_copy_t *c)
 {
-	c->n = c->overflow = 0;
+	c->n = c->overflow = c->held = 0;
 	c->bytes = 0;
+}
+
+/* The copy's blocks counted in flight until its end, so that hostpin's own
+ * unregistration of one (stepping aside for the program's registration,
+ * foreign.c) waits for it; a block being stepped aside from is waited for
+ * first, counting nothing meanwhile (whatever else this copy counted is let
+ * go too: no wait while holding a count). */
+static void let_go(hp_copy_t *c)
+{
+	for (int i = 0; i < c->held; i++)
+		hp_hold_add(c->r[i], -1);
+	c->held = 0;
+}
+
+static void hold(hp_copy_t *c)
+{
+	for (;;) {
+		for (; c->held < c->n; c->held++)
+			hp_hold_add(c->r[c->held], 1);
+		int aside = -1;
+		for (int i = 0; i < c->n && aside < 0; i++)
+			if (hp_hold_aside(c->r[i]))
+				aside = i;
+		if (aside < 0)
+			return;
+		let_go(c);
+		while (hp_rflags(c->r[aside]) & HP_F_ASIDE)
+			sched_yield();
+	}
 }
 
 static void copy_add(hp_copy_t *c, hp_rec_t *r)
@@ -78,6 +109,7 @@ void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
 		    for (int i = 0; i < w.nlazy; i++)
 			    hp_pin_copied(w.lazy[i], &w.lazys[i]));
 	}
+	hold(c);
 	if (w.hit)
 		c->bytes += n;
 	/* Released blocks whose unregistration waited (a graph capture, no
@@ -107,7 +139,7 @@ static int changing(const hp_copy_t *c)
 	return 0;
 }
 
-void hp_copy_sync_end(hp_copy_t *c, int ok)
+static void sync_end(hp_copy_t *c, int ok)
 {
 	hp_hook_leave();
 	if (!ok || (c->n == 0 && !c->overflow))
@@ -135,7 +167,7 @@ static int wait_quiet(hp_cudaStream_t s)
 	return r;
 }
 
-void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
+static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 {
 	hp_hook_leave();
 	if (!ok || (c->n == 0 && !c->overflow))
@@ -218,4 +250,16 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	/* After the wait: an object with unguarded copies loaded since the
 	 * last look makes hostpin unregister its blocks. */
 	hp_coverage_poll();
+}
+
+void hp_copy_sync_end(hp_copy_t *c, int ok)
+{
+	sync_end(c, ok);
+	let_go(c);
+}
+
+void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
+{
+	copy_end(c, s, ptsz, ok);
+	let_go(c);
 }

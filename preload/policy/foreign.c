@@ -132,6 +132,52 @@ static uint32_t claim(hp_rec_t *r, hp_snap_t *s, int *cancelled)
 	}
 }
 
+/* Copies in flight (copy.c), per stripe of records: a count shared by the
+ * records of a stripe only makes a step aside wait a little longer. */
+#define HOLD_STRIPES 256
+static _Atomic unsigned hold_n[HOLD_STRIPES];
+
+static _Atomic unsigned *hold_of(const hp_rec_t *r)
+{
+	uintptr_t k = (uintptr_t)r;
+	return &hold_n[((k >> 4) ^ (k >> 12)) % HOLD_STRIPES];
+}
+
+void hp_hold_add(hp_rec_t *r, int d)
+{
+	if (d > 0)
+		atomic_fetch_add(hold_of(r), 1);
+	else
+		atomic_fetch_sub(hold_of(r), 1);
+}
+
+int hp_hold_aside(hp_rec_t *r)
+{
+	/* the count before the flag; foreign_one: the flag before the
+	 * count (one of the two sees the other) */
+	atomic_thread_fence(memory_order_seq_cst);
+	return (hp_rflags(r) & HP_F_ASIDE) != 0;
+}
+
+/* Undo hostpin's registration of r (claimed) once no copy counted on it
+ * is in flight: a copy queued by another thread into another part of the
+ * block (issue 39: final-violation-96518924, a batch D2H under
+ * HOSTPIN_COPY=sync not yet waited for) must not see its registration
+ * vanish.  Copies starting meanwhile wait for HP_F_ASIDE to go.  A forked
+ * child makes no driver call (and its counts are the parent's threads'). */
+static int unpin_aside(hp_rec_t *r, const hp_snap_t *s)
+{
+	if (hp_in_child || !(hp_rflags(r) & HOSTPIN_REGISTERED))
+		return hp_unpin(r, s->base, s->len);
+	hp_set_rflags(r, hp_rflags(r) | HP_F_ASIDE);
+	atomic_thread_fence(memory_order_seq_cst);
+	while (atomic_load(hold_of(r)) != 0)
+		sched_yield();
+	int e = hp_unpin(r, s->base, s->len);
+	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
+	return e;
+}
+
 static int foreign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
 	int *n = arg;
@@ -145,7 +191,7 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	/* Step aside: the application's registration must not fail with
 	 * "already registered" because of ours.  (A cancelled background
 	 * registration has undone its pieces: nothing of ours is left.) */
-	if (hp_unpin(r, s.base, s.len) == 0 || cancelled) {
+	if (unpin_aside(r, &s) == 0 || cancelled) {
 		if (!(hp_rflags(r) & HP_F_FOREIGN))
 			HP_CTR_ADD(foreign_ranges, 1);
 		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
