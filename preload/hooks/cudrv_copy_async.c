@@ -61,7 +61,7 @@ static int stage_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
 {
 	uintptr_t cur;
 	if (p == NULL || (c->n == 0 && !c->overflow) ||
-	    !(cur = hp_cuda_ctx_current()) ||
+	    !hp_cuda_stage_fns() || !(cur = hp_cuda_ctx_current()) ||
 	    (p->srcContext && (uintptr_t)p->srcContext != cur) ||
 	    (p->dstContext && (uintptr_t)p->dstContext != cur))
 		return HP_COPY_PASSED;
