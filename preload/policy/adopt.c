@@ -135,6 +135,20 @@ static void owners_lost(const uintptr_t *ended, int n)
 	}
 }
 
+static int event_drop(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	hp_cuda_quiesce(r);
+	return 0;
+}
+
+void hp_cuda_ctx_ending(void)
+{
+	if (hp_backend->quiesce && !hp_in_child)
+		hp_registry_each(&hp_reg, event_drop, NULL);
+}
+
 void hp_cuda_device_reset(int dev)
 {
 	uintptr_t ended[HP_CUDA_MAX_CTXS];
