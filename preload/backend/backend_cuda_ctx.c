@@ -147,6 +147,11 @@ static int push_living(void)
  * hostpin knows. */
 int hp_cu_enter_ctx(void)
 {
+	return hp_cu_enter_ctx_as(NULL);
+}
+
+int hp_cu_enter_ctx_as(hp_CUcontext pref)
+{
 	hp_CUcontext cur = NULL;
 	if (hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
 		if (hp_cu_learn_ctx(cur))
@@ -154,6 +159,11 @@ int hp_cu_enter_ctx(void)
 					      memory_order_relaxed);
 		hp_cu_entered_ctx = cur;
 		return 0;
+	}
+	if (pref != NULL && ctx_state(pref) > 0 &&
+	    hp_cu.cuCtxPushCurrent_v2(pref) == HP_CUDA_SUCCESS) {
+		hp_cu_entered_ctx = pref;
+		return 1;
 	}
 	return push_living() ? 1 : -1;
 }
