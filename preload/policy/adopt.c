@@ -204,6 +204,22 @@ static int child_forget(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
+static int child_unbusy(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	/* a hold is taken from LIVE or CACHED (hp_busy_begin); the cache
+	 * says which */
+	if (hp_word_state(s->word) == HP_REC_BUSY)
+		hp_busy_end(r, hp_cache_holds(r) ? HP_REC_CACHED
+						 : HP_REC_LIVE);
+	return 0;
+}
+
+void hp_pin_fork_unbusy(void)
+{
+	hp_registry_each(&hp_reg, child_unbusy, NULL);
+}
+
 void hp_pin_fork_child(void)
 {
 	hp_in_hook++;
