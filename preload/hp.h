@@ -443,10 +443,7 @@ HP_HIDDEN int hp_munmap_do(void *a, size_t len);
 HP_HIDDEN void hp_thp_advised(uintptr_t a, size_t len);
 /* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
-/* adopt.c, in a forked child after the registration thread's own claim
- * ended (hp_register_fork_child): the brief holds (hp_busy_begin) the
- * parent's other threads had on blocks at fork end too, since no thread
- * here will end them (the child's free of such a block spun for ever). */
+/* A forked child: the holds the parent's threads had end (adopt.c). */
 HP_HIDDEN void hp_pin_fork_unbusy(void);
 /* register.c: a forked child registers nothing in the background; blocks
  * registered in the background so far, and (*direct) the copies that went
@@ -467,8 +464,7 @@ HP_HIDDEN void hp_import_dropped(void *p);
 HP_HIDDEN void hp_cache_lock(void);
 HP_HIDDEN void hp_cache_unlock(void);
 HP_HIDDEN void hp_cache_fork_child(void);
-/* Is r one of the cache's blocks (its state CACHED but for a hold)? */
-HP_HIDDEN int hp_cache_holds(const hp_rec_t *r);
+HP_HIDDEN int hp_cache_holds(const hp_rec_t *r); /* r is a cached block */
 
 /* ---- allocation sites (sites.c) ---- */
 HP_HIDDEN unsigned hp_site_capture(void);

@@ -204,6 +204,10 @@ static int child_forget(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
+/* In a forked child, after the registration thread's own hold ended
+ * (hp_register_fork_child): the holds (hp_busy_begin) the parent's other
+ * threads had on blocks at the fork end too, since no thread here ends
+ * them (the child's free of such a block spun for ever). */
 static int child_unbusy(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	(void)arg;
