@@ -443,6 +443,8 @@ HP_HIDDEN int hp_munmap_do(void *a, size_t len);
 HP_HIDDEN void hp_thp_advised(uintptr_t a, size_t len);
 /* pin.c: adoption, fork; foreign.c: the program's own registrations. */
 HP_HIDDEN void hp_pin_fork_child(void);
+/* A forked child: the holds the parent's threads had end (adopt.c). */
+HP_HIDDEN void hp_pin_fork_unbusy(void);
 /* register.c: a forked child registers nothing in the background; blocks
  * registered in the background so far, and (*direct) the copies that went
  * direct through a part registered meanwhile (statistics). */
@@ -462,6 +464,7 @@ HP_HIDDEN void hp_import_dropped(void *p);
 HP_HIDDEN void hp_cache_lock(void);
 HP_HIDDEN void hp_cache_unlock(void);
 HP_HIDDEN void hp_cache_fork_child(void);
+HP_HIDDEN int hp_cache_holds(const hp_rec_t *r); /* r is a cached block */
 
 /* ---- allocation sites (sites.c) ---- */
 HP_HIDDEN unsigned hp_site_capture(void);

@@ -92,6 +92,10 @@ int hp_cuda_ctx_end(struct CUctx_st *ctx, uintptr_t *ended);
 void hp_cuda_device_reset(int dev);
 void hp_cuda_device_released(int dev);
 void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
+/* adopt.c, for the hooks, before a call that may end a context: every
+ * block's last-copy event is waited for and dropped (it may belong to the
+ * context that ends, whoever registered the block). */
+void hp_cuda_ctx_ending(void);
 /* backend_cuda_calls.c, the copy fences the copy policy (copy.c) uses: resolve
  * the driver's stream and event entry points (1 waits and events, 2 waits
  * only, -1 none); whether s captures a graph; wait for s; make the event of

@@ -201,6 +201,10 @@ static int cuda_ready(void)
 }
 
 static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
+/* where that pin ended: a pin that begins there is the next piece of the
+ * same block (pinpart.c's one call per piece), made through pin_ctx too,
+ * so that a block's registration belongs to one context, its owner */
+static HP_TLS uintptr_t pin_next;
 
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
 
@@ -246,7 +250,8 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	/* a graph capture in progress: pending until it ends */
 	if (!hp_capture_enter())
 		return EAGAIN;
-	int pushed = hp_cu_enter_ctx();
+	int pushed = hp_cu_enter_ctx_as((uintptr_t)base == pin_next ? pin_ctx
+								  : NULL);
 	if (pushed < 0) {
 		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */
@@ -278,7 +283,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
 	if (!e)
-		pin_ctx = hp_cu_entered_ctx;
+		pin_ctx = hp_cu_entered_ctx, pin_next = (uintptr_t)base + len;
 	hp_cu_leave_ctx(pushed);
 	hp_capture_leave();
 	return e;

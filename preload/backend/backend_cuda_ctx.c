@@ -26,6 +26,11 @@ HP_TLS hp_CUcontext hp_cu_entered_ctx; /* what hp_cu_enter_ctx made current */
 struct hp_cu_ctx hp_cu_ctxs[MAX_CTXS];
 int hp_cu_nctxs;
 pthread_mutex_t hp_cu_own_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The generations the table hands out, under hp_cu_own_mu: each slot taken
+ * and each end gets a new one, so that a context learnt again into another
+ * slot (its old one reused meanwhile) never comes back with a generation
+ * it had before its end (what was made through it then stays dead). */
+static unsigned gens;
 
 /* 1 if the table holds ctx alive; -1 if it holds it ended; 0 if not. */
 static int ctx_state(hp_CUcontext ctx)
@@ -65,6 +70,8 @@ int hp_cu_learn_ctx(hp_CUcontext ctx)
 			hp_cu_nctxs++;
 	}
 	int full = i == MAX_CTXS;
+	if (!full && hp_cu_ctxs[i].ctx != ctx)
+		hp_cu_ctxs[i].gen = ++gens;
 	if (!full)
 		hp_cu_ctxs[i].ctx = ctx, hp_cu_ctxs[i].dev = d, hp_cu_ctxs[i].alive = 1;
 	pthread_mutex_unlock(&hp_cu_own_mu);
@@ -82,7 +89,7 @@ void hp_cu_mark_ended(hp_CUcontext ctx)
 	pthread_mutex_lock(&hp_cu_own_mu);
 	for (int i = 0; i < hp_cu_nctxs; i++)
 		if (hp_cu_ctxs[i].ctx == ctx && hp_cu_ctxs[i].alive)
-			hp_cu_ctxs[i].alive = 0, hp_cu_ctxs[i].gen++;
+			hp_cu_ctxs[i].alive = 0, hp_cu_ctxs[i].gen = ++gens;
 	pthread_mutex_unlock(&hp_cu_own_mu);
 	/* relaxed: a stale known_ctx is only a context to push, which the
 	 * table then refuses */
@@ -140,6 +147,11 @@ static int push_living(void)
  * hostpin knows. */
 int hp_cu_enter_ctx(void)
 {
+	return hp_cu_enter_ctx_as(NULL);
+}
+
+int hp_cu_enter_ctx_as(hp_CUcontext pref)
+{
 	hp_CUcontext cur = NULL;
 	if (hp_cu.cuCtxGetCurrent(&cur) == HP_CUDA_SUCCESS && cur != NULL) {
 		if (hp_cu_learn_ctx(cur))
@@ -147,6 +159,11 @@ int hp_cu_enter_ctx(void)
 					      memory_order_relaxed);
 		hp_cu_entered_ctx = cur;
 		return 0;
+	}
+	if (pref != NULL && ctx_state(pref) > 0 &&
+	    hp_cu.cuCtxPushCurrent_v2(pref) == HP_CUDA_SUCCESS) {
+		hp_cu_entered_ctx = pref;
+		return 1;
 	}
 	return push_living() ? 1 : -1;
 }

@@ -57,6 +57,10 @@ HP_HIDDEN int hp_cu_driver_gone(void);
  * hp_cu_leave_ctx; -1: none to push); undo that. */
 HP_HIDDEN int hp_cu_learn_ctx(hp_CUcontext ctx);
 HP_HIDDEN int hp_cu_enter_ctx(void);
+/* The same, but a thread with no context pushes pref first while it
+ * lives (the pieces of one block, registered one call each by a thread
+ * with none, all go through the context of the first: its owner). */
+HP_HIDDEN int hp_cu_enter_ctx_as(hp_CUcontext pref);
 HP_HIDDEN void hp_cu_leave_ctx(int pushed);
 /* What hp_cu_enter_ctx made current on this thread (the context a pin
  * went through). */

@@ -216,12 +216,13 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 				    "elsewhere in the process: not waited for "
 				    "(a wait would invalidate the capture)");
 	} else if (st >= 0 && !hp_cuda_capturing(s)) {
-		if ((hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
-		     st == FENCES_WAIT_ONLY || c->overflow) &&
-		    hp_capture_seen()) {
-			/* Once the process has captured: the wait outside
-			 * the gate, so that a capture's begin elsewhere never
-			 * waits for this stream's work (issue 39 item 2) */
+		if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
+		    st == FENCES_WAIT_ONLY || c->overflow) {
+			/* The wait outside the gate (a host function on s),
+			 * so that a capture's begin elsewhere, the process's
+			 * first too, never waits for this stream's work
+			 * (issue 39 item 2); in it only where there is no
+			 * such wait */
 			hp_capture_leave();
 			if (wait_quiet(s) != 0 && hp_capture_enter()) {
 				hp_cuda_wait_stream(s);
@@ -230,10 +231,6 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			hp_in_hook--;
 			hp_coverage_poll();
 			return;
-		} else if (hp_opt[HP_OPT_COPY] == HP_COPY_SYNC ||
-		    st == FENCES_WAIT_ONLY ||
-		    c->overflow) {
-			hp_cuda_wait_stream(s);
 		} else {
 			for (int i = 0; i < c->n; i++)
 				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&

@@ -80,11 +80,11 @@ static int slot_wait(struct hp_ring *R, int k)
 
 int hp_stage_wait_stream(hp_cudaStream_t s)
 {
-	/* Once the process has captured: the wait outside the gate (a host
-	 * function on s), so that a capture's begin elsewhere never waits
+	/* The wait outside the gate (a host function on s), so that a
+	 * capture's begin elsewhere, the process's first too, never waits
 	 * for this stream's work; then the stream's error, asked where a
 	 * capture allows it (issue 39 item 2) */
-	if (hp_capture_seen() && hp_cuda_wait_stream_quiet(s) == 0) {
+	if (hp_cuda_wait_stream_quiet(s) == 0) {
 		if (!hp_capture_enter())
 			return 0;
 		int r = hp_cuda_stream_wait(s);

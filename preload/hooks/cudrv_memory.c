@@ -94,6 +94,7 @@ HP_BODY hp_CUresult ctx_primary_end(void *f, hp_CUdevice dev,
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(dev);
+	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_CUresult e = fn(dev);
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(ended(dev));
@@ -115,6 +116,7 @@ HP_BODY hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(ctx);
+	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_CUresult e = fn(ctx);
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(hp_cuda_ctx_destroyed(ctx));

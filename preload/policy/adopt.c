@@ -135,6 +135,20 @@ static void owners_lost(const uintptr_t *ended, int n)
 	}
 }
 
+static int event_drop(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	hp_cuda_quiesce(r);
+	return 0;
+}
+
+void hp_cuda_ctx_ending(void)
+{
+	if (hp_backend->quiesce && !hp_in_child)
+		hp_registry_each(&hp_reg, event_drop, NULL);
+}
+
 void hp_cuda_device_reset(int dev)
 {
 	uintptr_t ended[HP_CUDA_MAX_CTXS];
@@ -188,6 +202,26 @@ static int child_forget(hp_rec_t *r, const hp_snap_t *s, void *arg)
 		HP_CTR_SUB(pending_blocks, 1);
 	hp_set_rflags(r, f & ~(HP_PIN_MASK | HOSTPIN_PENDING));
 	return 0;
+}
+
+/* In a forked child, after the registration thread's own hold ended
+ * (hp_register_fork_child): the holds (hp_busy_begin) the parent's other
+ * threads had on blocks at the fork end too, since no thread here ends
+ * them (the child's free of such a block spun for ever). */
+static int child_unbusy(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)arg;
+	/* a hold is taken from LIVE or CACHED (hp_busy_begin); the cache
+	 * says which */
+	if (hp_word_state(s->word) == HP_REC_BUSY)
+		hp_busy_end(r, hp_cache_holds(r) ? HP_REC_CACHED
+						 : HP_REC_LIVE);
+	return 0;
+}
+
+void hp_pin_fork_unbusy(void)
+{
+	hp_registry_each(&hp_reg, child_unbusy, NULL);
 }
 
 void hp_pin_fork_child(void)

@@ -66,6 +66,15 @@ void hp_cache_lock(void) { pthread_mutex_lock(&cache_mu); }
  * one). */
 void hp_cache_fork_child(void) { decay_on = decay_busy = 0; }
 void hp_cache_unlock(void) { pthread_mutex_unlock(&cache_mu); }
+int hp_cache_holds(const hp_rec_t *r)
+{
+	pthread_mutex_lock(&cache_mu);
+	int yes = 0;
+	for (int i = 0; i < ncache && !yes; i++)
+		yes = cache[i].rec == r;
+	pthread_mutex_unlock(&cache_mu);
+	return yes;
+}
 
 static void evict(struct centry *v, int n)
 {

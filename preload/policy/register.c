@@ -437,4 +437,5 @@ void hp_register_fork_child(void)
 	bg.head = bg.n = 0;
 	bg.stop = 1; /* a child registers nothing in the background */
 	hp_capture_stream_fork_child();
+	hp_pin_fork_unbusy();
 }
