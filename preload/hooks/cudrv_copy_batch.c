@@ -152,10 +152,13 @@ static int entry_mine(const struct batch *b, size_t i)
 		hostpin_side(o->dst.op.ptr.ptr, m));
 }
 
-/* Whether [p, p+n) is device memory past the end of its allocation. */
+/* Whether [p, p+n) is device memory past the end of its allocation.  Only
+ * p itself is asked about hostpin's blocks: the part past the allocation's
+ * end may be any memory, a block of hostpin's mapped just after it too
+ * (cases/batch-refused-into-block-5018). */
 static int past_end(uintptr_t p, size_t n)
 {
-	return !hostpin_side(p, n) &&
+	return !hostpin_side(p, 1) &&
 	       hp_cuda_mem_type((const void *)p) == HP_CU_MEMORYTYPE_DEVICE &&
 	       !hp_cuda_dev_fits(p, n);
 }
