@@ -190,6 +190,13 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * with another device current): made only through the current one */
 	P->ctx = hp_cuda_stream_ctx(s, ctx);
 	P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx);
+	/* one that must be staged does not pass through while the ring's
+	 * first segment is made in the background: it waits for it (cases/
+	 * peer-sync-across-pieces) */
+	if (P->R == NULL && must) {
+		hp_ring_settle();
+		P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx);
+	}
 	/* a row wider than a slot: as it is */
 	if (P->R != NULL && rect > P->R->slot) {
 		hp_ring_put(P->R);

@@ -347,6 +347,14 @@ static void *grower_main(void *arg)
 	return NULL;
 }
 
+void hp_ring_settle(void)
+{
+	pthread_mutex_lock(&gw.mu);
+	while (gw.on && !gw.stop && (gw.asked || gw.busy))
+		pthread_cond_wait(&gw.cv, &gw.mu);
+	pthread_mutex_unlock(&gw.mu);
+}
+
 /* Under R->mu, no segment made: what a refused making leaves (not for
  * good, issue 32): tried again at the next copy after a moment's refusal
  * (e > 0), else after 1, 2, 4 ... 1024 copies. */

@@ -118,6 +118,9 @@ struct hp_ring {
 };
 HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
+/* Wait until the growth thread has made what it was asked for (a ring's
+ * first segment included): for a copy that must be staged (plan.c). */
+HP_HIDDEN void hp_ring_settle(void);
 HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
 HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
 HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,

@@ -62,6 +62,16 @@ HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
+/* A 3D peer copy in this thread's context: planned as cuMemcpy3D's
+ * (stage_peer, cudrv.h; issue 39 item 6). */
+HP_BODY hp_CUresult copy3dpeer_sync(void *f, int ptsz,
+				   const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DPeer_t, hp_CUresult, (p),
+		     host_3dpeer(&c_, p);
+		     STAGED(stage_peer(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
+		     SYNC_END)
+}
 HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
 			     const void *h, size_t n)
 {
@@ -200,6 +210,26 @@ HP_EXPORT hp_CUresult cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
 static hp_CUresult lk_cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
 {
 	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2_ptds), 1, p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DPeer(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(NEXT(cuMemcpy3DPeer), 0, p);
+}
+
+static hp_CUresult lk_cuMemcpy3DPeer(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(LOOKED_UP(cuMemcpy3DPeer), 0, p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DPeer_ptds(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(NEXT(cuMemcpy3DPeer_ptds), 1, p);
+}
+
+static hp_CUresult lk_cuMemcpy3DPeer_ptds(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(LOOKED_UP(cuMemcpy3DPeer_ptds), 1, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,
