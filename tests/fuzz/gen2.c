@@ -6,8 +6,8 @@
 #include "fz.h"
 #include "gen.h"
 
-/* FAKE_CUDA_REFUSE_PARTIAL=1 in this program (fz_gen) */
-static int refuse;
+/* FAKE_CUDA_REFUSE_PARTIAL=1 in this program (fz_gen; gen.h) */
+int refuse;
 
 static void gen_ctl(int t)
 {
