@@ -129,6 +129,7 @@ typedef struct hp_cudaMemcpy3DPeerParms {
 } hp_cudaMemcpy3DPeerParms;
 typedef hp_CUresult (*hp_cuMemcpy3DPeerAsync_t)(const hp_CUDA_MEMCPY3D_PEER *p,
 						 hp_cudaStream_t hStream);
+typedef hp_CUresult (*hp_cuMemcpy3DPeer_t)(const hp_CUDA_MEMCPY3D_PEER *p);
 typedef hp_cudaError_t (*hp_cudaMemcpy3DPeerAsync_t)(
     const hp_cudaMemcpy3DPeerParms *p, hp_cudaStream_t stream);
 /* Entry points that end a context (its registrations die with it). */

@@ -52,34 +52,13 @@ HP_BODY hp_CUresult copy3d_async(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p,
 		     STAGED(hp_stage_3d(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
-/* A 3D peer copy whose contexts are this thread's (each NULL or the
- * current one) is the 3D copy it is, planned as cuMemcpy3DAsync's: one
- * crossing registrations of a block of hostpin's is staged (issue 39
- * item 6); HP_COPY_PASSED when it is not such a copy. */
-static int stage_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
-		      hp_cudaStream_t s, int ptsz)
-{
-	uintptr_t cur;
-	if (p == NULL || (c->n == 0 && !c->overflow) ||
-	    !hp_cuda_stage_fns() || !(cur = hp_cuda_ctx_current()) ||
-	    (p->srcContext && (uintptr_t)p->srcContext != cur) ||
-	    (p->dstContext && (uintptr_t)p->dstContext != cur))
-		return HP_COPY_PASSED;
-	hp_CUDA_MEMCPY3D q = {
-	    p->srcXInBytes, p->srcY, p->srcZ, p->srcLOD, p->srcMemoryType,
-	    p->srcHost, p->srcDevice, p->srcArray, NULL, p->srcPitch,
-	    p->srcHeight, p->dstXInBytes, p->dstY, p->dstZ, p->dstLOD,
-	    p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, NULL,
-	    p->dstPitch, p->dstHeight, p->WidthInBytes, p->Height, p->Depth};
-	return hp_stage_3d(c, &q, s, ptsz, 0);
-}
 HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,
 				    const hp_CUDA_MEMCPY3D_PEER *p,
 				    hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DPeerAsync_t, hp_CUresult, (p, s),
 		     host_3dpeer(&c_, p);
-		     STAGED(stage_peer(&c_, p, s, ptsz)),
+		     STAGED(stage_peer(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,

@@ -152,18 +152,23 @@ static int entry_mine(const struct batch *b, size_t i)
 		hostpin_side(o->dst.op.ptr.ptr, m));
 }
 
-/* Whether [p, p+n) is device memory past the end of its allocation, or
- * starts exactly at its end (no memory the driver knows, the byte before
- * it a device allocation's last: the driver refuses it). */
+/* Whether [p, p+n) is device memory past the end of its allocation (or
+ * starts just past one's end: the driver refuses it too).  Only
+ * p itself is asked about hostpin's blocks: the part past the allocation's
+ * end may be any memory, a block of hostpin's mapped just after it too
+ * (cases/batch-refused-into-block-5018). */
 static int past_end(uintptr_t p, size_t n)
 {
-	if (hostpin_side(p, n))
+	if (hostpin_side(p, 1))
 		return 0;
 	if (hp_cuda_mem_type((const void *)p) == HP_CU_MEMORYTYPE_DEVICE)
 		return !hp_cuda_dev_fits(p, n);
-	return p > 0 && !hp_cuda_host_known((const void *)p) &&
+	/* p itself the byte just past an allocation's last: past it too
+	 * (cases/batch-entry-at-end-h2d-7025) */
+	return p > 0 &&
 	       hp_cuda_mem_type((const void *)(p - 1)) ==
-		   HP_CU_MEMORYTYPE_DEVICE;
+		   HP_CU_MEMORYTYPE_DEVICE &&
+	       !hp_cuda_dev_fits(p - 1, 2);
 }
 
 /* Whether the driver would refuse entry i: its device side runs past the

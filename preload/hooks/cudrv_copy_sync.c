@@ -39,8 +39,10 @@ HP_BODY hp_CUresult copy_sync(void *f, int ptsz, hp_CUdeviceptr d,
 		     SYNC_END)
 }
 /* A 2D copy between pitched host memory and device memory is staged
- * (stage_rect.c); cuMemcpy2DUnaligned passes through: it takes pitches that
- * cuMemcpy2DAsync, which makes the staged DMAs, may refuse. */
+ * (stage_rect.c), cuMemcpy2DUnaligned's too: the pitches cuMemcpy2D may
+ * refuse and cuMemcpy2DUnaligned takes are those of copies within device
+ * memory (cuda.h), which are never staged; a staged DMA is between a slot
+ * (pitch: the width) and the device side as it is (issue 39 item 6). */
 HP_BODY hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2D_v2_t, hp_CUresult, (p),
@@ -48,10 +50,13 @@ HP_BODY hp_CUresult copy2d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY2D *p)
 		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
-HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, const hp_CUDA_MEMCPY2D *p)
+HP_BODY hp_CUresult copy2d_unaligned_sync(void *f, int ptsz,
+					  const hp_CUDA_MEMCPY2D *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy2DUnaligned_v2_t, hp_CUresult, (p),
-		     host_2d(&c_, p), SYNC_END)
+		     host_2d(&c_, p);
+		     STAGED(hp_stage_2d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
+		     SYNC_END)
 }
 /* A 3D copy between pitched host memory and device memory is staged too,
  * slice by slice (stage_rect.c). */
@@ -60,6 +65,16 @@ HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 	HP_COPY_BODY(f, hp_cuMemcpy3D_v2_t, hp_CUresult, (p),
 		     host_3d(&c_, p);
 		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
+		     SYNC_END)
+}
+/* A 3D peer copy in this thread's context: planned as cuMemcpy3D's
+ * (stage_peer, cudrv.h; issue 39 item 6). */
+HP_BODY hp_CUresult copy3dpeer_sync(void *f, int ptsz,
+				   const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	HP_COPY_BODY(f, hp_cuMemcpy3DPeer_t, hp_CUresult, (p),
+		     host_3dpeer(&c_, p);
+		     STAGED(stage_peer(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
@@ -164,22 +179,22 @@ static hp_CUresult lk_cuMemcpy2D_v2_ptds(const hp_CUDA_MEMCPY2D *p)
 
 HP_EXPORT hp_CUresult cuMemcpy2DUnaligned_v2(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_unaligned_sync(NEXT(cuMemcpy2DUnaligned_v2), p);
+	return copy2d_unaligned_sync(NEXT(cuMemcpy2DUnaligned_v2), 0, p);
 }
 
 static hp_CUresult lk_cuMemcpy2DUnaligned_v2(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_unaligned_sync(LOOKED_UP(cuMemcpy2DUnaligned_v2), p);
+	return copy2d_unaligned_sync(LOOKED_UP(cuMemcpy2DUnaligned_v2), 0, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy2DUnaligned_v2_ptds(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_unaligned_sync(NEXT(cuMemcpy2DUnaligned_v2_ptds), p);
+	return copy2d_unaligned_sync(NEXT(cuMemcpy2DUnaligned_v2_ptds), 1, p);
 }
 
 static hp_CUresult lk_cuMemcpy2DUnaligned_v2_ptds(const hp_CUDA_MEMCPY2D *p)
 {
-	return copy2d_unaligned_sync(LOOKED_UP(cuMemcpy2DUnaligned_v2_ptds), p);
+	return copy2d_unaligned_sync(LOOKED_UP(cuMemcpy2DUnaligned_v2_ptds), 1, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpy3D_v2(const hp_CUDA_MEMCPY3D *p)
@@ -200,6 +215,26 @@ HP_EXPORT hp_CUresult cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
 static hp_CUresult lk_cuMemcpy3D_v2_ptds(const hp_CUDA_MEMCPY3D *p)
 {
 	return copy3d_sync(LOOKED_UP(cuMemcpy3D_v2_ptds), 1, p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DPeer(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(NEXT(cuMemcpy3DPeer), 0, p);
+}
+
+static hp_CUresult lk_cuMemcpy3DPeer(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(LOOKED_UP(cuMemcpy3DPeer), 0, p);
+}
+
+HP_EXPORT hp_CUresult cuMemcpy3DPeer_ptds(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(NEXT(cuMemcpy3DPeer_ptds), 1, p);
+}
+
+static hp_CUresult lk_cuMemcpy3DPeer_ptds(const hp_CUDA_MEMCPY3D_PEER *p)
+{
+	return copy3dpeer_sync(LOOKED_UP(cuMemcpy3DPeer_ptds), 1, p);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,

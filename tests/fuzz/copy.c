@@ -95,13 +95,16 @@ static CUresult copy(const char *form, int h2d, CUstream s, char *h, char *d,
 		 0, 0, 0, 0, m.dstMemoryType, m.dstHost, m.dstDevice, NULL, NULL, m.dstPitch, hh,
 		 w, hh, 1};
 	if (!strncmp(form, "m2d", 3)) {
+		/* the form past "m2d" (F compared the whole form: no 2D
+		 * form ever ran, each was a bad-form in both runs) */
 		const char *f = form + 3;
-		F(uni ? "u" : "", cuMemcpy2D_v2(&m))
-		F(uni ? "ptu" : "pt", cuMemcpy2D_v2_ptds(&m))
-		F(uni ? "uau" : "ua", cuMemcpy2DUnaligned_v2(&m))
-		F(uni ? "asu" : "as", cuMemcpy2DAsync_v2(&m, s))
-		F(uni ? "asptu" : "aspt", cuMemcpy2DAsync_v2_ptsz(&m, s))
-		(void)f;
+#define F2(name, call) if (!strcmp(f, name)) return call;
+		F2(uni ? "u" : "", cuMemcpy2D_v2(&m))
+		F2(uni ? "ptu" : "pt", cuMemcpy2D_v2_ptds(&m))
+		F2(uni ? "uau" : "ua", cuMemcpy2DUnaligned_v2(&m))
+		F2(uni ? "asu" : "as", cuMemcpy2DAsync_v2(&m, s))
+		F2(uni ? "asptu" : "aspt", cuMemcpy2DAsync_v2_ptsz(&m, s))
+#undef F2
 	}
 	F("m3d", cuMemcpy3D_v2(&q))
 	F("m3dpt", cuMemcpy3D_v2_ptds(&q))

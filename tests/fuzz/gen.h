@@ -15,7 +15,7 @@ struct th {
 	char plast[8];     /* the stream that last used it */
 };
 extern struct th T[FZ_MAXT];
-extern int nth, nslot_h, nslot_d, nslot_s, shared_slot, relaxed;
+extern int nth, nslot_h, nslot_d, nslot_s, shared_slot, relaxed, refuse;
 extern size_t host_total;
 extern unsigned long long rs;
 extern const char *classes[NCL];

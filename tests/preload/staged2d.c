@@ -223,7 +223,7 @@ static int mode_unified(void)
 }
 
 /* Passed through: rows wider than a slot (the case sets a 1 MiB ring: 256
- * KiB slots), and cuMemcpy2DUnaligned. */
+ * KiB slots).  cuMemcpy2DUnaligned: staged as cuMemcpy2D. */
 static int mode_wide(void)
 {
 	CUstream s;

@@ -126,6 +126,9 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuMemcpy3DPeerAsync),
 					    CUresult (*)(const CUDA_MEMCPY3D_PEER *,
 							 CUstream)),
 	       "cuMemcpy3DPeerAsync");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuMemcpy3DPeer),
+					    CUresult (*)(const CUDA_MEMCPY3D_PEER *)),
+	       "cuMemcpy3DPeer");
 _Static_assert(sizeof(hp_CUDA_MEMCPY3D_PEER) == sizeof(CUDA_MEMCPY3D_PEER),
 	       "3D peer");
 SAME(hp_CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER, srcMemoryType);

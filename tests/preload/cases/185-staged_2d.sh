@@ -13,7 +13,7 @@
 # that size (VIOLATION pageable-copy).  Must hold: with staging on, none
 # for the staged forms (i5's library passes every 2D copy through: flagged);
 # where hostpin must pass a copy through (rows wider than a slot,
-# cuMemcpy2DUnaligned, HOSTPIN_STAGE=0) some, with the data still right.
+# HOSTPIN_STAGE=0) some, with the data still right.
 S2_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build staged2d staged2d.c $S2_FLAGS || true
 . ./staged_lib.sh
@@ -46,6 +46,6 @@ echo "$S2_OUT" | grep -q "staged copies 8 (" &&
 # passed through unchanged, data right
 s2d "rows wider than a slot pass through" through \
 	HOSTPIN_STAGE_BUFFER=1M HOSTPIN_STAGE_MIN=1M FAKE_CUDA_NO_PAGEABLE=1048576 -- wide
-s2d "cuMemcpy2DUnaligned passes through" through -- unaligned
+s2d "cuMemcpy2DUnaligned is staged as cuMemcpy2D (its pitches are only refused within device memory)" staged -- unaligned
 s2d "HOSTPIN_STAGE=0: 2D copies pass through" through HOSTPIN_STAGE=0 -- async
 fi
