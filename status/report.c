@@ -44,6 +44,20 @@ static const char *word(const struct hp_lslot *s, int k, char *out, size_t cap)
 	return out;
 }
 
+/* Slot s's counters added into *t (a process's, or a summary slot's
+ * folded ones); its pinned peak, which the report sums apart. */
+static uint64_t add_counters(struct hp_counters *t, const struct hp_lslot *s)
+{
+#define ADD(f) t->f += C(s, f);
+	ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
+	ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
+	ADD(copies_seen) ADD(copies_registered)
+	ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
+	ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
+#undef ADD
+	return C(s, pinned_bytes_peak);
+}
+
 /* The programs of the processes that did nothing: the first three names,
  * distinct, and whether there were more. */
 struct idle_names {
@@ -153,14 +167,7 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 				k = INT_MAX - n;
 			if (k > INT_MAX - folded)
 				k = INT_MAX - folded;
-#define ADD(f) t.f += C(s, f);
-			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
-			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
-			ADD(copies_seen) ADD(copies_registered)
-			ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
-			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
-#undef ADD
-			peak_sum += C(s, pinned_bytes_peak);
+			peak_sum += add_counters(&t, s);
 			n += k;
 			folded += k;
 			continue;
@@ -175,14 +182,7 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			continue;
 		}
 		if (pass == 0) {
-#define ADD(f) t.f += C(s, f);
-			ADD(pin_calls) ADD(unpin_calls) ADD(pin_ns) ADD(fail_count)
-			ADD(over_cap) ADD(adopted_blocks) ADD(leaked_blocks)
-			ADD(copies_seen) ADD(copies_registered)
-			ADD(copy_bytes_registered) ADD(copy_waits) ADD(cache_hits)
-			ADD(cache_evictions) ADD(foreign_ranges) ADD(blocks_peak)
-#undef ADD
-			peak_sum += C(s, pinned_bytes_peak);
+			peak_sum += add_counters(&t, s);
 			n += n < INT_MAX;
 			running += st == HP_LS_LIVE;
 			continue;
