@@ -130,6 +130,9 @@ unsigned hp_cuda_ctx_epoch(void);
  * comes back as the same handle) or the driver is unloaded; 0 if it is
  * not known alive.  What was made through it lives while this stays. */
 uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current);
+/* backend_cuda_ctx.c: the device of ctx as learnt (hp_cuda_ctx_gen with
+ * current), -1 if not known; no driver call. */
+int hp_cuda_ctx_dev(uintptr_t ctx);
 /* backend_cuda_ctx.c: make ctx current on this thread for hostpin's own
  * calls (a thread of hostpin's: the ring's growth), if it is still what
  * it was at generation gen (hp_cuda_ctx_gen): 1 if pushed (undo with

@@ -249,6 +249,17 @@ int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen)
 	return 1;
 }
 
+int hp_cuda_ctx_dev(uintptr_t ctx)
+{
+	int dev = -1;
+	pthread_mutex_lock(&hp_cu_own_mu);
+	for (int i = 0; i < hp_cu_nctxs && dev < 0; i++)
+		if (hp_cu_ctxs[i].ctx == (hp_CUcontext)ctx && hp_cu_ctxs[i].alive)
+			dev = hp_cu_ctxs[i].dev;
+	pthread_mutex_unlock(&hp_cu_own_mu);
+	return dev;
+}
+
 void hp_cuda_ctx_pop(int pushed)
 {
 	hp_CUcontext c;

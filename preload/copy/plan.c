@@ -187,9 +187,14 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	if (!stream_enter(s))
 		return;
 	/* the ring of the stream's context (a device's stream may be used
-	 * with another device current): made only through the current one */
+	 * with another device current): made only through the current one.
+	 * Its context, generation and device are the plan's: what the ring
+	 * and its growth use, never asked again (issue 39 item 4) */
 	P->ctx = hp_cuda_stream_ctx(s, ctx);
-	P->R = hp_ring_get(htod, P->ctx, P->ctx == ctx, must);
+	P->here = P->ctx == ctx;
+	P->gen = hp_cuda_ctx_gen(P->ctx, P->here);
+	P->dev = hp_cuda_ctx_dev(P->ctx);
+	P->R = hp_ring_get(P, must);
 	/* a row wider than a slot: as it is */
 	if (P->R != NULL && rect > P->R->slot) {
 		hp_ring_put(P->R);

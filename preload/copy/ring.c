@@ -239,8 +239,8 @@ static void seg_install(struct hp_ring *R, const struct seg *S)
 	}
 	R->nseg = g + 1;
 	atomic_fetch_add_explicit(&st_ring, S->len, memory_order_relaxed);
-	hp_log(HP_LOG_INFO, "staging ring (%s): %d slots of %zu bytes, "
-	       "registered%s", dir_name(R), HP_RING_SLOTS, S->slot,
+	hp_log(HP_LOG_INFO, "staging ring (%s, device %d): %d slots of %zu "
+	       "bytes, registered%s", dir_name(R), R->dev, HP_RING_SLOTS, S->slot,
 	       g ? " (grown: a copy found every slot another stream's)" : "");
 }
 
@@ -388,7 +388,8 @@ static int first_made(struct hp_ring *R, int e, int gone,
 }
 
 /* Under R->mu, R given to context ctx: made once, through ctx (make: it
- * is current on this thread, its generation learnt here).  1 if ready;
+ * is current on this thread; its generation and device: the plan's,
+ * P, which asked for it).  1 if ready;
  * 2: to be made by this copy (HOSTPIN_STAGE_RING_BACKGROUND=0, or no
  * growth thread), outside R->mu (hp_ring_get); else 0: the copy passes
  * through.  The first segment, like any growth, is made by the growth
@@ -397,9 +398,10 @@ static int first_made(struct hp_ring *R, int e, int gone,
  * through; except a copy that must be staged (must: the driver must not
  * get it as it is, e.g. across registration pieces), which makes it
  * itself, outside R->mu (2), or waits while another makes it (3). */
-static int ring_make(struct hp_ring *R, uintptr_t ctx, int make, int must)
+static int ring_make(struct hp_ring *R, const struct hp_plan *P, int must)
 {
-	if (R->state == 1 && R->gen != hp_cuda_ctx_gen(R->ctx, 0)) {
+	int make = P->here;
+	if (R->state == 1 && R->gen != P->gen) {
 		if (R->claims > 0)
 			return 0; /* in use: made again once let go */
 		ring_unmake(R);
@@ -416,7 +418,7 @@ static int ring_make(struct hp_ring *R, uintptr_t ctx, int make, int must)
 	}
 	static pthread_once_t first = PTHREAD_ONCE_INIT;
 	pthread_once(&first, rings_first);
-	R->gen = hp_cuda_ctx_gen(ctx, 1);
+	R->gen = P->gen, R->dev = P->dev;
 	R->state = 2;
 	if (!must && hp_opt[HP_OPT_STAGE_RING_BACKGROUND] && grow_ask(R))
 		return 0;
@@ -453,15 +455,16 @@ static struct hp_ring *entry(int dir, uintptr_t ctx, int make)
 	return R;
 }
 
-struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make, int must)
+struct hp_ring *hp_ring_get(const struct hp_plan *P, int must)
 {
 	/* a ring is used through the context it was made in (its events
 	 * are that context's): each context its own */
-	struct hp_ring *R = entry(htod ? 0 : 1, ctx, make);
+	uintptr_t ctx = P->ctx;
+	struct hp_ring *R = entry(P->htod ? 0 : 1, ctx, P->here);
 	if (R == NULL)
 		return NULL;
 	pthread_mutex_lock(&R->mu);
-	int ok = ring_make(R, ctx, make, must), undo = 0;
+	int ok = ring_make(R, P, must), undo = 0;
 	/* a copy that must be staged waits while another makes the first
 	 * segment (a registration's time, at most once per ring) */
 	for (int i = 0; ok == 3 && i < 20000; i++) {
@@ -469,7 +472,7 @@ struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make, int must)
 		struct timespec ts = {0, 250000};
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&R->mu);
-		ok = ring_make(R, ctx, make, must);
+		ok = ring_make(R, P, must);
 	}
 	if (ok == 3)
 		ok = 0;

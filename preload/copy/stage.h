@@ -79,11 +79,13 @@ HP_HIDDEN int hp_stage_on(void);
 /* ---- inside the copy engine ----
  * ring.c: the staging rings, one per direction.  Their slots are owned per
  * stream until the event recorded after their last DMA completes.
- * Rings belong to a context (a device): hp_ring_get: ctx's ring of that
- * direction, claimed (not made again while claimed); or NULL: none ready
- * (asked for, through ctx if make: ctx is current here; made in the
- * background, never on a copy's path: the copy passes through meanwhile),
- * or it could not be made; hp_ring_put lets go of it.
+ * Rings belong to a context (a device): hp_ring_get: the ring of the
+ * plan's context and direction (its context, generation and device as the
+ * plan recorded them: never asked again), claimed (not made again while
+ * claimed); or NULL: none ready (asked for, through that context if the
+ * plan found it current here; made in the background, never on a copy's
+ * path: the copy passes through meanwhile), or it could not be made;
+ * hp_ring_put lets go of it.
  * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
  * was on s; first: the copy holds none yet: it may take the last slot no
  * copy holds, and the ring then grows in the background; a copy holding
@@ -108,6 +110,7 @@ struct hp_ring {
 	size_t slot, seglen;
 	uintptr_t ctx; /* the context it was made through */
 	uint64_t gen; /* hp_cuda_ctx_gen(ctx) then: made again when it changes */
+	int dev; /* ctx's device (the plan's), -1 if not known */
 	int claims; /* copies using it */
 	int grow; /* 1: a segment more asked for; 2: being made (ring.c) */
 	void *ev[HP_RING_MAX];
@@ -116,8 +119,8 @@ struct hp_ring {
 	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
 	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
 };
-HP_HIDDEN struct hp_ring *hp_ring_get(int htod, uintptr_t ctx, int make,
-				      int must);
+struct hp_plan;
+HP_HIDDEN struct hp_ring *hp_ring_get(const struct hp_plan *P, int must);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
 HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
 HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
@@ -149,6 +152,10 @@ struct hp_plan {
 	size_t len;
 	uintptr_t ctx; /* STAGED: the stream's context, whose ring R is (a
 			* device's stream may be used with another current) */
+	uint64_t gen; /* STAGED: ctx's generation (hp_cuda_ctx_gen) */
+	int dev; /* STAGED: ctx's device, -1 if not known */
+	int here; /* STAGED: ctx is current on this thread (a ring is made
+		   * only through it) */
 	struct hp_ring *R; /* STAGED: the ring, claimed */
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
