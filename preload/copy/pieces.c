@@ -39,29 +39,10 @@ static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 	return r;
 }
 
-int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
+int hp_pieces_run(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
-	int sync = P->how & HP_STAGE_SYNC;
-	int queued;
-	int r = per_piece(P->base, P->len, d, h, n, P->s, P->htod, &queued);
-	/* A registered block: the hook ends the copy as one through
-	 * registered memory (hp_copy_plan_end: a wait in sync mode, else an
-	 * event), and a synchronous form waits here.  The registered prefix of a block
-	 * being registered: a wait for the stream whatever the form, even
-	 * after an error (what was queued may run): the block is not
-	 * REGISTERED, so no fence follows; this keeps the semantics of the
-	 * pageable memory it still is, as HOSTPIN_COPY=sync does for a
-	 * registered block, and the pieces are not unregistered under the
-	 * DMA. */
-	/* A piece refused after others were queued: they are waited for
-	 * before the error returns (issue 39 item 3: no DMA of a failed call
-	 * lands in the program's memory after it returned). */
-	int wait = P->kind == HP_PLAN_PREFIX || r != 0 ? queued
-						       : r == 0 && sync;
-	if (wait) {
-		int w = hp_stage_wait_stream(P->s);
-		if (r == 0)
-			r = w;
-	}
-	return r;
+	/* the waits that end the DMAs (a synchronous form's; the prefix's,
+	 * whatever the form; an error's fence: issue 39 item 3) are the
+	 * plan's end's (plan.c: plan_wait), which reads P->queued */
+	return per_piece(P->base, P->len, d, h, n, P->s, P->htod, &P->queued);
 }

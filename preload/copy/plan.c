@@ -205,10 +205,41 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		return;
 	}
 	P->kind = HP_PLAN_STAGED;
+	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
+}
+
+/* The waits that end a copy's DMAs, for every executor, read from the
+ * plan (its kind, form, direction, and whether DMAs may be queued): an
+ * error returns only once every DMA the copy queued before it completed
+ * (issue 39 item 3: none lands in the program's memory after the error
+ * returned); a copy in the registered prefix of a block being registered
+ * waits for what it queued whatever the form (the pageable semantics the
+ * block still has; no piece is unregistered under its DMAs); a
+ * synchronous form waits for a copy by pieces and for a staged H2D (a
+ * staged D2H is complete once drained).  Made while the plan still holds
+ * what it holds (the stream's entry, the prefix's readers, the ring). */
+static int plan_wait(const struct hp_plan *P, int r)
+{
+	int sync = P->how & HP_STAGE_SYNC, wait;
+	if (r == HP_COPY_PASSED || P->kind == HP_PLAN_PASS)
+		return r;
+	if (r != 0 || P->kind == HP_PLAN_PREFIX)
+		wait = P->queued;
+	else if (P->kind == HP_PLAN_PIECES)
+		wait = sync;
+	else
+		wait = sync && P->htod;
+	if (wait) {
+		int w = hp_stage_wait_stream(P->s);
+		if (r == 0)
+			r = w;
+	}
+	return r;
 }
 
 int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 {
+	r = plan_wait(P, r);
 	switch (P->kind) {
 	case HP_PLAN_PASS:
 		return HP_COPY_PASSED;
@@ -226,8 +257,8 @@ int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 			hp_stat_staged(n);
 		break;
 	}
-	/* The end of a copy made here (its wait or fence was the
-	 * executor's): an error the caller makes again in its own terms
+	/* The end of a copy made here (its waits and fence: plan_wait): an
+	 * error the caller makes again in its own terms
 	 * passes (HP_STAGE_RETRY: its call ends the copy); one through a
 	 * registered block by pieces ends as a copy through registered
 	 * memory (an async form: the wait or event of HOSTPIN_COPY); the
@@ -267,4 +298,171 @@ int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
 		  hp_cudaStream_t s, int ptsz, int how)
 {
 	return copy_1d(c, d, h, n, hp_program_stream(s, ptsz), 0, how);
+}
+
+/* ---- what the hooks hand over without a direction or as a rectangle ----
+ * decided here, once: the executors read the plan, never the descriptor
+ * or the driver's answers again. */
+
+/* Host memory the driver does not know, or a block of hostpin's (which
+ * the driver may know in part while it is being registered: the plan
+ * splits or stages such a copy at what is registered). */
+static int unified_host(const void *p, unsigned type)
+{
+	return type == 0 || hp_foreign_hides(p);
+}
+
+int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
+		     hp_cudaStream_t st, int ptsz, int how)
+{
+	/* A small copy is planned too when it touches a block of hostpin's
+	 * (c->n): it may cross the end of one of the block's registrations
+	 * or of the registered part of a block being registered, which the
+	 * driver must not get whole (issue 39 item 6).  Its direction is
+	 * asked of the driver only then. */
+	if ((n < hp_opt[HP_OPT_STAGE_MIN] && c->n == 0 && !c->overflow) ||
+	    !hp_stage_on() || !hp_cuda_stage_fns())
+		return HP_COPY_PASSED;
+	const void *dp = (const void *)d, *sp = (const void *)s;
+	unsigned dt = hp_cuda_mem_type(dp), stp = hp_cuda_mem_type(sp);
+	hp_cudaStream_t ps = hp_program_stream(st, ptsz);
+	if (dt == HP_CU_MEMORYTYPE_DEVICE && unified_host(sp, stp))
+		return copy_1d(c, d, (char *)(uintptr_t)s, n, ps, 1, how);
+	if (stp == HP_CU_MEMORYTYPE_DEVICE && unified_host(dp, dt))
+		return copy_1d(c, s, (char *)(uintptr_t)d, n, ps, 0, how);
+	return HP_COPY_PASSED;
+}
+
+/* A side of a CUDA_MEMCPY2D (or of a 3D copy's slice): host memory the
+ * driver does not know (HOST, or UNIFIED pointing at such memory), or
+ * memory a DMA from the ring can reach (DEVICE, or UNIFIED memory the
+ * driver knows). */
+static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
+{
+	if (m == HP_CU_MEMORYTYPE_HOST)
+		return (char *)(uintptr_t)host;
+	if (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+	    !hp_cuda_host_known((const void *)(uintptr_t)dev))
+		return (char *)(uintptr_t)dev;
+	return NULL;
+}
+static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
+{
+	return m == HP_CU_MEMORYTYPE_DEVICE ||
+	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+		hp_cuda_host_known((const void *)(uintptr_t)dev));
+}
+
+/* a*b+c, or SIZE_MAX if that overflows */
+static size_t mul_add(size_t a, size_t b, size_t c)
+{
+	size_t r;
+	if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+		return SIZE_MAX;
+	return r;
+}
+
+/* The plan of a 2D copy p, or of depth slices of it (a 3D copy: sh, dh the
+ * source's and the destination's slice heights in rows, p's Y counting the
+ * rows before the first slice), between pitched host memory and device
+ * memory: its direction and geometry checked (what does not pass goes to
+ * the driver as it is), its rectangle recorded (P->rect), then planned as
+ * any copy (staged or passed through, never by pieces). */
+static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
+		      int how)
+{
+	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .how = how, .c = c, .s = s};
+	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
+	n = mul_add(n, depth, 0);
+	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
+	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
+	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
+		return;
+	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
+	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
+	int htod;
+	if (sho && !dho && side_device(p->dstMemoryType, p->dstDevice))
+		htod = 1;
+	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
+		htod = 0;
+	else
+		return; /* an array, host to host, device to device */
+	size_t pitch = htod ? p->srcPitch : p->dstPitch;
+	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
+	size_t y = htod ? p->srcY : p->dstY;
+	size_t hh = htod ? sh : dh, dvh = htod ? dh : sh;
+	size_t dy = htod ? p->dstY : p->srcY;
+	if (pitch < w)
+		return; /* the driver's to refuse */
+	if (depth > 1 && (hh < H || dvh < H))
+		return; /* slices overlap: the driver's to refuse */
+	/* the last host byte and the last device row within reach */
+	size_t hl = mul_add(depth - 1, hh, y + H - 1);
+	if (y > SIZE_MAX - H || hl == SIZE_MAX ||
+	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
+	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
+		return;
+	/* staged in chunks of rows: a copy the driver would refuse whole
+	 * (its device rows past the end of their allocation) goes to it as
+	 * it is, nothing written (issue 32 item 12) */
+	hp_CUdeviceptr dv = htod ? p->dstDevice : p->srcDevice;
+	size_t dp = htod ? p->dstPitch : p->srcPitch;
+	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
+	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
+	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
+	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
+	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
+		return;
+	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
+	/* the host side's extent: its first to last byte */
+	hp_copy_plan(P, c, h, (hl - y) * pitch + w, 0, s, htod, w, how);
+	P->rect = (struct hp_plan_rect){.q = *p, .h = h, .pitch = pitch,
+					.hs = hh * pitch, .dh = dvh, .w = w,
+					.H = H, .depth = depth, .bytes = n};
+}
+
+/* A 2D or 3D copy: planned, executed (stage_rect.c), ended. */
+static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
+		     size_t sh, size_t dh, hp_cudaStream_t s, int ptsz,
+		     int how)
+{
+	struct hp_plan P;
+	plan_rect(&P, c, p, depth, sh, dh, hp_program_stream(s, ptsz), how);
+	int r = P.kind == HP_PLAN_STAGED ? hp_stage_rect(&P) : HP_COPY_PASSED;
+	return hp_copy_plan_end(&P, P.rect.bytes, r);
+}
+
+int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
+		int ptsz, int how)
+{
+	return p ? copy_rect(c, p, 1, 0, 0, s, ptsz, how) : HP_COPY_PASSED;
+}
+
+int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
+		int ptsz, int how)
+{
+	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
+	    p->reserved1 || p->Depth == 0)
+		return HP_COPY_PASSED;
+	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
+	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
+		return HP_COPY_PASSED;
+	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
+	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
+	if (sy == SIZE_MAX || dy == SIZE_MAX)
+		return HP_COPY_PASSED;
+	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
+	hp_CUDA_MEMCPY2D q = {
+	    .srcXInBytes = p->srcXInBytes, .srcY = sy,
+	    .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost,
+	    .srcDevice = p->srcDevice, .srcArray = p->srcArray,
+	    .srcPitch = p->srcPitch,
+	    .dstXInBytes = p->dstXInBytes, .dstY = dy,
+	    .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost,
+	    .dstDevice = p->dstDevice, .dstArray = p->dstArray,
+	    .dstPitch = p->dstPitch,
+	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
+	return copy_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
+			 how);
 }

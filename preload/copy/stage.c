@@ -272,7 +272,6 @@ static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 
 int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
-	int sync = P->how & HP_STAGE_SYNC;
 	struct hp_ring *R = P->R;
 	size_t per = R->slot * ROUND_SLOTS, off = 0;
 	if (per < ROUND_MIN)
@@ -308,14 +307,8 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		hp_pool_seen(P->htod, len, hp_now_ns() - t0);
 		off += len;
 	}
-	/* the source is staged: an async call returns (the DMA may run);
-	 * a synchronous one after the copy, with its error if it failed.  A
-	 * chunk or rest refused: the DMAs already queued are waited for
-	 * before the error returns (issue 39 item 3: none lands after it) */
-	if ((r == 0 && sync && P->htod) || r != 0) {
-		int w = hp_stage_wait_stream(P->s);
-		if (r == 0)
-			r = w;
-	}
+	/* the source is staged: an async call returns (the DMA may run); a
+	 * synchronous one after the copy, and a chunk or rest refused after
+	 * the DMAs already queued: the plan's end waits (plan.c) */
 	return r;
 }

@@ -35,17 +35,20 @@ HP_HIDDEN int hp_stage_htod(hp_copy_t *c, uintptr_t d, const void *h,
 HP_HIDDEN int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
 			    hp_cudaStream_t s, int ptsz, int how);
 
-/* A 1D copy between unified addresses (cuMemcpyWithAttributesAsync and
- * the runtime's): staged as hp_stage_htod or hp_stage_dtoh when one side
- * is host memory the driver does not know (or a block of hostpin's) and
- * the other device memory; 0 otherwise (both host, both device, managed
- * or the program's pinned memory on either side).  copy_dir.c. */
+/* A 1D copy between unified addresses (cuMemcpy, cuMemcpyAsync,
+ * cuMemcpyWithAttributesAsync and the runtime's): its direction decided by
+ * the plan (plan.c), then planned as hp_stage_htod or hp_stage_dtoh when
+ * one side is host memory the driver does not know (or a block of
+ * hostpin's) and the other device memory; HP_COPY_PASSED otherwise (both
+ * host, both device, managed or the program's pinned memory on either
+ * side). */
 HP_HIDDEN int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s,
 			       size_t n, hp_cudaStream_t st, int ptsz, int how);
 
 /* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory,
  * staged whole rows at a time: as many rows as fit in a slot, packed
- * there, then one 2D DMA per slot.  As above: the result, or
+ * there, then one 2D DMA per slot (its direction and geometry decided by
+ * the plan, plan.c; executed by stage_rect.c).  As above: the result, or
  * HP_COPY_PASSED if it must go to the driver as it is (and: an array
  * on either side, both sides host or both device, rows wider than a slot,
  * no cuMemcpy2DAsync_v2).  Arguments as above. */
@@ -157,6 +160,21 @@ struct hp_plan {
 	int here; /* STAGED: ctx is current on this thread (a ring is made
 		   * only through it) */
 	struct hp_ring *R; /* STAGED: the ring, claimed */
+	int queued; /* DMAs of the copy may be queued (STAGED: from the
+		     * start; PIECES, PREFIX: set by pieces.c once one is):
+		     * hp_copy_plan_end waits for them before an error */
+	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its
+	 * direction and geometry checked there, never again): depth slices
+	 * of H rows of w bytes, its rows numbered slice after slice.  q: a 2D
+	 * descriptor whose device side is the program's, at slice 0 (its Y
+	 * counts the rows before the first slice); h, pitch: the first host
+	 * byte, the host rows' pitch; hs: bytes from one host slice to the
+	 * next; dh: rows from one device slice to the next; bytes: w*H*depth */
+	struct hp_plan_rect {
+		hp_CUDA_MEMCPY2D q;
+		char *h;
+		size_t pitch, hs, dh, w, H, depth, bytes;
+	} rect;
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
  * (device side d, 0: checked by the caller) through the records c, on
@@ -179,16 +197,23 @@ HP_HIDDEN int hp_copy_plan_end(struct hp_plan *P, size_t n, int r);
 /* the stream a copy runs on (ptsz: stream 0 is the per-thread one) */
 HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
 
-/* pieces.c: a PIECES or PREFIX plan's DMAs from or to [h, h+n), and the
- * wait its kind and form need; the first error. */
-HP_HIDDEN int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h,
+/* stage_rect.c: a STAGED 2D or 3D plan's chunks of rows (P->rect), as
+ * hp_stage_lin: its result, or HP_COPY_PASSED if nothing was done. */
+HP_HIDDEN int hp_stage_rect(const struct hp_plan *P);
+
+/* pieces.c: a PIECES or PREFIX plan's DMAs from or to [h, h+n) (P->queued
+ * set once one is queued); the first error.  The waits that end them, an
+ * error's fence included, are hp_copy_plan_end's. */
+HP_HIDDEN int hp_pieces_run(struct hp_plan *P, uintptr_t d, char *h,
 			    size_t n);
 
 /* stage.c: a STAGED plan's 1D copy of [h, h+n) through its ring
  * (hp_stage_lin: its result; HP_COPY_PASSED if nothing was done: the
  * copy passes through); the chunk loops every staged copy runs
  * (stage_rect.c's too), m chunks: fill or drain copies chunk i between
- * the program's memory and a slot, issue enqueues its DMA on P's stream.
+ * the program's memory and a slot, issue enqueues its DMA on P's stream
+ * (no wait at the end: an error's fence and a synchronous form's wait are
+ * hp_copy_plan_end's).
  * They return 0, the driver's error, or HP_STAGE_REST: *done chunks done
  * (H2D: enqueued; D2H: in the program's memory), the rest must go to the
  * driver as the program's own calls (no slot could be taken; or a capture

@@ -1,35 +1,13 @@
-/* Staged 2D and 3D copies (stage.h: hp_stage_2d, hp_stage_3d): pitched
- * host memory to or from device memory, staged whole rows at a time
- * through the rings (ring.c).  What makes a rectangle stageable (its
- * sides, its geometry) is checked here, then the copy plan decides as for
- * any copy (plan.c: staged or passed through, never by pieces), and a
- * staged one runs stage.c's chunk loops on its chunks of rows. */
+/* Staged 2D and 3D copies (the copy plan's HP_PLAN_STAGED for a
+ * rectangle: hp_stage_2d, hp_stage_3d in plan.c, which decided its
+ * direction and geometry, P->rect): pitched host memory to or from device
+ * memory, staged whole rows at a time through the rings (ring.c), running
+ * stage.c's chunk loops on its chunks of rows. */
 #include <string.h>
 
 #include "../backend/backend.h"
 #include "../record.h"
 #include "stage.h"
-
-/* ---- 2D and 3D copies ----
- * A side of a CUDA_MEMCPY2D (or of a 3D copy's slice): host memory the
- * driver does not know (HOST, or UNIFIED pointing at such memory), or
- * memory a DMA from the ring can reach (DEVICE, or UNIFIED memory the
- * driver knows). */
-static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
-{
-	if (m == HP_CU_MEMORYTYPE_HOST)
-		return (char *)(uintptr_t)host;
-	if (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
-	    !hp_cuda_host_known((const void *)(uintptr_t)dev))
-		return (char *)(uintptr_t)dev;
-	return NULL;
-}
-static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
-{
-	return m == HP_CU_MEMORYTYPE_DEVICE ||
-	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
-		hp_cuda_host_known((const void *)(uintptr_t)dev));
-}
 
 /* A rectangle to stage: depth slices of H rows of w bytes, its rows
  * numbered slice after slice.  p: a 2D descriptor whose device side is the
@@ -155,128 +133,28 @@ static void rect_out(size_t i, char *sl, void *arg)
 	rect_host(j, g, rows, sl, 0);
 }
 
-/* a*b+c, or SIZE_MAX if that overflows */
-static size_t mul_add(size_t a, size_t b, size_t c)
+int hp_stage_rect(const struct hp_plan *P)
 {
-	size_t r;
-	if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
-		return SIZE_MAX;
-	return r;
-}
-
-/* A 2D copy p, or depth slices of it (a 3D copy: sh, dh the source's and
- * the destination's slice heights in rows, p's Y counting the rows before
- * the first slice), between pitched host memory and device memory: as
- * hp_stage_2d. */
-static int stage_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
-		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
-		      int ptsz, int how)
-{
-	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
-	n = mul_add(n, depth, 0);
-	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
-	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
-	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
-		return HP_COPY_PASSED;
-	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
-	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
-	int htod;
-	if (sho && !dho && side_device(p->dstMemoryType, p->dstDevice))
-		htod = 1;
-	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
-		htod = 0;
-	else
-		return HP_COPY_PASSED; /* an array, host to host, device to device */
-	size_t pitch = htod ? p->srcPitch : p->dstPitch;
-	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
-	size_t y = htod ? p->srcY : p->dstY;
-	size_t hh = htod ? sh : dh, dvh = htod ? dh : sh;
-	size_t dy = htod ? p->dstY : p->srcY;
-	if (pitch < w)
-		return HP_COPY_PASSED; /* the driver's to refuse */
-	if (depth > 1 && (hh < H || dvh < H))
-		return HP_COPY_PASSED; /* slices overlap: the driver's to refuse */
-	/* the last host byte and the last device row within reach */
-	size_t hl = mul_add(depth - 1, hh, y + H - 1);
-	if (y > SIZE_MAX - H || hl == SIZE_MAX ||
-	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
-	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
-		return HP_COPY_PASSED;
-	/* staged in chunks of rows: a copy the driver would refuse whole
-	 * (its device rows past the end of their allocation) goes to it as
-	 * it is, nothing written (issue 32 item 12) */
-	hp_CUdeviceptr dv = htod ? p->dstDevice : p->srcDevice;
-	size_t dp = htod ? p->dstPitch : p->srcPitch;
-	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
-	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
-	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
-	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
-	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
-		return HP_COPY_PASSED;
-	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
-	struct hp_plan P; /* the host side's extent: its first to last byte */
-	hp_copy_plan(&P, c, h, (hl - y) * pitch + w, 0,
-		     hp_program_stream(s, ptsz), htod, w, how);
-	if (P.kind != HP_PLAN_STAGED)
-		return HP_COPY_PASSED;
-	struct hp_ring *R = P.R;
-	s = P.s;
-	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
-			 .hs = hh * pitch, .dh = dvh, .w = w, .H = H,
-			 .depth = depth, .per = R->slot / w,
-			 .across = depth == 1 || dvh == H, .s = s};
-	j.cps = (H + j.per - 1) / j.per;
-	size_t m = j.across ? (H * depth + j.per - 1) / j.per : j.cps * depth;
-	/* as hp_stage_htod / hp_stage_dtoh, in chunks of rows */
+	const struct hp_plan_rect *g = &P->rect;
+	int htod = P->htod;
+	struct rect j = {.R = P->R, .p = &g->q, .h = g->h, .pitch = g->pitch,
+			 .hs = g->hs, .dh = g->dh, .w = g->w, .H = g->H,
+			 .depth = g->depth, .per = P->R->slot / g->w,
+			 .across = g->depth == 1 || g->dh == g->H, .s = P->s};
+	j.cps = (j.H + j.per - 1) / j.per;
+	size_t m = j.across ? (j.H * j.depth + j.per - 1) / j.per
+			    : j.cps * j.depth;
+	/* as hp_stage_lin, in chunks of rows */
 	size_t done = 0;
-	int r = htod ? hp_stage_run_htod(&P, m, rect_in, rect_htod, &j, &done)
-		     : hp_stage_run_dtoh(&P, m, rect_dtoh, rect_out, &j, &done);
+	int r = htod ? hp_stage_run_htod(P, m, rect_in, rect_htod, &j, &done)
+		     : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
 	if (r == HP_STAGE_REST && done == 0) /* nothing done: passed */
-		return hp_copy_plan_end(&P, n, HP_COPY_PASSED);
+		return HP_COPY_PASSED;
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
 			r = rect_direct(&j, i, htod);
 	}
-	/* an error: what was queued is waited for first (as hp_stage_lin) */
-	if ((r == 0 && (how & HP_STAGE_SYNC) && htod) || r != 0) {
-		int w = hp_stage_wait_stream(s);
-		if (r == 0)
-			r = w;
-	}
-	return hp_copy_plan_end(&P, n, r);
-}
-
-int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
-		int ptsz, int how)
-{
-	return p ? stage_rect(c, p, 1, 0, 0, s, ptsz, how) : HP_COPY_PASSED;
-}
-
-int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
-		int ptsz, int how)
-{
-	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
-	    p->reserved1 || p->Depth == 0)
-		return HP_COPY_PASSED;
-	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
-	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
-		return HP_COPY_PASSED;
-	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
-	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
-	if (sy == SIZE_MAX || dy == SIZE_MAX)
-		return HP_COPY_PASSED;
-	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
-	hp_CUDA_MEMCPY2D q = {
-	    .srcXInBytes = p->srcXInBytes, .srcY = sy,
-	    .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost,
-	    .srcDevice = p->srcDevice, .srcArray = p->srcArray,
-	    .srcPitch = p->srcPitch,
-	    .dstXInBytes = p->dstXInBytes, .dstY = dy,
-	    .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost,
-	    .dstDevice = p->dstDevice, .dstArray = p->dstArray,
-	    .dstPitch = p->dstPitch,
-	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
-	return stage_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
-			  how);
+	/* an error's fence, a synchronous form's wait: the plan's end's */
+	return r;
 }
