@@ -23,6 +23,7 @@
  * held only for the bookkeeping, never across a copy, a wait or a
  * registration (issue 39 item 12; a ring whose context ended is released
  * under it, at the next copy, as the driver forgets it). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -34,8 +35,10 @@
 /* The rings of each context that staged: [i][0] H2D, [i][1] D2H.  An
  * entry is given to a context (its ctx set) under tab_mu, and taken back
  * only once that context ended and no copy uses it. */
-#define RING_INIT {.mu = PTHREAD_MUTEX_INITIALIZER, .dir = 0}, \
-		  {.mu = PTHREAD_MUTEX_INITIALIZER, .dir = 1}
+#define RING_INIT {.mu = PTHREAD_MUTEX_INITIALIZER, .dir = 0,                \
+		   .made = PTHREAD_COND_INITIALIZER},                         \
+		  {.mu = PTHREAD_MUTEX_INITIALIZER, .dir = 1,                \
+		   .made = PTHREAD_COND_INITIALIZER}
 struct hp_ring hp_rings[HP_RING_CTXS][2] = {
     {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT},
     {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT}};
@@ -168,16 +171,26 @@ struct hp_ring *hp_ring_get(const struct hp_plan *P, int must)
 	pthread_mutex_lock(&R->mu);
 	int ok = ring_make(R, P, must), undo = 0;
 	/* a copy that must be staged waits while another makes the first
-	 * segment (a registration's time, at most once per ring) */
-	for (int i = 0; ok == 3 && i < 20000; i++) {
-		pthread_mutex_unlock(&R->mu);
-		struct timespec ts = {0, 250000};
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&R->mu);
-		ok = ring_make(R, P, must);
+	 * segment (a registration's time, at most once per ring): woken when
+	 * that making ends, made or refused (hp_ring_first_made), for 5 s at
+	 * most; then it passes through */
+	if (ok == 3) {
+		struct timespec end;
+		clock_gettime(CLOCK_REALTIME, &end); /* the condition's clock */
+		end.tv_sec += 5;
+		int t = 0;
+		while (ok == 3 && t != ETIMEDOUT) {
+			t = pthread_cond_timedwait(&R->made, &R->mu, &end);
+			ok = ring_make(R, P, must);
+		}
+		if (t == ETIMEDOUT)
+			HP_LOG_ONCE(HP_LOG_INFO, "a copy that must be staged "
+				    "waited 5 s for its staging ring (%s)",
+				    ok == 3 ? "not made yet: passed through"
+					    : "made");
+		if (ok == 3)
+			ok = 0;
 	}
-	if (ok == 3)
-		ok = 0;
 	struct hp_seg S;
 	if (ok == 2) {
 		/* made here, ctx current; other copies pass through meanwhile

@@ -293,6 +293,8 @@ static void make_done(struct hp_ring *R, const struct hp_seg *S)
 int hp_ring_first_made(struct hp_ring *R, int e, int gone,
 		      const struct hp_seg *S, uintptr_t ctx, uint64_t gen)
 {
+	/* the copies waiting for it look again (hp_ring_get) */
+	pthread_cond_broadcast(&R->made);
 	if (R->state != 2 || R->gen != gen || R->ctx != ctx)
 		return 0; /* ended, or given to another context meanwhile */
 	if (e == 0) {

@@ -103,6 +103,8 @@ HP_HIDDEN int hp_stage_on(void);
 #define HP_RING_MAX (HP_RING_SLOTS * HP_RING_SEGS)
 struct hp_ring {
 	pthread_mutex_t mu;
+	pthread_cond_t made; /* its first segment's making ended (made or
+			      * not): a copy that must be staged waits on it */
 	int dir; /* 0: H2D, 1: D2H */
 	int state; /* 0: not made yet; 2: its first segment being made (by
 		    * the growth thread, ring.c); 1: ready; -1: could not be

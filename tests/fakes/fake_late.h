@@ -262,10 +262,18 @@ static CUresult late_ev_stream(struct event *e, stream_t *s)
 }
 
 /* The context a stream was made in (the legacy and per-thread streams:
- * the current one). */
+ * the current one).  fake_cuda_stream_ctx_asks: how many times it was
+ * asked (a program sees that a thread's copy got that far). */
+static int stream_ctx_asks;
+int fake_cuda_stream_ctx_asks(void);
+int fake_cuda_stream_ctx_asks(void)
+{
+	return __atomic_load_n(&stream_ctx_asks, __ATOMIC_SEQ_CST);
+}
 CUresult cuStreamGetCtx(stream_t *s, CUcontext *c);
 CUresult cuStreamGetCtx(stream_t *s, CUcontext *c)
 {
+	__atomic_add_fetch(&stream_ctx_asks, 1, __ATOMIC_SEQ_CST);
 	stream_t *t = S(s);
 	*c = t->ctx ? (CUcontext)t->ctx : depth ? stack[depth - 1] : NULL;
 	return *c ? OK : INVALID_CONTEXT;

@@ -9,6 +9,13 @@
  *       first copy registers the ring (held at the gate); another thread's
  *       copy on another stream completes meanwhile (it does not wait on the
  *       ring's lock), then the first completes once the gate opens.
+ *   ring_bg must        HOSTPIN_STAGE_RING_BACKGROUND=1: a copy that must
+ *       be staged (a 2D copy across two registrations of a registered
+ *       block), issued while the growth thread's registration of the ring
+ *       is held (the program sees it reach the stream's context, the
+ *       plan's last driver question before the ring), waits for the ring;
+ *       the gate opened, its wait ends with the growth: staged, with its
+ *       data (the case reads the staged count).
  * A copy that does not complete while the registration is held is a
  * failure (60 s: a hang), never a timing.  Without hostpin (no ring, no
  * gate) the copies' data alone is checked. */
@@ -103,11 +110,83 @@ static int mode_inline(void)
 	return 0;
 }
 
+CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
+int fake_cuda_stream_ctx_asks(void);
+
+struct rect_job {
+	CUstream s;
+	char *blk;
+	CUdeviceptr d;
+	_Atomic int done;
+};
+
+/* 20 rows of 1 MiB from 2 MiB into the block: across its 8 MiB
+ * registrations (HOSTPIN_REGISTER_CHUNK=8M) */
+static void *rect_main(void *arg)
+{
+	struct rect_job *j = arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	M2D q;
+	memset(&q, 0, sizeof(q));
+	q.srcMemoryType = 1 /* HOST */, q.srcHost = j->blk + 2 * MB;
+	q.srcPitch = MB;
+	q.dstMemoryType = 2 /* DEVICE */, q.dstDevice = j->d;
+	q.dstPitch = MB;
+	q.WidthInBytes = MB, q.Height = 20;
+	CHECK(cuMemcpy2DAsync_v2(&q, j->s) == 0);
+	CHECK(cuStreamSynchronize(j->s) == 0);
+	j->done = 1;
+	return NULL;
+}
+
+static int asks_past(void *arg)
+{
+	return fake_cuda_stream_ctx_asks() > *(int *)arg;
+}
+
+static int mode_must(void)
+{
+	struct rect_job r = {0};
+	r.blk = malloc(24 * MB);
+	CHECK(r.blk != NULL);
+	r.d = dev(20 * MB);
+	CHECK(cuStreamCreate(&r.s, 0) == 0);
+	fill(r.blk + 2 * MB, 20 * MB, 5);
+	pthread_t t;
+	if (!hosted()) {
+		CHECK(pthread_create(&t, NULL, rect_main, &r) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+		CHECK(same(D(r.d), 20 * MB, 5));
+		return 0;
+	}
+	wait_for(is_reg, r.blk, "the block registered");
+	/* a plain copy asks for the H2D ring and passes through; the ring's
+	 * registration is held at the gate */
+	struct job a = {0};
+	pthread_t ta;
+	job_start(&a, &ta, 4);
+	wait_for(job_done, &a, "an H2D completed while the ring registered");
+	wait_for(gate_held, NULL, "the ring's registration reached the gate");
+	CHECK(pthread_join(ta, NULL) == 0);
+	int asks = fake_cuda_stream_ctx_asks();
+	CHECK(pthread_create(&t, NULL, rect_main, &r) == 0);
+	/* past its plan's last driver question, the ring being made: it
+	 * waits for the ring (the gate still held) */
+	wait_for(asks_past, &asks, "the 2D copy reached its ring");
+	CHECK(!r.done && fake_cuda_gate_waiters() == 1);
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(same(D(r.d), 20 * MB, 5));
+	free(r.blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"background", mode_background},
 	    {"inline", mode_inline},
+	    {"must", mode_must},
 	};
 	return staged_main("ring_bg", argc, argv, modes);
 }

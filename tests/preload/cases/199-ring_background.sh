@@ -14,7 +14,7 @@ F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build ring_bg ring_bg.c $F_FLAGS -lpthread || true
 . ./staged_lib.sh
 if [ -x "$B/ring_bg" ]; then
-for m in background inline; do
+for m in background inline must; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/ring_bg" $m 2>&1) ||
 		bad "ring_bg $m fails without hostpin: $out"
 done
@@ -25,4 +25,16 @@ n=$(echo "$STAGE_LOG" | grep -c " REG .* 33554432 ")
 	bad "ring background: $n ring registrations (want 2)"
 staged_case "ring background" ring_bg "a copy made inside the first copy: another stream's copy completes meanwhile" \
 	any FAKE_CUDA_REGISTER_GATE=33554432 HOSTPIN_STAGE_RING_BACKGROUND=0 -- inline
+# (issue 39 §3) A copy that must be staged (a 2D copy across two
+# registrations of a registered block) issued while the growth thread's
+# registration of its ring is held waits for the ring, woken when the
+# growth ends (ring.c: the ring's condition, bounded at 5 s): once the gate
+# opens, it is staged with its data (the only staged copy: the plain copy
+# that asked for the ring passed through).
+staged_case "ring background" ring_bg "a copy that must be staged waits for the ring being made, staged once the growth ends" \
+	any FAKE_CUDA_REGISTER_GATE=33554432 HOSTPIN_STAGE_RING_BACKGROUND=1 HOSTPIN_THRESHOLD=20M \
+	HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_PIN_AFTER=0 HOSTPIN_MMAP=off HOSTPIN_STATS=1 -- must
+echo "$STAGE_OUT" | grep -q "staged copies 1 (" &&
+	ok "ring background: the copy that waited for the ring was staged" ||
+	bad "ring background: the waiting copy was not staged: $(echo "$STAGE_OUT" | grep 'staged copies')"
 else bad "ring background: build"; fi
