@@ -326,3 +326,19 @@ if ! printf '%s' "$out" | grep -q "$(printf '\033')" && ! echo "$out" | grep -q 
 	echo "$out" | grep -qF 'HOSTPIN_STATS_FILE="/x\nHOSTPIN_BACKEND=cuda\x1b[1m"'; then
 	ok "hostpin --show: a string knob's newline and escape sequence printed escaped"
 else bad "--show not escaped: $(printf '%s' "$out" | cat -v | grep -A1 STATS_FILE)"; fi
+
+# 13. The tree's own tools and tests make no name in a shared directory
+# (/tmp, /dev/shm, /run, /var/tmp) that another user can make first: no
+# shell redirection into a fixed or pid-built name there (mktemp's are
+# fine), no C program that builds one from its pid (mkstemp/mkdtemp are
+# fine).  Read from the tree, nothing run.  Left out: tests/fuzz (its own
+# helpers), lines that plant a squat as nobody on purpose (runuser, nob),
+# tests/unit/check_log.c (a %p expansion compared, no file made).  Must
+# hold: no such line.
+squats=$(cd "$top" && {
+	grep -rnE '[0-9&]?[<>]>?[[:space:]]*"?/(tmp|dev/shm|run|var/tmp)/[A-Za-z0-9]' scripts Makefile tests 2>/dev/null
+	grep -rnE '/(tmp|dev/shm|run|var/tmp)/[A-Za-z0-9._-]*(\$\$|\$BASHPID)' scripts Makefile tests 2>/dev/null
+	grep -rnE '"/(tmp|dev/shm|run|var/tmp)/[^"]*%d.*getpid' scripts tests registry preload status --include=*.c --include=*.h
+} | grep -v '^tests/fuzz/\|^tests/unit/check_log\.c:\|runuser\|nob \|^[^:]*:[0-9]*:[[:space:]]*#' | grep -v '^Binary' | sort -u)
+[ -z "$squats" ] && ok "no tool or test of the tree writes a fixed or pid-built name in /tmp, /dev/shm, /run or /var/tmp" ||
+	{ bad "names another user could make first:"; echo "$squats" | sed 's/^/    /'; }
