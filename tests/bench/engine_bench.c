@@ -174,10 +174,10 @@ int main(int argc, char **argv)
 		if (pinned) {
 			h = host_buf(1);
 		} else {
-			char path[64];
-			snprintf(path, sizeof(path), "/dev/shm/engine_bench.%d",
-				 (int)getpid());
-			int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+			/* a name no other user can take first (mkstemp:
+			 * O_EXCL, mode 0600) */
+			char path[] = "/dev/shm/engine_bench.XXXXXX";
+			int fd = mkstemp(path);
 			if (fd < 0 || ftruncate(fd, (off_t)n))
 				return 1;
 			h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED,

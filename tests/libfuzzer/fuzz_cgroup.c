@@ -28,9 +28,14 @@ static void put(const char *rel, const uint8_t *p, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!root[0]) {
-		snprintf(root, sizeof(root), "/tmp/hostpin-fuzz-cg.%d", (int)getpid());
+		/* a directory of a name no other user can take first
+		 * (scripts/fuzz-run's TMPDIR, removed after the run) */
+		const char *t = getenv("TMPDIR");
+		snprintf(root, sizeof(root), "%s/hostpin-fuzz-cg.XXXXXX",
+			 t && *t && strlen(t) < 32 ? t : "/tmp");
+		if (!mkdtemp(root))
+			abort();
 		char p[128];
-		mkdir(root, 0700);
 		snprintf(p, sizeof(p), "%s/proc", root), mkdir(p, 0700);
 		snprintf(p, sizeof(p), "%s/proc/self", root), mkdir(p, 0700);
 		snprintf(p, sizeof(p), "%s/sys", root), mkdir(p, 0700);

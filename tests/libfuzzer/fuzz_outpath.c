@@ -37,8 +37,13 @@ static void mk(const char *fmt, const char *what)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!box[0]) {
-		snprintf(box, sizeof(box), "/tmp/hostpin-fuzz-out.%d", (int)getpid());
-		mkdir(box, 0700);
+		/* a directory of a name no other user can take first
+		 * (scripts/fuzz-run's TMPDIR, removed after the run) */
+		const char *t = getenv("TMPDIR");
+		snprintf(box, sizeof(box), "%s/hostpin-fuzz-out.XXXXXX",
+			 t && *t && strlen(t) < 32 ? t : "/tmp");
+		if (!mkdtemp(box))
+			abort();
 		mk("%s/d", "dir");
 		mk("%s/d/e", "dir");
 		mk("%s/o", "open");

@@ -6,8 +6,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../../preload/hostpin.h"
 #include "../../preload/record.h"
@@ -348,11 +351,32 @@ END_TEST
  * block (it was reported as a "racing release", a double free, and
  * aborted: final-crash-96518902). */
 static hp_rec_t *bh_rec;
+/* The holder lets go once the releasing thread has been seen waiting for
+ * it (a sched_yield of its claim loop's BUSY branch), never after a time:
+ * a release that reached its claim only after the holder had let go would
+ * test nothing.  sched_yield is this runner's own, counting the yields of
+ * the thread bh_main names while bh_counting is set; any other call goes
+ * to the kernel as it is. */
+static pthread_t bh_main;
+static _Atomic int bh_counting, bh_yields;
+int sched_yield(void)
+{
+	if (atomic_load(&bh_counting) && pthread_equal(pthread_self(), bh_main))
+		atomic_fetch_add(&bh_yields, 1);
+	return (int)syscall(SYS_sched_yield);
+}
 static void *bh_let_go(void *arg)
 {
 	(void)arg;
-	struct timespec ts = {0, 20 * 1000 * 1000};
-	nanosleep(&ts, NULL);
+	/* 60 s: the bound on a broken run, not a timing; a claim that
+	 * returned without waiting ends the wait too (the test then fails on
+	 * its answer, not on a timeout) */
+	for (int i = 0; i < 60000 && atomic_load(&bh_yields) == 0 &&
+			atomic_load(&bh_counting);
+	     i++) {
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 	hp_busy_end(bh_rec, HP_REC_LIVE);
 	return NULL;
 }
@@ -367,10 +391,16 @@ START_TEST(release_waits_out_a_brief_holder)
 	ck_assert(hp_registry_lookup(&hp_reg, (uintptr_t)p, &s2) == r);
 	ck_assert_int_eq(hp_busy_begin(r, &s2), HP_REC_LIVE);
 	bh_rec = r;
+	bh_main = pthread_self();
+	atomic_store(&bh_yields, 0);
+	atomic_store(&bh_counting, 1);
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, bh_let_go, NULL), 0);
 	int won = hp_claim_release(r, &s); /* s: the LIVE snapshot */
+	atomic_store(&bh_counting, 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	int yields = atomic_load(&bh_yields);
+	ck_assert_int_gt(yields, 0); /* it waited for the holder */
 	ck_assert_int_eq(won, 1);
 	hp_busy_end(r, HP_REC_LIVE); /* the program's again: free it */
 	release(p);

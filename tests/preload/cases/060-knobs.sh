@@ -95,3 +95,52 @@ for c in $choices; do
 	grep -q "^\.BR* $c\b" "$top/man/hostpin.1" || missing="$missing hostpin.1:$c"
 done
 [ -z "$missing" ] && ok "every backend ($choices) in the launcher's help and hostpin(1)" || bad "backends not listed:$missing"
+
+# -- every knob, an invalid value: one clear message, the job runs on --
+# Injected: each HP_OPT knob of options.def in turn set to values its kind
+# refuses (BOOL: maybe; ENUM: nosuch; COUNT, SIZE, CAP: 12Q and one past
+# its maximum; STR: 256 bytes), under a program that prints a line.  Must
+# hold: exit status 0 and the program's line; exactly one message "invalid
+# HOSTPIN_X="V": expected ...; using the default D" (D: options.def's,
+# "(empty)" for a string); the knob's effective value in the HOSTPIN_LOG=info
+# dump the default's; with HOSTPIN_STRICT=1, exit status 78 before the
+# program ran.  A knob added to options.def is covered without a change here.
+dump_of() { # NAME, then env settings: the knob's line of the info dump
+	# (the knob unset first: lib.sh sets some for every case)
+	local k=$1; shift
+	env -u "HOSTPIN_$k" $P HOSTPIN_LOG=info "$@" /bin/true 2>&1 | sed -n "s/^hostpin\[[0-9]*\]: \(HOSTPIN_$k=[^ ]*\).*/\1/p"
+}
+long=$(printf 'x%.0s' $(seq 256))
+kbad="" kn=0 kv=0
+while IFS='|' read -r name kind def max; do
+	case $kind in
+	BOOL) vals="maybe" ;;
+	ENUM) vals="nosuch" ;;
+	COUNT | SIZE | CAP) vals="12Q $(($(echo "$max" | sed 's/ull//g') + 1))" ;;
+	STR) vals=$long ;;
+	*) kbad="$kbad $name:unknown-kind-$kind"; continue ;;
+	esac
+	[ "$kind" = STR ] && want_def="(empty)" || want_def=$def
+	base=$([ "$name" = LOG ] || dump_of "$name")
+	kn=$((kn + 1))
+	for v in $vals; do
+		kv=$((kv + 1))
+		out=$(env $P "HOSTPIN_$name=$v" /bin/echo job-ran 2>&1); rc=$?
+		n=$(echo "$out" | grep -cF "invalid HOSTPIN_$name=\"$v\": expected ")
+		m=$(echo "$out" | grep -F "invalid HOSTPIN_$name=\"$v\": expected " | grep -cF "; using the default $want_def")
+		[ $rc -eq 0 ] && echo "$out" | grep -qx job-ran && [ "$n" = 1 ] && [ "$m" = 1 ] ||
+			{ kbad="$kbad $name=${v:0:12}(rc=$rc,msgs=$n,default=$m)"; continue; }
+		if [ "$name" != LOG ] && [ -n "$base" ]; then
+			now=$(dump_of "$name" "HOSTPIN_$name=$v")
+			[ "$now" = "$base" ] || kbad="$kbad $name=${v:0:12}(effective:$now,want:$base)"
+		fi
+		[ "$name" = STRICT ] && continue
+		out=$(env $P "HOSTPIN_$name=$v" HOSTPIN_STRICT=1 /bin/echo job-ran 2>&1); rc=$?
+		[ $rc -eq 78 ] && ! echo "$out" | grep -qx job-ran && echo "$out" | grep -qF "invalid HOSTPIN_$name=" ||
+			kbad="$kbad $name=${v:0:12}(strict:rc=$rc)"
+	done
+done < <(sed -n 's/^HP_OPT(\([A-Z0-9_]*\), *\([A-Z]*\), *"\([^"]*\)", *"[^"]*", *[^,]*, *\(.*\), *"[^"]*")$/\1|\2|\3|\4/p' "$top/preload/base/options.def")
+n_opt=$(grep -c '^HP_OPT(' "$top/preload/base/options.def")
+if [ "$kn" = "$n_opt" ] && [ -z "$kbad" ]; then
+	ok "every knob ($kn of options.def, $kv invalid values): one message naming it, the default kept, the job ran; HOSTPIN_STRICT=1: status 78"
+else bad "invalid values over every knob ($kn of $n_opt read):$kbad"; fi

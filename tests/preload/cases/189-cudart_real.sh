@@ -12,7 +12,8 @@
 # again must be registered: a REG of 16 MiB in the fake's log, "pin calls"
 # above 0 in the report, and no refusal for an unguarded entry point.
 # Skipped, with the reason, only when PyPI cannot be reached.
-crt=$("$top/scripts/fetch-cudart" 2>/tmp/hp-fetch-cudart.$$); crt_rc=$?
+crt_err=$(mktemp)
+crt=$("$top/scripts/fetch-cudart" 2>"$crt_err"); crt_rc=$?
 if [ $crt_rc -eq 0 ]; then
 	CRT=$crt/nvidia/cu13
 	# cuda_api.h's CUDA 13.2 declarations (the copies with attributes,
@@ -63,6 +64,6 @@ if [ $crt_rc -eq 0 ]; then
 elif [ $crt_rc -eq 2 ]; then
 	echo "SKIP: cudart_real: PyPI could not be reached (scripts/fetch-cudart: nvidia-cuda-runtime 13.2.86)"
 else
-	bad "scripts/fetch-cudart: $(tail -2 /tmp/hp-fetch-cudart.$$ | tr '\n' ' ')"
+	bad "scripts/fetch-cudart: $(tail -2 "$crt_err" | tr '\n' ' ')"
 fi
-rm -f /tmp/hp-fetch-cudart.$$
+rm -f "$crt_err"

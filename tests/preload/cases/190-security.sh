@@ -246,6 +246,43 @@ for how in dir link; do
 	else bad "nobody'"'"'s /tmp/hostpin-0-lib ($how) breaks a root launch (rc $rc): $out"; fi
 done'
 
+# 12. Links planted at the very names hostpin opens or makes, by another
+# user, in a sticky world-writable directory (the kernel's
+# fs.protected_symlinks, off on some machines, is not counted on): at
+# HOSTPIN_LOG_FILE and HOSTPIN_STATS_FILE, at HOSTPIN_LEDGER, at
+# /dev/shm/hostpin-0.d (pointing at a directory of root's, mode 0700, so
+# that only the link itself is wrong), and at the name hostpin status
+# --prometheus-file writes.  Must hold: no file of root's written through
+# a link (each keeps its content), no ledger made where a link points, each
+# job exits 0 saying what it refused; the Prometheus file replaces the link
+# (a regular file of root's), its target untouched.
+sec "links at the names" "ST='$ST'"'
+echo secret > "$S/victim"; chmod 644 "$S/victim"; mkdir -m 700 "$S/rootdir"
+nob ln -s "$S/victim" "$S/l.log"; nob ln -s "$S/victim" "$S/l.json"
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_LOG=info HOSTPIN_LOG_FILE="$S/l.log" HOSTPIN_STATS_FILE="$S/l.json" /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(cat "$S/victim")" = secret ] && [ -L "$S/l.log" ] && [ -L "$S/l.json" ] &&
+	echo "$out" | grep -q "cannot open HOSTPIN_LOG_FILE=$S/l.log" && echo "$out" | grep -q "cannot open HOSTPIN_STATS_FILE=$S/l.json"; then
+	ok "another user'"'"'s links at HOSTPIN_LOG_FILE and HOSTPIN_STATS_FILE: not followed, refused, the job ran"
+else bad "links at the log and stats files (rc $rc, victim \"$(cat "$S/victim")\"): $out"; fi
+nob ln -s "$S/rootdir/led" "$S/led"
+out=$(env LD_PRELOAD="$LIB" HOSTPIN_LOG=info HOSTPIN_LEDGER="$S/led" /bin/true 2>&1); rc=$?
+if [ $rc = 0 ] && [ -z "$(ls -A "$S/rootdir")" ] && [ -L "$S/led" ] && ! echo "$out" | grep -q "ledger $S/led, slot"; then
+	ok "another user'"'"'s link at HOSTPIN_LEDGER: no ledger made through it, the job ran"
+else bad "link at HOSTPIN_LEDGER (rc $rc, in its target: $(ls -A "$S/rootdir")): $out"; fi
+rm -rf /dev/shm/hostpin-0.d /dev/shm/hostpin-0.d-* # made by the runs above
+nob ln -sT "$S/rootdir" /dev/shm/hostpin-0.d
+out=$(env -u HOSTPIN_LEDGER LD_PRELOAD="$LIB" HOSTPIN_LOG=info /bin/true 2>&1); rc=$?
+l=$(echo "$out" | sed -n "s/.*: ledger \(.*\), slot.*/\1/p")
+if [ $rc = 0 ] && [ -z "$(ls -A "$S/rootdir")" ] && [ -L /dev/shm/hostpin-0.d ] && echo "$l" | grep -q "^/dev/shm/hostpin-0\.d-[0-9]*/ledger" &&
+	[ "$(stat -c "%U %a" "$(dirname "$l")")" = "root 700" ]; then
+	ok "another user'"'"'s link at /dev/shm/hostpin-0.d to a directory of root'"'"'s: not followed; the ledger in $(dirname "$l"), root'"'"'s, 0700"
+else bad "link at /dev/shm/hostpin-0.d (rc $rc, in its target: $(ls -A "$S/rootdir"), ledger $l): $out"; fi
+nob ln -s "$S/victim" "$S/q.prom"
+out=$("$ST" --all --prometheus-file "$S/q.prom" 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(cat "$S/victim")" = secret ] && [ ! -L "$S/q.prom" ] && [ "$(stat -c "%U %a" "$S/q.prom")" = "root 644" ]; then
+	ok "another user'"'"'s link at the --prometheus-file name: replaced by root'"'"'s file, its target untouched"
+else bad "link at the Prometheus file (rc $rc, victim \"$(cat "$S/victim")\", $(stat -c "%F %U %a" "$S/q.prom")): $out"; fi'
+
 fi # root
 umount "$sd/s" 2>/dev/null
 rm -rf "$sd"
@@ -289,3 +326,19 @@ if ! printf '%s' "$out" | grep -q "$(printf '\033')" && ! echo "$out" | grep -q 
 	echo "$out" | grep -qF 'HOSTPIN_STATS_FILE="/x\nHOSTPIN_BACKEND=cuda\x1b[1m"'; then
 	ok "hostpin --show: a string knob's newline and escape sequence printed escaped"
 else bad "--show not escaped: $(printf '%s' "$out" | cat -v | grep -A1 STATS_FILE)"; fi
+
+# 13. The tree's own tools and tests make no name in a shared directory
+# (/tmp, /dev/shm, /run, /var/tmp) that another user can make first: no
+# shell redirection into a fixed or pid-built name there (mktemp's are
+# fine), no C program that builds one from its pid (mkstemp/mkdtemp are
+# fine).  Read from the tree, nothing run.  Left out: tests/fuzz (its own
+# helpers), lines that plant a squat as nobody on purpose (runuser, nob),
+# tests/unit/check_log.c (a %p expansion compared, no file made).  Must
+# hold: no such line.
+squats=$(cd "$top" && {
+	grep -rnE '[0-9&]?[<>]>?[[:space:]]*"?/(tmp|dev/shm|run|var/tmp)/[A-Za-z0-9]' scripts Makefile tests 2>/dev/null
+	grep -rnE '/(tmp|dev/shm|run|var/tmp)/[A-Za-z0-9._-]*(\$\$|\$BASHPID)' scripts Makefile tests 2>/dev/null
+	grep -rnE '"/(tmp|dev/shm|run|var/tmp)/[^"]*%d.*getpid' scripts tests registry preload status --include=*.c --include=*.h
+} | grep -v '^tests/fuzz/\|^tests/unit/check_log\.c:\|runuser\|nob \|^[^:]*:[0-9]*:[[:space:]]*#' | grep -v '^Binary' | sort -u)
+[ -z "$squats" ] && ok "no tool or test of the tree writes a fixed or pid-built name in /tmp, /dev/shm, /run or /var/tmp" ||
+	{ bad "names another user could make first:"; echo "$squats" | sed 's/^/    /'; }
