@@ -48,6 +48,11 @@ HP_HIDDEN void hp_copy_host(hp_copy_t *c, const void *p, size_t n);
  * succeeded. */
 HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
 			   int ok);
+/* A copy that is one of several of one program call (a batch's entries,
+ * one stream): c's blocks (ok: it succeeded), held, move to into, which
+ * ends them all later by one hp_copy_end; not ok, or into NULL: let go.
+ * Leaves the hook to the caller. */
+HP_HIDDEN void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok);
 /* The same for a synchronous copy entry point: no wait (it returns after
  * the copy), statistics only; calls hp_hook_leave. */
 HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
