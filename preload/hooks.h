@@ -16,8 +16,12 @@
 /* The program registers or imports [p, p+n) itself: step aside first (a
  * registration overlapping ours would fail), take the range back if its
  * call failed, and after it released one: was it ours, and is its own
- * registration over our blocks over?  Each runs guarded. */
-HP_HIDDEN void hp_step_aside(void *p, size_t n);
+ * registration over our blocks over?  Each runs guarded.  hp_step_aside:
+ * nonzero when hostpin could not step aside (a copy in flight through its
+ * registration there for too long, foreign.c): the hook then refuses the
+ * program's call as memory already registered (712), after
+ * hp_step_aside_failed. */
+HP_HIDDEN int hp_step_aside(void *p, size_t n);
 HP_HIDDEN void hp_step_aside_failed(void *p);
 HP_HIDDEN void hp_step_aside_released(void *p);
 /* foreign.c: 1 if p lies in a block of hostpin's that the program has not
