@@ -29,13 +29,23 @@ HP_BODY hp_cudaError_t copy_attr_async(void *f, int ptsz, void *dst,
 		     STAGED_BY(stage_unified(&c_, dst, src, n, s, ptsz)),
 		     ASYNC_END)
 }
+/* One op: a batch of one (batch.c), as the driver's form is. */
+static int rt_batch_call(const struct hp_batch *b, size_t i, size_t n,
+			 size_t *fail);
 HP_BODY hp_cudaError_t copy3d_attr_async(void *f, int ptsz,
 					hp_cudaMemcpy3DBatchOp *op,
 					unsigned long long fl,
 					hp_cudaStream_t s)
 {
-	HP_COPY_BODY(f, hp_cudaMemcpy3DWithAttributesAsync_t, hp_cudaError_t,
-		     (op, fl, s), hp_copy_host_ops(&c_, op, 1), ASYNC_END)
+	hp_cudaMemcpy3DWithAttributesAsync_t fn =
+	    (hp_cudaMemcpy3DWithAttributesAsync_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (op == NULL)
+		return fn(op, fl, s);
+	struct hp_batch b = {rt_batch_call, f, 2, ptsz, RT_HOW(0), NULL, NULL,
+			     NULL, NULL, NULL, 0, op, fl, s};
+	return hp_batch_run(&b, 1, NULL);
 }
 HP_BODY hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 				   const void *src, size_t sp, size_t w,
@@ -94,10 +104,13 @@ typedef hp_cudaError_t (*batch_t)(void *const *, const void *const *,
 typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
 				    unsigned long long, hp_cudaStream_t);
 /* Entries [i, i+n) to the runtime as one batch (v2: CUDA 13's forms,
- * without failIdx). */
+ * without failIdx; 2: cudaMemcpy3DWithAttributesAsync's one op). */
 static int rt_batch_call(const struct hp_batch *b, size_t i, size_t n,
 			 size_t *fail)
 {
+	if (b->v2 == 2) /* cudaMemcpy3DWithAttributesAsync: one op */
+		return ((hp_cudaMemcpy3DWithAttributesAsync_t)b->f)(
+		    b->ops + i, b->fl, b->s);
 	if (b->ops) {
 		batch3d_t fn = (batch3d_t)b->f;
 		return b->v2 ? fn(n, b->ops + i, (void *)(uintptr_t)b->fl,

@@ -187,6 +187,20 @@ int main(int argc, char **argv)
 		e = cudaStreamSynchronize(st);
 	result("cudaMemcpy3DBatchAsync pitched across registrations", e,
 	       rows_same(h + off, 8192, g + off, 8192, 4096, 900));
+
+	/* CUDA 13.2's 3D copy with attributes: a batch of one op, packed
+	 * across the same end, pitched back */
+	fill(h, N, 5);
+	memset(g, 0, N);
+	o = op(d, 0, h + off, 0, 4096, 900);
+	e = cudaMemcpy3DWithAttributesAsync(&o, 0, st);
+	o = op(g + off, 8192, d, 0, 4096, 900);
+	if (e == cudaSuccess)
+		e = cudaMemcpy3DWithAttributesAsync(&o, 0, st);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(st);
+	result("cudaMemcpy3DWithAttributesAsync across registrations", e,
+	       rows_same(h + off, 4096, g + off, 8192, 4096, 900));
 	free(h), free(g);
 	cudaFree(d);
 	return failed;

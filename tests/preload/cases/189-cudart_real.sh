@@ -81,7 +81,7 @@ if [ $crt_rc -eq 0 ]; then
 				LD_PRELOAD="$pre" "$B/cudart_batch" 2>&1); rc=$?
 			why=""
 			[ $rc -eq 0 ] || why="$why rc $rc;"
-			[ "$(echo "$out" | grep -c '^ok ')" -eq 3 ] || why="$why $(echo "$out" | grep '^FAIL' | tr '\n' ';')"
+			[ "$(echo "$out" | grep -c '^ok ')" -eq 4 ] || why="$why $(echo "$out" | grep '^FAIL' | tr '\n' ';')"
 			[ -z "$pre" ] || echo "$out" | grep -q '^registered' || why="$why blocks not registered;"
 			fakelog "$log" || why="$why fake driver;"
 			rm -f "$log"
