@@ -16,8 +16,12 @@
 /* The program registers or imports [p, p+n) itself: step aside first (a
  * registration overlapping ours would fail), take the range back if its
  * call failed, and after it released one: was it ours, and is its own
- * registration over our blocks over?  Each runs guarded. */
-HP_HIDDEN void hp_step_aside(void *p, size_t n);
+ * registration over our blocks over?  Each runs guarded.  hp_step_aside:
+ * nonzero when hostpin could not step aside (a copy in flight through its
+ * registration there for too long, foreign.c): the hook then refuses the
+ * program's call as memory already registered (712), after
+ * hp_step_aside_failed. */
+HP_HIDDEN int hp_step_aside(void *p, size_t n);
 HP_HIDDEN void hp_step_aside_failed(void *p);
 HP_HIDDEN void hp_step_aside_released(void *p);
 /* foreign.c: 1 if p lies in a block of hostpin's that the program has not
@@ -48,6 +52,11 @@ HP_HIDDEN void hp_copy_host(hp_copy_t *c, const void *p, size_t n);
  * succeeded. */
 HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,
 			   int ok);
+/* A copy that is one of several of one program call (a batch's entries,
+ * one stream): c's blocks (ok: it succeeded), held, move to into, which
+ * ends them all later by one hp_copy_end; not ok, or into NULL: let go.
+ * Leaves the hook to the caller. */
+HP_HIDDEN void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok);
 /* The same for a synchronous copy entry point: no wait (it returns after
  * the copy), statistics only; calls hp_hook_leave. */
 HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);

@@ -455,8 +455,12 @@ HP_HIDDEN void hp_adopt_pending(void);
 /* Unregister every registered block once its copies completed (the
  * coverage check newly failed); they stay unregistered. */
 HP_HIDDEN void hp_pin_unregister_all(void);
-/* The application registers / unregisters [p, p+n) itself. */
-HP_HIDDEN void hp_foreign_begin(void *p, size_t n);
+/* The application registers / unregisters [p, p+n) itself.  begin:
+ * EBUSY when a block there kept a copy in flight too long to step aside
+ * from (foreign.c): hostpin's registration stays, the program's call is
+ * refused as the driver refuses memory already registered, and ended
+ * (hp_foreign_end); else 0. */
+HP_HIDDEN int hp_foreign_begin(void *p, size_t n);
 HP_HIDDEN void hp_foreign_end(void *p);
 /* The program released an import (or registration) that was hostpin's. */
 HP_HIDDEN void hp_import_dropped(void *p);

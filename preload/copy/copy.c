@@ -260,3 +260,29 @@ void hp_copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	copy_end(c, s, ptsz, ok);
 	let_go(c);
 }
+
+void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok)
+{
+	if (into == NULL || !ok) {
+		let_go(c);
+		return;
+	}
+	/* into's blocks are all held (its held == n): each of c's moves with
+	 * its count, or lets it go where into has it already (or is full:
+	 * then into assumes registered blocks, as an overflowing copy does) */
+	for (int i = 0; i < c->held; i++) {
+		int have = 0;
+		for (int j = 0; j < into->n && !have; j++)
+			have = into->r[j] == c->r[i];
+		if (!have && into->n < HP_COPY_RECS) {
+			into->r[into->n++] = c->r[i];
+			continue;
+		}
+		into->overflow |= !have;
+		hp_hold_add(c->r[i], -1);
+	}
+	into->held = into->n;
+	into->overflow |= c->overflow;
+	into->bytes += c->bytes;
+	c->held = 0;
+}

@@ -3,6 +3,7 @@
  * form NAME_ptsz.  How the runtime hooks are put together: cudart.h. */
 #define HP_CUDART_copy_async(name) HP_CUDART_EMIT(name)
 #include "cudart.h"
+#include "batch.h"
 
 #define HP_CUDART_EMIT HP_CUDART_SLOTS
 #include "hooks_cudart.def"
@@ -28,13 +29,23 @@ HP_BODY hp_cudaError_t copy_attr_async(void *f, int ptsz, void *dst,
 		     STAGED_BY(stage_unified(&c_, dst, src, n, s, ptsz)),
 		     ASYNC_END)
 }
+/* One op: a batch of one (batch.c), as the driver's form is. */
+static int rt_batch_call(const struct hp_batch *b, size_t i, size_t n,
+			 size_t *fail);
 HP_BODY hp_cudaError_t copy3d_attr_async(void *f, int ptsz,
 					hp_cudaMemcpy3DBatchOp *op,
 					unsigned long long fl,
 					hp_cudaStream_t s)
 {
-	HP_COPY_BODY(f, hp_cudaMemcpy3DWithAttributesAsync_t, hp_cudaError_t,
-		     (op, fl, s), hp_copy_host_ops(&c_, op, 1), ASYNC_END)
+	hp_cudaMemcpy3DWithAttributesAsync_t fn =
+	    (hp_cudaMemcpy3DWithAttributesAsync_t)f;
+	if (fn == NULL)
+		return HP_CUDA_ERROR_NOT_FOUND;
+	if (op == NULL)
+		return fn(op, fl, s);
+	struct hp_batch b = {rt_batch_call, f, 2, ptsz, RT_HOW(0), NULL, NULL,
+			     NULL, NULL, NULL, 0, op, fl, s};
+	return hp_batch_run(&b, 1, NULL);
 }
 HP_BODY hp_cudaError_t copy2d_async(void *f, int ptsz, void *dst, size_t dp,
 				   const void *src, size_t sp, size_t w,
@@ -81,13 +92,40 @@ HP_BODY hp_cudaError_t from_symbol_async(void *f, int ptsz, void *dst,
 
 /* The batch copies: one wrapper takes the longer (12.8) list and forwards
  * all of it (an extra argument is harmless in this ABI); the runtime's
- * version says where the stream is. */
+ * version says where the stream is.  A batch touching a block of
+ * hostpin's runs entry by entry, each the single copy it is (batch.c, as
+ * the driver's batches: the runtime reaches the driver from inside this
+ * hook, where the driver's hooks pass straight through), each entry the
+ * engine does not make going to the runtime as a batch of one. */
 typedef hp_cudaError_t (*batch_t)(void *const *, const void *const *,
 				  const size_t *, size_t,
 				  hp_cudaMemcpyAttributes *, size_t *, size_t,
 				  void *, hp_cudaStream_t);
 typedef hp_cudaError_t (*batch3d_t)(size_t, hp_cudaMemcpy3DBatchOp *, void *,
 				    unsigned long long, hp_cudaStream_t);
+/* Entries [i, i+n) to the runtime as one batch (v2: CUDA 13's forms,
+ * without failIdx; 2: cudaMemcpy3DWithAttributesAsync's one op). */
+static int rt_batch_call(const struct hp_batch *b, size_t i, size_t n,
+			 size_t *fail)
+{
+	if (b->v2 == 2) /* cudaMemcpy3DWithAttributesAsync: one op */
+		return ((hp_cudaMemcpy3DWithAttributesAsync_t)b->f)(
+		    b->ops + i, b->fl, b->s);
+	if (b->ops) {
+		batch3d_t fn = (batch3d_t)b->f;
+		return b->v2 ? fn(n, b->ops + i, (void *)(uintptr_t)b->fl,
+				  (unsigned long long)(uintptr_t)b->s, NULL)
+			     : fn(n, b->ops + i, fail, b->fl, b->s);
+	}
+	void *at;
+	size_t *ai, na, zero;
+	hp_batch_attrs(b, i, n, &at, &ai, &na, &zero);
+	batch_t fn = (batch_t)b->f;
+	void *const *d = (void *const *)b->d + i;
+	const void *const *sr = (const void *const *)b->sr + i;
+	return b->v2 ? fn(d, sr, b->sz + i, n, at, ai, na, (void *)b->s, NULL)
+		     : fn(d, sr, b->sz + i, n, at, ai, na, fail, b->s);
+}
 HP_BODY hp_cudaError_t batch_async(void *f, const void *ra, int ptsz,
 				  void *const *d, const void *const *sr,
 				  const size_t *sz, size_t n,
@@ -99,13 +137,13 @@ HP_BODY hp_cudaError_t batch_async(void *f, const void *ra, int ptsz,
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(d, sr, sz, n, at, ai, na, a8, a9);
-	hp_copy_t c;
-	hp_copy_init(&c);
-	host_batch(&c, d, sr, sz, n);
-	hp_cudaError_t e = fn(d, sr, sz, n, at, ai, na, a8, a9);
-	hp_copy_end(&c, rt_version(ra) >= 13000 ? (hp_cudaStream_t)a8 : a9,
-		    ptsz, e == 0);
-	return e;
+	hp_hook_leave();
+	int v2 = rt_version(ra) >= 13000;
+	struct hp_batch b = {rt_batch_call, f, v2, ptsz, RT_HOW(0),
+			     (hp_CUdeviceptr *)d, (hp_CUdeviceptr *)sr,
+			     (size_t *)sz, at, ai, na, NULL, 0,
+			     v2 ? (hp_cudaStream_t)a8 : a9};
+	return hp_batch_run(&b, n, v2 ? NULL : (size_t *)a8);
 }
 HP_BODY hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
 				    size_t n, hp_cudaMemcpy3DBatchOp *ops,
@@ -115,15 +153,15 @@ HP_BODY hp_cudaError_t batch3d_async(void *f, const void *ra, int ptsz,
 	batch3d_t fn = (batch3d_t)f;
 	if (fn == NULL)
 		return HP_CUDA_ERROR_NOT_FOUND;
-	if (!hp_hook_enter())
+	if (ops == NULL || !hp_hook_enter())
 		return fn(n, ops, a3, a4, a5);
-	hp_copy_t c;
-	hp_copy_init(&c);
-	hp_copy_host_ops(&c, ops, n);
-	hp_cudaError_t e = fn(n, ops, a3, a4, a5);
-	hp_copy_end(&c, rt_version(ra) >= 13000 ? (hp_cudaStream_t)a4 : a5,
-		    ptsz, e == 0);
-	return e;
+	hp_hook_leave();
+	int v2 = rt_version(ra) >= 13000;
+	struct hp_batch b = {rt_batch_call, f, v2, ptsz, RT_HOW(0), NULL,
+			     NULL, NULL, NULL, NULL, 0, ops,
+			     v2 ? (unsigned long long)(uintptr_t)a3 : a4,
+			     v2 ? (hp_cudaStream_t)(uintptr_t)a4 : a5};
+	return hp_batch_run(&b, n, v2 ? NULL : (size_t *)a3);
 }
 
 /* ---- copies: NAME and the per-thread-stream form NAME_ptsz ---- */

@@ -18,7 +18,12 @@ HP_BODY hp_cudaError_t host_register(void *f, void *p, size_t n,
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(p, n, flags);
-	hp_step_aside(p, n);
+	if (hp_step_aside(p, n) != 0) {
+		/* cudaErrorHostMemoryAlreadyRegistered: the driver's number */
+		hp_step_aside_failed(p);
+		hp_hook_leave();
+		return HP_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	}
 	hp_cudaError_t e = fn(p, n, flags);
 	if (e != 0)
 		hp_step_aside_failed(p);

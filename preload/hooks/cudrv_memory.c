@@ -16,7 +16,11 @@ HP_BODY hp_CUresult host_register(void *f, void *p, size_t n, unsigned flags)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(p, n, flags);
-	hp_step_aside(p, n);
+	if (hp_step_aside(p, n) != 0) {
+		hp_step_aside_failed(p);
+		hp_hook_leave();
+		return HP_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	}
 	hp_CUresult e = fn(p, n, flags);
 	if (e != HP_CUDA_SUCCESS)
 		hp_step_aside_failed(p);

@@ -4,9 +4,11 @@
  * the other guards: the copy engine's stubs enter it too.) */
 #include "../hooks.h"
 
-void hp_step_aside(void *p, size_t n)
+int hp_step_aside(void *p, size_t n)
 {
-	HP_GUARDED(hp_foreign_begin(p, n));
+	int e;
+	HP_GUARDED(e = hp_foreign_begin(p, n));
+	return e;
 }
 
 void hp_step_aside_failed(void *p)

@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "../record.h"
 
@@ -165,22 +166,53 @@ int hp_hold_aside(hp_rec_t *r)
  * HOSTPIN_COPY=sync not yet waited for) must not see its registration
  * vanish.  Copies starting meanwhile wait for HP_F_ASIDE to go.  A forked
  * child makes no driver call (and its counts are the parent's threads'). */
+/* How long a step aside waits for copies in flight: a copy may wait for a
+ * stream that waits, in turn, for the registering thread (a host function
+ * or a stream memory wait on a flag it sets after its registration; issue
+ * 39, the batch pass, item 4): without hostpin nothing waits there.  After
+ * this long hostpin stays registered and the program's call is refused as
+ * the driver refuses memory already registered (EBUSY here). */
+#define ASIDE_WAIT_NS (10ull * 1000000000ull)
 static int unpin_aside(hp_rec_t *r, const hp_snap_t *s)
 {
 	if (hp_in_child || !(hp_rflags(r) & HOSTPIN_REGISTERED))
 		return hp_unpin(r, s->base, s->len);
 	hp_set_rflags(r, hp_rflags(r) | HP_F_ASIDE);
 	atomic_thread_fence(memory_order_seq_cst);
-	while (atomic_load(hold_of(r)) != 0)
-		sched_yield();
+	uint64_t t0 = 0;
+	for (unsigned i = 0; atomic_load(hold_of(r)) != 0; i++) {
+		if (i < 1000) {
+			sched_yield();
+			continue;
+		}
+		uint64_t t = hp_now_ns();
+		if (t0 == 0)
+			t0 = t;
+		if (t - t0 > ASIDE_WAIT_NS) {
+			hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
+			HP_LOG_ONCE(HP_LOG_WARN, "the program registers %p, "
+				    "part of a block of hostpin's that a copy "
+				    "in flight has waited on for 10 s (its "
+				    "stream may wait for the registering "
+				    "thread): refused as memory already "
+				    "registered (712)", (void *)s->base);
+			return EBUSY;
+		}
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 	int e = hp_unpin(r, s->base, s->len);
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
 	return e;
 }
 
+struct aside {
+	int n; /* blocks stepped aside from */
+	int busy; /* one still had a copy in flight (unpin_aside) */
+};
 static int foreign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
-	int *n = arg;
+	struct aside *w = arg;
 	/* being registered in the background: what is left cancelled, the
 	 * pieces made undone, then stepped aside as for any block */
 	int cancelled = 0;
@@ -191,20 +223,23 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	/* Step aside: the application's registration must not fail with
 	 * "already registered" because of ours.  (A cancelled background
 	 * registration has undone its pieces: nothing of ours is left.) */
-	if (unpin_aside(r, &s) == 0 || cancelled) {
+	int e = unpin_aside(r, &s);
+	if (e == 0 || cancelled) {
 		if (!(hp_rflags(r) & HP_F_FOREIGN))
 			HP_CTR_ADD(foreign_ranges, 1);
 		hp_set_rflags(r, hp_rflags(r) | HP_F_FOREIGN);
-		++*n;
+		w->n++;
+	} else if (e == EBUSY) {
+		w->busy = 1;
 	}
 	hp_busy_end(r, st);
 	return 0;
 }
 
-void hp_foreign_begin(void *p, size_t n)
+int hp_foreign_begin(void *p, size_t n)
 {
 	if (n == 0)
-		return;
+		return 0;
 	/* The range first: a block tracked meanwhile inside it (a survivor
 	 * of a partial munmap) is then left alone by hp_pin. */
 	uintptr_t a = (uintptr_t)p, b = end_of(p, n);
@@ -212,18 +247,21 @@ void hp_foreign_begin(void *p, size_t n)
 		HP_LOG_ONCE(HP_LOG_WARN, "out of memory for the program's "
 			    "registrations: hostpin cannot step aside for "
 			    "%zu bytes at %p", n, p);
-		return;
+		return 0;
 	}
 	/* Compared as intervals: a range that starts below hostpin's lowest
 	 * block and ends inside it overlaps that block too. */
-	int hit = 0;
-	hp_registry_each_overlap(&hp_reg, a, b - a, foreign_one, &hit);
-	if (!hit) {
+	struct aside w = {0, 0};
+	hp_registry_each_overlap(&hp_reg, a, b - a, foreign_one, &w);
+	if (w.busy)
+		return EBUSY; /* the caller ends it (hp_foreign_end) */
+	if (!w.n) {
 		/* Nothing of ours under it: not kept (the program may never
 		 * unregister memory that is not ours). */
 		struct frange x;
 		fr_remove(a, &x);
 	}
+	return 0;
 }
 
 static int unforeign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)

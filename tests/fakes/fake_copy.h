@@ -891,16 +891,45 @@ static char *opnd(const OPND *o)
 	return o->type == 1 ? (char *)(uintptr_t)o->op.ptr.ptr
 			    : o->op.array.array->mem + o->op.array.x;
 }
+/* An op between two pointers with a pitch (rowLength, layerHeight: 0 is
+ * packed): its rows, w bytes each (pointer to pointer: elements of one
+ * byte); row y of layer z at (z * layerHeight + y) * rowLength.  Other
+ * ops: one run of w * h * d bytes. */
+static int pitched(const BOP *o)
+{
+	return o->src.type == 1 && o->dst.type == 1 &&
+	       (o->src.op.ptr.rowLength || o->src.op.ptr.layerHeight ||
+		o->dst.op.ptr.rowLength || o->dst.op.ptr.layerHeight);
+}
+static char *op_row(const OPND *o, const BOP *b, size_t y, size_t z)
+{
+	size_t rl = o->op.ptr.rowLength ? o->op.ptr.rowLength : b->w;
+	size_t lh = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : b->h;
+	return opnd(o) + (z * lh + y) * rl;
+}
 static void batch3d(struct xfer *x, BOP *ops, size_t n)
 {
 	for (size_t i = 0; i < n && !x->refused; i++) {
 		size_t m = ops[i].w * ops[i].h * ops[i].d;
-		x->refused = m && (late_dev_bad(opnd(&ops[i].dst), m) ||
-				   late_dev_bad(opnd(&ops[i].src), m));
+		if (!pitched(&ops[i]))
+			x->refused = m && (late_dev_bad(opnd(&ops[i].dst), m) ||
+					   late_dev_bad(opnd(&ops[i].src), m));
+		for (size_t z = 0; pitched(&ops[i]) && z < ops[i].d; z++)
+			for (size_t y = 0; y < ops[i].h && !x->refused; y++)
+				x->refused = late_dev_bad(op_row(&ops[i].dst, &ops[i], y, z), ops[i].w) ||
+					     late_dev_bad(op_row(&ops[i].src, &ops[i], y, z), ops[i].w);
 	}
-	for (size_t i = 0; i < n; i++)
-		seg(x, opnd(&ops[i].dst), opnd(&ops[i].src),
-		    ops[i].w * ops[i].h * ops[i].d);
+	for (size_t i = 0; i < n; i++) {
+		if (!pitched(&ops[i])) {
+			seg(x, opnd(&ops[i].dst), opnd(&ops[i].src),
+			    ops[i].w * ops[i].h * ops[i].d);
+			continue;
+		}
+		for (size_t z = 0; z < ops[i].d; z++)
+			for (size_t y = 0; y < ops[i].h; y++)
+				seg(x, op_row(&ops[i].dst, &ops[i], y, z),
+				    op_row(&ops[i].src, &ops[i], y, z), ops[i].w);
+	}
 }
 COPY_FN2(cuMemcpy3DBatchAsync,
 	 (size_t n, BOP *ops, size_t *fail, unsigned long long fl, stream_t *s),

@@ -414,6 +414,72 @@ static int mode_capture_own_purge(void)
 	return 0;
 }
 
+/* The program's own registration of a piece of a block while a copy
+ * through the block waits (issue 39, the batch pass, item 4): thread A's
+ * H2D from the block, registered by hostpin, waits under HOSTPIN_COPY=sync
+ * for its stream, which waits in turn for this thread (held: as a stream
+ * gated by a host function or a stream memory wait on a flag this thread
+ * sets after its registration).  Without hostpin A's copy returns once
+ * its source is staged and nothing waits for anything; under hostpin this
+ * thread's cuMemHostRegister, stepping aside from hostpin's registration,
+ * waited for A's copy in flight, for ever.  It must return (registered,
+ * or refused as the driver refuses memory already registered: 712), then
+ * the stream runs and A's copy lands whole. */
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+static CUstream aw_s;
+static char *aw_blk;
+static CUdeviceptr aw_d;
+static int aw_logged(void *arg)
+{
+	(void)arg;
+	const char *path = getenv("FAKE_CUDA_LOG");
+	char line[256];
+	int hit = 0;
+	FILE *f = path ? fopen(path, "r") : NULL;
+	while (f && !hit && fgets(line, sizeof(line), f))
+		hit = strstr(line, "CALL cuMemcpyHtoDAsync_v2") != NULL;
+	if (f)
+		fclose(f);
+	return hit;
+}
+static void *aw_copier(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(aw_d, aw_blk, 4 * MB, aw_s) == 0);
+	return NULL;
+}
+static int mode_register_while_waited(void)
+{
+	size_t m = 32 * MB;
+	alarm(60);
+	CHECK(getenv("FAKE_CUDA_LOG") != NULL);
+	aw_blk = malloc(m);
+	CHECK(aw_blk != NULL && tp_flags(aw_blk) != 0);
+	fill(aw_blk, m, 90);
+	aw_d = dev(m);
+	CHECK(cuStreamCreate(&aw_s, 0) == 0);
+	wait_for(is_reg, aw_blk, "the block registered");
+	CHECK(fake_cuda_stream_hold(aw_s) == 0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, aw_copier, NULL) == 0);
+	/* A's copy reached the driver: hostpin counts it in flight until
+	 * its wait for the held stream returns */
+	wait_for(aw_logged, NULL, "the copy reached the driver");
+	CUresult r = cuMemHostRegister_v2(aw_blk + 16 * MB, 4 * MB, 0);
+	printf("register while a copy waits: %d\n", r);
+	CHECK(r == 0 || r == 712);
+	fake_cuda_stream_release(aw_s);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(cuStreamSynchronize(aw_s) == 0);
+	CHECK(same(D(aw_d), 4 * MB, 90));
+	if (r == 0)
+		CHECK(cuMemHostUnregister(aw_blk + 16 * MB) == 0);
+	free(aw_blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -425,6 +491,7 @@ int main(int argc, char **argv)
 	    {"reset_sync", mode_reset_sync},
 	    {"own_pieces", mode_own_pieces},
 	    {"capture_own_purge", mode_capture_own_purge},
+	    {"register_while_waited", mode_register_while_waited},
 	};
 	return staged_main("late_reg", argc, argv, modes);
 }

@@ -55,6 +55,14 @@ lr "a device reset during a registration inside a copy: registered again, whole"
 # from 8 threads and unregisters them, 40 rounds, registered by hostpin
 # at allocation or at its first copy: every call succeeds, nothing is
 # left registered at exit.
+# Must hold (issue 39, the batch pass, item 4): the program's
+# cuMemHostRegister of a piece of a block while another thread's copy
+# through it waits (HOSTPIN_COPY=sync) for a stream that waits for the
+# registering thread returns (registered, or refused 712 after hostpin's
+# bounded wait for the copy), and the copy lands whole; it waited for ever.
+lr "a registration while a copy through the block waits for the registering thread: both return" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_MMAP=off \
+	HOSTPIN_COPY=sync -- register_while_waited
 for pa in 0 1; do
 	lr "8 threads register and unregister pieces of one block (HOSTPIN_PIN_AFTER=$pa)" any \
 		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=$pa HOSTPIN_MMAP=off -- own_pieces
