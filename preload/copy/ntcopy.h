@@ -15,7 +15,8 @@
 #include <emmintrin.h>
 #endif
 
-static inline void hp_nt_copy(char *d, const char *s, size_t len)
+/* the stores only: hp_nt_fence after the last (rows: one fence a part) */
+static inline void hp_nt_stream(char *d, const char *s, size_t len)
 {
 #if defined(__x86_64__) && !defined(HP_NO_NT)
 	size_t head = (16 - ((uintptr_t)d & 15)) & 15;
@@ -27,7 +28,7 @@ static inline void hp_nt_copy(char *d, const char *s, size_t len)
 	memcpy(d + len - tail, s + len - tail, tail);
 	__m128i *o = (__m128i *)(void *)d;
 	const __m128i *i = (const __m128i *)(const void *)s;
-	for (size_t k = 0; k < len / 16; k += 4) {
+	for (size_t k = 0; k < (len - tail) / 16; k += 4) {
 		__m128i a = _mm_loadu_si128(i + k),
 			b = _mm_loadu_si128(i + k + 1),
 			c = _mm_loadu_si128(i + k + 2),
@@ -37,10 +38,22 @@ static inline void hp_nt_copy(char *d, const char *s, size_t len)
 		_mm_stream_si128(o + k + 2, c);
 		_mm_stream_si128(o + k + 3, e);
 	}
-	_mm_sfence();
 #else
 	memcpy(d, s, len);
 #endif
+}
+
+static inline void hp_nt_fence(void)
+{
+#if defined(__x86_64__) && !defined(HP_NO_NT)
+	_mm_sfence();
+#endif
+}
+
+static inline void hp_nt_copy(char *d, const char *s, size_t len)
+{
+	hp_nt_stream(d, s, len);
+	hp_nt_fence();
 }
 
 #endif

@@ -101,7 +101,11 @@ static void pool_part(int caller)
 		hp_nt_copy(d, sr, len);
 	else if (w == 0)
 		memcpy(d, sr, len);
-	for (size_t k = 0; w && k < len; k++)
+	for (size_t k = 0; w && nt && k < len; k++)
+		hp_nt_stream(d + k * dp, sr + k * sp, w);
+	if (w && nt)
+		hp_nt_fence();
+	for (size_t k = 0; w && !nt && k < len; k++)
 		memcpy(d + k * dp, sr + k * sp, w);
 	hp_prof_add(caller ? HP_PF_CALLER_COPY : HP_PF_HELPER_COPY, t0);
 	pthread_mutex_lock(&pool.mu);
@@ -247,6 +251,7 @@ static void pool_post(const struct job *J)
 	}
 	struct job *q = &pool.q[h % JOBS];
 	*q = *J;
+	q->nt |= deferred; /* into a slot (stage.c's fill) */
 	q->parts = (int)((q->len + q->part - 1) / q->part);
 	q->next = 0, q->left = q->parts;
 	q->posted = HP_PROF_NOW();
@@ -266,7 +271,7 @@ static void pcopy(void *dst, const void *src, size_t len, int nt)
 	int parts = pool.helpers + 1;
 	if (parts == 1 || len < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
-		if (nt)
+		if (nt || deferred)
 			hp_nt_copy(dst, src, len);
 		else
 			memcpy(dst, src, len);
@@ -303,7 +308,12 @@ void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
 	if (parts == 1 || rows < 2 || rows * w < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
 		for (size_t i = 0; i < rows; i++)
-			memcpy(dst + i * dp, src + i * sp, w);
+			if (deferred)
+				hp_nt_stream(dst + i * dp, src + i * sp, w);
+			else
+				memcpy(dst + i * dp, src + i * sp, w);
+		if (deferred)
+			hp_nt_fence();
 		return;
 	}
 	size_t part = (rows + 4 * (size_t)parts - 1) / (4 * (size_t)parts);
