@@ -326,8 +326,10 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 				.s = P->s};
 		size_t m = len / R->slot + (len % R->slot != 0), done = 0;
 		uint64_t t0 = hp_now_ns();
+		hp_pool_round(P->htod, 1);
 		r = P->htod ? hp_stage_run_htod(P, m, lin_in, lin_htod, &j, &done)
 			    : hp_stage_run_dtoh(P, m, lin_dtoh, lin_out, &j, &done);
+		hp_pool_round(P->htod, -1);
 		if (r == HP_STAGE_REST) {
 			/* the rest as the program's own call, in order on its
 			 * stream after what was staged; nothing done: passed

@@ -146,6 +146,28 @@ START_TEST(a_faster_round_counts_half)
 }
 END_TEST
 
+/* Two copies staged at once share the copy threads and the link: each
+ * round's rate counts at twice what it moved alone, as two pageable copies
+ * share the link (before: each copy saw half the CPU's rate and passed
+ * through, below what both staged together move). */
+START_TEST(rounds_at_once_count_together)
+{
+	/* 64 MiB in 20 ms: 3355 MB/s alone, twice that for two at once */
+	uint64_t one = hp_speed_round((size_t)64 << 20, 20000000, 1);
+	ck_assert_uint_eq(one, 3355);
+	ck_assert_uint_eq(hp_speed_round((size_t)64 << 20, 20000000, 2),
+			  2 * one);
+	ck_assert_uint_eq(hp_speed_round((size_t)64 << 20, 20000000, 0), one);
+	/* a link five times memcpy: 64 MiB in 15 ms does not pay for one
+	 * copy (pageable's share of the link and a quarter more: 7312 MB/s),
+	 * two such copies at once do */
+	ck_assert(!hp_speed_pays(hp_speed_round((size_t)64 << 20, 15000000, 1),
+				 5 * MC, 0));
+	ck_assert(hp_speed_pays(hp_speed_round((size_t)64 << 20, 15000000, 2),
+				5 * MC, 0));
+}
+END_TEST
+
 /* pool.c's copy into a slot (ntcopy.h): every length and alignment moves
  * exactly its bytes, none past the end of the destination, none read
  * past the source's (its last byte at the end of a page before a page it
@@ -189,6 +211,7 @@ Suite *speed_suite(void)
 	tcase_add_test(t, busy_reads_runnable_and_the_minute);
 	tcase_add_test(t, a_faster_round_counts_half);
 	tcase_add_test(t, non_temporal_copy_stays_inside);
+	tcase_add_test(t, rounds_at_once_count_together);
 	suite_add_tcase(s, t);
 	return s;
 }
