@@ -5,84 +5,59 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
-#if defined(__x86_64__) && !defined(HP_NO_NT)
-#include <emmintrin.h>
-#endif
 
 #include "../record.h"
+#include "ntcopy.h"
 #include "prof.h"
 #include "stage.h"
 
 /* ---- copy threads (HOSTPIN_STAGE_THREADS) ----
- * The threads that copy into and out of the ring, the calling thread
- * counted: each chunk's memcpy is split in parts of about a quarter of a
- * thread's share (at least PART_MIN; a 2D copy's rows: parts of whole
- * rows) that the calling thread and the helpers take as they come, so a
- * thread that starts late takes fewer, and the chunk is done when every
- * part is.  The hand-off costs no sleep while the copy goes on: a helper
- * that ran out of parts watches for the next chunk (SPIN_NS, yielding the
- * CPU between looks, then sleeps on its condition variable), and the
- * calling thread watches for the last part the same way; a chunk is a few
- * hundred microseconds of memcpy, a wake-up through the kernel tens of
- * them, twice a chunk.  Nobody watches where there are more copy threads
- * than CPUs the process may use, or the node's runnable threads left them
- * no room when they started (speed.c: watching only takes turns then).
- * One job at a time (busy): a copy staged the other way meanwhile copies
- * its chunks alone.  Helpers are started the first time staging is
- * used, block every signal (invariant 11), and live as long as the
- * process; a forked child stages nothing and so never needs them. */
+ * The threads that copy into and out of the ring, the calling threads
+ * counted.  A copy is a job in a queue of JOBS, every program thread's
+ * alike, split in parts of about a quarter of a thread's share (at least
+ * PART_MIN; a 2D copy's rows: parts of whole rows) that the helpers and
+ * any calling thread waiting for a job take in order as they come, so a
+ * thread that starts late takes fewer.  A job is done when every part
+ * is; a calling thread waits for its own (hp_pool_wait: every job posted
+ * before its mark done) by taking parts, the next job's too (a staged
+ * H2D posts the next chunk's fill before it waits for the last one:
+ * stage.c), so nobody idles while one thread finishes a part, and a
+ * helper finds the next chunk's parts queued instead of waiting to be
+ * woken.  Where the queue runs dry a helper watches for the next job
+ * (SPIN_NS, yielding the CPU between looks, then sleeps on its condition
+ * variable), and a waiting caller watches its job the same way.  Nobody
+ * watches where there are more copy threads than CPUs the process may
+ * use, or the node's runnable threads left them no room when they started
+ * (speed.c: watching only takes turns then).  Helpers are started the
+ * first time staging is used, block every signal (invariant 11), and live
+ * as long as the process; a forked child stages nothing and so never needs
+ * them. */
 #define MAX_HELPERS 63
 #define PART_MIN ((size_t)1 << 20) /* below: the calling thread alone */
 #define SPIN_NS 200000ull
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t go, done;
-	int helpers, busy, spin;
-	_Atomic unsigned gen; /* the job's number */
+#define JOBS 8
+struct job {
 	char *dst;
 	const char *src;
 	size_t len, part;
 	size_t w, dp, sp; /* w != 0: len rows of w bytes, parts of part rows */
-	int nt; /* into a slot the CPU does not read again (hp_pcopy_in) */
-	int parts, next;
-	_Atomic int left;
+	int nt; /* into a slot the CPU does not read again (hp_nt_copy) */
+	int parts, next, left;
 	uint64_t posted; /* HP_STAGE_PROF: when the job was posted */
+};
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	int helpers, spin, idle, waiting; /* idle, waiting: asleep on go, done */
+	struct job q[JOBS]; /* job n is q[n % JOBS] */
+	_Atomic unsigned head; /* jobs posted */
+	unsigned take; /* the first job with a part not taken */
+	_Atomic unsigned tail; /* the first job not done (those below are) */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	  .go = PTHREAD_COND_INITIALIZER,
 	  .done = PTHREAD_COND_INITIALIZER};
-
-/* A copy into a staging slot, which the CPU never reads again (the DMA
- * does): non-temporal stores on x86-64, no read of the destination's lines
- * before they are written (issue 43: 1.2 to 1.4 times memcpy's rate into
- * the ring, tests/bench/copy_bench.c), then a store fence (the bytes are
- * visible before the part is counted done).  Elsewhere, memcpy. */
-static void copy_in(char *d, const char *s, size_t len)
-{
-#if defined(__x86_64__) && !defined(HP_NO_NT)
-	size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-	if (head > len)
-		head = len;
-	memcpy(d, s, head);
-	d += head, s += head, len -= head;
-	size_t tail = len & 63;
-	memcpy(d + len - tail, s + len - tail, tail);
-	__m128i *o = (__m128i *)(void *)d;
-	const __m128i *i = (const __m128i *)(const void *)s;
-	for (size_t k = 0; k < len / 16; k += 4) {
-		__m128i a = _mm_loadu_si128(i + k),
-			b = _mm_loadu_si128(i + k + 1),
-			c = _mm_loadu_si128(i + k + 2),
-			e = _mm_loadu_si128(i + k + 3);
-		_mm_stream_si128(o + k, a);
-		_mm_stream_si128(o + k + 1, b);
-		_mm_stream_si128(o + k + 2, c);
-		_mm_stream_si128(o + k + 3, e);
-	}
-	_mm_sfence();
-#else
-	memcpy(d, s, len);
-#endif
-}
+/* a staged H2D's fill (stage.c): its copies posted, not waited for */
+static HP_TLS int deferred;
 
 #ifdef HP_STAGE_PROF
 static _Atomic uint64_t pf_ns[HP_PF_N], pf_n[HP_PF_N];
@@ -105,50 +80,62 @@ __attribute__((destructor)) static void prof_print(void)
 }
 #endif
 
-/* Under pool.mu: take and copy parts of the job until none is left
- * (caller: the calling thread). */
-static void pool_take(int caller)
+/* Under pool.mu, a part queued (pool.take < pool.head): take it and copy
+ * it (caller: a calling thread), pool.mu held again after. */
+static void pool_part(int caller)
 {
-	while (pool.next < pool.parts) {
-		int i = pool.next++;
-		size_t off = (size_t)i * pool.part;
-		size_t len = pool.len - off < pool.part ? pool.len - off
-							: pool.part;
-		size_t w = pool.w, dp = pool.dp, sp = pool.sp;
-		char *d = pool.dst + (w ? off * dp : off);
-		const char *sr = pool.src + (w ? off * sp : off);
-		pthread_mutex_unlock(&pool.mu);
-		uint64_t t0 = HP_PROF_NOW();
-		if (w == 0 && pool.nt)
-			copy_in(d, sr, len);
-		else if (w == 0)
-			memcpy(d, sr, len);
-		for (size_t k = 0; w && k < len; k++)
-			memcpy(d + k * dp, sr + k * sp, w);
-		hp_prof_add(caller ? HP_PF_CALLER_COPY : HP_PF_HELPER_COPY, t0);
-		pthread_mutex_lock(&pool.mu);
-		/* release: the part's bytes before a watcher sees 0 */
-		if (atomic_fetch_sub_explicit(&pool.left, 1,
-					      memory_order_release) == 1)
-			pthread_cond_broadcast(&pool.done);
-	}
+	unsigned n = pool.take;
+	struct job *J = &pool.q[n % JOBS];
+	int i = J->next++;
+	if (J->next == J->parts)
+		pool.take++;
+	size_t off = (size_t)i * J->part;
+	size_t len = J->len - off < J->part ? J->len - off : J->part;
+	size_t w = J->w, dp = J->dp, sp = J->sp;
+	char *d = J->dst + (w ? off * dp : off);
+	const char *sr = J->src + (w ? off * sp : off);
+	int nt = J->nt;
+	pthread_mutex_unlock(&pool.mu);
+	uint64_t t0 = HP_PROF_NOW();
+	if (w == 0 && nt)
+		hp_nt_copy(d, sr, len);
+	else if (w == 0)
+		memcpy(d, sr, len);
+	for (size_t k = 0; w && nt && k < len; k++)
+		hp_nt_stream(d + k * dp, sr + k * sp, w);
+	if (w && nt)
+		hp_nt_fence();
+	for (size_t k = 0; w && !nt && k < len; k++)
+		memcpy(d + k * dp, sr + k * sp, w);
+	hp_prof_add(caller ? HP_PF_CALLER_COPY : HP_PF_HELPER_COPY, t0);
+	pthread_mutex_lock(&pool.mu);
+	/* the job q[n] stays until the tail passes it: J is still n's */
+	if (--J->left > 0)
+		return;
+	unsigned t = atomic_load_explicit(&pool.tail, memory_order_relaxed);
+	if (t != n)
+		return; /* an earlier job not done yet: it moves the tail */
+	while (t != pool.take && pool.q[t % JOBS].left == 0)
+		t++;
+	/* release: the parts' bytes before a watcher sees the tail */
+	atomic_store_explicit(&pool.tail, t, memory_order_release);
+	if (pool.waiting)
+		pthread_cond_broadcast(&pool.done);
 }
 
-/* Not under pool.mu: watch *gen until it differs from seen (a helper: the
- * next job), or *left until 0 (gen NULL: the calling thread, the last
- * part), for SPIN_NS at most (pool.spin: never where threads outnumber
+/* Not under pool.mu: watch *v until it differs from seen (a helper: the
+ * next job posted), or until it reaches seen (mark != 0: a caller, the
+ * tail), for SPIN_NS at most (pool.spin: never where threads outnumber
  * CPUs).  The caller then takes pool.mu and sleeps if it must. */
-static void pool_watch(const _Atomic unsigned *gen, unsigned seen)
+static void pool_watch(const _Atomic unsigned *v, unsigned seen, int mark)
 {
 	if (!pool.spin)
 		return;
 	uint64_t t0 = hp_now_ns();
 	for (unsigned k = 1;; k++) {
-		/* acquire: pairs with the release of the job or the part */
-		if (gen ? atomic_load_explicit(gen, memory_order_acquire) !=
-			      seen
-			: atomic_load_explicit(&pool.left,
-					       memory_order_acquire) == 0)
+		/* acquire: pairs with the release of the job or the tail */
+		unsigned x = atomic_load_explicit(v, memory_order_acquire);
+		if (mark ? (int)(x - seen) >= 0 : x != seen)
 			return;
 		if ((k & 15) == 0 && hp_now_ns() - t0 > SPIN_NS)
 			return;
@@ -160,20 +147,23 @@ static void *helper_main(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&pool.mu);
-	unsigned seen = atomic_load_explicit(&pool.gen, memory_order_relaxed);
 	for (;;) {
-		if (atomic_load_explicit(&pool.gen, memory_order_relaxed) ==
-		    seen) {
-			pthread_mutex_unlock(&pool.mu);
-			pool_watch(&pool.gen, seen);
-			pthread_mutex_lock(&pool.mu);
+		if (pool.take != atomic_load_explicit(&pool.head,
+						      memory_order_relaxed)) {
+			pool_part(0);
+			continue;
 		}
-		while (atomic_load_explicit(&pool.gen, memory_order_relaxed) ==
-		       seen)
+		unsigned seen = pool.take;
+		pthread_mutex_unlock(&pool.mu);
+		pool_watch(&pool.head, seen, 0);
+		pthread_mutex_lock(&pool.mu);
+		while (pool.take == atomic_load_explicit(&pool.head,
+							 memory_order_relaxed)) {
+			pool.idle++;
 			pthread_cond_wait(&pool.go, &pool.mu);
-		seen = atomic_load_explicit(&pool.gen, memory_order_relaxed);
-		hp_prof_add(HP_PF_HANDOFF, pool.posted);
-		pool_take(0);
+			pool.idle--;
+		}
+		hp_prof_add(HP_PF_HANDOFF, pool.q[pool.take % JOBS].posted);
 	}
 	return NULL;
 }
@@ -196,40 +186,93 @@ void hp_pool_start(void)
 	pthread_mutex_unlock(&pool.mu);
 }
 
-/* Under pool.mu, the job set: run it with the helpers, then unlock. */
-static void pool_run(void)
+/* Under pool.mu: wait until every job below mark is done, taking queued
+ * parts meanwhile (any job's, in order); pool.mu held after. */
+static void pool_wait_locked(unsigned mark)
 {
-	pool.parts = (int)((pool.len + pool.part - 1) / pool.part);
-	pool.next = 0;
-	atomic_store_explicit(&pool.left, pool.parts, memory_order_relaxed);
-	pool.busy = 1;
-	pool.posted = HP_PROF_NOW();
-	/* release: the job's fields before a watching helper sees it */
-	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
-	pthread_cond_broadcast(&pool.go);
-	pool_take(1);
-	uint64_t t0 = HP_PROF_NOW();
-	if (atomic_load_explicit(&pool.left, memory_order_relaxed) > 0) {
+	uint64_t t0 = 0;
+	while ((int)(atomic_load_explicit(&pool.tail, memory_order_acquire) -
+		     mark) < 0) {
+		if (pool.take != atomic_load_explicit(&pool.head,
+						      memory_order_relaxed)) {
+			pool_part(1);
+			continue;
+		}
+		if (!t0)
+			t0 = HP_PROF_NOW() | 1;
 		pthread_mutex_unlock(&pool.mu);
-		pool_watch(NULL, 0);
+		pool_watch(&pool.tail, mark, 1);
 		pthread_mutex_lock(&pool.mu);
+		if ((int)(atomic_load_explicit(&pool.tail,
+					       memory_order_acquire) -
+			  mark) < 0 &&
+		    pool.take == atomic_load_explicit(&pool.head,
+						      memory_order_relaxed)) {
+			pool.waiting++;
+			pthread_cond_wait(&pool.done, &pool.mu);
+			pool.waiting--;
+		}
 	}
-	while (atomic_load_explicit(&pool.left, memory_order_acquire) > 0)
-		pthread_cond_wait(&pool.done, &pool.mu);
-	hp_prof_add(HP_PF_CALLER_IDLE, t0);
-	pool.busy = 0;
+	if (t0)
+		hp_prof_add(HP_PF_CALLER_IDLE, t0);
+}
+
+/* Every copy this thread posted (and those posted before) done. */
+void hp_pool_wait(unsigned mark)
+{
+	if ((int)(atomic_load_explicit(&pool.tail, memory_order_acquire) -
+		  mark) >= 0)
+		return;
+	pthread_mutex_lock(&pool.mu);
+	pool_wait_locked(mark);
 	pthread_mutex_unlock(&pool.mu);
 }
 
-/* memcpy, by the copy threads together (nt: into a slot, copy_in). */
+unsigned hp_pool_mark(void)
+{
+	return atomic_load_explicit(&pool.head, memory_order_relaxed);
+}
+
+void hp_pool_defer(int on)
+{
+	deferred = on;
+}
+
+/* Under pool.mu, the job J's fields set but parts and counts: queue it
+ * (a full queue: its oldest job's parts taken first), then unlock; wait
+ * for it unless this thread defers its copies. */
+static void pool_post(const struct job *J)
+{
+	unsigned h = atomic_load_explicit(&pool.head, memory_order_relaxed);
+	while (h - atomic_load_explicit(&pool.tail, memory_order_relaxed) >=
+	       JOBS) {
+		pool_wait_locked(h - JOBS + 1);
+		h = atomic_load_explicit(&pool.head, memory_order_relaxed);
+	}
+	struct job *q = &pool.q[h % JOBS];
+	*q = *J;
+	q->nt |= deferred; /* into a slot (stage.c's fill) */
+	q->parts = (int)((q->len + q->part - 1) / q->part);
+	q->next = 0, q->left = q->parts;
+	q->posted = HP_PROF_NOW();
+	/* release: the job's fields before a watching helper sees it */
+	atomic_store_explicit(&pool.head, h + 1, memory_order_release);
+	if (pool.idle)
+		pthread_cond_broadcast(&pool.go);
+	if (!deferred)
+		pool_wait_locked(h + 1);
+	pthread_mutex_unlock(&pool.mu);
+}
+
+/* memcpy, by the copy threads together (nt: into a slot, hp_nt_copy). */
 static void pcopy(void *dst, const void *src, size_t len, int nt)
 {
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
-	if (parts == 1 || pool.busy || len < 2 * PART_MIN) {
+	if (parts == 1 || len < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
-		if (nt)
-			copy_in(dst, src, len);
+		if (nt || deferred)
+			hp_nt_copy(dst, src, len);
 		else
 			memcpy(dst, src, len);
 		return;
@@ -237,9 +280,8 @@ static void pcopy(void *dst, const void *src, size_t len, int nt)
 	/* parts of a quarter of a thread's share: a late thread takes fewer */
 	size_t part = len / (4 * (size_t)parts);
 	part = part < PART_MIN ? PART_MIN : (part + 4095) & ~(size_t)4095;
-	pool.dst = dst, pool.src = src, pool.len = len, pool.part = part;
-	pool.w = 0, pool.nt = nt;
-	pool_run();
+	pool_post(&(struct job){.dst = dst, .src = src, .len = len,
+				.part = part, .nt = nt});
 }
 
 void hp_pcopy(void *dst, const void *src, size_t len)
@@ -263,16 +305,20 @@ void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
 	}
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
-	if (parts == 1 || pool.busy || rows < 2 || rows * w < 2 * PART_MIN) {
+	if (parts == 1 || rows < 2 || rows * w < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
 		for (size_t i = 0; i < rows; i++)
-			memcpy(dst + i * dp, src + i * sp, w);
+			if (deferred)
+				hp_nt_stream(dst + i * dp, src + i * sp, w);
+			else
+				memcpy(dst + i * dp, src + i * sp, w);
+		if (deferred)
+			hp_nt_fence();
 		return;
 	}
-	pool.dst = dst, pool.src = src, pool.len = rows;
-	pool.part = (rows + 4 * (size_t)parts - 1) / (4 * (size_t)parts);
-	if (pool.part * w < PART_MIN)
-		pool.part = (PART_MIN + w - 1) / w;
-	pool.w = w, pool.dp = dp, pool.sp = sp, pool.nt = 0;
-	pool_run();
+	size_t part = (rows + 4 * (size_t)parts - 1) / (4 * (size_t)parts);
+	if (part * w < PART_MIN)
+		part = (PART_MIN + w - 1) / w;
+	pool_post(&(struct job){.dst = dst, .src = src, .len = rows,
+				.part = part, .w = w, .dp = dp, .sp = sp});
 }

@@ -10,8 +10,8 @@
 enum hp_prof {
 	HP_PF_TAKE, /* stage.c: a slot taken (the ring's lock) */
 	HP_PF_WAIT, /* stage.c: the slot's last DMA waited for */
-	HP_PF_FILL, /* stage.c: the chunk copied in (hp_pcopy, all of it) */
-	HP_PF_ISSUE, /* stage.c: its DMA enqueued */
+	HP_PF_FILL, /* stage.c: the chunk's copies posted (pool.c) */
+	HP_PF_ISSUE, /* stage.c: its DMA enqueued (after its copies) */
 	HP_PF_FENCE, /* stage.c: its event recorded */
 	HP_PF_CALLER_COPY, /* pool.c: the calling thread's memcpy of parts */
 	HP_PF_CALLER_IDLE, /* pool.c: its wait for the helpers' last part */

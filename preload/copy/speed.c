@@ -56,6 +56,9 @@ static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need, busy;
 static long online;
 /* the busy-CPU gate, per direction (H2D, D2H) */
 static _Atomic uint64_t avg_mbs[2], pause_until[2];
+/* the rounds staged now per direction, and the most at once since a
+ * round began alone (hp_pool_round) */
+static _Atomic unsigned rounds[2], most[2];
 
 /* One core's memcpy between warm buffers, MB/s; 0 if it cannot tell. */
 static unsigned measure(void)
@@ -157,6 +160,11 @@ uint64_t hp_speed_next(uint64_t avg, uint64_t r)
 	return avg == 0 || r < avg ? r : (avg + r) / 2;
 }
 
+uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies)
+{
+	return ns ? (uint64_t)bytes * 1000 / ns * (copies ? copies : 1) : 0;
+}
+
 static void pick(void)
 {
 	unsigned asked = (unsigned)hp_opt[HP_OPT_STAGE_THREADS];
@@ -243,10 +251,24 @@ void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
 	if (ns == 0 || bytes < ROUND_MIN)
 		return; /* a small copy's first touches weigh too much */
 	int d = !htod;
-	uint64_t r = (uint64_t)bytes * 1000 / ns;
+	/* relaxed: a count, read on its own */
+	uint64_t r = hp_speed_round(bytes, ns, atomic_load_explicit(
+				    &most[d], memory_order_relaxed));
 	uint64_t a = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
 	atomic_store_explicit(&avg_mbs[d], hp_speed_next(a, r),
 			      memory_order_relaxed);
+}
+
+void hp_pool_round(int htod, int delta)
+{
+	int d = !htod;
+	/* relaxed: counts, read on their own (a rate's estimate) */
+	unsigned n = atomic_fetch_add_explicit(&rounds[d], (unsigned)delta,
+					       memory_order_relaxed) +
+		     (unsigned)delta;
+	unsigned m = atomic_load_explicit(&most[d], memory_order_relaxed);
+	if (delta > 0 && (n == 1 || n > m)) /* alone: counted from 1 again */
+		atomic_store_explicit(&most[d], n, memory_order_relaxed);
 }
 
 const char *hp_pool_note(void)

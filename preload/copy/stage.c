@@ -121,9 +121,28 @@ static void let_go(struct hp_ring *R, struct held *H)
 		hp_ring_release(R, H->k[i]);
 }
 
+/* Chunk i of a staged H2D, filled into slot k (its copies posted up to
+ * mark): wait for them, enqueue its DMA, record the slot's event. */
+static int enq(const struct hp_plan *P, int k, unsigned mark, size_t i,
+	       int (*issue)(size_t i, char *sl, void *arg), void *arg)
+{
+	hp_pool_wait(mark);
+	uint64_t t0 = HP_PROF_NOW();
+	int r = issue(i, hp_ring_slot(P->R, k), arg);
+	hp_prof_add(HP_PF_ISSUE, t0);
+	t0 = HP_PROF_NOW();
+	if (r == 0)
+		r = hp_ring_fence(P->R, k, P->s, (hp_cudaStream_t)P->sid);
+	hp_prof_add(HP_PF_FENCE, t0);
+	return r;
+}
+
 /* A staged H2D copy of m chunks: fill(i, slot) copies chunk i of the
  * program's memory into the slot, issue(i, slot) enqueues its DMA on the
- * plan's stream; each slot reused once its event completed.  Returns the
+ * plan's stream; each slot reused once its event completed.  Chunk i's
+ * fill is posted to the copy threads (pool.c) before chunk i-1's DMA is
+ * enqueued, so they go on from one chunk to the next without waiting for
+ * this thread (it takes their parts too while it waits).  Returns the
  * first error, or HP_STAGE_REST with *done the chunks enqueued. */
 int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		    void (*fill)(size_t i, char *sl, void *arg),
@@ -133,7 +152,8 @@ int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 	struct hp_ring *R = P->R;
 	hp_cudaStream_t id = (hp_cudaStream_t)P->sid;
 	struct held H = {.n = 0};
-	int r = 0;
+	int r = 0, pk = -1; /* pk: chunk i-1's slot, filled, not enqueued */
+	unsigned pm = 0;
 	size_t i = 0;
 	for (; i < m; i++) {
 		uint64_t t0 = HP_PROF_NOW();
@@ -143,22 +163,37 @@ int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 			break;
 		}
 		hp_prof_add(HP_PF_TAKE, t0);
+		if (k == pk) { /* one slot held: chunk i-1's DMA first */
+			pk = -1;
+			if ((r = enq(P, k, pm, i - 1, issue, arg)) != 0) {
+				i--;
+				break;
+			}
+		}
 		t0 = HP_PROF_NOW();
 		if ((r = slot_wait(R, k)) != 0)
 			break;
 		hp_prof_add(HP_PF_WAIT, t0);
 		t0 = HP_PROF_NOW();
+		hp_pool_defer(1);
 		fill(i, hp_ring_slot(R, k), arg);
+		hp_pool_defer(0);
+		unsigned mk = hp_pool_mark();
 		hp_prof_add(HP_PF_FILL, t0);
-		t0 = HP_PROF_NOW();
-		r = issue(i, hp_ring_slot(R, k), arg);
-		hp_prof_add(HP_PF_ISSUE, t0);
-		t0 = HP_PROF_NOW();
-		if (r == 0)
-			r = hp_ring_fence(R, k, P->s, id);
-		hp_prof_add(HP_PF_FENCE, t0);
-		if (r)
+		if (pk >= 0 && (r = enq(P, pk, pm, i - 1, issue, arg)) != 0) {
+			hp_pool_wait(mk); /* chunk i's copies out of its slot */
+			pk = -1;
+			i--;
 			break;
+		}
+		pk = k, pm = mk;
+	}
+	if (pk >= 0) { /* chunk i-1, the last filled */
+		int e = enq(P, pk, pm, i - 1, issue, arg);
+		if (e != 0) {
+			r = r == 0 || r == HP_STAGE_REST ? e : r;
+			i--;
+		}
 	}
 	*done = i;
 	let_go(R, &H);
@@ -290,8 +325,10 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 				.s = P->s};
 		size_t m = len / R->slot + (len % R->slot != 0), done = 0;
 		uint64_t t0 = hp_now_ns();
+		hp_pool_round(P->htod, 1);
 		r = P->htod ? hp_stage_run_htod(P, m, lin_in, lin_htod, &j, &done)
 			    : hp_stage_run_dtoh(P, m, lin_dtoh, lin_out, &j, &done);
+		hp_pool_round(P->htod, -1);
 		if (r == HP_STAGE_REST) {
 			/* the rest as the program's own call, in order on its
 			 * stream after what was staged; nothing done: passed

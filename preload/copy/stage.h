@@ -253,6 +253,10 @@ HP_HIDDEN unsigned hp_pool_threads(void);
 HP_HIDDEN int hp_pool_quiet(void);
 HP_HIDDEN int hp_pool_worth(int htod);
 HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
+/* a staged round that way begins (+1) or ends (-1): rounds staged at once
+ * share the copy threads and the link, so each counts at their number
+ * times its rate (two pageable copies share the link too) */
+HP_HIDDEN void hp_pool_round(int htod, int delta);
 HP_HIDDEN const char *hp_pool_note(void);
 /* speed.c's decisions on the numbers it measured (MB/s), pure: the
  * threads for link (*need: ceil(link / mc)), at most cap unless asked;
@@ -265,6 +269,9 @@ HP_HIDDEN uint64_t hp_speed_rate(unsigned n, unsigned cpus, long online,
 				 unsigned busy, unsigned mc);
 HP_HIDDEN int hp_speed_pays(uint64_t rate, unsigned link, int d);
 HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r);
+/* a round's rate: bytes in ns, by the copies staging that way at once
+ * (copies: the most seen during it, at least 1) */
+HP_HIDDEN uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies);
 /* the threads busy besides this one, from /proc/loadavg's text */
 HP_HIDDEN unsigned hp_speed_busy(const char *loadavg);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
@@ -273,5 +280,12 @@ HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_in(void *slot, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
 			     size_t sp, size_t w, size_t rows);
+/* A staged H2D's fill (stage.c): hp_pool_defer(1), and this thread's
+ * copies above are posted to the copy threads, not waited for, until
+ * hp_pool_defer(0); hp_pool_mark then, and hp_pool_wait(mark) returns
+ * once they are done (the copy threads' parts taken meanwhile). */
+HP_HIDDEN void hp_pool_defer(int on);
+HP_HIDDEN unsigned hp_pool_mark(void);
+HP_HIDDEN void hp_pool_wait(unsigned mark);
 
 #endif

@@ -4,18 +4,19 @@
  * copying its own share of every slot (no hand-off: the CPU's ceiling).
  * Variants, run interleaved so that a busy machine slows each alike:
  *   memcpy   glibc's memcpy per part (what pool.c does)
- *   nt       non-temporal stores per part (SSE2 movntdq, then sfence)
+ *   nt       non-temporal stores per part: pool.c's own loop (ntcopy.h)
  *   whole    glibc's memcpy of each thread's whole share of a slot
  * Prints, per variant, GB/s median (min-max) over ROUNDS rounds, and each
  * variant's ratio to memcpy within a round, median (min-max).
  *   copy_bench [MIB [THREADS [ROUNDS [SLOT_MIB [PART_KIB]]]]] */
-#include <emmintrin.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "../../preload/copy/ntcopy.h" /* the library's own loop */
 
 #define VARIANTS 3
 static const char *name[VARIANTS] = {"memcpy", "nt", "whole"};
@@ -29,27 +30,6 @@ static double now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* non-temporal copy; d and s 16-byte aligned (a tail under 64 bytes:
- * memcpy) */
-static void nt_copy(char *d, const char *s, size_t len)
-{
-	size_t tail = len % 64;
-	memcpy(d + len - tail, s + len - tail, tail);
-	len -= tail;
-	__m128i *o = (__m128i *)d;
-	const __m128i *i = (const __m128i *)s;
-	for (size_t k = 0; k < len / 16; k += 4) {
-		__m128i a = _mm_load_si128(i + k), b = _mm_load_si128(i + k + 1),
-			c = _mm_load_si128(i + k + 2),
-			e = _mm_load_si128(i + k + 3);
-		_mm_stream_si128(o + k, a);
-		_mm_stream_si128(o + k + 1, b);
-		_mm_stream_si128(o + k + 2, c);
-		_mm_stream_si128(o + k + 3, e);
-	}
-	_mm_sfence();
 }
 
 static void *worker(void *arg)
@@ -74,7 +54,7 @@ static void *worker(void *arg)
 				if (variant == 0)
 					memcpy(d + p, s + p, l);
 				else
-					nt_copy(d + p, s + p, l);
+					hp_nt_copy(d + p, s + p, l);
 			}
 		}
 		pthread_barrier_wait(&bar);

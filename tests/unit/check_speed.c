@@ -6,7 +6,10 @@
  * — passes through rather than stages below pageable.  No clock. */
 #include <check.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
 
+#include "../../preload/copy/ntcopy.h"
 #include "../../preload/copy/stage.h"
 #include "unit.h"
 
@@ -143,6 +146,60 @@ START_TEST(a_faster_round_counts_half)
 }
 END_TEST
 
+/* Two copies staged at once share the copy threads and the link: each
+ * round's rate counts at twice what it moved alone, as two pageable copies
+ * share the link (before: each copy saw half the CPU's rate and passed
+ * through, below what both staged together move). */
+START_TEST(rounds_at_once_count_together)
+{
+	/* 64 MiB in 20 ms: 3355 MB/s alone, twice that for two at once */
+	uint64_t one = hp_speed_round((size_t)64 << 20, 20000000, 1);
+	ck_assert_uint_eq(one, 3355);
+	ck_assert_uint_eq(hp_speed_round((size_t)64 << 20, 20000000, 2),
+			  2 * one);
+	ck_assert_uint_eq(hp_speed_round((size_t)64 << 20, 20000000, 0), one);
+	/* a link five times memcpy: 64 MiB in 15 ms does not pay for one
+	 * copy (pageable's share of the link and a quarter more: 7312 MB/s),
+	 * two such copies at once do */
+	ck_assert(!hp_speed_pays(hp_speed_round((size_t)64 << 20, 15000000, 1),
+				 5 * MC, 0));
+	ck_assert(hp_speed_pays(hp_speed_round((size_t)64 << 20, 15000000, 2),
+				5 * MC, 0));
+}
+END_TEST
+
+/* pool.c's copy into a slot (ntcopy.h): every length and alignment moves
+ * exactly its bytes, none past the end of the destination, none read
+ * past the source's (its last byte at the end of a page before a page it
+ * may not read).  Before: a length whose last 64 bytes held 16 or more
+ * past the 64-byte blocks stored up to 48 bytes too many (a 2D copy's
+ * packed rows overwrote the next row's start). */
+START_TEST(non_temporal_copy_stays_inside)
+{
+	char *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(m != MAP_FAILED);
+	ck_assert_int_eq(mprotect(m + 4096, 4096, PROT_NONE), 0);
+	static char d[1024];
+	for (size_t len = 0; len <= 400; len++)
+		for (size_t a = 0; a < 16; a++) {
+			const char *src = m + 4096 - len;
+			for (size_t i = 0; i < len; i++)
+				((char *)src)[i] = (char)(i * 7 + 1);
+			memset(d, 0x5a, sizeof(d));
+			hp_nt_copy(d + 64 + a, src, len);
+			size_t bad = memcmp(d + 64 + a, src, len) != 0;
+			for (size_t i = 0; i < sizeof(d); i++)
+				if ((i < 64 + a || i >= 64 + a + len) &&
+				    d[i] != 0x5a)
+					bad = i + 1;
+			ck_assert_msg(!bad, "len %zu align %zu: %zu", len, a,
+				      bad);
+		}
+	munmap(m, 3 * 4096);
+}
+END_TEST
+
 Suite *speed_suite(void)
 {
 	Suite *s = suite_create("speed");
@@ -153,6 +210,8 @@ Suite *speed_suite(void)
 	tcase_add_test(t, a_cpu_turning_busy_passes_the_next_round_through);
 	tcase_add_test(t, busy_reads_runnable_and_the_minute);
 	tcase_add_test(t, a_faster_round_counts_half);
+	tcase_add_test(t, non_temporal_copy_stays_inside);
+	tcase_add_test(t, rounds_at_once_count_together);
 	suite_add_tcase(s, t);
 	return s;
 }
