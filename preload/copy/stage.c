@@ -280,11 +280,12 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	per *= P->htod ? 1 : 2;
 	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
 		per = n;
-	int r = 0;
+	int r = 0, passed = 0;
 	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
 		if (off > 0 && !hp_pool_worth(P->htod)) {
 			r = lin_pass(P, d, h, n, off);
+			passed = 1;
 			break;
 		}
 		struct lin j = {.R = R, .h = h + off, .d = d + off, .n = len,
@@ -301,6 +302,7 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 			if (o == 0)
 				return HP_COPY_PASSED;
 			r = lin_pass(P, d, h, n, o);
+			passed = 1;
 			break;
 		}
 		if (r != 0)
@@ -311,8 +313,14 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	/* the source is staged: an async call returns (the DMA may run);
 	 * a synchronous one after the copy, with its error if it failed.  A
 	 * chunk or rest refused: the DMAs already queued are waited for
-	 * before the error returns (issue 39 item 3: none lands after it) */
-	if ((r == 0 && sync && P->htod) || r != 0) {
+	 * before the error returns (issue 39 item 3: none lands after it).
+	 * A rest passed while the block was being registered in the
+	 * background: if its registration ended (or was under way) by then,
+	 * the driver may have had the rest as registered memory, its DMA
+	 * late: waited for, as a pageable call would have been
+	 * (found/diff-dsum-7700192: an H2D's source overwritten at return) */
+	if ((r == 0 && sync && P->htod) || r != 0 ||
+	    (passed && hp_copy_maybe_registered(P->c))) {
 		int w = hp_stage_wait_stream(P->s);
 		if (r == 0)
 			r = w;

@@ -233,13 +233,16 @@ static int stage_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		     : hp_stage_run_dtoh(&P, m, rect_dtoh, rect_out, &j, &done);
 	if (r == HP_STAGE_REST && done == 0) /* nothing done: passed */
 		return hp_copy_plan_end(&P, n, HP_COPY_PASSED);
-	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
+	int passed = r == HP_STAGE_REST;
+	if (passed) { /* the rest as the program's own calls */
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
 			r = rect_direct(&j, i, htod);
 	}
-	/* an error: what was queued is waited for first (as hp_stage_lin) */
-	if ((r == 0 && (how & HP_STAGE_SYNC) && htod) || r != 0) {
+	/* an error: what was queued is waited for first; a rest the driver
+	 * may have had as registered memory too (as hp_stage_lin) */
+	if ((r == 0 && (how & HP_STAGE_SYNC) && htod) || r != 0 ||
+	    (passed && hp_copy_maybe_registered(c))) {
 		int w = hp_stage_wait_stream(s);
 		if (r == 0)
 			r = w;
