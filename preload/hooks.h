@@ -60,6 +60,10 @@ HP_HIDDEN void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok);
 /* The same for a synchronous copy entry point: no wait (it returns after
  * the copy), statistics only; calls hp_hook_leave. */
 HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
+/* Whether a block of c is registered now, or being registered (busy): the
+ * driver may have had a call made since with its memory as registered
+ * memory (its DMA late: the call owes the program a wait). */
+HP_HIDDEN int hp_copy_maybe_registered(const hp_copy_t *c);
 
 /* The body of every copy hook, runtime and driver, sync and async: the
  * function to call (fnexpr, of type `type`, returning `rtype`), its

@@ -139,6 +139,11 @@ static int changing(const hp_copy_t *c)
 	return 0;
 }
 
+int hp_copy_maybe_registered(const hp_copy_t *c)
+{
+	return registered(c) || changing(c);
+}
+
 static void sync_end(hp_copy_t *c, int ok)
 {
 	hp_hook_leave();

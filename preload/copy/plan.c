@@ -228,7 +228,8 @@ static int plan_wait(const struct hp_plan *P, int r)
 	else if (P->kind == HP_PLAN_PIECES)
 		wait = sync;
 	else
-		wait = sync && P->htod;
+		wait = (sync && P->htod) ||
+		       (P->passed && hp_copy_maybe_registered(P->c));
 	if (wait) {
 		int w = hp_stage_wait_stream(P->s);
 		if (r == 0)

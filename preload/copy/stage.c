@@ -305,7 +305,7 @@ static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		       : hp_cuda_dtoh_async(h + off, d + off, n - off, P->s);
 }
 
-int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
+int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
 	struct hp_ring *R = P->R;
 	size_t per = R->slot * ROUND_SLOTS, off = 0;
@@ -314,11 +314,12 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	per *= P->htod ? 1 : 2;
 	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
 		per = n;
-	int r = 0;
+	int r = 0, passed = 0;
 	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
 		if (off > 0 && !hp_pool_worth(P->htod)) {
 			r = lin_pass(P, d, h, n, off);
+			passed = 1;
 			break;
 		}
 		struct lin j = {.R = R, .h = h + off, .d = d + off, .n = len,
@@ -337,6 +338,7 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 			if (o == 0)
 				return HP_COPY_PASSED;
 			r = lin_pass(P, d, h, n, o);
+			passed = 1;
 			break;
 		}
 		if (r != 0)
@@ -346,6 +348,9 @@ int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	}
 	/* the source is staged: an async call returns (the DMA may run); a
 	 * synchronous one after the copy, and a chunk or rest refused after
-	 * the DMAs already queued: the plan's end waits (plan.c) */
+	 * the DMAs already queued: the plan's end waits (plan.c); a rest
+	 * passed to the driver as it is: P->passed, which the plan's end
+	 * waits for too once the block's registration ended or is under way */
+	P->passed = passed;
 	return r;
 }

@@ -165,6 +165,11 @@ struct hp_plan {
 	int queued; /* DMAs of the copy may be queued (STAGED: from the
 		     * start; PIECES, PREFIX: set by pieces.c once one is):
 		     * hp_copy_plan_end waits for them before an error */
+	int passed; /* STAGED: the rest of the copy went to the driver as it
+		     * is (stage.c, stage_rect.c); if its block's registration
+		     * ended or was under way by then, the driver may have had
+		     * it as registered memory, its DMA late: hp_copy_plan_end
+		     * waits for it (found/diff-dsum-7700192) */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its
 	 * direction and geometry checked there, never again): depth slices
 	 * of H rows of w bytes, its rows numbered slice after slice.  q: a 2D
@@ -201,7 +206,7 @@ HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
 
 /* stage_rect.c: a STAGED 2D or 3D plan's chunks of rows (P->rect), as
  * hp_stage_lin: its result, or HP_COPY_PASSED if nothing was done. */
-HP_HIDDEN int hp_stage_rect(const struct hp_plan *P);
+HP_HIDDEN int hp_stage_rect(struct hp_plan *P);
 
 /* pieces.c: a PIECES or PREFIX plan's DMAs from or to [h, h+n) (P->queued
  * set once one is queued); the first error.  The waits that end them, an
@@ -221,7 +226,7 @@ HP_HIDDEN int hp_pieces_run(struct hp_plan *P, uintptr_t d, char *h,
  * driver as the program's own calls (no slot could be taken; or a capture
  * began that prohibits the waits a slot needs: issue 39 item 2). */
 #define HP_STAGE_REST (-2)
-HP_HIDDEN int hp_stage_lin(const struct hp_plan *P, uintptr_t d, char *h,
+HP_HIDDEN int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h,
 			   size_t n);
 HP_HIDDEN int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		      void (*fill)(size_t i, char *sl, void *arg),

@@ -133,7 +133,7 @@ static void rect_out(size_t i, char *sl, void *arg)
 	rect_host(j, g, rows, sl, 0);
 }
 
-int hp_stage_rect(const struct hp_plan *P)
+int hp_stage_rect(struct hp_plan *P)
 {
 	const struct hp_plan_rect *g = &P->rect;
 	int htod = P->htod;
@@ -150,6 +150,7 @@ int hp_stage_rect(const struct hp_plan *P)
 		     : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
 	if (r == HP_STAGE_REST && done == 0) /* nothing done: passed */
 		return HP_COPY_PASSED;
+	P->passed = r == HP_STAGE_REST;
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
