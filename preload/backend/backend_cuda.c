@@ -256,6 +256,12 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */
 	}
+	/* the generation of the context registered through: one that ends
+	 * during the call (another thread's cuCtxDestroy or reset) may be
+	 * made again under the same handle before the driver sees the
+	 * registration, which then lives in a context the table calls ended
+	 * (never pushed again: its unregistration would find none) */
+	uint64_t gen = hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0);
 	char *b = base;
 	size_t done = 0;
 	int e = 0;
@@ -281,6 +287,15 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	if (e && done) {
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
+	}
+	if (!e && gen && hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0) != gen) {
+		/* it ended meanwhile: undone now, through the context still
+		 * current here (a dead one answers that it died with it), and
+		 * pending; one the driver refuses to undo stays registered,
+		 * the caller's to release (invariant 1) */
+		const char *w2;
+		if (cuda_unpin_n(b, done, &w2) != EIO)
+			e = EAGAIN;
 	}
 	if (!e)
 		pin_ctx = hp_cu_entered_ctx, pin_next = (uintptr_t)base + len;
