@@ -69,6 +69,26 @@ static int cells_unpin_c(uintptr_t a, uintptr_t b, enum unit u, size_t c,
 	return e;
 }
 
+/* Undo the pieces [base, x) of a registration that stops (failed or
+ * cancelled); ep: the contexts' epoch when it began.  0 if undone, or
+ * refused for want of a context after one ended (its pieces died with
+ * it: the backend undoes at once a piece that outlives its context's end,
+ * backend_cuda.c); else non-zero: they stay registered, and the block is
+ * kept registered, for its release to unregister or leak (invariant 1),
+ * never released over a live registration. */
+static int undo_pieces(uintptr_t base, uintptr_t x, enum unit u, size_t c,
+		       unsigned ep)
+{
+	const char *w = "unknown";
+	int e = cells_unpin_c(base, x, u, c, &w);
+	if (!e || (e == EAGAIN && hp_cuda_ctx_epoch() != ep))
+		return 0;
+	HP_LOG_ONCE(HP_LOG_WARN, "a registration stopped part way could not "
+		    "be undone (%s): its block stays registered until "
+		    "released", w);
+	return e;
+}
+
 int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 {
 	return hp_cells_pin_each(base, len, why, NULL, 0);
@@ -91,6 +111,7 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 		 * waits for its end (hp_register_piece_hold). */
 		if (!hp_capture_hold())
 			return EAGAIN; /* a capture: pending until it ends */
+		unsigned ep = hp_cuda_ctx_epoch();
 		int e = 0;
 		for (uintptr_t x = base, n; x < end && !e; x = n) {
 			n = hp_cells_piece_end(base, len, x);
@@ -110,8 +131,8 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 				if (h == 2) {
 					e = ECANCELED, *why = "cancelled";
 					done(base);
-					const char *w;
-					cells_unpin_c(base, x, u, c, &w);
+					if (undo_pieces(base, x, u, c, ep))
+						e = 0; /* registered, kept */
 					break;
 				}
 			}
@@ -123,9 +144,11 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 				x = n; /* undo this piece too */
 			}
 			if (e) {
-				const char *w;
 				done(base); /* no copy uses [base, x) now */
-				cells_unpin_c(base, x, u, c, &w);
+				if (undo_pieces(base, x, u, c, ep)) {
+					e = 0; /* registered, kept */
+					break;
+				}
 			}
 		}
 		hp_capture_unhold();

@@ -451,6 +451,28 @@ static int mode_destroy_reg(void)
 	return 0;
 }
 
+/* The same, no context ended: the undo of the pieces made is refused once
+ * by the driver (an injected failure): the block stays registered, and its
+ * release unregisters it before the unmap. */
+void fake_cuda_fail_arm(const char *, int, int);
+static int mode_undo_refused(void)
+{
+	alarm(40);
+	CUdeviceptr d;
+	CUstream s;
+	dr_blk = half_registered(76, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	fake_cuda_fail_arm("cuMemHostUnregister", 1, 999);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, dr_free, NULL) == 0);
+	while (__atomic_load_n(&waiter, __ATOMIC_SEQ_CST) == 0)
+		usleep(1000);
+	wait_for(asleep_in_futex, NULL, "the free waits for the registration");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -463,6 +485,7 @@ int main(int argc, char **argv)
 	    {"own_pieces", mode_own_pieces},
 	    {"capture_own_purge", mode_capture_own_purge},
 	    {"destroy_reg", mode_destroy_reg},
+	    {"undo_refused", mode_undo_refused},
 	};
 	return staged_main("late_reg", argc, argv, modes);
 }

@@ -58,6 +58,9 @@ lr "a device reset during a registration inside a copy: registered again, whole"
 lr "a context destroyed during a background registration, then a free: nothing left registered" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	HOSTPIN_CACHE=0 FAKE_CUDA_REGISTER_GATE=8388608 -- destroy_reg
+lr "a cancelled background registration whose undo the driver refuses: unregistered at release" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_CACHE=0 FAKE_CUDA_REGISTER_GATE=8388608 -- undo_refused
 # Must hold (item 11): the program registers a hostpin block in 8 pieces
 # from 8 threads and unregisters them, 40 rounds, registered by hostpin
 # at allocation or at its first copy: every call succeeds, nothing is
