@@ -288,13 +288,15 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
-	if (!e && gen && hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0) != gen) {
+	if (!e && gen &&
+	    hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0) != gen) {
 		/* it ended meanwhile: undone now, through the context still
-		 * current here (a dead one answers that it died with it), and
-		 * pending; one the driver refuses to undo stays registered,
-		 * the caller's to release (invariant 1) */
+		 * current here (a dead one answers that it died with it; an
+		 * unloaded driver took it along), and pending; one the driver
+		 * refuses to undo stays registered, the caller's to release
+		 * (invariant 1) */
 		const char *w2;
-		if (cuda_unpin_n(b, done, &w2) != EIO)
+		if (hp_cu_driver_gone() || cuda_unpin_n(b, done, &w2) != EIO)
 			e = EAGAIN;
 	}
 	if (!e)
