@@ -208,6 +208,9 @@ static HP_TLS uintptr_t pin_next;
 
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
 
+static HP_TLS uintptr_t pin_as; /* hp_cuda_pin_as */
+void hp_cuda_pin_as(uintptr_t ctx) { pin_as = ctx; }
+
 /* Registrations of at most HP_REG_PIECE_MAX (hp.h), unregistered by the
  * same bases. */
 static size_t chunk(void)
@@ -250,8 +253,14 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	/* a graph capture in progress: pending until it ends */
 	if (!hp_capture_enter())
 		return EAGAIN;
-	int pushed = hp_cu_enter_ctx_as((uintptr_t)base == pin_next ? pin_ctx
-								  : NULL);
+	uint64_t as_gen = pin_as ? hp_cuda_ctx_gen(pin_as, 0) : 0;
+	int pushed = as_gen ? hp_cuda_ctx_push(pin_as, as_gen) : -1;
+	if (pushed >= 0)
+		hp_cu_entered_ctx = (hp_CUcontext)pin_as;
+	else
+		pushed = hp_cu_enter_ctx_as((uintptr_t)base == pin_next
+						? pin_ctx
+						: NULL);
 	if (pushed < 0) {
 		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */

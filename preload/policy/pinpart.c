@@ -229,6 +229,17 @@ static int part_pin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 	return e;
 }
 
+/* part_pin through r's owner (the context of the rest of its pins). */
+static int part_pin_of(const hp_rec_t *r, unsigned dev, uintptr_t a,
+		       uintptr_t b, const char **why)
+{
+	hp_cuda_pin_as(atomic_load_explicit(&r->user[HP_U_OWNER],
+					    memory_order_relaxed));
+	int e = part_pin(dev, a, b, why);
+	hp_cuda_pin_as(0);
+	return e;
+}
+
 /* The cells of [base, end) that [a, b) touches. */
 static void span(unsigned dev, uintptr_t base, uintptr_t end, uintptr_t a,
 		 uintptr_t b, uintptr_t *lo, uintptr_t *hi)
@@ -338,7 +349,7 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 	discard(arg);
 	if (hold_off(r, f, dev, s->base, s->len, 0))
 		return 0;
-	e = part_pin(dev, lo, hi, &why);
+	e = part_pin_of(r, dev, lo, hi, &why);
 	if (e) {
 		drop_rest(r, dev, s->base, s->len, lo, hi);
 		say_failed(why, e, lo, hi - lo);
@@ -347,8 +358,9 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 }
 
 /* A survivor [sb, se) of a split record, pinned except for [pa, pb). */
-static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
-		     uintptr_t se, uintptr_t pa, uintptr_t pb)
+static void survivor(unsigned kind, unsigned f, uintptr_t owner,
+		     unsigned dev, uintptr_t sb, uintptr_t se, uintptr_t pa,
+		     uintptr_t pb)
 {
 	unsigned pinf = f & HP_PIN_MASK;
 	hp_rec_t *n;
@@ -367,12 +379,15 @@ static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
 	atomic_store_explicit(&n->user[HP_U_FLAGS],
 			      kind | pinf | (f & HP_F_CHURN),
 			      memory_order_relaxed);
+	/* its pins are the split record's: their context's end finds it */
+	atomic_store_explicit(&n->user[HP_U_OWNER], owner,
+			      memory_order_relaxed);
 	hp_count_track(kind, se - sb, 1);
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	HP_CTR_ADD(pinned_bytes_now, se - sb);
 	if (hold_off(n, f, dev, sb, se - sb, 1))
 		return;
-	e = part_pin(dev, pa, pb, &why);
+	e = part_pin_of(n, dev, pa, pb, &why);
 	if (e) {
 		drop_rest(n, dev, sb, se - sb, pa, pb);
 		say_failed(why, e, pa, pb - pa);
@@ -405,11 +420,13 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	HP_CTR_SUB(pinned_blocks_now, 1);
 	HP_CTR_SUB(pinned_bytes_now, s->len);
 	hp_site_account(hp_rsite(r), s->len, 0);
+	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
+					       memory_order_relaxed);
 	hp_registry_remove(&hp_reg, r);
 	if (ca > base)
-		survivor(kind, f, dev, base, ca, lo, ca);
+		survivor(kind, f, owner, dev, base, ca, lo, ca);
 	if (cb < end)
-		survivor(kind, f, dev, cb, end, cb, hi);
+		survivor(kind, f, owner, dev, cb, end, cb, hi);
 
 	return 0;
 }
