@@ -218,6 +218,11 @@ HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
  * pending again (pin.c). */
 HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
 				       size_t len, unsigned ep);
+/* The same once r's busy claim ended (the context end's walk skipped r
+ * while it was held, after hp_pin_restart_if_ended looked): r claimed
+ * again if it is still the block [base, base+len) (pin.c). */
+HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
+				    unsigned ep);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);

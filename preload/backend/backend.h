@@ -140,6 +140,11 @@ int hp_cuda_ctx_dev(uintptr_t ctx);
  * driver refused.  Never a context the program did not have. */
 int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen);
 void hp_cuda_ctx_pop(int pushed);
+/* backend_cuda.c: this thread's next pins go through ctx (a block's owner,
+ * backend->owner) while it lives, whatever context is current: a part of
+ * a registered block pinned again (a purge, a partial unmap) belongs to
+ * the context of the rest.  0: as usual. */
+void hp_cuda_pin_as(uintptr_t ctx);
 /* The context stream s belongs to (cuStreamGetCtx); cur, the current
  * one, for the default streams or when the driver cannot say. */
 uintptr_t hp_cuda_stream_ctx(struct CUstream_st *s, uintptr_t cur);

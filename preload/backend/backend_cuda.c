@@ -208,6 +208,9 @@ static HP_TLS uintptr_t pin_next;
 
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
 
+static HP_TLS uintptr_t pin_as; /* hp_cuda_pin_as */
+void hp_cuda_pin_as(uintptr_t ctx) { pin_as = ctx; }
+
 /* Registrations of at most HP_REG_PIECE_MAX (hp.h), unregistered by the
  * same bases. */
 static size_t chunk(void)
@@ -250,12 +253,24 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	/* a graph capture in progress: pending until it ends */
 	if (!hp_capture_enter())
 		return EAGAIN;
-	int pushed = hp_cu_enter_ctx_as((uintptr_t)base == pin_next ? pin_ctx
-								  : NULL);
+	uint64_t as_gen = pin_as ? hp_cuda_ctx_gen(pin_as, 0) : 0;
+	int pushed = as_gen ? hp_cuda_ctx_push(pin_as, as_gen) : -1;
+	if (pushed >= 0)
+		hp_cu_entered_ctx = (hp_CUcontext)pin_as;
+	else
+		pushed = hp_cu_enter_ctx_as((uintptr_t)base == pin_next
+						? pin_ctx
+						: NULL);
 	if (pushed < 0) {
 		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */
 	}
+	/* the generation of the context registered through: one that ends
+	 * during the call (another thread's cuCtxDestroy or reset) may be
+	 * made again under the same handle before the driver sees the
+	 * registration, which then lives in a context the table calls ended
+	 * (never pushed again: its unregistration would find none) */
+	uint64_t gen = hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0);
 	char *b = base;
 	size_t done = 0;
 	int e = 0;
@@ -281,6 +296,17 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	if (e && done) {
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
+	}
+	if (!e && gen &&
+	    hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0) != gen) {
+		/* it ended meanwhile: undone now, through the context still
+		 * current here (a dead one answers that it died with it; an
+		 * unloaded driver took it along), and pending; one the driver
+		 * refuses to undo stays registered, the caller's to release
+		 * (invariant 1) */
+		const char *w2;
+		if (hp_cu_driver_gone() || cuda_unpin_n(b, done, &w2) != EIO)
+			e = EAGAIN;
 	}
 	if (!e)
 		pin_ctx = hp_cu_entered_ctx, pin_next = (uintptr_t)base + len;

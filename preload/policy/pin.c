@@ -144,8 +144,26 @@ void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
 {
 	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_cuda_ctx_epoch() == ep)
 		return;
-	if (hp_unpin(r, base, len) != 0)
+	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
+					       memory_order_relaxed);
+	int e = hp_unpin_do(r, base, len, 1, NULL);
+	if (e == EAGAIN && owner && hp_cuda_ctx_gen(owner, 0) == 0 &&
+	    !hp_capture_busy()) {
+		/* no context to unregister through, and its own ended: it
+		 * died with it (a registration made through a context
+		 * that ended during the call is undone at once:
+		 * backend_cuda.c), as the end's walk would have found */
+		if (hp_backend->quiesce)
+			hp_cuda_forget(r);
+		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_REGISTERED);
+		HP_CTR_SUB(pinned_blocks_now, 1);
+		HP_CTR_SUB(pinned_bytes_now, len);
+		hp_site_account(hp_rsite(r), len, 0);
+		e = 0;
+	}
+	if (e != 0)
 		return; /* still registered: left as it is (invariant 1) */
+	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
 	hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
 	HP_CTR_ADD(pending_blocks, 1);
 	hp_log(HP_LOG_INFO, "block %p (%zu bytes): a CUDA context ended while "
@@ -361,6 +379,24 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	return hp_unpin_do(r, base, len, 0, NULL);
 }
 
+void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
+			  unsigned ep)
+{
+	/* the end bumps the epoch before its walk: a walk that found r
+	 * held, after hp_pin_restart_if_ended looked, shows here */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (hp_cuda_ctx_epoch() == ep ||
+	    !(hp_rflags(r) & HOSTPIN_REGISTERED))
+		return;
+	hp_snap_t s;
+	uint32_t st;
+	if (hp_registry_lookup_base(&hp_reg, base, &s) != r || s.len != len ||
+	    !(st = hp_busy_begin(r, &s)))
+		return; /* released, or another's now (who holds it acts) */
+	hp_pin_restart_if_ended(r, base, len, ep);
+	hp_busy_end(r, st);
+}
+
 void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 {
 	if (!(hp_rflags(r) & HP_F_LAZY))
@@ -378,8 +414,13 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 		       (unsigned long long)n);
 		/* registered in the background, this copy and those until
 		 * then staged; else here, before this copy */
-		if (!hp_register_later(r, s))
+		unsigned ep = hp_cuda_ctx_epoch();
+		if (!hp_register_later(r, s)) {
 			hp_pin(r, s->base, s->len);
+			hp_busy_end(r, st);
+			hp_pin_recheck_ended(r, s->base, s->len, ep);
+			return;
+		}
 	}
 	hp_busy_end(r, st);
 }

@@ -69,6 +69,26 @@ static int cells_unpin_c(uintptr_t a, uintptr_t b, enum unit u, size_t c,
 	return e;
 }
 
+/* Undo the pieces [base, x) of a registration that stops (failed or
+ * cancelled); ep: the contexts' epoch when it began.  0 if undone, or
+ * refused for want of a context after one ended (its pieces died with
+ * it: the backend undoes at once a piece that outlives its context's end,
+ * backend_cuda.c); else non-zero: they stay registered, and the block is
+ * kept registered, for its release to unregister or leak (invariant 1),
+ * never released over a live registration. */
+static int undo_pieces(uintptr_t base, uintptr_t x, enum unit u, size_t c,
+		       unsigned ep)
+{
+	const char *w = "unknown";
+	int e = cells_unpin_c(base, x, u, c, &w);
+	if (!e || (e == EAGAIN && hp_cuda_ctx_epoch() != ep))
+		return 0;
+	HP_LOG_ONCE(HP_LOG_WARN, "a registration stopped part way could not "
+		    "be undone (%s): its block stays registered until "
+		    "released", w);
+	return e;
+}
+
 int hp_cells_pin(uintptr_t base, size_t len, const char **why)
 {
 	return hp_cells_pin_each(base, len, why, NULL, 0);
@@ -91,6 +111,7 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 		 * waits for its end (hp_register_piece_hold). */
 		if (!hp_capture_hold())
 			return EAGAIN; /* a capture: pending until it ends */
+		unsigned ep = hp_cuda_ctx_epoch();
 		int e = 0;
 		for (uintptr_t x = base, n; x < end && !e; x = n) {
 			n = hp_cells_piece_end(base, len, x);
@@ -110,8 +131,8 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 				if (h == 2) {
 					e = ECANCELED, *why = "cancelled";
 					done(base);
-					const char *w;
-					cells_unpin_c(base, x, u, c, &w);
+					if (undo_pieces(base, x, u, c, ep))
+						e = 0; /* registered, kept */
 					break;
 				}
 			}
@@ -123,9 +144,11 @@ int hp_cells_pin_each(uintptr_t base, size_t len, const char **why,
 				x = n; /* undo this piece too */
 			}
 			if (e) {
-				const char *w;
 				done(base); /* no copy uses [base, x) now */
-				cells_unpin_c(base, x, u, c, &w);
+				if (undo_pieces(base, x, u, c, ep)) {
+					e = 0; /* registered, kept */
+					break;
+				}
 			}
 		}
 		hp_capture_unhold();
@@ -203,6 +226,17 @@ static int part_pin(unsigned dev, uintptr_t a, uintptr_t b, const char **why)
 	} else if (mlock((void *)a, b - a) != 0)
 		*why = "mlock: RLIMIT_MEMLOCK or out of memory", e = errno;
 	HP_CTR_ADD(pin_ns, hp_now_ns() - t0);
+	return e;
+}
+
+/* part_pin through r's owner (the context of the rest of its pins). */
+static int part_pin_of(const hp_rec_t *r, unsigned dev, uintptr_t a,
+		       uintptr_t b, const char **why)
+{
+	hp_cuda_pin_as(atomic_load_explicit(&r->user[HP_U_OWNER],
+					    memory_order_relaxed));
+	int e = part_pin(dev, a, b, why);
+	hp_cuda_pin_as(0);
 	return e;
 }
 
@@ -315,7 +349,7 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 	discard(arg);
 	if (hold_off(r, f, dev, s->base, s->len, 0))
 		return 0;
-	e = part_pin(dev, lo, hi, &why);
+	e = part_pin_of(r, dev, lo, hi, &why);
 	if (e) {
 		drop_rest(r, dev, s->base, s->len, lo, hi);
 		say_failed(why, e, lo, hi - lo);
@@ -324,8 +358,9 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 }
 
 /* A survivor [sb, se) of a split record, pinned except for [pa, pb). */
-static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
-		     uintptr_t se, uintptr_t pa, uintptr_t pb)
+static void survivor(unsigned kind, unsigned f, uintptr_t owner,
+		     unsigned dev, uintptr_t sb, uintptr_t se, uintptr_t pa,
+		     uintptr_t pb)
 {
 	unsigned pinf = f & HP_PIN_MASK;
 	hp_rec_t *n;
@@ -344,12 +379,15 @@ static void survivor(unsigned kind, unsigned f, unsigned dev, uintptr_t sb,
 	atomic_store_explicit(&n->user[HP_U_FLAGS],
 			      kind | pinf | (f & HP_F_CHURN),
 			      memory_order_relaxed);
+	/* its pins are the split record's: their context's end finds it */
+	atomic_store_explicit(&n->user[HP_U_OWNER], owner,
+			      memory_order_relaxed);
 	hp_count_track(kind, se - sb, 1);
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	HP_CTR_ADD(pinned_bytes_now, se - sb);
 	if (hold_off(n, f, dev, sb, se - sb, 1))
 		return;
-	e = part_pin(dev, pa, pb, &why);
+	e = part_pin_of(n, dev, pa, pb, &why);
 	if (e) {
 		drop_rest(n, dev, sb, se - sb, pa, pb);
 		say_failed(why, e, pa, pb - pa);
@@ -382,11 +420,13 @@ int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)
 	HP_CTR_SUB(pinned_blocks_now, 1);
 	HP_CTR_SUB(pinned_bytes_now, s->len);
 	hp_site_account(hp_rsite(r), s->len, 0);
+	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
+					       memory_order_relaxed);
 	hp_registry_remove(&hp_reg, r);
 	if (ca > base)
-		survivor(kind, f, dev, base, ca, lo, ca);
+		survivor(kind, f, owner, dev, base, ca, lo, ca);
 	if (cb < end)
-		survivor(kind, f, dev, cb, end, cb, hi);
+		survivor(kind, f, owner, dev, cb, end, cb, hi);
 
 	return 0;
 }

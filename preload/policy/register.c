@@ -237,6 +237,7 @@ static int run_job(const struct job *j)
 		unsigned w = hp_word_state(s.word);
 		return w == HP_REC_LIVE || w == HP_REC_CACHED || w == HP_REC_BUSY;
 	}
+	unsigned ep = hp_cuda_ctx_epoch();
 	if (hp_rflags(r) & HP_F_QUEUED) {
 		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): registering in the "
 		       "background", (void *)s.base, s.len);
@@ -246,7 +247,6 @@ static int run_job(const struct job *j)
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
 		pre.held = r, pre.held_st = st, pre.cancel = 0;
 		pthread_mutex_unlock(&pre.mu);
-		unsigned ep = hp_cuda_ctx_epoch();
 		hp_pin_each(r, s.base, s.len, pre_progress);
 		/* registered (copies now fenced as the block's: hp_copy_end)
 		 * or not: the prefix's readers are done before the block is
@@ -262,6 +262,7 @@ static int run_job(const struct job *j)
 						  memory_order_relaxed);
 	}
 	hp_busy_end(r, st);
+	hp_pin_recheck_ended(r, j->base, j->len, ep);
 	pthread_mutex_lock(&pre.mu);
 	int handed = pre.held == r && pre.handed;
 	if (pre.held == r) {

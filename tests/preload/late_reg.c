@@ -480,6 +480,65 @@ static int mode_register_while_waited(void)
 	return 0;
 }
 
+/* Item 5, a context destroyed (fuzz finding reset-cancelled-undo-710023):
+ * the registration thread has pushed device 0's primary context and its
+ * second piece waits at the fake's gate; the program destroys that
+ * context and retains it again (the same handle lives again); a free()
+ * of the block then cancels what is left (asleep until the thread lets
+ * go) and the gate opens: the piece reaches the driver in the context
+ * made again.  It must be undone before the block is unmapped
+ * (HOSTPIN_CACHE=0): no registration over unmapped memory, none left at
+ * the exit (staged_case). */
+CUresult cuCtxDestroy_v2(CUcontext);
+static char *dr_blk;
+static void *dr_free(void *arg)
+{
+	(void)arg;
+	waiter = (pid_t)syscall(SYS_gettid);
+	free(dr_blk);
+	return NULL;
+}
+static int mode_destroy_reg(void)
+{
+	alarm(40);
+	CUdeviceptr d;
+	CUstream s;
+	dr_blk = half_registered(74, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(cuCtxDestroy_v2(ctx) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, dr_free, NULL) == 0);
+	while (__atomic_load_n(&waiter, __ATOMIC_SEQ_CST) == 0)
+		usleep(1000);
+	wait_for(asleep_in_futex, NULL, "the free waits for the registration");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	return 0;
+}
+
+/* The same, no context ended: the undo of the pieces made is refused once
+ * by the driver (an injected failure): the block stays registered, and its
+ * release unregisters it before the unmap. */
+void fake_cuda_fail_arm(const char *, int, int);
+static int mode_undo_refused(void)
+{
+	alarm(40);
+	CUdeviceptr d;
+	CUstream s;
+	dr_blk = half_registered(76, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	fake_cuda_fail_arm("cuMemHostUnregister", 1, 999);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, dr_free, NULL) == 0);
+	while (__atomic_load_n(&waiter, __ATOMIC_SEQ_CST) == 0)
+		usleep(1000);
+	wait_for(asleep_in_futex, NULL, "the free waits for the registration");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -492,6 +551,8 @@ int main(int argc, char **argv)
 	    {"own_pieces", mode_own_pieces},
 	    {"capture_own_purge", mode_capture_own_purge},
 	    {"register_while_waited", mode_register_while_waited},
+	    {"destroy_reg", mode_destroy_reg},
+	    {"undo_refused", mode_undo_refused},
 	};
 	return staged_main("late_reg", argc, argv, modes);
 }

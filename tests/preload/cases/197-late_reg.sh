@@ -51,6 +51,16 @@ lr "a device reset during a registration inside a copy: registered again, whole"
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_PIN_AFTER=1 \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- reset_sync
+# Must hold (item 5, a context destroyed): a piece registered in the
+# context made again after the one pushed for it was destroyed, its
+# registration cancelled by a free(), is undone before the block is
+# unmapped (found by the engine tester, reset-cancelled-undo-710023).
+lr "a context destroyed during a background registration, then a free: nothing left registered" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_CACHE=0 FAKE_CUDA_REGISTER_GATE=8388608 -- destroy_reg
+lr "a cancelled background registration whose undo the driver refuses: unregistered at release" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_CACHE=0 FAKE_CUDA_REGISTER_GATE=8388608 -- undo_refused
 # Must hold (item 11): the program registers a hostpin block in 8 pieces
 # from 8 threads and unregisters them, 40 rounds, registered by hostpin
 # at allocation or at its first copy: every call succeeds, nothing is
