@@ -22,8 +22,9 @@ int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
 	 * (c->n): it may cross the end of one of the block's registrations
 	 * or of the registered part of a block being registered, which the
 	 * driver must not get whole (issue 39 item 6). */
-	if ((n < hp_opt[HP_OPT_STAGE_MIN] && c->n == 0 && !c->overflow) ||
-	    !hp_stage_on() || !hp_cuda_stage_fns())
+	if (((n < hp_opt[HP_OPT_STAGE_MIN] || !hp_stage_on()) && c->n == 0 &&
+	     !c->overflow) ||
+	    !hp_stage_pieces_on() || !hp_cuda_stage_fns())
 		return HP_COPY_PASSED;
 	const void *dp = (const void *)d, *sp = (const void *)s;
 	unsigned dt = hp_cuda_mem_type(dp), stp = hp_cuda_mem_type(sp);

@@ -33,7 +33,12 @@ void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
 
 int hp_stage_on(void)
 {
-	if (!hp_opt[HP_OPT_STAGE] || !hp_opt[HP_OPT_REGISTER_DEVICE])
+	return hp_opt[HP_OPT_STAGE] && hp_stage_pieces_on();
+}
+
+int hp_stage_pieces_on(void)
+{
+	if (!hp_opt[HP_OPT_REGISTER_DEVICE])
 		return 0;
 	if (hp_backend == &hp_backend_cuda)
 		return 1;
@@ -108,9 +113,10 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .how = how,
 			      .c = c, .s = s, .sid = hp_stream_key(s)};
 	/* Nothing for hostpin to do: no host side, a forked child (no driver
-	 * calls of its own), more records than a copy tracks, staging off
-	 * (HOSTPIN_STAGE=0, another backend). */
-	if (h == NULL || hp_in_child || c->overflow || !hp_stage_on())
+	 * calls of its own), more records than a copy tracks, another
+	 * backend.  With staging off (HOSTPIN_STAGE=0) a copy across a
+	 * registered block's registrations still goes by pieces. */
+	if (h == NULL || hp_in_child || c->overflow || !hp_stage_pieces_on())
 		return;
 	uintptr_t a = (uintptr_t)h;
 	/* A range no memory holds ((size_t)-1 bytes): the driver's to refuse
@@ -126,20 +132,26 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * copy crosses the end of one of the block's registrations: then a
 	 * 1D copy goes as one DMA per registration, so that the driver sees
 	 * each part inside one registration (a range across two is not one
-	 * registered range to it); a 2D or 3D one is staged. */
+	 * registered range to it); a 2D or 3D one is staged, or where it
+	 * cannot be (staging off, no ring: the stream's context not
+	 * current), goes by pieces too, its rows cut at the registrations
+	 * (stage_rect.c: never a range only partly registered, issue 39
+	 * item 6). */
+	int split = 0, pre = 0;
+	uintptr_t base = 0;
+	size_t len = 0;
 	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if (!across_pieces(c, a, n, &b))
 			return;
-		if (!rect) {
-			if (driver_here() && stream_enter(s)) {
-				P->kind = HP_PLAN_PIECES;
-				P->base = b.base, P->len = b.len;
-			}
-			return;
-		}
+		P->base = b.base, P->len = b.len;
+		split = 1;
+		if (!rect)
+			goto pieces;
 		must = 1;
 	}
+	if (!hp_stage_on())
+		goto pieces;
 
 	/* A block being registered in the background (register.c), the copy
 	 * wholly inside the part registered so far, whatever its size ("being
@@ -149,10 +161,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * unregistered under it.  Across the registered part's end, or a 2D
 	 * or 3D copy there: staged (the driver never gets a range only partly
 	 * registered). */
-	uintptr_t base = 0;
-	size_t len = 0;
-	int pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len)
-			       : 0;
+	pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len) : 0;
 	if (pre == 2) {
 		if (!rect && driver_here() && stream_enter(s)) {
 			P->kind = HP_PLAN_PREFIX;
@@ -161,6 +170,8 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		}
 		hp_register_prefix_leave();
 	}
+	if (pre == 2 && rect) /* staged; a rest unstaged cut at pieces */
+		P->base = base, P->len = len;
 	must |= pre == 1 || (pre == 2 && rect);
 
 	/* Staged: HOSTPIN_STAGE_MIN bytes or more whose host side is not
@@ -178,7 +189,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
 	    (!must && hp_cuda_host_known(h) && !own_block(c, h)))
-		return; /* no context here, or memory the driver knows */
+		goto pieces; /* no context here, or memory the driver knows */
 	/* staged in chunks: a copy the driver would refuse whole (past the
 	 * end of its device allocation) goes to it as it is, nothing
 	 * written (d: 0 for a 2D copy, whose caller checked it) */
@@ -197,9 +208,34 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	}
 	if (P->R == NULL) {
 		stream_leave(s);
-		return;
+		goto pieces;
 	}
 	P->kind = HP_PLAN_STAGED;
+	return;
+pieces: /* unstaged, one that must not go as it is: cut at registrations */
+	if (!driver_here())
+		return;
+	/* across the end of the registered prefix of a block being
+	 * registered: direct by pieces as a reader of the prefix (no piece
+	 * unregistered under it; each piece registered or not, whole, when
+	 * the driver gets it), then a wait, as inside the prefix */
+	if (pre == 1 && hp_register_prefix_all(c->r[0], &base, &len)) {
+		if (stream_enter(s)) {
+			P->kind = HP_PLAN_PREFIX;
+			P->base = base, P->len = len;
+		} else {
+			hp_register_prefix_leave();
+		}
+		return;
+	}
+	/* a registered block's (registered meanwhile, too) */
+	if (pre == 1 && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+		hp_snap_t b;
+		if ((split = across_pieces(c, a, n, &b)))
+			P->base = b.base, P->len = b.len;
+	}
+	if (split && stream_enter(s))
+		P->kind = HP_PLAN_PIECES;
 }
 
 int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)

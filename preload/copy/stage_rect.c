@@ -7,28 +7,32 @@
 #include <string.h>
 
 #include "../backend/backend.h"
+#include "../hooks.h"
 #include "../record.h"
 #include "stage.h"
 
 /* ---- 2D and 3D copies ----
  * A side of a CUDA_MEMCPY2D (or of a 3D copy's slice): host memory the
- * driver does not know (HOST, or UNIFIED pointing at such memory), or
- * memory a DMA from the ring can reach (DEVICE, or UNIFIED memory the
- * driver knows). */
+ * driver does not know (HOST, or UNIFIED pointing at such memory or at a
+ * block of hostpin's, which the driver may know in part: its
+ * registrations, copy_dir.c), or memory a DMA from the ring can reach
+ * (DEVICE, or other UNIFIED memory the driver knows). */
+static int unified_host(hp_CUmemorytype m, hp_CUdeviceptr dev)
+{
+	const void *p = (const void *)(uintptr_t)dev;
+	return m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+	       (!hp_cuda_host_known(p) || hp_foreign_hides(p));
+}
 static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
 {
 	if (m == HP_CU_MEMORYTYPE_HOST)
 		return (char *)(uintptr_t)host;
-	if (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
-	    !hp_cuda_host_known((const void *)(uintptr_t)dev))
-		return (char *)(uintptr_t)dev;
-	return NULL;
+	return unified_host(m, dev) ? (char *)(uintptr_t)dev : NULL;
 }
 static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
 {
 	return m == HP_CU_MEMORYTYPE_DEVICE ||
-	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
-		hp_cuda_host_known((const void *)(uintptr_t)dev));
+	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev && !unified_host(m, dev));
 }
 
 /* A rectangle to stage: depth slices of H rows of w bytes, its rows
@@ -119,30 +123,74 @@ static int rect_dtoh(size_t i, char *sl, void *arg)
 	return hp_cuda_2d_async(&q, j->s);
 }
 
+/* t rows from row g (one host slice), bytes [x, x+w) of each, direct
+ * between the program's memory and the device, as one of the program's
+ * own 2D calls. */
+static int rect_rows(const struct rect *j, size_t g, size_t t, size_t x,
+		     size_t w, int htod)
+{
+	char *h = j->h + g / j->H * j->hs + g % j->H * j->pitch + x;
+	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
+	if (htod) {
+		q.srcXInBytes = 0, q.srcY = 0, q.srcPitch = j->pitch;
+		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.srcHost = h, q.srcDevice = 0, q.srcArray = NULL;
+		q.dstY = j->p->dstY + rect_dev_row(j, g);
+		q.dstXInBytes += x;
+	} else {
+		q.dstXInBytes = 0, q.dstY = 0, q.dstPitch = j->pitch;
+		q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.dstHost = h, q.dstDevice = 0, q.dstArray = NULL;
+		q.srcY = j->p->srcY + rect_dev_row(j, g);
+		q.srcXInBytes += x;
+	}
+	q.WidthInBytes = w, q.Height = t;
+	return hp_cuda_2d_async(&q, j->s);
+}
+
+/* The end of the registration of the block [base, base+len) that holds
+ * host byte x (the block's start before it; none after it or with no
+ * block: len 0). */
+static uintptr_t reg_end(uintptr_t base, size_t len, uintptr_t x)
+{
+	if (len == 0 || x >= base + len)
+		return UINTPTR_MAX;
+	return x < base ? base : hp_cells_piece_end(base, len, x);
+}
+
 /* Chunk i direct between the program's memory and the device, as the
- * program's own 2D calls (one per host slice it spans): the rest of a copy
- * that can no longer be staged (HP_STAGE_REST). */
-static int rect_direct(const struct rect *j, size_t i, int htod)
+ * program's own 2D calls (one per host slice it spans), cut at the
+ * registrations of the block [base, base+len) (len 0: none): each call's
+ * host side inside one registration or outside them all, a row across a
+ * registration's end in one call per part (the driver never gets a range
+ * only partly registered, issue 39 item 6).  The rest of a copy that can
+ * no longer be staged (HP_STAGE_REST), or a registered block's copy that
+ * cannot be staged (HP_PLAN_PIECES). */
+static int rect_direct(const struct rect *j, size_t i, int htod,
+		       uintptr_t base, size_t len)
 {
 	size_t g, rows = rect_chunk(j, i, &g);
 	int r = 0;
 	while (rows && r == 0) {
 		size_t y = g % j->H, t = j->H - y < rows ? j->H - y : rows;
-		char *h = j->h + g / j->H * j->hs + y * j->pitch;
-		hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
-		if (htod) {
-			q.srcXInBytes = 0, q.srcY = 0, q.srcPitch = j->pitch;
-			q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
-			q.srcHost = h, q.srcDevice = 0, q.srcArray = NULL;
-			q.dstY = j->p->dstY + rect_dev_row(j, g);
-		} else {
-			q.dstXInBytes = 0, q.dstY = 0, q.dstPitch = j->pitch;
-			q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
-			q.dstHost = h, q.dstDevice = 0, q.dstArray = NULL;
-			q.srcY = j->p->srcY + rect_dev_row(j, g);
+		uintptr_t h = (uintptr_t)(j->h + g / j->H * j->hs +
+					  y * j->pitch);
+		uintptr_t e = reg_end(base, len, h);
+		if (e < h + j->w) { /* this row across: cut */
+			for (size_t x = 0, l; x < j->w && r == 0; x += l) {
+				e = reg_end(base, len, h + x);
+				l = e - (h + x) < j->w - x ? e - (h + x)
+							   : j->w - x;
+				r = rect_rows(j, g, 1, x, l, htod);
+			}
+			t = 1;
+		} else { /* the rows up to the first across */
+			size_t k = 1;
+			while (k < t && h + k * j->pitch + j->w <= e)
+				k++;
+			t = k;
+			r = rect_rows(j, g, t, 0, j->w, htod);
 		}
-		q.Height = t;
-		r = hp_cuda_2d_async(&q, j->s);
 		g += t, rows -= t;
 	}
 	return r;
@@ -176,7 +224,7 @@ static int stage_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	n = mul_add(n, depth, 0);
 	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
 	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
-	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
+	    !hp_stage_pieces_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
 		return HP_COPY_PASSED;
 	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
 	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
@@ -217,26 +265,42 @@ static int stage_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 	struct hp_plan P; /* the host side's extent: its first to last byte */
 	hp_copy_plan(&P, c, h, (hl - y) * pitch + w, 0,
 		     hp_program_stream(s, ptsz), htod, w, how);
-	if (P.kind != HP_PLAN_STAGED)
+	if (P.kind == HP_PLAN_PASS)
 		return HP_COPY_PASSED;
 	struct hp_ring *R = P.R;
 	s = P.s;
 	struct rect j = {.R = R, .p = p, .h = h, .pitch = pitch,
 			 .hs = hh * pitch, .dh = dvh, .w = w, .H = H,
-			 .depth = depth, .per = R->slot / w,
+			 .depth = depth, .per = R ? R->slot / w : H,
 			 .across = depth == 1 || dvh == H, .s = s};
 	j.cps = (H + j.per - 1) / j.per;
 	size_t m = j.across ? (H * depth + j.per - 1) / j.per : j.cps * depth;
+	if (P.kind != HP_PLAN_STAGED) { /* unstaged, cut at registrations */
+		int r = 0;
+		for (size_t i = 0; i < m && r == 0; i++)
+			r = rect_direct(&j, i, htod, P.base, P.len);
+		/* a synchronous form, an error, a block being registered:
+		 * waited for (as hp_pieces_run) */
+		if (r != 0 || (how & HP_STAGE_SYNC) ||
+		    P.kind == HP_PLAN_PREFIX) {
+			int w = hp_stage_wait_stream(s);
+			if (r == 0)
+				r = w;
+		}
+		return hp_copy_plan_end(&P, n, r);
+	}
 	/* as hp_stage_htod / hp_stage_dtoh, in chunks of rows */
 	size_t done = 0;
 	int r = htod ? hp_stage_run_htod(&P, m, rect_in, rect_htod, &j, &done)
 		     : hp_stage_run_dtoh(&P, m, rect_dtoh, rect_out, &j, &done);
-	if (r == HP_STAGE_REST && done == 0) /* nothing done: passed */
+	/* nothing done: passed (unless across a registered block's
+	 * registrations: cut at them below) */
+	if (r == HP_STAGE_REST && done == 0 && P.len == 0)
 		return hp_copy_plan_end(&P, n, HP_COPY_PASSED);
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
-			r = rect_direct(&j, i, htod);
+			r = rect_direct(&j, i, htod, P.base, P.len);
 	}
 	/* an error: what was queued is waited for first (as hp_stage_lin) */
 	if ((r == 0 && (how & HP_STAGE_SYNC) && htod) || r != 0) {
