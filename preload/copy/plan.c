@@ -170,8 +170,13 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		}
 		hp_register_prefix_leave();
 	}
-	if (pre == 2 && rect) /* staged; a rest unstaged cut at pieces */
+	if (pre == 1) { /* staged; a rest unstaged cut at pieces */
+		hp_snap_t b;
+		if (hp_registry_lookup(&hp_reg, a, &b) == c->r[0])
+			P->base = b.base, P->len = b.len;
+	} else if (pre == 2 && rect) {
 		P->base = base, P->len = len;
+	}
 	must |= pre == 1 || (pre == 2 && rect);
 
 	/* Staged: HOSTPIN_STAGE_MIN bytes or more whose host side is not
@@ -219,7 +224,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	 * registered: direct by pieces as a reader of the prefix (no piece
 	 * unregistered under it; each piece registered or not, whole, when
 	 * the driver gets it), then a wait, as inside the prefix */
-	if (pre == 1 && hp_register_prefix_all(c->r[0], &base, &len)) {
+	if (pre && hp_register_prefix_all(c->r[0], &base, &len)) {
 		if (stream_enter(s)) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
@@ -229,7 +234,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		return;
 	}
 	/* a registered block's (registered meanwhile, too) */
-	if (pre == 1 && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+	if (pre && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if ((split = across_pieces(c, a, n, &b)))
 			P->base = b.base, P->len = b.len;
