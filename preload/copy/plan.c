@@ -225,7 +225,9 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	 * unregistered under it; each piece registered or not, whole, when
 	 * the driver gets it), then a wait, as inside the prefix */
 	if (pre && hp_register_prefix_all(c->r[0], &base, &len)) {
-		if (stream_enter(s)) {
+		/* (a 1D copy wholly inside the block: pieces.c) */
+		if ((rect || (a >= base && n <= base + len - a)) &&
+		    stream_enter(s)) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
 		} else {

@@ -188,6 +188,12 @@ HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
  * wait its kind and form need; the first error. */
 HP_HIDDEN int hp_pieces_run(const struct hp_plan *P, uintptr_t d, char *h,
 			    size_t n);
+/* The rest [h, h+n) of a STAGED plan's copy to the driver unstaged: one
+ * call per registration of the plan's block it crosses where the plan
+ * names one (P->len: a copy that must not go as it is), else one call;
+ * the first error. */
+HP_HIDDEN int hp_pieces_cut(const struct hp_plan *P, uintptr_t d, char *h,
+			    size_t n);
 
 /* stage.c: a STAGED plan's 1D copy of [h, h+n) through its ring
  * (hp_stage_lin: its result; HP_COPY_PASSED if nothing was done: the
