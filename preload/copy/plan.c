@@ -89,6 +89,22 @@ static void stream_leave(hp_cudaStream_t s)
 	hp_capture_stream_leave(s);
 }
 
+/* The same for a copy by pieces through a registered block: its calls
+ * are copies on s alone, of the program's own kind, so a capture
+ * elsewhere that prohibits other calls of this thread's (hostpin's
+ * waits and events) leaves them be; s itself must not be capturing (one
+ * call to the program, captured whole or not at all). */
+static int stream_enter_pieces(hp_cudaStream_t s)
+{
+	if (!hp_capture_stream_enter(s))
+		return 0;
+	if (hp_cuda_capturing(s)) {
+		hp_capture_stream_leave(s);
+		return 0;
+	}
+	return 1;
+}
+
 /* The driver's staging calls are there and this thread has a context. */
 static int driver_here(void)
 {
@@ -241,7 +257,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		if ((split = across_pieces(c, a, n, &b)))
 			P->base = b.base, P->len = b.len;
 	}
-	if (split && stream_enter(s))
+	if (split && (rect ? stream_enter(s) : stream_enter_pieces(s)))
 		P->kind = HP_PLAN_PIECES;
 }
 
