@@ -39,6 +39,16 @@ static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 	return r;
 }
 
+int hp_pieces_cut(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
+{
+	uintptr_t a = (uintptr_t)h;
+	int queued;
+	if (P->len == 0 || a < P->base || n > P->base + P->len - a)
+		return P->htod ? hp_cuda_htod_async(d, h, n, P->s)
+			       : hp_cuda_dtoh_async(h, d, n, P->s);
+	return per_piece(P->base, P->len, d, h, n, P->s, P->htod, &queued);
+}
+
 int hp_pieces_run(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
 	/* the waits that end the DMAs (a synchronous form's; the prefix's,

@@ -1,6 +1,6 @@
 /* The copy plan: the copy engine's entry (docs/design.md, the way data
  * flows).  A copy hook hands its host side here (stage.h: hp_stage_htod,
- * hp_stage_dtoh; copy_dir.c and stage_rect.c for unified and 2D/3D
+ * hp_stage_dtoh; hp_stage_unified, hp_stage_2d, hp_stage_3d for unified and 2D/3D
  * copies), and hp_copy_plan decides, once, what the copy is:
  *
  *   passed through  to the driver as it is (the hook's own call);
@@ -33,7 +33,12 @@ void hp_stage_counts(uint64_t *copies, uint64_t *bytes, uint64_t *ring_bytes)
 
 int hp_stage_on(void)
 {
-	if (!hp_opt[HP_OPT_STAGE] || !hp_opt[HP_OPT_REGISTER_DEVICE])
+	return hp_opt[HP_OPT_STAGE] && hp_stage_pieces_on();
+}
+
+int hp_stage_pieces_on(void)
+{
+	if (!hp_opt[HP_OPT_REGISTER_DEVICE])
 		return 0;
 	if (hp_backend == &hp_backend_cuda)
 		return 1;
@@ -84,6 +89,22 @@ static void stream_leave(hp_cudaStream_t s)
 	hp_capture_stream_leave(s);
 }
 
+/* The same for a copy by pieces through a registered block: its calls
+ * are copies on s alone, of the program's own kind, so a capture
+ * elsewhere that prohibits other calls of this thread's (hostpin's
+ * waits and events) leaves them be; s itself must not be capturing (one
+ * call to the program, captured whole or not at all). */
+static int stream_enter_pieces(hp_cudaStream_t s)
+{
+	if (!hp_capture_stream_enter(s))
+		return 0;
+	if (hp_cuda_capturing(s)) {
+		hp_capture_stream_leave(s);
+		return 0;
+	}
+	return 1;
+}
+
 /* The driver's staging calls are there and this thread has a context. */
 static int driver_here(void)
 {
@@ -108,9 +129,10 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .how = how,
 			      .c = c, .s = s, .sid = hp_stream_key(s)};
 	/* Nothing for hostpin to do: no host side, a forked child (no driver
-	 * calls of its own), more records than a copy tracks, staging off
-	 * (HOSTPIN_STAGE=0, another backend). */
-	if (h == NULL || hp_in_child || c->overflow || !hp_stage_on())
+	 * calls of its own), more records than a copy tracks, another
+	 * backend.  With staging off (HOSTPIN_STAGE=0) a copy across a
+	 * registered block's registrations still goes by pieces. */
+	if (h == NULL || hp_in_child || c->overflow || !hp_stage_pieces_on())
 		return;
 	uintptr_t a = (uintptr_t)h;
 	/* A range no memory holds ((size_t)-1 bytes): the driver's to refuse
@@ -126,20 +148,26 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * copy crosses the end of one of the block's registrations: then a
 	 * 1D copy goes as one DMA per registration, so that the driver sees
 	 * each part inside one registration (a range across two is not one
-	 * registered range to it); a 2D or 3D one is staged. */
+	 * registered range to it); a 2D or 3D one is staged, or where it
+	 * cannot be (staging off, no ring: the stream's context not
+	 * current), goes by pieces too, its rows cut at the registrations
+	 * (stage_rect.c: never a range only partly registered, issue 39
+	 * item 6). */
+	int split = 0, pre = 0;
+	uintptr_t base = 0;
+	size_t len = 0;
 	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if (!across_pieces(c, a, n, &b))
 			return;
-		if (!rect) {
-			if (driver_here() && stream_enter(s)) {
-				P->kind = HP_PLAN_PIECES;
-				P->base = b.base, P->len = b.len;
-			}
-			return;
-		}
+		P->base = b.base, P->len = b.len;
+		split = 1;
+		if (!rect)
+			goto pieces;
 		must = 1;
 	}
+	if (!hp_stage_on())
+		goto pieces;
 
 	/* A block being registered in the background (register.c), the copy
 	 * wholly inside the part registered so far, whatever its size ("being
@@ -149,10 +177,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * unregistered under it.  Across the registered part's end, or a 2D
 	 * or 3D copy there: staged (the driver never gets a range only partly
 	 * registered). */
-	uintptr_t base = 0;
-	size_t len = 0;
-	int pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len)
-			       : 0;
+	pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len) : 0;
 	if (pre == 2) {
 		if (!rect && driver_here() && stream_enter(s)) {
 			P->kind = HP_PLAN_PREFIX;
@@ -160,6 +185,13 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 			return;
 		}
 		hp_register_prefix_leave();
+	}
+	if (pre == 1) { /* staged; a rest unstaged cut at pieces */
+		hp_snap_t b;
+		if (hp_registry_lookup(&hp_reg, a, &b) == c->r[0])
+			P->base = b.base, P->len = b.len;
+	} else if (pre == 2 && rect) {
+		P->base = base, P->len = len;
 	}
 	must |= pre == 1 || (pre == 2 && rect);
 
@@ -178,7 +210,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
 	    (!must && hp_cuda_host_known(h) && !own_block(c, h)))
-		return; /* no context here, or memory the driver knows */
+		goto pieces; /* no context here, or memory the driver knows */
 	/* staged in chunks: a copy the driver would refuse whole (past the
 	 * end of its device allocation) goes to it as it is, nothing
 	 * written (d: 0 for a 2D copy, whose caller checked it) */
@@ -202,10 +234,37 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	}
 	if (P->R == NULL) {
 		stream_leave(s);
-		return;
+		goto pieces;
 	}
 	P->kind = HP_PLAN_STAGED;
 	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
+	return;
+pieces: /* unstaged, one that must not go as it is: cut at registrations */
+	if (!driver_here())
+		return;
+	/* across the end of the registered prefix of a block being
+	 * registered: direct by pieces as a reader of the prefix (no piece
+	 * unregistered under it; each piece registered or not, whole, when
+	 * the driver gets it), then a wait, as inside the prefix */
+	if (pre && hp_register_prefix_all(c->r[0], &base, &len)) {
+		/* (a 1D copy wholly inside the block: pieces.c) */
+		if ((rect || (a >= base && n <= base + len - a)) &&
+		    stream_enter(s)) {
+			P->kind = HP_PLAN_PREFIX;
+			P->base = base, P->len = len;
+		} else {
+			hp_register_prefix_leave();
+		}
+		return;
+	}
+	/* a registered block's (registered meanwhile, too) */
+	if (pre && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+		hp_snap_t b;
+		if ((split = across_pieces(c, a, n, &b)))
+			P->base = b.base, P->len = b.len;
+	}
+	if (split && (rect ? stream_enter(s) : stream_enter_pieces(s)))
+		P->kind = HP_PLAN_PIECES;
 }
 
 /* The waits that end a copy's DMAs, for every executor, read from the
@@ -321,8 +380,9 @@ int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
 	 * or of the registered part of a block being registered, which the
 	 * driver must not get whole (issue 39 item 6).  Its direction is
 	 * asked of the driver only then. */
-	if ((n < hp_opt[HP_OPT_STAGE_MIN] && c->n == 0 && !c->overflow) ||
-	    !hp_stage_on() || !hp_cuda_stage_fns())
+	if (((n < hp_opt[HP_OPT_STAGE_MIN] || !hp_stage_on()) && c->n == 0 &&
+	     !c->overflow) ||
+	    !hp_stage_pieces_on() || !hp_cuda_stage_fns())
 		return HP_COPY_PASSED;
 	const void *dp = (const void *)d, *sp = (const void *)s;
 	unsigned dt = hp_cuda_mem_type(dp), stp = hp_cuda_mem_type(sp);
@@ -332,138 +392,4 @@ int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s, size_t n,
 	if (stp == HP_CU_MEMORYTYPE_DEVICE && unified_host(dp, dt))
 		return copy_1d(c, s, (char *)(uintptr_t)d, n, ps, 0, how);
 	return HP_COPY_PASSED;
-}
-
-/* A side of a CUDA_MEMCPY2D (or of a 3D copy's slice): host memory the
- * driver does not know (HOST, or UNIFIED pointing at such memory), or
- * memory a DMA from the ring can reach (DEVICE, or UNIFIED memory the
- * driver knows). */
-static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
-{
-	if (m == HP_CU_MEMORYTYPE_HOST)
-		return (char *)(uintptr_t)host;
-	if (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
-	    !hp_cuda_host_known((const void *)(uintptr_t)dev))
-		return (char *)(uintptr_t)dev;
-	return NULL;
-}
-static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
-{
-	return m == HP_CU_MEMORYTYPE_DEVICE ||
-	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
-		hp_cuda_host_known((const void *)(uintptr_t)dev));
-}
-
-/* a*b+c, or SIZE_MAX if that overflows */
-static size_t mul_add(size_t a, size_t b, size_t c)
-{
-	size_t r;
-	if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
-		return SIZE_MAX;
-	return r;
-}
-
-/* The plan of a 2D copy p, or of depth slices of it (a 3D copy: sh, dh the
- * source's and the destination's slice heights in rows, p's Y counting the
- * rows before the first slice), between pitched host memory and device
- * memory: its direction and geometry checked (what does not pass goes to
- * the driver as it is), its rectangle recorded (P->rect), then planned as
- * any copy (staged or passed through, never by pieces). */
-static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
-		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
-		      int how)
-{
-	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .how = how, .c = c, .s = s};
-	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
-	n = mul_add(n, depth, 0);
-	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
-	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
-	    !hp_stage_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
-		return;
-	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
-	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
-	int htod;
-	if (sho && !dho && side_device(p->dstMemoryType, p->dstDevice))
-		htod = 1;
-	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
-		htod = 0;
-	else
-		return; /* an array, host to host, device to device */
-	size_t pitch = htod ? p->srcPitch : p->dstPitch;
-	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
-	size_t y = htod ? p->srcY : p->dstY;
-	size_t hh = htod ? sh : dh, dvh = htod ? dh : sh;
-	size_t dy = htod ? p->dstY : p->srcY;
-	if (pitch < w)
-		return; /* the driver's to refuse */
-	if (depth > 1 && (hh < H || dvh < H))
-		return; /* slices overlap: the driver's to refuse */
-	/* the last host byte and the last device row within reach */
-	size_t hl = mul_add(depth - 1, hh, y + H - 1);
-	if (y > SIZE_MAX - H || hl == SIZE_MAX ||
-	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
-	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
-		return;
-	/* staged in chunks of rows: a copy the driver would refuse whole
-	 * (its device rows past the end of their allocation) goes to it as
-	 * it is, nothing written (issue 32 item 12) */
-	hp_CUdeviceptr dv = htod ? p->dstDevice : p->srcDevice;
-	size_t dp = htod ? p->dstPitch : p->srcPitch;
-	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
-	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
-	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
-	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
-	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
-		return;
-	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
-	/* the host side's extent: its first to last byte */
-	hp_copy_plan(P, c, h, (hl - y) * pitch + w, 0, s, htod, w, how);
-	P->rect = (struct hp_plan_rect){.q = *p, .h = h, .pitch = pitch,
-					.hs = hh * pitch, .dh = dvh, .w = w,
-					.H = H, .depth = depth, .bytes = n};
-}
-
-/* A 2D or 3D copy: planned, executed (stage_rect.c), ended. */
-static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
-		     size_t sh, size_t dh, hp_cudaStream_t s, int ptsz,
-		     int how)
-{
-	struct hp_plan P;
-	plan_rect(&P, c, p, depth, sh, dh, hp_program_stream(s, ptsz), how);
-	int r = P.kind == HP_PLAN_STAGED ? hp_stage_rect(&P) : HP_COPY_PASSED;
-	return hp_copy_plan_end(&P, P.rect.bytes, r);
-}
-
-int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
-		int ptsz, int how)
-{
-	return p ? copy_rect(c, p, 1, 0, 0, s, ptsz, how) : HP_COPY_PASSED;
-}
-
-int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
-		int ptsz, int how)
-{
-	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
-	    p->reserved1 || p->Depth == 0)
-		return HP_COPY_PASSED;
-	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
-	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
-		return HP_COPY_PASSED;
-	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
-	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
-	if (sy == SIZE_MAX || dy == SIZE_MAX)
-		return HP_COPY_PASSED;
-	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
-	hp_CUDA_MEMCPY2D q = {
-	    .srcXInBytes = p->srcXInBytes, .srcY = sy,
-	    .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost,
-	    .srcDevice = p->srcDevice, .srcArray = p->srcArray,
-	    .srcPitch = p->srcPitch,
-	    .dstXInBytes = p->dstXInBytes, .dstY = dy,
-	    .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost,
-	    .dstDevice = p->dstDevice, .dstArray = p->dstArray,
-	    .dstPitch = p->dstPitch,
-	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
-	return copy_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
-			 how);
 }

@@ -297,12 +297,12 @@ static void lin_out(size_t i, char *sl, void *arg)
 #define ROUND_SLOTS 8
 #define ROUND_MIN ((size_t)64 << 20)
 
-/* The rest of a copy, [off, n), to the driver as it is (pageable). */
+/* The rest of a copy, [off, n), to the driver as it is (pageable), cut
+ * at the registrations of a block the plan names (pieces.c). */
 static int lin_pass(const struct hp_plan *P, uintptr_t d, char *h, size_t n,
 		    size_t off)
 {
-	return P->htod ? hp_cuda_htod_async(d + off, h + off, n - off, P->s)
-		       : hp_cuda_dtoh_async(h + off, d + off, n - off, P->s);
+	return hp_pieces_cut(P, d + off, h + off, n - off);
 }
 
 int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)

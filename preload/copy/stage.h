@@ -74,10 +74,19 @@ HP_HIDDEN int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
  * completed (no piece is unregistered before). */
 HP_HIDDEN int hp_register_prefix(const struct hp_rec *r, uintptr_t a,
 				 size_t n, uintptr_t *base, size_t *len);
+/* The same for a copy through r that must not go as it is and cannot be
+ * staged, wherever it lies in the block: 1 if r is that block (a reader
+ * until hp_register_prefix_leave; *base, *len: the block), else 0. */
+HP_HIDDEN int hp_register_prefix_all(const struct hp_rec *r, uintptr_t *base,
+				     size_t *len);
 HP_HIDDEN void hp_register_prefix_leave(void);
 
-/* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)? */
+/* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)?  And
+ * are copies planned at all (hostpin's blocks registered through the CUDA
+ * backend: a copy across a registered block's registrations goes by
+ * pieces, HOSTPIN_STAGE=0 too)? */
 HP_HIDDEN int hp_stage_on(void);
+HP_HIDDEN int hp_stage_pieces_on(void);
 
 /* ---- inside the copy engine ----
  * ring.c: the staging rings, one per direction.  Their slots are owned per
@@ -185,12 +194,15 @@ struct hp_plan {
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h
  * (device side d, 0: checked by the caller) through the records c, on
- * the program's stream s; rect: 0, or a 2D or 3D copy's row width (never
- * by pieces; n: its host side's extent, first byte to last; staged only
- * where a slot holds a row).  A copy the driver must not
+ * the program's stream s; rect: 0, or a 2D or 3D copy's row width (n:
+ * its host side's extent, first byte to last; staged only where a slot
+ * holds a row).  A copy the driver must not
  * get as it is (a 2D/3D copy across a registered block's registrations,
  * any copy across the end of the registered part of a block being
- * registered) is staged whatever its size.  What
+ * registered) is staged whatever its size; a 2D/3D one across a
+ * registered block's registrations that cannot be staged (HOSTPIN_STAGE=0,
+ * no ring) goes by pieces, its rows cut at the registrations
+ * (stage_rect.c).  What
  * a plan other than PASS holds (the capture gate and s's entry, the
  * prefix's reader count, the ring's claim) is held until
  * hp_copy_plan_end, which lets go of it and ends the copy as the plan
@@ -212,6 +224,12 @@ HP_HIDDEN int hp_stage_rect(struct hp_plan *P);
  * set once one is queued); the first error.  The waits that end them, an
  * error's fence included, are hp_copy_plan_end's. */
 HP_HIDDEN int hp_pieces_run(struct hp_plan *P, uintptr_t d, char *h,
+			    size_t n);
+/* The rest [h, h+n) of a STAGED plan's copy to the driver unstaged: one
+ * call per registration of the plan's block it crosses where the plan
+ * names one (P->len: a copy that must not go as it is), else one call;
+ * the first error. */
+HP_HIDDEN int hp_pieces_cut(const struct hp_plan *P, uintptr_t d, char *h,
 			    size_t n);
 
 /* stage.c: a STAGED plan's 1D copy of [h, h+n) through its ring

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../backend/backend.h"
+#include "../hooks.h"
 #include "../record.h"
 #include "stage.h"
 
@@ -97,30 +98,74 @@ static int rect_dtoh(size_t i, char *sl, void *arg)
 	return hp_cuda_2d_async(&q, j->s);
 }
 
+/* t rows from row g (one host slice), bytes [x, x+w) of each, direct
+ * between the program's memory and the device, as one of the program's
+ * own 2D calls. */
+static int rect_rows(const struct rect *j, size_t g, size_t t, size_t x,
+		     size_t w, int htod)
+{
+	char *h = j->h + g / j->H * j->hs + g % j->H * j->pitch + x;
+	hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
+	if (htod) {
+		q.srcXInBytes = 0, q.srcY = 0, q.srcPitch = j->pitch;
+		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.srcHost = h, q.srcDevice = 0, q.srcArray = NULL;
+		q.dstY = j->p->dstY + rect_dev_row(j, g);
+		q.dstXInBytes += x;
+	} else {
+		q.dstXInBytes = 0, q.dstY = 0, q.dstPitch = j->pitch;
+		q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.dstHost = h, q.dstDevice = 0, q.dstArray = NULL;
+		q.srcY = j->p->srcY + rect_dev_row(j, g);
+		q.srcXInBytes += x;
+	}
+	q.WidthInBytes = w, q.Height = t;
+	return hp_cuda_2d_async(&q, j->s);
+}
+
+/* The end of the registration of the block [base, base+len) that holds
+ * host byte x (the block's start before it; none after it or with no
+ * block: len 0). */
+static uintptr_t reg_end(uintptr_t base, size_t len, uintptr_t x)
+{
+	if (len == 0 || x >= base + len)
+		return UINTPTR_MAX;
+	return x < base ? base : hp_cells_piece_end(base, len, x);
+}
+
 /* Chunk i direct between the program's memory and the device, as the
- * program's own 2D calls (one per host slice it spans): the rest of a copy
- * that can no longer be staged (HP_STAGE_REST). */
-static int rect_direct(const struct rect *j, size_t i, int htod)
+ * program's own 2D calls (one per host slice it spans), cut at the
+ * registrations of the block [base, base+len) (len 0: none): each call's
+ * host side inside one registration or outside them all, a row across a
+ * registration's end in one call per part (the driver never gets a range
+ * only partly registered, issue 39 item 6).  The rest of a copy that can
+ * no longer be staged (HP_STAGE_REST), or a registered block's copy that
+ * cannot be staged (HP_PLAN_PIECES). */
+static int rect_direct(const struct rect *j, size_t i, int htod,
+		       uintptr_t base, size_t len)
 {
 	size_t g, rows = rect_chunk(j, i, &g);
 	int r = 0;
 	while (rows && r == 0) {
 		size_t y = g % j->H, t = j->H - y < rows ? j->H - y : rows;
-		char *h = j->h + g / j->H * j->hs + y * j->pitch;
-		hp_CUDA_MEMCPY2D q = *j->p; /* the device side as the program's */
-		if (htod) {
-			q.srcXInBytes = 0, q.srcY = 0, q.srcPitch = j->pitch;
-			q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
-			q.srcHost = h, q.srcDevice = 0, q.srcArray = NULL;
-			q.dstY = j->p->dstY + rect_dev_row(j, g);
-		} else {
-			q.dstXInBytes = 0, q.dstY = 0, q.dstPitch = j->pitch;
-			q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
-			q.dstHost = h, q.dstDevice = 0, q.dstArray = NULL;
-			q.srcY = j->p->srcY + rect_dev_row(j, g);
+		uintptr_t h = (uintptr_t)(j->h + g / j->H * j->hs +
+					  y * j->pitch);
+		uintptr_t e = reg_end(base, len, h);
+		if (e < h + j->w) { /* this row across: cut */
+			for (size_t x = 0, l; x < j->w && r == 0; x += l) {
+				e = reg_end(base, len, h + x);
+				l = e - (h + x) < j->w - x ? e - (h + x)
+							   : j->w - x;
+				r = rect_rows(j, g, 1, x, l, htod);
+			}
+			t = 1;
+		} else { /* the rows up to the first across */
+			size_t k = 1;
+			while (k < t && h + k * j->pitch + j->w <= e)
+				k++;
+			t = k;
+			r = rect_rows(j, g, t, 0, j->w, htod);
 		}
-		q.Height = t;
-		r = hp_cuda_2d_async(&q, j->s);
 		g += t, rows -= t;
 	}
 	return r;
@@ -139,22 +184,34 @@ int hp_stage_rect(struct hp_plan *P)
 	int htod = P->htod;
 	struct rect j = {.R = P->R, .p = &g->q, .h = g->h, .pitch = g->pitch,
 			 .hs = g->hs, .dh = g->dh, .w = g->w, .H = g->H,
-			 .depth = g->depth, .per = P->R->slot / g->w,
+			 .depth = g->depth,
+			 .per = P->R ? P->R->slot / g->w : g->H,
 			 .across = g->depth == 1 || g->dh == g->H, .s = P->s};
 	j.cps = (j.H + j.per - 1) / j.per;
 	size_t m = j.across ? (j.H * j.depth + j.per - 1) / j.per
 			    : j.cps * j.depth;
+	if (P->kind != HP_PLAN_STAGED) { /* unstaged, cut at registrations */
+		int r = 0;
+		for (size_t i = 0; i < m && r == 0; i++)
+			r = rect_direct(&j, i, htod, P->base, P->len);
+		/* a synchronous form, an error, a block being registered:
+		 * the plan's end waits (as after hp_pieces_run) */
+		P->queued = 1;
+		return r;
+	}
 	/* as hp_stage_lin, in chunks of rows */
 	size_t done = 0;
 	int r = htod ? hp_stage_run_htod(P, m, rect_in, rect_htod, &j, &done)
 		     : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
-	if (r == HP_STAGE_REST && done == 0) /* nothing done: passed */
+	/* nothing done: passed (unless across a registered block's
+	 * registrations: cut at them below) */
+	if (r == HP_STAGE_REST && done == 0 && P->len == 0)
 		return HP_COPY_PASSED;
 	P->passed = r == HP_STAGE_REST;
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
-			r = rect_direct(&j, i, htod);
+			r = rect_direct(&j, i, htod, P->base, P->len);
 	}
 	/* an error's fence, a synchronous form's wait: the plan's end's */
 	return r;

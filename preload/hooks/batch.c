@@ -90,7 +90,7 @@ static int entry_1d(const struct hp_batch *b, size_t i, uintptr_t *d,
 }
 
 /* Host memory the driver does not know, or a block of hostpin's (as
- * copy_dir.c sees a unified address). */
+ * plan.c sees a unified address). */
 static int host_mem(uintptr_t p, unsigned type)
 {
 	return type == 0 || hp_foreign_hides((const void *)p);

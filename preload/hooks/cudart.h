@@ -167,7 +167,7 @@ static inline int stage_kind(hp_copy_t *c, void *dst, const void *src,
 	return HP_COPY_PASSED;
 }
 /* CUDA 13.2's copy with attributes names no direction: asked of the
- * driver (copy_dir.c).  Errors as stage_kind. */
+ * driver (plan.c).  Errors as stage_kind. */
 static inline int stage_unified(hp_copy_t *c, void *dst, const void *src,
 			 size_t n, hp_cudaStream_t s, int ptsz)
 {

@@ -26,7 +26,7 @@ HP_BODY hp_CUresult dtoh_async(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 }
 /* Between unified addresses: a large one from or into host memory
  * hostpin has not registered is staged by its direction, as the copies
- * with attributes are (copy_dir.c). */
+ * with attributes are (plan.c). */
 HP_BODY hp_CUresult copy_async(void *f, int ptsz, hp_CUdeviceptr d,
 			      hp_CUdeviceptr sr, size_t n, hp_cudaStream_t s)
 {

@@ -84,7 +84,7 @@ HP_BODY hp_CUresult batch3d_async_v2(void *f, int ptsz, size_t n,
 /* CUDA 13.2's single copies with attributes.  Either side of the 1D form
  * may be host memory (unified addressing): a large one from or into host
  * memory hostpin has not registered is staged when the other side is
- * device memory (copy_dir). */
+ * device memory (plan.c). */
 HP_BODY hp_CUresult copy_attr_async(void *f, int ptsz, hp_CUdeviceptr d,
 				   hp_CUdeviceptr sr, size_t n,
 				   hp_CUmemcpyAttributes *at,

@@ -25,7 +25,7 @@ HP_BODY hp_CUresult dtoh_sync(void *f, int ptsz, void *h, hp_CUdeviceptr d,
 		     STAGED(hp_stage_dtoh(&c_, h, d, n, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
-/* Between unified addresses: planned as the H2D or D2H it is (copy_dir.c),
+/* Between unified addresses: planned as the H2D or D2H it is (plan.c),
  * so that one crossing registrations of a block of hostpin's is split or
  * staged as cuMemcpyHtoD's would be (issue 39 item 6). */
 HP_BODY hp_CUresult copy_sync(void *f, int ptsz, hp_CUdeviceptr d,

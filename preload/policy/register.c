@@ -209,6 +209,19 @@ int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 	return k;
 }
 
+int hp_register_prefix_all(const hp_rec_t *r, uintptr_t *base, size_t *len)
+{
+	int k = 0;
+	pthread_mutex_lock(&pre.mu);
+	if (r != NULL && pre.r == r) {
+		k = 1;
+		pre.readers++;
+		*base = pre.base, *len = pre.len;
+	}
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
+
 void hp_register_prefix_leave(void)
 {
 	pthread_mutex_lock(&pre.mu);

@@ -59,8 +59,28 @@ static CUcontext ctx[2];
 static CUstream streams[FZ_MAXB];
 static int owner[FZ_MAXB], capturing[FZ_MAXB];
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct { char *p; int b; } regs[256];
+static struct { char *p; int b; size_t off, n; } regs[256];
 static int nregs;
+
+/* Whether host bytes [e0, e1) of buffer b (offsets from its start) may
+ * cross an end of one of the program's registrations of b in one
+ * allocator's layout and not in the other's: a registration's offsets
+ * count from b's first page boundary (fz_op_ctl), 0 to 4095 bytes past
+ * its start.  With a driver refusing ranges partly registered
+ * (FAKE_CUDA_REFUSE_PARTIAL=1) such a copy's return code depends on the
+ * layout, not on hostpin (found/reg-trimmed-partial-96527192.prog). */
+int fz_reg_near(int b, size_t e0, size_t e1)
+{
+	int near = 0;
+	pthread_mutex_lock(&reg_mu);
+	for (int i = 0; i < nregs && !near; i++) {
+		size_t a = regs[i].off, z = regs[i].off + regs[i].n;
+		near = regs[i].b == b && ((e0 < a + 4096 && e1 > a) ||
+					  (e0 < z + 4096 && e1 > z));
+	}
+	pthread_mutex_unlock(&reg_mu);
+	return near;
+}
 
 CUstream fz_stream(const char *name)
 {
@@ -186,7 +206,8 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 			if (!r) {
 				pthread_mutex_lock(&reg_mu);
 				if (nregs < 256)
-					regs[nregs].p = p, regs[nregs++].b = b;
+					regs[nregs].p = p, regs[nregs].off = off,
+					regs[nregs].n = n, regs[nregs++].b = b;
 				__atomic_add_fetch(&h->regs, 1, __ATOMIC_SEQ_CST);
 				pthread_mutex_unlock(&reg_mu);
 			}

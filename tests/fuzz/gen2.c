@@ -27,11 +27,7 @@ static void gen_ctl(int t)
 		new_stream(t);
 	else if (r < 9 && cl("devstream"))
 		printf("%d cur %u\n", t, rnd(2));
-	/* none of the program's own registrations with a driver refusing
-	 * ranges partly registered: the fake compares its bytes, and the
-	 * program's range's place in its pages differs with the allocator
-	 * (open: found/reg-trimmed-partial-96527192.prog) */
-	else if (r < 11 && cl("reg") && !refuse) {
+	else if (r < 11 && cl("reg")) {
 		struct hb *h = pick_host(t);
 		int sh = shared_slot >= 0 && (!h || chance(50));
 		if (sh) {
@@ -235,10 +231,7 @@ int fz_gen(int argc, char **argv)
 		if (chance(40)) printf(" HOSTPIN_STAGE_THREADS=%s", thr[rnd(3)]);
 		if (chance(20)) printf(" HOSTPIN_MAX_PINNED=%s", cap[rnd(4)]);
 		if (chance(30)) printf(" HOSTPIN_CACHE=0");
-		/* not with a driver refusing ranges partly registered: with
-		 * staging off, a copy across a registration's end reaches the
-		 * driver as it is (open: found/stage0-partial-9037.prog) */
-		if (chance(12) && !refuse) printf(" HOSTPIN_STAGE=0");
+		if (chance(12)) printf(" HOSTPIN_STAGE=0");
 		if (chance(12)) printf(" HOSTPIN_REGISTER_BACKGROUND=0");
 		if (chance(15)) printf(" HOSTPIN_THRESHOLD=256K");
 	}

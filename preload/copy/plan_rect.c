@@ -1,0 +1,148 @@
+/* The plan of a 2D or 3D copy (hp_stage_2d, hp_stage_3d): its direction
+ * and geometry checked once, its rectangle recorded in the plan, then
+ * planned as any copy (plan.c: hp_copy_plan), executed (stage_rect.c:
+ * staged, or by pieces with its rows cut at the registrations), ended
+ * (hp_copy_plan_end).  Nothing after the plan checks the geometry again. */
+#include <stdlib.h>
+
+#include "../backend/backend.h"
+#include "../record.h"
+#include "stage.h"
+
+/* A side of a CUDA_MEMCPY2D (or of a 3D copy's slice): host memory the
+ * driver does not know (HOST, or UNIFIED pointing at such memory or at a
+ * block of hostpin's, which the driver may know in part: its
+ * registrations), or memory a DMA from the ring can reach (DEVICE, or
+ * other UNIFIED memory the driver knows). */
+static int side_unified_host(hp_CUmemorytype m, hp_CUdeviceptr dev)
+{
+	const void *p = (const void *)(uintptr_t)dev;
+	return m == HP_CU_MEMORYTYPE_UNIFIED && dev &&
+	       (!hp_cuda_host_known(p) || hp_foreign_hides(p));
+}
+static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
+{
+	if (m == HP_CU_MEMORYTYPE_HOST)
+		return (char *)(uintptr_t)host;
+	return side_unified_host(m, dev) ? (char *)(uintptr_t)dev : NULL;
+}
+static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
+{
+	return m == HP_CU_MEMORYTYPE_DEVICE ||
+	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev && !side_unified_host(m, dev));
+}
+
+/* a*b+c, or SIZE_MAX if that overflows */
+static size_t mul_add(size_t a, size_t b, size_t c)
+{
+	size_t r;
+	if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+		return SIZE_MAX;
+	return r;
+}
+
+/* The plan of a 2D copy p, or of depth slices of it (a 3D copy: sh, dh the
+ * source's and the destination's slice heights in rows, p's Y counting the
+ * rows before the first slice), between pitched host memory and device
+ * memory: its direction and geometry checked (what does not pass goes to
+ * the driver as it is), its rectangle recorded (P->rect), then planned as
+ * any copy (staged, passed through, or, where it must not go as it is and
+ * cannot be staged, by pieces: its rows cut at the registrations). */
+static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
+		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
+		      int how)
+{
+	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .how = how, .c = c, .s = s};
+	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
+	n = mul_add(n, depth, 0);
+	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
+	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
+	    !hp_stage_pieces_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
+		return;
+	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
+	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
+	int htod;
+	if (sho && !dho && side_device(p->dstMemoryType, p->dstDevice))
+		htod = 1;
+	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
+		htod = 0;
+	else
+		return; /* an array, host to host, device to device */
+	size_t pitch = htod ? p->srcPitch : p->dstPitch;
+	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
+	size_t y = htod ? p->srcY : p->dstY;
+	size_t hh = htod ? sh : dh, dvh = htod ? dh : sh;
+	size_t dy = htod ? p->dstY : p->srcY;
+	if (pitch < w)
+		return; /* the driver's to refuse */
+	if (depth > 1 && (hh < H || dvh < H))
+		return; /* slices overlap: the driver's to refuse */
+	/* the last host byte and the last device row within reach */
+	size_t hl = mul_add(depth - 1, hh, y + H - 1);
+	if (y > SIZE_MAX - H || hl == SIZE_MAX ||
+	    mul_add(hl, pitch, x + w) == SIZE_MAX ||
+	    mul_add(depth - 1, dvh, dy + H) == SIZE_MAX)
+		return;
+	/* staged in chunks of rows: a copy the driver would refuse whole
+	 * (its device rows past the end of their allocation) goes to it as
+	 * it is, nothing written (issue 32 item 12) */
+	hp_CUdeviceptr dv = htod ? p->dstDevice : p->srcDevice;
+	size_t dp = htod ? p->dstPitch : p->srcPitch;
+	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
+	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
+	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
+	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
+	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
+		return;
+	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
+	/* the host side's extent: its first to last byte */
+	hp_copy_plan(P, c, h, (hl - y) * pitch + w, 0, s, htod, w, how);
+	P->rect = (struct hp_plan_rect){.q = *p, .h = h, .pitch = pitch,
+					.hs = hh * pitch, .dh = dvh, .w = w,
+					.H = H, .depth = depth, .bytes = n};
+}
+
+/* A 2D or 3D copy: planned, executed (stage_rect.c), ended. */
+static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
+		     size_t sh, size_t dh, hp_cudaStream_t s, int ptsz,
+		     int how)
+{
+	struct hp_plan P;
+	plan_rect(&P, c, p, depth, sh, dh, hp_program_stream(s, ptsz), how);
+	int r = P.kind != HP_PLAN_PASS ? hp_stage_rect(&P) : HP_COPY_PASSED;
+	return hp_copy_plan_end(&P, P.rect.bytes, r);
+}
+
+int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
+		int ptsz, int how)
+{
+	return p ? copy_rect(c, p, 1, 0, 0, s, ptsz, how) : HP_COPY_PASSED;
+}
+
+int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
+		int ptsz, int how)
+{
+	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
+	    p->reserved1 || p->Depth == 0)
+		return HP_COPY_PASSED;
+	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
+	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
+		return HP_COPY_PASSED;
+	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
+	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
+	if (sy == SIZE_MAX || dy == SIZE_MAX)
+		return HP_COPY_PASSED;
+	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
+	hp_CUDA_MEMCPY2D q = {
+	    .srcXInBytes = p->srcXInBytes, .srcY = sy,
+	    .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost,
+	    .srcDevice = p->srcDevice, .srcArray = p->srcArray,
+	    .srcPitch = p->srcPitch,
+	    .dstXInBytes = p->dstXInBytes, .dstY = dy,
+	    .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost,
+	    .dstDevice = p->dstDevice, .dstArray = p->dstArray,
+	    .dstPitch = p->dstPitch,
+	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
+	return copy_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
+			 how);
+}
