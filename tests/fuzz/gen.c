@@ -289,6 +289,14 @@ void gen_mem(int t, int child)
 		printf("%d realloc b%d %zu\n", t, h->slot, n);
 		if (child != 1)
 			h->n = n, h->kind = 0;
+	} else if (r < 6 && h->kind == 3 && child == 2) {
+		/* another thread may be capturing (a global capture forbids
+		 * unregistering): hostpin refuses mremap and the partial
+		 * munmap of a mapping it holds registered (ENOMEM, a known
+		 * difference: hostpin(7), Graph captures; asserted by
+		 * tests/preload/cases/182-faults_capture.sh), so none here
+		 * (found/diff-mremap-capture-8800090) */
+		printf("%d check b%d\n", t, h->slot);
 	} else if (r < 6 && h->kind == 3 && cl("mmap")) {
 		size_t n = chance(50) ? h->n / 2 : h->n * 2;
 		printf("%d %s b%d %zu\n", t, chance(50) ? "munmap" : "mremap", h->slot, n);
