@@ -169,7 +169,7 @@ int fz_op_copy(struct fz_thread *t, struct fz_op *o)
 		const char *e = getenv("FAKE_CUDA_REFUSE_PARTIAL");
 		refuse = e && *e == '1';
 	}
-	if (refuse && hb->regs &&
+	if (refuse &&
 	    fz_reg_near(atoi(o->tok[4] + 1) % FZ_MAXB, hoff, hoff + span))
 		return fz_printf(t, "%d c skip-reg\n", ln), 0;
 	char *h = hb->p + hoff, *d = db->p + doff;

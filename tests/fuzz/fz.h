@@ -58,6 +58,7 @@ void fz_thread_start(struct fz_thread *t);
 void fz_final(int inflight);
 void fz_sync_mine(struct fz_thread *t);
 int fz_reg_near(int b, size_t e0, size_t e1);
+void fz_reg_static(int b, size_t off, size_t n);
 extern __thread int fz_fallible;
 
 /* Buffers: host (shared among threads only in disjoint pieces), device;

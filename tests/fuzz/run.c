@@ -250,6 +250,10 @@ static int parse(FILE *f)
 		if (k < 0 || k > FZ_MAXT + 1)
 			continue;
 		o->th = k - 1;
+		if (!strcmp(o->tok[0], "reg") && o->ntok >= 4 && o->tok[1])
+			fz_reg_static(atoi(o->tok[1] + 1) % FZ_MAXB,
+				      (size_t)fz_num(o->tok[2]),
+				      (size_t)fz_num(o->tok[3]));
 		add(&thr[k], o);
 	}
 	if (fz_nthreads < 1 || fz_nthreads > FZ_MAXT)
