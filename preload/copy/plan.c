@@ -270,7 +270,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	 * across two (issue 39 item 6; cases/capture-own-pieces-538235) */
 	else if (split && !rect && !(how & HP_STAGE_SYNC) &&
 		 hp_capture_stream_enter_own(s))
-		P->kind = HP_PLAN_PIECES;
+		P->kind = HP_PLAN_PIECES, P->captured = 1;
 }
 
 /* The waits that end a copy's DMAs, for every executor, read from the
@@ -286,7 +286,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 static int plan_wait(const struct hp_plan *P, int r)
 {
 	int sync = P->how & HP_STAGE_SYNC, wait;
-	if (r == HP_COPY_PASSED || P->kind == HP_PLAN_PASS)
+	if (r == HP_COPY_PASSED || P->kind == HP_PLAN_PASS || P->captured)
 		return r;
 	if (r != 0 || P->kind == HP_PLAN_PREFIX)
 		wait = P->queued;
