@@ -135,6 +135,10 @@ HP_HIDDEN void hp_copy_host_ops(hp_copy_t *c,
  * the copies entered on s left. */
 HP_HIDDEN int hp_capture_stream_enter(hp_cudaStream_t s);
 HP_HIDDEN void hp_capture_stream_leave(hp_cudaStream_t s);
+/* The same for this thread's per-thread default stream while it captures:
+ * no other thread begins or ends its capture mid-copy, so a copy of
+ * several calls there is captured whole; 0 for any other stream. */
+HP_HIDDEN int hp_capture_stream_enter_own(hp_cudaStream_t s);
 HP_HIDDEN void hp_capture_stream_fork_child(void);
 /* A stream's identity, as the engine and the capture tables tell streams
  * apart (issue 39): the per-thread default stream (one handle for every

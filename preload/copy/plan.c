@@ -265,6 +265,12 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	}
 	if (split && (rect ? stream_enter(s) : stream_enter_pieces(s)))
 		P->kind = HP_PLAN_PIECES;
+	/* a 1D async copy on this thread's per-thread default stream while
+	 * it captures: captured as one node per registration, never whole
+	 * across two (issue 39 item 6; cases/capture-own-pieces-538235) */
+	else if (split && !rect && !(how & HP_STAGE_SYNC) &&
+		 hp_capture_stream_enter_own(s))
+		P->kind = HP_PLAN_PIECES, P->captured = 1;
 }
 
 /* The waits that end a copy's DMAs, for every executor, read from the
@@ -280,7 +286,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 static int plan_wait(const struct hp_plan *P, int r)
 {
 	int sync = P->how & HP_STAGE_SYNC, wait;
-	if (r == HP_COPY_PASSED || P->kind == HP_PLAN_PASS)
+	if (r == HP_COPY_PASSED || P->kind == HP_PLAN_PASS || P->captured)
 		return r;
 	if (r != 0 || P->kind == HP_PLAN_PREFIX)
 		wait = P->queued;

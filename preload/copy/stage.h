@@ -179,6 +179,9 @@ struct hp_plan {
 		     * ended or was under way by then, the driver may have had
 		     * it as registered memory, its DMA late: hp_copy_plan_end
 		     * waits for it (found/diff-dsum-7700192) */
+	int captured; /* PIECES: on this thread's per-thread default stream
+		       * while it captures (plan.c): its DMAs are graph
+		       * nodes, never waited for */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its
 	 * direction and geometry checked there, never again): depth slices
 	 * of H rows of w bytes, its rows numbered slice after slice.  q: a 2D

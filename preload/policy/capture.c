@@ -99,6 +99,18 @@ int hp_capture_stream_enter(hp_cudaStream_t s)
 	return ok;
 }
 
+int hp_capture_stream_enter_own(hp_cudaStream_t s)
+{
+	if (s != HP_CU_STREAM_PER_THREAD)
+		return 0;
+	pthread_mutex_lock(&str_mu);
+	int i = str_of(s, 1);
+	if (i >= 0)
+		strs[i].copies++;
+	pthread_mutex_unlock(&str_mu);
+	return i >= 0;
+}
+
 void hp_capture_stream_leave(hp_cudaStream_t s)
 {
 	pthread_mutex_lock(&str_mu);
