@@ -498,6 +498,20 @@ static void *dr_free(void *arg)
 	free(dr_blk);
 	return NULL;
 }
+/* dr_blk freed by another thread while its registration waits at the
+ * fake's gate: the free waits for it (asleep), then the gate opens */
+static int free_while_registering(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, dr_free, NULL) == 0);
+	while (__atomic_load_n(&waiter, __ATOMIC_SEQ_CST) == 0)
+		usleep(1000);
+	wait_for(asleep_in_futex, NULL, "the free waits for the registration");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	return 0;
+}
+
 static int mode_destroy_reg(void)
 {
 	alarm(40);
@@ -507,14 +521,7 @@ static int mode_destroy_reg(void)
 	CHECK(cuStreamSynchronize(s) == 0);
 	CHECK(cuCtxDestroy_v2(ctx) == 0);
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, dr_free, NULL) == 0);
-	while (__atomic_load_n(&waiter, __ATOMIC_SEQ_CST) == 0)
-		usleep(1000);
-	wait_for(asleep_in_futex, NULL, "the free waits for the registration");
-	fake_cuda_open_gate();
-	CHECK(pthread_join(t, NULL) == 0);
-	return 0;
+	return free_while_registering();
 }
 
 /* The same, no context ended: the undo of the pieces made is refused once
@@ -529,14 +536,7 @@ static int mode_undo_refused(void)
 	dr_blk = half_registered(76, &d, &s);
 	CHECK(cuStreamSynchronize(s) == 0);
 	fake_cuda_fail_arm("cuMemHostUnregister", 1, 999);
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, dr_free, NULL) == 0);
-	while (__atomic_load_n(&waiter, __ATOMIC_SEQ_CST) == 0)
-		usleep(1000);
-	wait_for(asleep_in_futex, NULL, "the free waits for the registration");
-	fake_cuda_open_gate();
-	CHECK(pthread_join(t, NULL) == 0);
-	return 0;
+	return free_while_registering();
 }
 
 int main(int argc, char **argv)
