@@ -121,9 +121,16 @@ static uint32_t claim(hp_rec_t *r, hp_snap_t *s, int *cancelled)
 		uint32_t st = hp_busy_begin(r, s);
 		if (st)
 			return st;
-		if (hp_word_state(s->word) != HP_REC_BUSY)
+		uint32_t now = hp_word_state(s->word);
+		if (now != HP_REC_BUSY && now != HP_REC_LIVE &&
+		    now != HP_REC_CACHED)
 			return 0;
-		if (cancelled && hp_register_cancel(r))
+		/* A LIVE or CACHED snapshot whose claim failed is stale:
+		 * another thread claimed r since (a second piece's step
+		 * aside).  Skipping r then would let the program's
+		 * registration overlap ours (late_reg own_pieces, 1 run in
+		 * 20): looked at again below. */
+		if (now == HP_REC_BUSY && cancelled && hp_register_cancel(r))
 			*cancelled = 1;
 		else
 			sched_yield();
