@@ -343,7 +343,11 @@ size_t hp_escape(char *out, size_t cap, const char *s, size_t n)
 		int c1 = c == 0xc2 && i + 1 < n &&
 			 (unsigned char)s[i + 1] >= 0x80 &&
 			 (unsigned char)s[i + 1] <= 0x9f;
-		if (c == '\n')
+		/* a backslash doubled: a backslash and an n in the value
+		 * must not read as an escaped newline */
+		if (c == '\\')
+			e[1] = '\\';
+		else if (c == '\n')
 			e[1] = 'n';
 		else if (c == '\t')
 			e[1] = 't';

@@ -321,6 +321,13 @@ if ! echo "$out" | grep -q '^hostpin\[1\]: forged' && ! printf '%s' "$out" | gre
 	echo "$out" | grep -qF '1M\nhostpin[1]: forged \x1b[31m' && echo "$out" | grep -qF 'HOSTPIN_X\x1b]0;t\x07Y'; then
 	ok "knob messages: a value's newline and escape sequences, an unknown name's, printed escaped"
 else bad "knob messages not escaped: $(printf '%s' "$out" | cat -v)"; fi
+# A backslash is doubled: a value holding a backslash and an n must not
+# print as a newline's escape (the two read alike before).
+out=$(env $P HOSTPIN_THRESHOLD='a\nb' /bin/true 2>&1)
+out2=$(HOSTPIN_STATS_FILE='/x\ny' "$HP" --show 2>&1)
+if echo "$out" | grep -qF 'HOSTPIN_THRESHOLD="a\\nb"' && echo "$out2" | grep -qF 'HOSTPIN_STATS_FILE="/x\\ny"'; then
+	ok "knob messages and --show: a backslash in a value printed doubled (not read as an escaped newline)"
+else bad "a backslash not doubled: $(echo "$out" | head -1) / $(echo "$out2" | grep STATS_FILE)"; fi
 out=$(HOSTPIN_STATS_FILE="$(printf '/x\nHOSTPIN_BACKEND=cuda\033[1m')" "$HP" --show 2>&1)
 if ! printf '%s' "$out" | grep -q "$(printf '\033')" && ! echo "$out" | grep -q '^HOSTPIN_BACKEND=cuda' &&
 	echo "$out" | grep -qF 'HOSTPIN_STATS_FILE="/x\nHOSTPIN_BACKEND=cuda\x1b[1m"'; then
