@@ -41,23 +41,38 @@ static size_t mul_add(size_t a, size_t b, size_t c)
 	return r;
 }
 
+/* A 3D peer copy's contexts (source, destination) are this thread's:
+ * each NULL or the one current here.  Asked once the driver's functions
+ * are resolved (a 3D peer copy may be the program's first: cases/
+ * peer-first-copy-7017, peer3d-before-driver-learnt-7700096). */
+static int peer_here(const uintptr_t *peer)
+{
+	uintptr_t cur = hp_cuda_ctx_current();
+	return cur && (!peer[0] || peer[0] == cur) &&
+	       (!peer[1] || peer[1] == cur);
+}
+
 /* The plan of a 2D copy p, or of depth slices of it (a 3D copy: sh, dh the
  * source's and the destination's slice heights in rows, p's Y counting the
  * rows before the first slice), between pitched host memory and device
  * memory: its direction and geometry checked (what does not pass goes to
  * the driver as it is), its rectangle recorded (P->rect), then planned as
  * any copy (staged, passed through, or, where it must not go as it is and
- * cannot be staged, by pieces: its rows cut at the registrations). */
+ * cannot be staged, by pieces: its rows cut at the registrations).  peer:
+ * a 3D peer copy's contexts (source, destination), or NULL: one is the 3D
+ * copy it is only where both are this thread's (peer_here); another
+ * context's copy goes to the driver as it is. */
 static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
-		      int how)
+		      int how, const uintptr_t *peer)
 {
 	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .how = how, .c = c, .s = s};
 	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
 	n = mul_add(n, depth, 0);
 	/* (under HOSTPIN_STAGE_MIN too: the plan decides, issue 39 item 6) */
 	if (w == 0 || H == 0 || depth == 0 || n == SIZE_MAX || hp_in_child ||
-	    !hp_stage_pieces_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn())
+	    !hp_stage_pieces_on() || !hp_cuda_stage_fns() || !hp_cuda_2d_fn() ||
+	    (peer && !peer_here(peer)))
 		return;
 	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
 	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
@@ -105,10 +120,11 @@ static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p
 /* A 2D or 3D copy: planned, executed (stage_rect.c), ended. */
 static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
 		     size_t sh, size_t dh, hp_cudaStream_t s, int ptsz,
-		     int how)
+		     int how, const uintptr_t *peer)
 {
 	struct hp_plan P;
-	plan_rect(&P, c, p, depth, sh, dh, hp_program_stream(s, ptsz), how);
+	plan_rect(&P, c, p, depth, sh, dh, hp_program_stream(s, ptsz), how,
+		  peer);
 	int r = P.kind != HP_PLAN_PASS ? hp_stage_rect(&P) : HP_COPY_PASSED;
 	return hp_copy_plan_end(&P, P.rect.bytes, r);
 }
@@ -116,11 +132,12 @@ static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
 int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
 		int ptsz, int how)
 {
-	return p ? copy_rect(c, p, 1, 0, 0, s, ptsz, how) : HP_COPY_PASSED;
+	return p ? copy_rect(c, p, 1, 0, 0, s, ptsz, how, NULL)
+		 : HP_COPY_PASSED;
 }
 
-int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
-		int ptsz, int how)
+static int copy_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
+		   int ptsz, int how, const uintptr_t *peer)
 {
 	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
 	    p->reserved1 || p->Depth == 0)
@@ -144,5 +161,30 @@ int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
 	    .dstPitch = p->dstPitch,
 	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
 	return copy_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
-			 how);
+			 how, peer);
+}
+
+int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
+		int ptsz, int how)
+{
+	return copy_3d(c, p, s, ptsz, how, NULL);
+}
+
+int hp_stage_3d_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
+		     hp_cudaStream_t s, int ptsz, int how)
+{
+	/* its host side in a block of hostpin's: the runtime hands
+	 * cudaMemcpy3DPeer's pointers to the driver as device memory,
+	 * whatever they are (hooks/cudrv.h: host_side) */
+	if (p == NULL || (c->n == 0 && !c->overflow))
+		return HP_COPY_PASSED;
+	hp_CUDA_MEMCPY3D q = {
+	    p->srcXInBytes, p->srcY, p->srcZ, p->srcLOD, p->srcMemoryType,
+	    p->srcHost, p->srcDevice, p->srcArray, NULL, p->srcPitch,
+	    p->srcHeight, p->dstXInBytes, p->dstY, p->dstZ, p->dstLOD,
+	    p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, NULL,
+	    p->dstPitch, p->dstHeight, p->WidthInBytes, p->Height, p->Depth};
+	const uintptr_t peer[2] = {(uintptr_t)p->srcContext,
+				   (uintptr_t)p->dstContext};
+	return copy_3d(c, &q, s, ptsz, how, peer);
 }

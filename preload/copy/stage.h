@@ -63,6 +63,13 @@ HP_HIDDEN int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
  * height of 0.  Arguments as above. */
 HP_HIDDEN int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p,
 			  hp_cudaStream_t s, int ptsz, int how);
+/* A 3D peer copy (CUDA_MEMCPY3D_PEER) whose host side is in a block of
+ * hostpin's: planned as the 3D copy it is (a synchronous cuMemcpy3DPeer's
+ * as cuMemcpy3D's: how, HP_STAGE_SYNC) where its contexts are this
+ * thread's, each NULL or the one current here (the plan decides:
+ * plan_rect.c); HP_COPY_PASSED otherwise.  Arguments as above. */
+HP_HIDDEN int hp_stage_3d_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
+			       hp_cudaStream_t s, int ptsz, int how);
 
 /* register.c: the block the registration thread is registering, piece by
  * piece.  For a copy through record r of [a, a+n): 0 if r is not that

@@ -74,31 +74,6 @@ static inline void host_3dpeer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p)
 	if (p != NULL)
 		HOST_3D_SIDES(c, p);
 }
-/* A 3D peer copy whose contexts are this thread's (each NULL or the
- * current one) is the 3D copy it is, planned as cuMemcpy3DAsync's: one
- * crossing registrations of a block of hostpin's is staged (issue 39
- * item 6), the synchronous cuMemcpy3DPeer's as cuMemcpy3D's (how:
- * HP_STAGE_SYNC); HP_COPY_PASSED when it is not such a copy. */
-static inline int stage_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
-			     hp_cudaStream_t s, int ptsz, int how)
-{
-	uintptr_t cur;
-	/* the driver's functions resolved before the context is asked for
-	 * (a 3D peer copy may be the program's first: cases/
-	 * peer-first-copy-7017) */
-	if (p == NULL || (c->n == 0 && !c->overflow) ||
-	    !hp_cuda_stage_fns() || !(cur = hp_cuda_ctx_current()) ||
-	    (p->srcContext && (uintptr_t)p->srcContext != cur) ||
-	    (p->dstContext && (uintptr_t)p->dstContext != cur))
-		return HP_COPY_PASSED;
-	hp_CUDA_MEMCPY3D q = {
-	    p->srcXInBytes, p->srcY, p->srcZ, p->srcLOD, p->srcMemoryType,
-	    p->srcHost, p->srcDevice, p->srcArray, NULL, p->srcPitch,
-	    p->srcHeight, p->dstXInBytes, p->dstY, p->dstZ, p->dstLOD,
-	    p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, NULL,
-	    p->dstPitch, p->dstHeight, p->WidthInBytes, p->Height, p->Depth};
-	return hp_stage_3d(c, &q, s, ptsz, how);
-}
 static inline void host_batch(hp_copy_t *c, hp_CUdeviceptr *dsts,
 		       hp_CUdeviceptr *srcs, size_t *sizes, size_t count)
 {

@@ -58,7 +58,7 @@ HP_BODY hp_CUresult copy3dpeer_async(void *f, int ptsz,
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DPeerAsync_t, hp_CUresult, (p, s),
 		     host_3dpeer(&c_, p);
-		     STAGED(stage_peer(&c_, p, s, ptsz, 0)),
+		     STAGED(hp_stage_3d_peer(&c_, p, s, ptsz, 0)),
 		     ASYNC_END)
 }
 HP_BODY hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,

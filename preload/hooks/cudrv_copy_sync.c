@@ -67,14 +67,15 @@ HP_BODY hp_CUresult copy3d_sync(void *f, int ptsz, const hp_CUDA_MEMCPY3D *p)
 		     STAGED(hp_stage_3d(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
 		     SYNC_END)
 }
-/* A 3D peer copy in this thread's context: planned as cuMemcpy3D's
- * (stage_peer, cudrv.h; issue 39 item 6). */
+/* A 3D peer copy: planned as cuMemcpy3D's where it is this thread's
+ * (hp_stage_3d_peer: the plan decides; issue 39 item 6). */
 HP_BODY hp_CUresult copy3dpeer_sync(void *f, int ptsz,
 				   const hp_CUDA_MEMCPY3D_PEER *p)
 {
 	HP_COPY_BODY(f, hp_cuMemcpy3DPeer_t, hp_CUresult, (p),
 		     host_3dpeer(&c_, p);
-		     STAGED(stage_peer(&c_, p, NULL, ptsz, HP_STAGE_SYNC)),
+		     STAGED(hp_stage_3d_peer(&c_, p, NULL, ptsz,
+					     HP_STAGE_SYNC)),
 		     SYNC_END)
 }
 HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,

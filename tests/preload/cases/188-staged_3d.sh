@@ -55,3 +55,29 @@ s3d "a 3D copy with a LOD not 0 passes through" through -- 3d_lod
 s3d "3D copies below HOSTPIN_STAGE_MIN pass through" through HOSTPIN_STAGE_MIN=32M -- 3d_async
 s3d "HOSTPIN_STAGE=0: 3D copies pass through" through HOSTPIN_STAGE=0 -- 3d_sync
 fi
+# ---- 3D peer copies (peer3d.c): the plan decides whether one is this
+# thread's (plan_rect.c: hp_stage_3d_peer) ----
+# Between fresh blocks of hostpin's (HOSTPIN_THRESHOLD=1M: pending, their
+# first copy) and the fake device.  A 3D peer copy whose contexts are each
+# NULL or the one current on the calling thread is the 3D copy it is:
+# staged, every form (cuMemcpy3DPeerAsync and _ptsz, cuMemcpy3DPeer and
+# _ptds).  One naming a context not current there (device 1's from device
+# 0's thread, device 0's from device 1's), or made on a thread with no
+# context, goes to the driver as it is: every one of its copies reaches the
+# fake as pageable memory (FAKE_CUDA_NO_PAGEABLE), data right in both.
+build peer3d peer3d.c $S3_FLAGS || true
+if [ -x "$B/peer3d" ]; then
+for m in here other; do
+	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/peer3d" $m 2>&1) ||
+		bad "peer3d $m fails without hostpin: $out"
+done
+staged_case "3D peer" peer3d "contexts NULL or this thread's: staged, every form" \
+	staged HOSTPIN_THRESHOLD=1M -- here
+staged_case "3D peer" peer3d "contexts not this thread's (another device's, from another context's thread, none current): passed through" \
+	through HOSTPIN_THRESHOLD=1M -- other
+n=$(echo "$STAGE_OUT" | sed -n 's/^copies //p')
+pv=$(echo "$STAGE_LOG" | grep -c "VIOLATION pageable-copy")
+[ -n "$n" ] && [ "$pv" = "$n" ] &&
+	ok "3D peer: each of the $n copies in another context went to the driver as it is" ||
+	bad "3D peer: $pv of ${n:-?} copies in another context reached the driver unstaged"
+fi

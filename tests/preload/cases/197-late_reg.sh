@@ -73,6 +73,18 @@ lr "a cancelled background registration whose undo the driver refuses: unregiste
 lr "a registration while a copy through the block waits for the registering thread: both return" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_MMAP=off \
 	HOSTPIN_COPY=sync -- register_while_waited
+# Must hold (review of the step aside's bound, issue 39 section 3): the
+# program forks while a thread of its waits in hostpin's step aside for
+# a copy in flight (the block flagged so in the child too): the child's
+# copy from the block and its free return (hooks are off in a child: it
+# counts no copy, and waits for none), and the parent's calls return as
+# above (aside.c).
+build aside aside.c $F_FLAGS || true
+if [ -x "$B/aside" ]; then
+	staged_case "late DMA" aside "fork while a registration steps aside for a copy in flight: the child's copy and free return" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_BACKGROUND=0 \
+		HOSTPIN_MMAP=off HOSTPIN_COPY=sync -- fork
+fi
 for pa in 0 1; do
 	lr "8 threads register and unregister pieces of one block (HOSTPIN_PIN_AFTER=$pa)" any \
 		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=$pa HOSTPIN_MMAP=off -- own_pieces

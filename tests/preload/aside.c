@@ -1,0 +1,122 @@
+/* hostpin stepping aside for the program's own registration (foreign.c)
+ * while a copy through the block is in flight, over the fake driver's late
+ * mode (FAKE_CUDA_LATE_DMA=1), run under hostpin.
+ *   aside MODE
+ * fork: thread A's H2D from a registered block of hostpin's waits
+ *   (HOSTPIN_COPY=sync) for its stream, held (fake_cuda_stream_hold);
+ *   thread B's cuMemHostRegister of a piece of the block steps aside from
+ *   hostpin's registration and waits for A's copy (HP_F_ASIDE set).  The
+ *   program forks then: the child, whose threads are gone, copies from the
+ *   block and frees it; both must return (alarm: a spin for ever fails the
+ *   child).  Then the stream is let go: A's copy lands whole, B's call
+ *   returns (registered, or 712 after hostpin's bounded wait).
+ * Outcomes never depend on timing: what the threads do is polled for. */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "late_common.h"
+
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+
+static CUstream s;
+static char *blk;
+static CUdeviceptr d;
+static _Atomic pid_t b_tid;
+static _Atomic int b_ret = -1;
+
+/* the fake's log has a line with what */
+static int logged(void *what)
+{
+	const char *path = getenv("FAKE_CUDA_LOG");
+	char line[256];
+	int hit = 0;
+	FILE *f = path ? fopen(path, "r") : NULL;
+	while (f && !hit && fgets(line, sizeof(line), f))
+		hit = strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return hit;
+}
+static void *copier(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, 4 * MB, s) == 0);
+	return NULL;
+}
+static void *registrar(void *arg)
+{
+	(void)arg;
+	b_tid = (pid_t)syscall(SYS_gettid);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	b_ret = cuMemHostRegister_v2(blk + 16 * MB, 4 * MB, 0);
+	return NULL;
+}
+/* B waits in hostpin's step aside (sleeping between looks at the copies
+ * in flight: it yields a thousand times first) */
+static int b_waits(void *arg)
+{
+	(void)arg;
+	long sc = b_tid ? task_syscall(b_tid) : -1;
+	return sc == SYS_nanosleep || sc == SYS_clock_nanosleep;
+}
+
+static int mode_fork(void)
+{
+	size_t m = 32 * MB;
+	alarm(60);
+	CHECK(getenv("FAKE_CUDA_LOG") != NULL);
+	blk = malloc(m);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 70);
+	d = dev(m);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	wait_for(is_reg, blk, "the block registered");
+	CHECK(fake_cuda_stream_hold(s) == 0);
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, copier, NULL) == 0);
+	wait_for(logged, "CALL cuMemcpyHtoDAsync_v2", "A's copy reached the driver");
+	CHECK(pthread_create(&b, NULL, registrar, NULL) == 0);
+	wait_for(b_waits, NULL, "B waits for A's copy");
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		alarm(10);
+		/* the child's own copy from the block, and its free */
+		if (cuMemcpyHtoD_v2(d + 8 * MB, blk + 8 * MB, 4 * MB) != 0)
+			_exit(3);
+		free(blk);
+		_exit(0);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	fake_cuda_stream_release(s);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(pthread_join(b, NULL) == 0);
+	printf("register while a copy waits: %d\n", b_ret);
+	CHECK(b_ret == 0 || b_ret == 712);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), 4 * MB, 70));
+	if (b_ret == 0)
+		CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
+	free(blk);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child: status %#x (%s)\n", st,
+			WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM
+			    ? "its copy or free never returned"
+			    : "failed");
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {{"fork", mode_fork}};
+	return staged_main("aside", argc, argv, modes);
+}
