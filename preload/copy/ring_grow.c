@@ -76,8 +76,11 @@ void hp_ring_unmake(struct hp_ring *R)
 		atomic_fetch_sub_explicit(&st_ring, R->seglen,
 					  memory_order_relaxed);
 	}
-	hp_log(HP_LOG_INFO, "staging ring (%s): its context ended; made again",
-	       dir_name(R));
+	/* the engine tester counts the events that went with the context
+	 * from this line (4 per segment) */
+	hp_log(HP_LOG_INFO, "staging ring (%s, device %d): its context ended, "
+	       "and its %d segments with it; made again", dir_name(R), R->dev,
+	       R->nseg);
 	for (int i = 0; i < HP_RING_SEGS * HP_RING_SLOTS; i++)
 		R->ev[i] = NULL, R->used[i] = 0, R->owner[i] = NULL;
 	R->nseg = 0;

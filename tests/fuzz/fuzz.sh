@@ -17,7 +17,8 @@
 # latewrite (a copy's destination changed after its error return),
 # violation:KIND (the fake's log), leak-reg (registrations live at exit),
 # leak-events (events live at exit beyond the rings' own: 4 per ring
-# segment hostpin's log says it made, 16 at least).
+# segment hostpin's log says it made, less those of segments that went
+# with their context, 16 at least).
 set -u
 top=${FZ_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=$top/build/fuzz
@@ -51,11 +52,16 @@ runprog() {
 	fi
 	LOG=$(cat "$log"); ERR=$(tail -3 "$log.err")
 	# the events the rings of the process that logged events-live last
-	# hold for good: HP_RING_SLOTS (4) per segment made, 16 at least
-	local pid
+	# hold for good: HP_RING_SLOTS (4) per segment made, less those of
+	# segments that went with their context (a ring made again), 16 at
+	# least
+	local pid hpl made gone
 	pid=$(echo "$LOG" | grep 'events-live=' | tail -1 | awk '{print $1}')
-	RINGEV=$((4 * $(cat "$log.hp.${pid:-none}" 2>/dev/null |
-		grep -c 'staging ring (.*slots of .* bytes, registered')))
+	hpl=$(cat "$log.hp.${pid:-none}" 2>/dev/null)
+	made=$(echo "$hpl" | grep -c 'staging ring (.*slots of .* bytes, registered')
+	gone=$(echo "$hpl" | sed -n 's/.*staging ring (.*its context ended, and its \([0-9]*\) segments.*/\1/p' |
+		awk '{n += $1} END {print n + 0}')
+	RINGEV=$((4 * (made - gone)))
 	[ $RINGEV -ge 16 ] || RINGEV=16
 	rm -f "$log" "$log.err" "$log".hp.*
 }
