@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "late_common.h"
 
@@ -78,10 +80,63 @@ static int mode_take_held(void)
 	return 0;
 }
 
+/* Item 2: a free that pushes the cached block p out of the cache (the
+ * case's HOSTPIN_CACHE=40M) while the registration thread holds it must
+ * wait for the thread (what is left cancelled) and give p back: skipped,
+ * p stayed mapped and registered for good, out of the cache (cache.c's
+ * evict).  The free runs on a thread of its own; the gate opens once it
+ * waits (asleep) or returned. */
+static char *big;
+static _Atomic int freer_tid, freed;
+static void *freer(void *arg)
+{
+	(void)arg;
+	freer_tid = (int)syscall(SYS_gettid);
+	free(big); /* cached: p is its victim */
+	freed = 1;
+	return NULL;
+}
+static int freer_waits(void *arg)
+{
+	(void)arg;
+	if (freed)
+		return 1;
+	long nr = freer_tid ? task_syscall(freer_tid) : -1;
+	return nr == SYS_futex || nr == SYS_nanosleep ||
+	       nr == SYS_clock_nanosleep;
+}
+static int mode_evict_held(void)
+{
+	alarm(180);
+	CUdeviceptr d = dev(BLK);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	big = malloc(32 * MB);
+	CHECK(big != NULL && tp_flags(big) != 0);
+	char *z = malloc(BLK); /* queued after p below; never at p's place */
+	CHECK(z != NULL && tp_flags(z) != 0);
+	char *p = cached_and_held(d, s);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, freer, NULL) == 0);
+	wait_for(freer_waits, NULL, "the free waits for the thread, or returned");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	/* the thread is done with p once a block queued after it is
+	 * registered */
+	fill(z, BLK, 3);
+	CHECK(cuMemcpyHtoDAsync_v2(d, z, BLK, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for((int (*)(void *))is_reg, z, "z registered");
+	CHECK(!fake_cuda_is_registered(p, BLK));
+	free(z);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"take_held", mode_take_held},
+	    {"evict_held", mode_evict_held},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }

@@ -30,4 +30,8 @@ if [ -x "$B/claim_race" ]; then
 # the cache: handed out again once the thread let go, never dropped with
 # its mapping and registration kept for good.
 cr "a cached block held by the registration thread stays cached" -- take_held
+# Must hold: a free that pushes such a block out of the cache waits for
+# the thread and gives it back (unregistered, unmapped), never skips it.
+cr "a cached block held by the registration thread, evicted: given back" \
+	HOSTPIN_CACHE=40M -- evict_held
 fi
