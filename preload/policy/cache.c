@@ -26,6 +26,7 @@ static struct centry {
 	uintptr_t base;
 	size_t len;
 	uint64_t t; /* when it was cached (hp_now_ns) */
+	uint32_t gen; /* the record's generation then */
 } cache[CACHE_SLOTS];
 static int ncache;
 static pthread_cond_t decay_cv;
@@ -76,14 +77,35 @@ int hp_cache_holds(const hp_rec_t *r)
 	return yes;
 }
 
+/* Is e's block still the one cached, cached or held (busy) now?  (Not
+ * when an munmap took it meanwhile, its record maybe reused.) */
+static int still_cached(const struct centry *e, hp_snap_t *s)
+{
+	uint32_t st;
+	return hp_registry_lookup(&hp_reg, e->base, s) == e->rec &&
+	       s->base == e->base && (uint32_t)(s->word >> 32) == e->gen &&
+	       ((st = hp_word_state(s->word)) == HP_REC_CACHED ||
+		st == HP_REC_BUSY);
+}
+
+static void recache(const struct centry *e);
+
 static void evict(struct centry *v, int n)
 {
 	for (int i = 0; i < n; i++) {
 		hp_snap_t s;
-		if (hp_registry_lookup(&hp_reg, v[i].base, &s) != v[i].rec ||
-		    hp_word_state(s.word) != HP_REC_CACHED ||
-		    !hp_registry_claim(v[i].rec, s.word, HP_REC_RELEASING))
+		if (!still_cached(&v[i], &s))
 			continue; /* an munmap took it meanwhile */
+		/* Held by another thread (adoption, the registration thread:
+		 * what is left cancelled), or the claim lost to such a hold:
+		 * waited for.  Skipped, it would stay mapped and registered
+		 * for good, out of the cache.  Where the wait cannot be made
+		 * now (the registration parked for a capture), cached again. */
+		if (!hp_claim_release(v[i].rec, &s)) {
+			if (still_cached(&v[i], &s))
+				recache(&v[i]);
+			continue;
+		}
 		HP_CTR_ADD(cache_evictions, 1);
 		/* invariant 1: unpin, forget, and only then unmap */
 		if (hp_untrack_release(v[i].rec, &s) == 0)
@@ -114,6 +136,28 @@ static int take_expired(struct centry *v, uint64_t now)
 	return n;
 }
 
+
+/* An entry whose block could not be evicted now (still_cached, its holder
+ * not waited for): back at the end of the cache, as if cached now (the
+ * decay thread looks again a decay later).  With the cache's slots all
+ * taken meanwhile it stays out (said once): mapped and registered. */
+static void recache(const struct centry *e)
+{
+	pthread_mutex_lock(&cache_mu);
+	if (ncache < CACHE_SLOTS) {
+		cache[ncache] = *e;
+		cache[ncache++].t = hp_now_ns();
+		cache_bytes += e->len;
+		HP_CTR_ADD(cached_blocks, 1);
+		HP_CTR_ADD(cached_bytes, e->len);
+	} else {
+		HP_LOG_ONCE(HP_LOG_WARN, "a cached block of %zu bytes at %p "
+			    "could not be given back (held during a CUDA graph "
+			    "capture) nor cached again: kept mapped",
+			    e->len, (void *)e->base);
+	}
+	pthread_mutex_unlock(&cache_mu);
+}
 
 /* The helper thread: sleeps until the oldest entry is due, gives back
  * what is due, and sleeps without a deadline while the cache is empty. */
@@ -209,16 +253,25 @@ void *hp_cache_take(size_t len, size_t align, size_t *got)
 		    (align > HP_PAGE_SIZE && (e.base & (align - 1))) ||
 		    (node >= 0 && hp_rnode(e.rec) != node))
 			continue;
+		hp_snap_t s;
+		int live = still_cached(&e, &s);
+		if (live && hp_word_state(s.word) == HP_REC_BUSY)
+			/* held by another thread (adoption, the registration
+			 * thread: a block queued before its free): still
+			 * cached, for a later allocation.  Dropped, it would
+			 * stay mapped and registered for good. */
+			continue;
+		if (live && !hp_registry_claim(e.rec, s.word, HP_REC_LIVE)) {
+			i--; /* the claim lost: looked at again */
+			continue;
+		}
 		memmove(&cache[i], &cache[i + 1],
 			sizeof(cache[0]) * (size_t)(ncache - i - 1));
 		ncache--;
 		cache_bytes -= e.len;
 		HP_CTR_SUB(cached_blocks, 1);
 		HP_CTR_SUB(cached_bytes, e.len);
-		hp_snap_t s;
-		if (hp_registry_lookup(&hp_reg, e.base, &s) != e.rec ||
-		    hp_word_state(s.word) != HP_REC_CACHED ||
-		    !hp_registry_claim(e.rec, s.word, HP_REC_LIVE)) {
+		if (!live) {
 			i--; /* stale: released by an munmap meanwhile */
 			continue;
 		}
@@ -319,7 +372,10 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	}
 	/* relaxed: we hold r (claimed); the claim's CAS orders */
 	hp_registry_claim(r, atomic_load_explicit(&r->word, memory_order_relaxed), HP_REC_CACHED);
-	cache[ncache++] = (struct centry){r, s->base, s->len, now};
+	cache[ncache++] = (struct centry){
+	    r, s->base, s->len, now,
+	    (uint32_t)(atomic_load_explicit(&r->word, memory_order_relaxed) >>
+		       32)};
 	cache_bytes += s->len;
 	HP_CTR_ADD(cached_blocks, 1);
 	HP_CTR_ADD(cached_bytes, s->len);

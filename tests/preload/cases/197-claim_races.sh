@@ -1,0 +1,37 @@
+# Sourced by tests/preload/run.sh (lib.sh's helpers and variables).
+# ---- a block held by another thread while the program acts on it ----
+# claim_race.c over the fake driver (late mode): a call that found a block
+# held (busy) by another thread must not skip it from a snapshot taken
+# before the hold (the pattern of foreign.c's claim, dfb79df).  Judged by
+# exit 0, the "ok" line and no overlapping registration; the cache keeps
+# registered blocks to the end, so nothing is asked of them at exit.
+F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+build claim_race claim_race.c $F_FLAGS || true
+# cr NAME ENV... -- MODE
+cr() {
+	local name=$1; shift
+	local envs=() log out rc why=""
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	log=$(mktemp)
+	out=$(timeout 240 env $P HOSTPIN_THRESHOLD=8M HOSTPIN_PIN_AFTER=1 HOSTPIN_MMAP=off \
+		HOSTPIN_CACHE=256M HOSTPIN_CACHE_DECAY_MS=600000 HOSTPIN_STAGE_BUFFER=4M \
+		FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_REGISTER_GATE=16777216 FAKE_CUDA_LOG="$log" \
+		"${envs[@]}" "$B/claim_race" "$@" 2>&1); rc=$?
+	[ $rc -eq 0 ] || why="$why rc=$rc"
+	echo "$out" | grep -q "claim_race $1: ok" || why="$why no-ok-line"
+	grep -q OVERLAP "$log" && why="$why overlapping-registration"
+	rm -f "$log"
+	if [ -z "$why" ]; then ok "claim race: $name"
+	else bad "claim race: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+}
+if [ -x "$B/claim_race" ]; then
+# Must hold: an allocation that finds a fitting cached block held by the
+# registration thread (queued before the program freed it) leaves it in
+# the cache: handed out again once the thread let go, never dropped with
+# its mapping and registration kept for good.
+cr "a cached block held by the registration thread stays cached" -- take_held
+# Must hold: a free that pushes such a block out of the cache waits for
+# the thread and gives it back (unregistered, unmapped), never skips it.
+cr "a cached block held by the registration thread, evicted: given back" \
+	HOSTPIN_CACHE=40M -- evict_held
+fi
