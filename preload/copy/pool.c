@@ -20,8 +20,8 @@
  * thread that starts late takes fewer.  A job is done when every part
  * is; a calling thread waits for its own (hp_pool_wait: every job posted
  * before its mark done) by taking parts, the next job's too (a staged
- * H2D posts the next chunk's fill before it waits for the last one:
- * stage.c), so nobody idles while one thread finishes a part, and a
+ * H2D posts the next chunk's fill, a D2H the next chunk's drain, before
+ * it waits for the last one: stage.c), so nobody idles while one thread finishes a part, and a
  * helper finds the next chunk's parts queued instead of waiting to be
  * woken.  Where the queue runs dry a helper watches for the next job
  * (SPIN_NS, yielding the CPU between looks, then sleeps on its condition
