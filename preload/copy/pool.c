@@ -20,8 +20,8 @@
  * thread that starts late takes fewer.  A job is done when every part
  * is; a calling thread waits for its own (hp_pool_wait: every job posted
  * before its mark done) by taking parts, the next job's too (a staged
- * H2D posts the next chunk's fill before it waits for the last one:
- * stage.c), so nobody idles while one thread finishes a part, and a
+ * H2D posts the next chunk's fill, a D2H the next chunk's drain, before
+ * it waits for the last one: stage.c), so nobody idles while one thread finishes a part, and a
  * helper finds the next chunk's parts queued instead of waiting to be
  * woken.  Where the queue runs dry a helper watches for the next job
  * (SPIN_NS, yielding the CPU between looks, then sleeps on its condition
@@ -56,7 +56,9 @@ static struct {
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	  .go = PTHREAD_COND_INITIALIZER,
 	  .done = PTHREAD_COND_INITIALIZER};
-/* a staged H2D's fill (stage.c): its copies posted, not waited for */
+/* a staged copy's chunk (stage.c): its copies posted, not waited for; 1:
+ * an H2D's fill, into a slot (non-temporal stores), 2: a D2H's drain, out
+ * of one (plain stores: the program reads its memory next) */
 static HP_TLS int deferred;
 
 #ifdef HP_STAGE_PROF
@@ -251,7 +253,7 @@ static void pool_post(const struct job *J)
 	}
 	struct job *q = &pool.q[h % JOBS];
 	*q = *J;
-	q->nt |= deferred; /* into a slot (stage.c's fill) */
+	q->nt |= deferred == 1; /* into a slot (stage.c's fill) */
 	q->parts = (int)((q->len + q->part - 1) / q->part);
 	q->next = 0, q->left = q->parts;
 	q->posted = HP_PROF_NOW();
@@ -271,7 +273,7 @@ static void pcopy(void *dst, const void *src, size_t len, int nt)
 	int parts = pool.helpers + 1;
 	if (parts == 1 || len < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
-		if (nt || deferred)
+		if (nt || deferred == 1)
 			hp_nt_copy(dst, src, len);
 		else
 			memcpy(dst, src, len);
@@ -308,11 +310,11 @@ void hp_pcopy_rows(char *dst, size_t dp, const char *src, size_t sp, size_t w,
 	if (parts == 1 || rows < 2 || rows * w < 2 * PART_MIN) {
 		pthread_mutex_unlock(&pool.mu);
 		for (size_t i = 0; i < rows; i++)
-			if (deferred)
+			if (deferred == 1)
 				hp_nt_stream(dst + i * dp, src + i * sp, w);
 			else
 				memcpy(dst + i * dp, src + i * sp, w);
-		if (deferred)
+		if (deferred == 1)
 			hp_nt_fence();
 		return;
 	}

@@ -205,8 +205,13 @@ int hp_stage_run_htod(const struct hp_plan *P, size_t m,
  * done): issue(i, slot) enqueues chunk i's DMA on the plan's stream,
  * drain(i, slot) copies the slot out into the program's memory.  Up to one
  * chunk per slot held in flight, each drained in order once its event
- * completed (the stream's own work): when it returns 0, all the data is in
- * the program's memory; HP_STAGE_REST: *done chunks are. */
+ * completed (the stream's own work).  As an H2D's fill, chunk i's drain is
+ * posted to the copy threads (pool.c, plain stores: the program reads its
+ * memory next) before chunk i-1's is waited for, so they go on from one
+ * chunk to the next without waiting for this thread; a slot gets its next
+ * DMA only once its drain is done.  When it returns 0, all the data is in
+ * the program's memory; HP_STAGE_REST or an error: *done chunks are (every
+ * drain posted is waited for first: none outlives the call). */
 int hp_stage_run_dtoh(const struct hp_plan *P, size_t m,
 		    int (*issue)(size_t i, char *sl, void *arg),
 		    void (*drain)(size_t i, char *sl, void *arg), void *arg,
@@ -215,31 +220,59 @@ int hp_stage_run_dtoh(const struct hp_plan *P, size_t m,
 	struct hp_ring *R = P->R;
 	hp_cudaStream_t id = (hp_cudaStream_t)P->sid;
 	struct held H = {.n = 0};
+	uint64_t t0 = HP_PROF_NOW();
 	while ((size_t)H.n < m && H.n < HP_RING_SLOTS) {
 		int k = take(R, id, H.n == 0);
 		if (k < 0)
 			break;
 		H.k[H.n++] = k;
 	}
-	int r = H.n == 0 ? HP_STAGE_REST : 0;
-	size_t issued = 0, drained = 0;
-	while (r == 0 && drained < m) {
-		while (issued < m && issued - drained < (size_t)H.n && r == 0) {
-			int k = H.k[issued % (size_t)H.n];
+	hp_prof_add(HP_PF_TAKE, t0);
+	int r = H.n == 0 ? HP_STAGE_REST : 0, pend = 0;
+	size_t n = (size_t)H.n, issued = 0, drained = 0, i = 0;
+	unsigned pm = 0; /* pend: chunk i-1's drain posted up to mark pm */
+	for (; r == 0 && i < m; i++) {
+		if (pend && issued <= i && issued - drained >= n) {
+			/* one slot held: chunk i-1's drain first */
+			hp_pool_wait(pm);
+			pend = 0, drained = i;
+		}
+		/* DMAs into the slots drained */
+		while (issued < m && issued - drained < n) {
+			int k = H.k[issued % n];
 			if ((r = slot_wait(R, k)) != 0)
 				break;
+			t0 = HP_PROF_NOW();
 			r = issue(issued, hp_ring_slot(R, k), arg);
+			hp_prof_add(HP_PF_ISSUE, t0);
 			if (r == 0)
 				r = hp_ring_fence(R, k, P->s, id);
+			if (r != 0)
+				break;
 			issued++;
 		}
-		if (r)
+		if (r != 0)
 			break;
-		int k = H.k[drained % (size_t)H.n];
+		int k = H.k[i % n];
+		t0 = HP_PROF_NOW();
 		if ((r = slot_wait(R, k)) != 0)
 			break;
-		drain(drained, hp_ring_slot(R, k), arg);
-		drained++;
+		hp_prof_add(HP_PF_WAIT, t0);
+		t0 = HP_PROF_NOW();
+		hp_pool_defer(2);
+		drain(i, hp_ring_slot(R, k), arg);
+		hp_pool_defer(0);
+		unsigned mk = hp_pool_mark();
+		hp_prof_add(HP_PF_FILL, t0);
+		if (pend) { /* chunk i-1's drain: its slot free again */
+			hp_pool_wait(pm);
+			drained = i;
+		}
+		pend = 1, pm = mk;
+	}
+	if (pend) { /* chunk i-1, the last posted */
+		hp_pool_wait(pm);
+		drained = i;
 	}
 	*done = drained;
 	let_go(R, &H);

@@ -313,10 +313,12 @@ HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_in(void *slot, const void *src, size_t len);
 HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
 			     size_t sp, size_t w, size_t rows);
-/* A staged H2D's fill (stage.c): hp_pool_defer(1), and this thread's
- * copies above are posted to the copy threads, not waited for, until
- * hp_pool_defer(0); hp_pool_mark then, and hp_pool_wait(mark) returns
- * once they are done (the copy threads' parts taken meanwhile). */
+/* A staged H2D's fill or D2H's drain (stage.c): hp_pool_defer(1) (into
+ * a slot: non-temporal stores) or hp_pool_defer(2) (out of one: plain
+ * stores), and this thread's copies above are posted to the copy threads,
+ * not waited for, until hp_pool_defer(0); hp_pool_mark then, and
+ * hp_pool_wait(mark) returns once they are done (the copy threads' parts
+ * taken meanwhile). */
 HP_HIDDEN void hp_pool_defer(int on);
 HP_HIDDEN unsigned hp_pool_mark(void);
 HP_HIDDEN void hp_pool_wait(unsigned mark);

@@ -8,7 +8,7 @@
  * SCENARIO: first (a fresh buffer's H2D), shm (H2D from a /dev/shm file
  * mapped shared), loop (the same buffer's H2D N times: prints the whole
  * loop and the median of its last 3 copies), d2h (D2H into a fresh calloc
- * destination), two (two threads, each its own buffer and stream, at once),
+ * destination; d2hwarm: into a malloc'd one, its pages touched first), two (two threads, each its own buffer and stream, at once),
  * busy (an H2D on one stream while another runs a 1 s kernel); memcpy
  * (no driver: one memcpy of MIB, GB/s; KIND fresh: into a fresh calloc
  * destination, else a warm one).  Before the
@@ -196,10 +196,10 @@ int main(int argc, char **argv)
 			all += ts[i] = h2d(d, h, s);
 		qsort(ts + loops - 3, 3, sizeof(double), cmp);
 		printf("%.4f %.4f\n", all, ts[loops - 2]);
-	} else if (strcmp(sc, "d2h") == 0) {
+	} else if (strcmp(sc, "d2h") == 0 || strcmp(sc, "d2hwarm") == 0) {
 		char *src = host_buf(3);
 		h2d(d, src, s);
-		char *h = host_buf(0);
+		char *h = host_buf(sc[3] ? 2 : 0);
 		double t0 = now();
 		if (cuMemcpyDtoHAsync_v2(h, d, n, s) || cuStreamSynchronize(s))
 			return 1;
