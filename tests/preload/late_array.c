@@ -239,9 +239,59 @@ static int mode_single(void)
 	return 0;
 }
 
+/* The runtime's cudaMemcpy3DAsync and cudaMemcpy3D with the 3D array on
+ * the device side (cudaMemcpy3DParms: the extent's width and the array's
+ * position in its elements; the host position in bytes). */
+cudaError_t cudaMemcpy3DAsync(const struct parms3d *, CUstream);
+cudaError_t cudaMemcpy3D(const struct parms3d *);
+static int mode_runtime(void)
+{
+	alarm(30);
+	CUdeviceptr dv;
+	CUstream s;
+	char *blk = half_registered(22, &dv, &s), *h0 = blk + OFF;
+	void *arr = array_of();
+	for (int sync = 0; sync < 2; sync++) {
+		unsigned seed = 5000u + 1000u * (unsigned)sync;
+		struct parms3d p;
+		memset(&p, 0, sizeof(p));
+		p.src.ptr = h0, p.src.pitch = RL * ES, p.src.ysize = h;
+		p.dstArray = arr, p.dpos[0] = X;
+		p.ext[0] = w, p.ext[1] = h, p.ext[2] = d;
+		p.kind = H2D;
+		fill_rows(h0, 1, NULL, seed);
+		cudaError_t e = sync ? cudaMemcpy3D(&p) : cudaMemcpy3DAsync(&p, s);
+		printf("cudaMemcpy3D%s H2D into a 3D array across the end: %d\n",
+		       sync ? "" : "Async", e);
+		CHECK(e == 0);
+		zero_rows(h0, 1, NULL);
+		CHECK(cuStreamSynchronize(s) == 0);
+		fill_rows(h0, 1, NULL, seed);
+		CHECK(rows_same(arr, h0, seed));
+		memset(&p, 0, sizeof(p));
+		p.dst.ptr = h0, p.dst.pitch = RL * ES, p.dst.ysize = h;
+		p.srcArray = arr, p.spos[0] = X;
+		p.ext[0] = w, p.ext[1] = h, p.ext[2] = d;
+		p.kind = D2H;
+		fill_rows(NULL, 0, arr, seed + 500);
+		zero_rows(h0, 1, NULL);
+		e = sync ? cudaMemcpy3D(&p) : cudaMemcpy3DAsync(&p, s);
+		printf("cudaMemcpy3D%s D2H out of a 3D array across the end: %d\n",
+		       sync ? "" : "Async", e);
+		CHECK(e == 0);
+		CHECK(rows_same(arr, h0, seed + 500));
+		CHECK(cuStreamSynchronize(s) == 0);
+	}
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
-	    {"batch", mode_batch}, {"single", mode_single}};
+	    {"batch", mode_batch}, {"single", mode_single},
+	    {"runtime", mode_runtime}};
 	return staged_main("late_array", argc, argv, modes);
 }

@@ -88,7 +88,9 @@ fi
 # (late_array.c).  The 3D batch forms (cuMemcpy3DBatchAsync_v2,
 # cuMemcpy3DWithAttributesAsync, the runtime's cudaMemcpy3DBatchAsync),
 # then the single cuMemcpy3DAsync_v2 and cuMemcpy2DAsync_v2 with an array
-# side: each went to the driver whole and was refused (1).
+# side, and the runtime's cudaMemcpy3DAsync and cudaMemcpy3D (whose extent
+# counts the array's elements): each went to the driver whole and was
+# refused (1).
 if [ -x "$B/late_array" ]; then
 	la() {
 		staged_case "late DMA" late_array "$1" any FAKE_CUDA_LATE_DMA=1 \
@@ -100,4 +102,5 @@ if [ -x "$B/late_array" ]; then
 	}
 	la "3D batch ops between a CUDA array and rows across a block's registered part" batch
 	la "cuMemcpy3DAsync and cuMemcpy2DAsync with a CUDA array, rows across a block's registered part" single
+	la "cudaMemcpy3DAsync and cudaMemcpy3D with a CUDA array, rows across a block's registered part" runtime
 fi
