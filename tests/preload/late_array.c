@@ -288,10 +288,40 @@ static int mode_runtime(void)
 	return 0;
 }
 
+/* An array of a format whose element size hostpin does not know (NV12:
+ * the fake moves its bytes as one-byte elements): its ops go to the
+ * driver as they are (the case sees the note, once); here two of them
+ * inside the registered part, the bytes right. */
+static int mode_unknown(void)
+{
+	alarm(30);
+	CUdeviceptr dv;
+	CUstream s;
+	char *blk = half_registered(23, &dv, &s), *h0 = blk + MB;
+	struct desc3 a = {W, AH, AD, 0xb0 /* NV12 */, 1, 0};
+	void *arr = NULL;
+	CHECK(cuArray3DCreate_v2(&arr, &a) == 0);
+	for (int k = 0; k < 2; k++) {
+		BOP o;
+		memset(&o, 0, sizeof(o));
+		o.dst.type = 2, o.dst.op.array.array = arr;
+		o.src.type = 1, o.src.op.ptr.ptr = (CUdeviceptr)(uintptr_t)h0;
+		o.w = W, o.h = AH, o.d = 1;
+		fill(h0, W * AH, 6000u + (unsigned)k);
+		CHECK(cuMemcpy3DBatchAsync_v2(1, &o, 0, s) == 0);
+		CHECK(cuStreamSynchronize(s) == 0);
+		CHECK(same(*(char **)arr, W * AH, 6000u + (unsigned)k));
+	}
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"batch", mode_batch}, {"single", mode_single},
-	    {"runtime", mode_runtime}};
+	    {"runtime", mode_runtime}, {"unknown", mode_unknown}};
 	return staged_main("late_array", argc, argv, modes);
 }

@@ -103,4 +103,12 @@ if [ -x "$B/late_array" ]; then
 	la "3D batch ops between a CUDA array and rows across a block's registered part" batch
 	la "cuMemcpy3DAsync and cuMemcpy2DAsync with a CUDA array, rows across a block's registered part" single
 	la "cudaMemcpy3DAsync and cudaMemcpy3D with a CUDA array, rows across a block's registered part" runtime
+	# an array whose format hostpin cannot size (NV12): its ops go to the
+	# driver as they are, said once
+	staged_case "late DMA" late_array "an array of an unknown format: its ops go as they are" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_LOG=info HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M \
+		HOSTPIN_STAGE_BUFFER=4M FAKE_CUDA_REGISTER_GATE=8388608 FAKE_CUDA_REFUSE_PARTIAL=1 -- unknown
+	n=$(echo "$STAGE_OUT" | grep -c "element size hostpin cannot learn")
+	[ "$n" = 1 ] && ok "late DMA: an array of an unknown format: said once" ||
+		bad "late DMA: an array of an unknown format: said $n times"
 fi
