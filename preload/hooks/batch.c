@@ -293,13 +293,39 @@ static int past_end(uintptr_t p, size_t n)
 	       !hp_cuda_dev_fits(p - 1, 2);
 }
 
+/* Whether op o's array side (one, the other a pointer) leaves its array:
+ * offset plus extent past its width, height or depth in elements (the
+ * driver refuses it). */
+static int array_past_end(const hp_CUDA_MEMCPY3D_BATCH_OP *o)
+{
+	int sa = o->src.type == HP_CU_MEMCPY_OPERAND_TYPE_ARRAY;
+	const hp_CUmemcpy3DOperand *a = sa ? &o->src : &o->dst,
+				   *x = sa ? &o->dst : &o->src;
+	struct hp_cuda_array g;
+	if (a->type != HP_CU_MEMCPY_OPERAND_TYPE_ARRAY ||
+	    x->type != HP_CU_MEMCPY_OPERAND_TYPE_POINTER ||
+	    hp_cuda_array_geom(a->op.array.array, &g) != 0)
+		return 0;
+	size_t gh = g.h ? g.h : 1, gd = g.d ? g.d : 1;
+	return a->op.array.offset.x > g.w ||
+	       o->extent.width > g.w - a->op.array.offset.x ||
+	       a->op.array.offset.y > gh ||
+	       o->extent.height > gh - a->op.array.offset.y ||
+	       a->op.array.offset.z > gd ||
+	       o->extent.depth > gd - a->op.array.offset.z;
+}
+
 /* Whether the driver would refuse entry i: its device side runs past the
- * end of its allocation. */
+ * end of its allocation, or its array side past its array's. */
 static int entry_refused(const struct hp_batch *b, size_t i)
 {
 	uintptr_t d, sr;
 	size_t n;
-	if (!entry_1d(b, i, &d, &sr, &n) || n == 0 || !hp_cuda_stage_fns())
+	if (!hp_cuda_stage_fns())
+		return 0;
+	if (b->ops && array_past_end(&b->ops[i]))
+		return 1;
+	if (!entry_1d(b, i, &d, &sr, &n) || n == 0)
 		return 0;
 	return past_end(d, n) || past_end(sr, n);
 }
@@ -324,7 +350,8 @@ int hp_batch_run(const struct hp_batch *b, size_t n, size_t *fail)
 	/* one the driver would refuse (an entry past the end of its device
 	 * allocation): to it as it is, refused before any entry moves, as
 	 * a copy is (plan.c); run entry by entry, the entries before the
-	 * bad one would be done (cases/batch-refused-entry-37103).  Nor
+	 * bad one would be done (cases/batch-refused-entry-37103; an op
+	 * whose array side leaves its array too).  Nor
 	 * does one of no side of hostpin's change. */
 	int refused = 0;
 	for (size_t i = 0; i < n && mine && !refused; i++)

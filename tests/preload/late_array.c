@@ -318,10 +318,41 @@ static int mode_unknown(void)
 	return 0;
 }
 
+/* A batch of two ops, the first between the array and rows across the
+ * registered part's end, the second past its array's end (layer AD):
+ * the driver refuses the batch, and nothing of the first op lands in the
+ * array (hostpin hands such a batch to the driver whole, for it to refuse
+ * before any op moves). */
+static int mode_refused(void)
+{
+	alarm(30);
+	CUdeviceptr dv;
+	CUstream s;
+	char *blk = half_registered(24, &dv, &s), *h0 = blk + OFF;
+	void *arr = array_of();
+	zero_rows(NULL, 0, arr);
+	fill_rows(h0, 1, NULL, 7000);
+	BOP o[2] = {op(1, arr, h0), op(1, arr, h0)};
+	o[1].dst.op.array.z = 1; /* layers 1-4 of 4 */
+	CUresult r = cuMemcpy3DBatchAsync_v2(2, o, 0, s);
+	printf("a batch with an op past its array's end: %d\n", r);
+	CHECK(r != 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	for (size_t z = 0; z < d; z++)
+		for (size_t y = 0; y < h; y++)
+			for (size_t k = 0; k < w * ES; k++)
+				CHECK(arow(arr, y, z)[k] == 0);
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"batch", mode_batch}, {"single", mode_single},
-	    {"runtime", mode_runtime}, {"unknown", mode_unknown}};
+	    {"runtime", mode_runtime}, {"unknown", mode_unknown},
+	    {"refused", mode_refused}};
 	return staged_main("late_array", argc, argv, modes);
 }

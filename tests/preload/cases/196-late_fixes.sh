@@ -103,6 +103,10 @@ if [ -x "$B/late_array" ]; then
 	la "3D batch ops between a CUDA array and rows across a block's registered part" batch
 	la "cuMemcpy3DAsync and cuMemcpy2DAsync with a CUDA array, rows across a block's registered part" single
 	la "cudaMemcpy3DAsync and cudaMemcpy3D with a CUDA array, rows across a block's registered part" runtime
+	# and a batch whose second op leaves its array: to the driver whole,
+	# refused before its first op moved (it was staged, then the second
+	# refused: the array written after the error)
+	la "a batch with an op past its array's end: refused whole, nothing moved" refused
 	# an array whose format hostpin cannot size (NV12): its ops go to the
 	# driver as they are, said once
 	staged_case "late DMA" late_array "an array of an unknown format: its ops go as they are" any \
