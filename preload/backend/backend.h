@@ -174,6 +174,20 @@ struct hp_CUDA_MEMCPY2D;
 /* 2D copies (cuMemcpy2DAsync_v2): hp_cuda_2d_fn: 1 if the driver has it. */
 int hp_cuda_2d_fn(void);
 int hp_cuda_2d_async(const struct hp_CUDA_MEMCPY2D *p, struct CUstream_st *s);
+/* 3D copies (cuMemcpy3DAsync_v2): a layer of a 3D CUDA array at a time. */
+struct hp_CUDA_MEMCPY3D;
+int hp_cuda_3d_fn(void);
+int hp_cuda_3d_async(const struct hp_CUDA_MEMCPY3D *p, struct CUstream_st *s);
+/* A CUDA array's geometry as the driver describes it
+ * (cuArray3DGetDescriptor_v2, else cuArrayGetDescriptor_v2): es, bytes
+ * per element (a channel's bytes times the channels); w, h, d: its extent
+ * in elements (h 0: 1D, d 0: 2D).  0, or -1 if the driver cannot say or
+ * its format is not one hostpin knows (logged once): copies with it go to
+ * the driver as they are.  After hp_cuda_stage_fns. */
+struct hp_cuda_array {
+	size_t es, w, h, d;
+};
+int hp_cuda_array_geom(void *a, struct hp_cuda_array *g);
 int hp_cuda_event_new(void **ev);
 int hp_cuda_event_record(void *ev, struct CUstream_st *s);
 int hp_cuda_event_wait(void *ev);

@@ -293,11 +293,15 @@ typedef hp_CUresult (*dtoh_fn)(void *, hp_CUdeviceptr, size_t,
 			       hp_cudaStream_t);
 typedef hp_CUresult (*ptrattr_fn)(void *, int, hp_CUdeviceptr);
 typedef hp_CUresult (*m2d_fn)(const hp_CUDA_MEMCPY2D *, hp_cudaStream_t);
+typedef hp_CUresult (*m3d_fn)(const hp_CUDA_MEMCPY3D *, hp_cudaStream_t);
 static struct {
 	htod_fn htod;
 	dtoh_fn dtoh;
 	ptrattr_fn attr;
 	m2d_fn m2d; /* optional: without it 2D copies are not staged */
+	m3d_fn m3d; /* optional: a 3D array's layers (hp_cuda_3d_async) */
+	hp_cuArray3DGetDescriptor_v2_t a3d; /* optional: arrays' geometry */
+	hp_cuArrayGetDescriptor_v2_t a2d;
 	hp_CUresult (*query)(hp_cudaEvent_t); /* optional: slots reused by
 					       * their own stream only */
 	hp_CUresult (*sctx)(hp_cudaStream_t, hp_CUcontext *); /* optional */
@@ -314,6 +318,9 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.dtoh = hp_cuda_sym("cuMemcpyDtoHAsync_v2");
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
 	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
+	*(void **)&sf.m3d = hp_cuda_sym("cuMemcpy3DAsync_v2");
+	*(void **)&sf.a3d = hp_cuda_sym("cuArray3DGetDescriptor_v2");
+	*(void **)&sf.a2d = hp_cuda_sym("cuArrayGetDescriptor_v2");
 	*(void **)&sf.query = hp_cuda_sym("cuEventQuery");
 	*(void **)&sf.sctx = hp_cuda_sym("cuStreamGetCtx");
 	/* without cuStreamIsCapturing a capturing stream cannot be told
@@ -455,6 +462,58 @@ int hp_cuda_2d_fn(void)
 int hp_cuda_2d_async(const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s)
 {
 	return sf.m2d(p, s);
+}
+
+int hp_cuda_3d_fn(void)
+{
+	return sf.m3d != NULL;
+}
+
+int hp_cuda_3d_async(const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s)
+{
+	return sf.m3d(p, s);
+}
+
+/* Bytes of one channel of format f, 0 for a format hostpin does not
+ * know (block-compressed, YUV, packed normalized ones). */
+static size_t format_bytes(int f)
+{
+	switch (f) {
+	case HP_CU_AD_FORMAT_UNSIGNED_INT8: case HP_CU_AD_FORMAT_SIGNED_INT8:
+		return 1;
+	case HP_CU_AD_FORMAT_UNSIGNED_INT16: case HP_CU_AD_FORMAT_SIGNED_INT16:
+	case HP_CU_AD_FORMAT_HALF:
+		return 2;
+	case HP_CU_AD_FORMAT_UNSIGNED_INT32: case HP_CU_AD_FORMAT_SIGNED_INT32:
+	case HP_CU_AD_FORMAT_FLOAT:
+		return 4;
+	}
+	return 0;
+}
+
+int hp_cuda_array_geom(void *a, struct hp_cuda_array *g)
+{
+	hp_CUDA_ARRAY3D_DESCRIPTOR d3 = {0};
+	hp_CUDA_ARRAY_DESCRIPTOR d2 = {0};
+	int r = -1;
+	if (a && sf.a3d && sf.a3d(&d3, (hp_CUarray)a) == HP_CUDA_SUCCESS)
+		r = 0;
+	else if (a && sf.a2d && sf.a2d(&d2, (hp_CUarray)a) == HP_CUDA_SUCCESS) {
+		d3.Width = d2.Width, d3.Height = d2.Height, d3.Depth = 0;
+		d3.Format = d2.Format, d3.NumChannels = d2.NumChannels;
+		r = 0;
+	}
+	size_t es = r ? 0 : format_bytes(d3.Format) * d3.NumChannels;
+	if (r || es == 0 || d3.NumChannels > 4) {
+		HP_LOG_ONCE(HP_LOG_INFO, "a copy with a CUDA array whose "
+			    "element size hostpin cannot learn (%s, format "
+			    "%#x): such copies go to the driver as they are",
+			    r ? "no descriptor" : "format", (unsigned)d3.Format);
+		return -1;
+	}
+	*g = (struct hp_cuda_array){.es = es, .w = d3.Width, .h = d3.Height,
+				    .d = d3.Depth};
+	return 0;
 }
 
 int hp_cuda_event_new(void **ev)

@@ -96,6 +96,19 @@ typedef struct hp_cudaMemcpy3DParms {
 	hp_cudaMemcpyKind kind;
 } hp_cudaMemcpy3DParms;
 typedef hp_CUDA_MEMCPY3D_BATCH_OP hp_cudaMemcpy3DBatchOp;
+/* What the driver says of a CUDA array (cuArray3DGetDescriptor_v2,
+ * cuArrayGetDescriptor_v2): its extent in elements (Height 0: 1D; Depth
+ * 0: 2D), its format (HP_CU_AD_FORMAT_*) and channels per element. */
+typedef struct hp_CUDA_ARRAY3D_DESCRIPTOR {
+	size_t Width, Height, Depth;
+	int Format;
+	unsigned int NumChannels, Flags;
+} hp_CUDA_ARRAY3D_DESCRIPTOR;
+typedef struct hp_CUDA_ARRAY_DESCRIPTOR {
+	size_t Width, Height;
+	int Format;
+	unsigned int NumChannels;
+} hp_CUDA_ARRAY_DESCRIPTOR;
 
 /* 3D peer copies (CUDA_MEMCPY3D_PEER, cudaMemcpy3DPeerParms): the 3D
  * layout with a context per side; either side may be host memory. */
@@ -155,8 +168,20 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 #define HP_CUDA_ERROR_NOT_FOUND 500 /* also cudaErrorSymbolNotFound */
 #define HP_CU_MEMORYTYPE_HOST 1
 #define HP_CU_MEMORYTYPE_DEVICE 2
+#define HP_CU_MEMORYTYPE_ARRAY 3
 #define HP_CU_MEMORYTYPE_UNIFIED 4
 #define HP_CU_MEMCPY_OPERAND_TYPE_POINTER 1
+#define HP_CU_MEMCPY_OPERAND_TYPE_ARRAY 2
+/* CUarray_format: the formats whose element size hostpin knows (bytes of
+ * one channel: 1, 2, 4) */
+#define HP_CU_AD_FORMAT_UNSIGNED_INT8 0x01
+#define HP_CU_AD_FORMAT_UNSIGNED_INT16 0x02
+#define HP_CU_AD_FORMAT_UNSIGNED_INT32 0x03
+#define HP_CU_AD_FORMAT_SIGNED_INT8 0x08
+#define HP_CU_AD_FORMAT_SIGNED_INT16 0x09
+#define HP_CU_AD_FORMAT_SIGNED_INT32 0x0a
+#define HP_CU_AD_FORMAT_HALF 0x10
+#define HP_CU_AD_FORMAT_FLOAT 0x20
 #define HP_CU_EVENT_DISABLE_TIMING 0x2u
 #define HP_CU_STREAM_PER_THREAD ((hp_cudaStream_t)0x2)
 #define HP_CU_GET_PROC_ADDRESS_LEGACY_STREAM 0x1ull
@@ -191,6 +216,15 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 	X(cuCtxSynchronize, R, (void))                                        \
 	X(cuLaunchHostFunc, R,                                                \
 	  (hp_cudaStream_t hStream, void (*fn)(void *), void *userData))
+
+/* What hostpin asks the driver of a CUDA array (a 3D batch op's element
+ * size; a 2D or 3D copy's array side, planned): X(name, R, params); D3,
+ * D2: the descriptor types. */
+#define HP_CU_ARRAY_FNS(X, R, D3, D2)                                         \
+	X(cuArray3DGetDescriptor_v2, R, (D3 * pArrayDescriptor,              \
+					 hp_CUarray hArray))                  \
+	X(cuArrayGetDescriptor_v2, R, (D2 * pArrayDescriptor,                \
+				       hp_CUarray hArray))
 
 /* Driver copy entry points hostpin wraps (each also in its _ptsz form):
  * X(name, R, params); M2, M3, BOP: the descriptor types. */
@@ -365,6 +399,8 @@ HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUdriverProcAddressQueryResult)
 HP_CU_COPY132_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY3D_BATCH_OP)
 HP_CUDART_COPY132_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpy3DBatchOp)
 HP_CU_QUERY_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
+HP_CU_ARRAY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_ARRAY3D_DESCRIPTOR,
+		hp_CUDA_ARRAY_DESCRIPTOR)
 HP_CU_SYNC_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D,
 		    hp_CUDA_MEMCPY3D)
 HP_CUDART_SYNC_FNS(HP_FN_TYPEDEF, hp_cudaError_t, hp_cudaMemcpyKind,

@@ -26,9 +26,10 @@ static char *side_host(hp_CUmemorytype m, const void *host, hp_CUdeviceptr dev)
 		return (char *)(uintptr_t)host;
 	return side_unified_host(m, dev) ? (char *)(uintptr_t)dev : NULL;
 }
-static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev)
+static int side_device(hp_CUmemorytype m, hp_CUdeviceptr dev, hp_CUarray a)
 {
 	return m == HP_CU_MEMORYTYPE_DEVICE ||
+	       (m == HP_CU_MEMORYTYPE_ARRAY && a) ||
 	       (m == HP_CU_MEMORYTYPE_UNIFIED && dev && !side_unified_host(m, dev));
 }
 
@@ -52,10 +53,32 @@ static int peer_here(const uintptr_t *peer)
 	       (!peer[1] || peer[1] == cur);
 }
 
+/* Whether a CUDA array side's rows lie inside the array g (NULL: its
+ * geometry not known): bytes [x, x+w) of H rows from row y, depth layers;
+ * ah: the array's rows per layer, y counting the rows of the layers
+ * before (a 3D copy's), or 0 (a 2D copy's: a 2D array's rows). */
+static int array_fits(const struct hp_cuda_array *g, size_t ah, size_t x,
+		      size_t y, size_t w, size_t H, size_t depth)
+{
+	if (g == NULL)
+		return 0;
+	size_t wb = mul_add(g->w, g->es, 0), gh = g->h ? g->h : 1,
+	       gd = g->d ? g->d : 1;
+	if (wb == SIZE_MAX || x > wb || w > wb - x)
+		return 0;
+	if (ah == 0)
+		return g->d <= 1 && depth == 1 && y <= gh && H <= gh - y;
+	size_t z = y / ah;
+	y %= ah;
+	return ah == gh && H <= ah - y && z <= gd && depth <= gd - z;
+}
+
 /* The plan of a 2D copy p, or of depth slices of it (a 3D copy: sh, dh the
  * source's and the destination's slice heights in rows, p's Y counting the
  * rows before the first slice), between pitched host memory and device
- * memory: its direction and geometry checked (what does not pass goes to
+ * memory or a CUDA array (g: its geometry, NULL if not known; ah: its rows
+ * per layer in a 3D copy, 0 in a 2D one): its direction and geometry
+ * checked (what does not pass goes to
  * the driver as it is), its rectangle recorded (P->rect), then planned as
  * any copy (staged, passed through, or, where it must not go as it is and
  * cannot be staged, by pieces: its rows cut at the registrations).  peer:
@@ -63,8 +86,9 @@ static int peer_here(const uintptr_t *peer)
  * copy it is only where both are this thread's (peer_here); another
  * context's copy goes to the driver as it is. */
 static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
-		      size_t depth, size_t sh, size_t dh, hp_cudaStream_t s,
-		      int how, const uintptr_t *peer)
+		      size_t depth, size_t sh, size_t dh,
+		      const struct hp_cuda_array *g, size_t ah,
+		      hp_cudaStream_t s, int how, const uintptr_t *peer)
 {
 	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .how = how, .c = c, .s = s};
 	size_t w = p->WidthInBytes, H = p->Height, n = mul_add(w, H, 0);
@@ -77,12 +101,18 @@ static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p
 	char *sho = side_host(p->srcMemoryType, p->srcHost, p->srcDevice);
 	char *dho = side_host(p->dstMemoryType, p->dstHost, p->dstDevice);
 	int htod;
-	if (sho && !dho && side_device(p->dstMemoryType, p->dstDevice))
+	if (sho && !dho &&
+	    side_device(p->dstMemoryType, p->dstDevice, p->dstArray))
 		htod = 1;
-	else if (dho && !sho && side_device(p->srcMemoryType, p->srcDevice))
+	else if (dho && !sho &&
+		 side_device(p->srcMemoryType, p->srcDevice, p->srcArray))
 		htod = 0;
 	else
-		return; /* an array, host to host, device to device */
+		return; /* host to host, device to device, array to array */
+	int arr = (htod ? p->dstMemoryType : p->srcMemoryType) ==
+		  HP_CU_MEMORYTYPE_ARRAY;
+	if (arr && ah && !hp_cuda_3d_fn())
+		return; /* a 3D array's layers need cuMemcpy3DAsync_v2 */
 	size_t pitch = htod ? p->srcPitch : p->dstPitch;
 	size_t x = htod ? p->srcXInBytes : p->dstXInBytes;
 	size_t y = htod ? p->srcY : p->dstY;
@@ -106,34 +136,64 @@ static void plan_rect(struct hp_plan *P, hp_copy_t *c, const hp_CUDA_MEMCPY2D *p
 	size_t dx = htod ? p->dstXInBytes : p->srcXInBytes;
 	size_t dl = mul_add(depth - 1, dvh, dy + H - 1); /* its last row */
 	size_t d0 = mul_add(dy, dp, dx), d1 = mul_add(dl, dp, dx + w);
-	if (d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
-	    !hp_cuda_dev_fits(dv + d0, d1 - d0))
+	if (arr ? !array_fits(g, ah, dx, dy, w, H, depth)
+		: d0 == SIZE_MAX || d1 == SIZE_MAX || d1 < d0 ||
+		      !hp_cuda_dev_fits(dv + d0, d1 - d0))
 		return;
 	char *h = (htod ? sho : dho) + y * pitch + x; /* the first host byte */
 	/* the host side's extent: its first to last byte */
 	hp_copy_plan(P, c, h, (hl - y) * pitch + w, 0, s, htod, w, how);
 	P->rect = (struct hp_plan_rect){.q = *p, .h = h, .pitch = pitch,
 					.hs = hh * pitch, .dh = dvh, .w = w,
-					.H = H, .depth = depth, .bytes = n};
+					.H = H, .depth = depth, .bytes = n,
+					.ah = arr ? ah : 0};
 }
 
 /* A 2D or 3D copy: planned, executed (stage_rect.c), ended. */
 static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
-		     size_t sh, size_t dh, hp_cudaStream_t s, int ptsz,
-		     int how, const uintptr_t *peer)
+		     size_t sh, size_t dh, const struct hp_cuda_array *g,
+		     size_t ah, hp_cudaStream_t s, int ptsz, int how,
+		     const uintptr_t *peer)
 {
 	struct hp_plan P;
-	plan_rect(&P, c, p, depth, sh, dh, hp_program_stream(s, ptsz), how,
-		  peer);
+	plan_rect(&P, c, p, depth, sh, dh, g, ah, hp_program_stream(s, ptsz),
+		  how, peer);
 	int r = P.kind != HP_PLAN_PASS ? hp_stage_rect(&P) : HP_COPY_PASSED;
 	return hp_copy_plan_end(&P, P.rect.bytes, r);
+}
+
+/* The geometry of the one CUDA array side of a copy (sm, dm: the sides'
+ * memory types, sa, da: their arrays) into *g: g, or NULL (no array side,
+ * two, or one whose geometry the driver does not say: hp_cuda_array_geom
+ * logs it once). */
+static const struct hp_cuda_array *array_side(hp_CUmemorytype sm,
+					      hp_CUarray sa,
+					      hp_CUmemorytype dm,
+					      hp_CUarray da,
+					      struct hp_cuda_array *g)
+{
+	int s = sm == HP_CU_MEMORYTYPE_ARRAY, d = dm == HP_CU_MEMORYTYPE_ARRAY;
+	if (s == d || !hp_cuda_stage_fns() ||
+	    hp_cuda_array_geom(s ? sa : da, g) != 0)
+		return NULL;
+	return g;
 }
 
 int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
 		int ptsz, int how)
 {
-	return p ? copy_rect(c, p, 1, 0, 0, s, ptsz, how, NULL)
-		 : HP_COPY_PASSED;
+	if (p == NULL)
+		return HP_COPY_PASSED;
+	struct hp_cuda_array ga;
+	const struct hp_cuda_array *g = NULL;
+	if (p->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY ||
+	    p->dstMemoryType == HP_CU_MEMORYTYPE_ARRAY) {
+		g = array_side(p->srcMemoryType, p->srcArray, p->dstMemoryType,
+			       p->dstArray, &ga);
+		if (g == NULL)
+			return HP_COPY_PASSED;
+	}
+	return copy_rect(c, p, 1, 0, 0, g, 0, s, ptsz, how, NULL);
 }
 
 static int copy_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
@@ -142,11 +202,29 @@ static int copy_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
 	if (p == NULL || p->srcLOD || p->dstLOD || p->reserved0 ||
 	    p->reserved1 || p->Depth == 0)
 		return HP_COPY_PASSED;
+	/* a CUDA array side: its layers are the array's (its rows per layer
+	 * the array's height; the descriptor's srcHeight or dstHeight is not
+	 * read), each moved by a 3D copy of one layer (stage_rect.c) */
+	size_t sh = p->srcHeight, dh = p->dstHeight, ah = 0;
+	struct hp_cuda_array ga;
+	const struct hp_cuda_array *g = NULL;
+	if (p->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY ||
+	    p->dstMemoryType == HP_CU_MEMORYTYPE_ARRAY) {
+		g = array_side(p->srcMemoryType, p->srcArray, p->dstMemoryType,
+			       p->dstArray, &ga);
+		if (g == NULL)
+			return HP_COPY_PASSED;
+		ah = g->h ? g->h : 1;
+		if (p->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY)
+			sh = ah;
+		else
+			dh = ah;
+	}
 	/* a slice height of 0 (allowed with a depth of 1): no Z with it */
-	if ((p->srcZ && p->srcHeight == 0) || (p->dstZ && p->dstHeight == 0))
+	if ((p->srcZ && sh == 0) || (p->dstZ && dh == 0))
 		return HP_COPY_PASSED;
-	size_t sy = mul_add(p->srcZ, p->srcHeight, p->srcY);
-	size_t dy = mul_add(p->dstZ, p->dstHeight, p->dstY);
+	size_t sy = mul_add(p->srcZ, sh, p->srcY);
+	size_t dy = mul_add(p->dstZ, dh, p->dstY);
 	if (sy == SIZE_MAX || dy == SIZE_MAX)
 		return HP_COPY_PASSED;
 	/* slice 0 as a 2D copy: Y counts the rows of the slices before it */
@@ -160,8 +238,7 @@ static int copy_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
 	    .dstDevice = p->dstDevice, .dstArray = p->dstArray,
 	    .dstPitch = p->dstPitch,
 	    .WidthInBytes = p->WidthInBytes, .Height = p->Height};
-	return copy_rect(c, &q, p->Depth, p->srcHeight, p->dstHeight, s, ptsz,
-			 how, peer);
+	return copy_rect(c, &q, p->Depth, sh, dh, g, ah, s, ptsz, how, peer);
 }
 
 int hp_stage_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,

@@ -45,19 +45,23 @@ HP_HIDDEN int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
 HP_HIDDEN int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s,
 			       size_t n, hp_cudaStream_t st, int ptsz, int how);
 
-/* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory,
+/* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory
+ * or a CUDA array (its geometry asked of the driver: hp_cuda_array_geom),
  * staged whole rows at a time: as many rows as fit in a slot, packed
  * there, then one 2D DMA per slot (its direction and geometry decided by
  * the plan, plan.c; executed by stage_rect.c).  As above: the result, or
- * HP_COPY_PASSED if it must go to the driver as it is (and: an array
- * on either side, both sides host or both device, rows wider than a slot,
- * no cuMemcpy2DAsync_v2).  Arguments as above. */
+ * HP_COPY_PASSED if it must go to the driver as it is (and: an array on
+ * both sides, or one whose geometry the driver does not say, both sides
+ * host or both device, rows wider than a slot, no cuMemcpy2DAsync_v2).
+ * Arguments as above. */
 HP_HIDDEN int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p,
 			  hp_cudaStream_t s, int ptsz, int how);
-/* A 3D copy (CUDA_MEMCPY3D) between pitched host memory and device memory:
- * its Depth slices staged as 2D copies in one hold of the ring, their
- * chunks pipelined across slices (a chunk spans slices when the device
- * side's follow each other: dstHeight or srcHeight == Height).  Passed through
+/* A 3D copy (CUDA_MEMCPY3D) between pitched host memory and device memory
+ * or a CUDA array: its Depth slices staged as 2D copies (an array's
+ * layers: 3D copies of one layer, cuMemcpy3DAsync_v2) in one hold of the
+ * ring, their chunks pipelined across slices (a chunk spans slices when
+ * the device side's follow each other: dstHeight or srcHeight == Height;
+ * never an array's layers).  Passed through
  * as a 2D copy is, and: a LOD or reserved field not 0, a depth of 0,
  * a slice height below Height with a depth over 1, or a Z with a slice
  * height of 0.  Arguments as above. */
@@ -195,11 +199,13 @@ struct hp_plan {
 	 * descriptor whose device side is the program's, at slice 0 (its Y
 	 * counts the rows before the first slice); h, pitch: the first host
 	 * byte, the host rows' pitch; hs: bytes from one host slice to the
-	 * next; dh: rows from one device slice to the next; bytes: w*H*depth */
+	 * next; dh: rows from one device slice to the next; bytes: w*H*depth;
+	 * ah: a CUDA array device side's rows per layer in a 3D copy (q's Y
+	 * is then layer * ah + row: each DMA a 3D copy of one layer), else 0 */
 	struct hp_plan_rect {
 		hp_CUDA_MEMCPY2D q;
 		char *h;
-		size_t pitch, hs, dh, w, H, depth, bytes;
+		size_t pitch, hs, dh, w, H, depth, bytes, ah;
 	} rect;
 };
 /* hp_copy_plan: the plan of a copy of n bytes from or to host memory h

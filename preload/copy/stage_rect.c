@@ -22,7 +22,7 @@ struct rect {
 	struct hp_ring *R;
 	const hp_CUDA_MEMCPY2D *p;
 	char *h;
-	size_t pitch, hs, dh, w, H, depth, per, cps;
+	size_t pitch, hs, dh, w, H, depth, per, cps, ah;
 	int across;
 	hp_cudaStream_t s;
 };
@@ -46,6 +46,33 @@ static size_t rect_chunk(const struct rect *j, size_t i, size_t *g)
 static size_t rect_dev_row(const struct rect *j, size_t g)
 {
 	return g / j->H * j->dh + g % j->H;
+}
+
+/* q, a 2D copy whose device side is the program's, to the driver: as it
+ * is, or, where that side is a layer of a 3D CUDA array (j->ah: its rows
+ * per layer, q's Y then layer * ah + row), as the 3D copy of that one
+ * layer (cuMemcpy2DAsync_v2 reaches a 2D array's rows only). */
+static int rect_dma(const struct rect *j, const hp_CUDA_MEMCPY2D *q)
+{
+	if (j->ah == 0)
+		return hp_cuda_2d_async(q, j->s);
+	int sa = q->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY;
+	size_t y = sa ? q->srcY : q->dstY;
+	hp_CUDA_MEMCPY3D t = {
+	    .srcXInBytes = q->srcXInBytes, .srcY = q->srcY,
+	    .srcMemoryType = q->srcMemoryType, .srcHost = q->srcHost,
+	    .srcDevice = q->srcDevice, .srcArray = q->srcArray,
+	    .srcPitch = q->srcPitch, .srcHeight = q->Height,
+	    .dstXInBytes = q->dstXInBytes, .dstY = q->dstY,
+	    .dstMemoryType = q->dstMemoryType, .dstHost = q->dstHost,
+	    .dstDevice = q->dstDevice, .dstArray = q->dstArray,
+	    .dstPitch = q->dstPitch, .dstHeight = q->Height,
+	    .WidthInBytes = q->WidthInBytes, .Height = q->Height, .Depth = 1};
+	if (sa)
+		t.srcZ = y / j->ah, t.srcY = y % j->ah, t.srcHeight = 0;
+	else
+		t.dstZ = y / j->ah, t.dstY = y % j->ah, t.dstHeight = 0;
+	return hp_cuda_3d_async(&t, j->s);
 }
 
 /* rows rows from row g of the host side into the slot sl (in), or out of
@@ -81,7 +108,7 @@ static int rect_htod(size_t i, char *sl, void *arg)
 	q.srcHost = sl, q.srcDevice = 0, q.srcArray = NULL;
 	q.srcPitch = j->w;
 	q.dstY = j->p->dstY + rect_dev_row(j, g), q.Height = rows;
-	return hp_cuda_2d_async(&q, j->s);
+	return rect_dma(j, &q);
 }
 
 static int rect_dtoh(size_t i, char *sl, void *arg)
@@ -95,7 +122,7 @@ static int rect_dtoh(size_t i, char *sl, void *arg)
 	q.dstDevice = 0, q.dstArray = NULL, q.dstPitch = j->w;
 	q.srcY = j->p->srcY + rect_dev_row(j, g);
 	q.Height = rows;
-	return hp_cuda_2d_async(&q, j->s);
+	return rect_dma(j, &q);
 }
 
 /* t rows from row g (one host slice), bytes [x, x+w) of each, direct
@@ -120,7 +147,7 @@ static int rect_rows(const struct rect *j, size_t g, size_t t, size_t x,
 		q.srcXInBytes += x;
 	}
 	q.WidthInBytes = w, q.Height = t;
-	return hp_cuda_2d_async(&q, j->s);
+	return rect_dma(j, &q);
 }
 
 /* The end of the registration of the block [base, base+len) that holds
@@ -185,8 +212,9 @@ int hp_stage_rect(struct hp_plan *P)
 	struct rect j = {.R = P->R, .p = &g->q, .h = g->h, .pitch = g->pitch,
 			 .hs = g->hs, .dh = g->dh, .w = g->w, .H = g->H,
 			 .depth = g->depth,
-			 .per = P->R ? P->R->slot / g->w : g->H,
-			 .across = g->depth == 1 || g->dh == g->H, .s = P->s};
+			 .per = P->R ? P->R->slot / g->w : g->H, .ah = g->ah,
+			 .across = g->depth == 1 || (g->dh == g->H && !g->ah),
+			 .s = P->s};
 	j.cps = (j.H + j.per - 1) / j.per;
 	size_t m = j.across ? (j.H * j.depth + j.per - 1) / j.per
 			    : j.cps * j.depth;

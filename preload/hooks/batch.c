@@ -9,37 +9,71 @@
 #include "../copy/stage.h"
 #include "batch.h"
 
-/* The host extent of one side of a 3D op from its first byte: rows of
- * w bytes rl apart, layers lh rows apart (0: packed); a side that is an
- * array: 0 (its element size is the array's). */
-static size_t op_extent(const hp_CUmemcpy3DOperand *o, size_t w, size_t h,
-			size_t d)
+/* a*b, or SIZE_MAX if that overflows */
+static size_t mul_sat(size_t a, size_t b)
+{
+	size_t r;
+	return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+/* The host extent of a pointer side of a 3D op from its first byte, es
+ * bytes an element: rows of w elements rl apart, layers lh rows apart (0:
+ * packed); 0 for a side that is not a pointer. */
+static size_t op_extent(const hp_CUmemcpy3DOperand *o, size_t es, size_t w,
+			size_t h, size_t d)
 {
 	if (o->type != HP_CU_MEMCPY_OPERAND_TYPE_POINTER || !w || !h || !d)
 		return 0;
-	size_t rl = o->op.ptr.rowLength ? o->op.ptr.rowLength : w;
+	size_t rl = mul_sat(o->op.ptr.rowLength ? o->op.ptr.rowLength : w, es);
 	size_t lh = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : h;
-	return ((d - 1) * lh + (h - 1)) * rl + w;
+	size_t rows = mul_sat(d - 1, lh), n = mul_sat(w, es);
+	if (rows > SIZE_MAX - (h - 1))
+		return SIZE_MAX;
+	rows = mul_sat(rows + (h - 1), rl);
+	return rows > SIZE_MAX - n ? SIZE_MAX : rows + n;
+}
+
+/* Bytes an element of op o: 1 between two pointers; the CUDA array's
+ * when a side is one (its format's size times its channels, asked of
+ * the driver: cuda.h's rule for 3D batch ops); 0 if the driver cannot
+ * say (hp_cuda_array_geom logs it once). */
+static size_t op_elem(const hp_CUDA_MEMCPY3D_BATCH_OP *o)
+{
+	int sa = o->src.type == HP_CU_MEMCPY_OPERAND_TYPE_ARRAY;
+	if (!sa && o->dst.type != HP_CU_MEMCPY_OPERAND_TYPE_ARRAY)
+		return 1;
+	struct hp_cuda_array g;
+	if (!hp_cuda_stage_fns() ||
+	    hp_cuda_array_geom(sa ? o->src.op.array.array
+				  : o->dst.op.array.array, &g) != 0)
+		return 0;
+	return g.es;
+}
+
+/* The host bytes of op o's side x from its first: every byte from its
+ * first row to its last (its rows, as its element size makes them);
+ * where the element size is not known (an array the driver does not
+ * describe), w * h * d, as before. */
+static size_t side_bytes(const hp_CUDA_MEMCPY3D_BATCH_OP *o,
+			 const hp_CUmemcpy3DOperand *x, size_t es)
+{
+	size_t w = o->extent.width, h = o->extent.height, d = o->extent.depth;
+	return es ? op_extent(x, es, w, h, d) : mul_sat(mul_sat(w, h), d);
 }
 
 void hp_copy_host_ops(hp_copy_t *c, const hp_CUDA_MEMCPY3D_BATCH_OP *ops,
 		      size_t n)
 {
 	for (size_t i = 0; ops && i < n; i++) {
-		size_t w = ops[i].extent.width, h = ops[i].extent.height,
-		       d = ops[i].extent.depth, b = w * h * d;
-		/* a pointer side of a pointer-to-pointer op: every byte from
-		 * its first row to its last */
-		int pp = ops[i].src.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER &&
-			 ops[i].dst.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER;
+		size_t es = op_elem(&ops[i]);
 		if (ops[i].src.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER)
 			hp_copy_host(c, (const void *)(uintptr_t)
 					    ops[i].src.op.ptr.ptr,
-				     pp ? op_extent(&ops[i].src, w, h, d) : b);
+				     side_bytes(&ops[i], &ops[i].src, es));
 		if (ops[i].dst.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER)
 			hp_copy_host(c, (const void *)(uintptr_t)
 					    ops[i].dst.op.ptr.ptr,
-				     pp ? op_extent(&ops[i].dst, w, h, d) : b);
+				     side_bytes(&ops[i], &ops[i].dst, es));
 	}
 }
 
@@ -131,6 +165,53 @@ static int stage_op(hp_copy_t *c, const hp_CUDA_MEMCPY3D_BATCH_OP *o,
 	return hp_stage_3d(c, &q, b->s, b->ptsz, b->how);
 }
 
+/* A 3D op between a CUDA array and host memory (or a block of
+ * hostpin's): the 3D copy it is, its host side's rows (width, pitch in
+ * bytes, layer height) made from the array's element size, planned as
+ * cuMemcpy3DAsync's (plan_rect.c: staged, or its rows cut at the
+ * registrations: never a range half registered to the driver);
+ * HP_COPY_PASSED when it is not such a copy, or its element size is not
+ * known (the op then goes to the driver as it is). */
+static int stage_array_op(hp_copy_t *c, const hp_CUDA_MEMCPY3D_BATCH_OP *o,
+			  const struct hp_batch *b)
+{
+	int sa = o->src.type == HP_CU_MEMCPY_OPERAND_TYPE_ARRAY;
+	const hp_CUmemcpy3DOperand *a = sa ? &o->src : &o->dst,
+				   *x = sa ? &o->dst : &o->src;
+	if (a->type != HP_CU_MEMCPY_OPERAND_TYPE_ARRAY ||
+	    x->type != HP_CU_MEMCPY_OPERAND_TYPE_POINTER ||
+	    (c->n == 0 && !c->overflow) || !hp_stage_on() ||
+	    !hp_cuda_stage_fns())
+		return HP_COPY_PASSED;
+	uintptr_t hp = x->op.ptr.ptr;
+	size_t es = op_elem(o), w = o->extent.width, h = o->extent.height;
+	if (es == 0 || !host_mem(hp, hp_cuda_mem_type((const void *)hp)))
+		return HP_COPY_PASSED;
+	size_t wb = mul_sat(w, es),
+	       pitch = mul_sat(x->op.ptr.rowLength ? x->op.ptr.rowLength : w, es),
+	       ax = mul_sat(a->op.array.offset.x, es);
+	if (wb == SIZE_MAX || pitch == SIZE_MAX || ax == SIZE_MAX)
+		return HP_COPY_PASSED;
+	size_t lh = x->op.ptr.layerHeight ? x->op.ptr.layerHeight : h;
+	hp_CUDA_MEMCPY3D q = {0};
+	q.WidthInBytes = wb, q.Height = h, q.Depth = o->extent.depth;
+	if (sa) {
+		q.srcMemoryType = HP_CU_MEMORYTYPE_ARRAY;
+		q.srcArray = a->op.array.array, q.srcXInBytes = ax;
+		q.srcY = a->op.array.offset.y, q.srcZ = a->op.array.offset.z;
+		q.dstMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.dstHost = (void *)hp, q.dstPitch = pitch, q.dstHeight = lh;
+	} else {
+		q.dstMemoryType = HP_CU_MEMORYTYPE_ARRAY;
+		q.dstArray = a->op.array.array, q.dstXInBytes = ax;
+		q.dstY = a->op.array.offset.y, q.dstZ = a->op.array.offset.z;
+		q.srcMemoryType = HP_CU_MEMORYTYPE_HOST;
+		q.srcHost = (const void *)hp, q.srcPitch = pitch;
+		q.srcHeight = lh;
+	}
+	return hp_stage_3d(c, &q, b->s, b->ptsz, b->how);
+}
+
 /* One entry as the single copy it is (issue 39 item 6): the engine's
  * result when it made it (ended by its plan); else the API's own call of
  * the entry alone, its blocks joined to the batch's copy all, which ends
@@ -153,6 +234,8 @@ static int batch_entry(const struct hp_batch *b, size_t i, hp_copy_t *all,
 	} else {
 		hp_copy_host_ops(&c_, b->ops + i, 1);
 		r = stage_op(&c_, b->ops + i, b);
+		if (r == HP_COPY_PASSED)
+			r = stage_array_op(&c_, b->ops + i, b);
 	}
 	if (r != HP_COPY_PASSED)
 		return r;
@@ -184,16 +267,11 @@ static int entry_mine(const struct hp_batch *b, size_t i)
 		return hostpin_side(b->d[i], b->sz[i]) ||
 		       hostpin_side(b->sr[i], b->sz[i]);
 	const hp_CUDA_MEMCPY3D_BATCH_OP *o = &b->ops[i];
-	size_t w = o->extent.width, h = o->extent.height, d = o->extent.depth;
-	size_t m = w * h * d;
-	int pp = o->src.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER &&
-		 o->dst.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER;
+	size_t es = op_elem(o);
 	return (o->src.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER &&
-		hostpin_side(o->src.op.ptr.ptr,
-			     pp ? op_extent(&o->src, w, h, d) : m)) ||
+		hostpin_side(o->src.op.ptr.ptr, side_bytes(o, &o->src, es))) ||
 	       (o->dst.type == HP_CU_MEMCPY_OPERAND_TYPE_POINTER &&
-		hostpin_side(o->dst.op.ptr.ptr,
-			     pp ? op_extent(&o->dst, w, h, d) : m));
+		hostpin_side(o->dst.op.ptr.ptr, side_bytes(o, &o->dst, es)));
 }
 
 /* Whether [p, p+n) is device memory past the end of its allocation (or
@@ -215,13 +293,39 @@ static int past_end(uintptr_t p, size_t n)
 	       !hp_cuda_dev_fits(p - 1, 2);
 }
 
+/* Whether op o's array side (one, the other a pointer) leaves its array:
+ * offset plus extent past its width, height or depth in elements (the
+ * driver refuses it). */
+static int array_past_end(const hp_CUDA_MEMCPY3D_BATCH_OP *o)
+{
+	int sa = o->src.type == HP_CU_MEMCPY_OPERAND_TYPE_ARRAY;
+	const hp_CUmemcpy3DOperand *a = sa ? &o->src : &o->dst,
+				   *x = sa ? &o->dst : &o->src;
+	struct hp_cuda_array g;
+	if (a->type != HP_CU_MEMCPY_OPERAND_TYPE_ARRAY ||
+	    x->type != HP_CU_MEMCPY_OPERAND_TYPE_POINTER ||
+	    hp_cuda_array_geom(a->op.array.array, &g) != 0)
+		return 0;
+	size_t gh = g.h ? g.h : 1, gd = g.d ? g.d : 1;
+	return a->op.array.offset.x > g.w ||
+	       o->extent.width > g.w - a->op.array.offset.x ||
+	       a->op.array.offset.y > gh ||
+	       o->extent.height > gh - a->op.array.offset.y ||
+	       a->op.array.offset.z > gd ||
+	       o->extent.depth > gd - a->op.array.offset.z;
+}
+
 /* Whether the driver would refuse entry i: its device side runs past the
- * end of its allocation. */
+ * end of its allocation, or its array side past its array's. */
 static int entry_refused(const struct hp_batch *b, size_t i)
 {
 	uintptr_t d, sr;
 	size_t n;
-	if (!entry_1d(b, i, &d, &sr, &n) || n == 0 || !hp_cuda_stage_fns())
+	if (!hp_cuda_stage_fns())
+		return 0;
+	if (b->ops && array_past_end(&b->ops[i]))
+		return 1;
+	if (!entry_1d(b, i, &d, &sr, &n) || n == 0)
 		return 0;
 	return past_end(d, n) || past_end(sr, n);
 }
@@ -246,7 +350,8 @@ int hp_batch_run(const struct hp_batch *b, size_t n, size_t *fail)
 	/* one the driver would refuse (an entry past the end of its device
 	 * allocation): to it as it is, refused before any entry moves, as
 	 * a copy is (plan.c); run entry by entry, the entries before the
-	 * bad one would be done (cases/batch-refused-entry-37103).  Nor
+	 * bad one would be done (cases/batch-refused-entry-37103; an op
+	 * whose array side leaves its array too).  Nor
 	 * does one of no side of hostpin's change. */
 	int refused = 0;
 	for (size_t i = 0; i < n && mine && !refused; i++)

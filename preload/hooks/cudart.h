@@ -75,11 +75,31 @@ static inline const char *pos3d(const struct hp_cudaPitchedPtr *p, size_t x,
 		      : NULL;
 }
 
+/* Bytes an element of a copy with a CUDA array a (cudaMemcpy3DParms: its
+ * extent's width and the array's position count the array's elements; a
+ * pointer's position counts bytes): the driver's description of a
+ * (hp_cuda_array_geom); 1 without an array; 0 if the driver cannot say
+ * (logged once: the copy then goes to the runtime as it is). */
+static inline size_t array_elem(void *a)
+{
+	struct hp_cuda_array g;
+	if (a == NULL)
+		return 1;
+	return hp_cuda_stage_fns() && hp_cuda_array_geom(a, &g) == 0 ? g.es : 0;
+}
+
 static inline void host_3dparms(hp_copy_t *c, const hp_cudaMemcpy3DParms *p)
 {
 	if (p == NULL)
 		return;
 	size_t w = p->extent.width, h = p->extent.height, d = p->extent.depth;
+	/* with an array side: the host rows are width elements of the
+	 * array's size (where not known, width bytes, as before) */
+	size_t es = p->srcArray || p->dstArray
+			? array_elem(p->srcArray ? p->srcArray : p->dstArray)
+			: 1;
+	if (es > 1 && w <= SIZE_MAX / es)
+		w *= es;
 	if (!p->srcArray && kind_src_host(p->kind))
 		host_pitched(c, pos3d(&p->srcPtr, p->srcPos.x, p->srcPos.y,
 				      p->srcPos.z),
@@ -208,25 +228,33 @@ static inline int stage_kind_2d(hp_copy_t *c, void *dst, size_t dp,
 #define STAGED_KIND_2D(sync)                                                  \
 	STAGED_BY(stage_kind_2d(&c_, dst, dp, src, sp, w, h, kind, s, ptsz, sync))
 
-/* A 3D copy whose kind names its direction, between pitched pointers (no
- * array): the driver's descriptor (positions and the extent's width in
- * bytes, a pitched pointer's ysize its slice height), staged slice by
- * slice (stage.c).  Errors as stage_kind. */
+/* A 3D copy whose kind names its direction, between pitched pointers, or
+ * between a pitched host pointer and a CUDA array on the device side: the
+ * driver's descriptor (positions and the extent's width in bytes: an
+ * array's element size asked of the driver; a pitched pointer's ysize its
+ * slice height), staged slice by slice (stage.c).  Errors as
+ * stage_kind. */
 static inline int stage_kind_3d(hp_copy_t *c, const hp_cudaMemcpy3DParms *p,
 			 hp_cudaStream_t s, int ptsz, int sync)
 {
-	if (p == NULL || p->srcArray || p->dstArray ||
+	if (p == NULL || (p->srcArray && p->dstArray) ||
 	    (p->kind != HP_cudaMemcpyHostToDevice &&
 	     p->kind != HP_cudaMemcpyDeviceToHost))
 		return HP_COPY_PASSED;
 	int htod = p->kind == HP_cudaMemcpyHostToDevice;
+	if ((htod && p->srcArray) || (!htod && p->dstArray))
+		return HP_COPY_PASSED; /* no host side */
+	size_t es = array_elem(htod ? p->dstArray : p->srcArray);
+	if (es == 0 || p->extent.width > SIZE_MAX / es ||
+	    p->srcPos.x > SIZE_MAX / es || p->dstPos.x > SIZE_MAX / es)
+		return HP_COPY_PASSED;
 	hp_CUDA_MEMCPY3D q;
 	memset(&q, 0, sizeof(q));
 	q.srcXInBytes = p->srcPos.x, q.srcY = p->srcPos.y, q.srcZ = p->srcPos.z;
 	q.srcPitch = p->srcPtr.pitch, q.srcHeight = p->srcPtr.ysize;
 	q.dstXInBytes = p->dstPos.x, q.dstY = p->dstPos.y, q.dstZ = p->dstPos.z;
 	q.dstPitch = p->dstPtr.pitch, q.dstHeight = p->dstPtr.ysize;
-	q.WidthInBytes = p->extent.width, q.Height = p->extent.height;
+	q.WidthInBytes = p->extent.width * es, q.Height = p->extent.height;
 	q.Depth = p->extent.depth;
 	q.srcMemoryType = htod ? HP_CU_MEMORYTYPE_HOST : HP_CU_MEMORYTYPE_DEVICE;
 	q.dstMemoryType = htod ? HP_CU_MEMORYTYPE_DEVICE : HP_CU_MEMORYTYPE_HOST;
@@ -237,6 +265,12 @@ static inline int stage_kind_3d(hp_copy_t *c, const hp_cudaMemcpy3DParms *p,
 		q.srcDevice = (hp_CUdeviceptr)(uintptr_t)p->srcPtr.ptr;
 		q.dstHost = p->dstPtr.ptr;
 	}
+	if (p->dstArray) /* its position in elements */
+		q.dstMemoryType = HP_CU_MEMORYTYPE_ARRAY, q.dstDevice = 0,
+		q.dstArray = p->dstArray, q.dstXInBytes *= es;
+	if (p->srcArray)
+		q.srcMemoryType = HP_CU_MEMORYTYPE_ARRAY, q.srcDevice = 0,
+		q.srcArray = p->srcArray, q.srcXInBytes *= es;
 	return hp_stage_3d(c, &q, s, ptsz, RT_HOW(sync));
 }
 #define STAGED_KIND_3D(sync) STAGED_BY(stage_kind_3d(&c_, p, s, ptsz, sync))

@@ -55,6 +55,11 @@ typedef struct CUstream_st {
 typedef struct CUarray_st {
 	char *mem;
 	size_t size;
+	/* fake_array.h: its geometry (es bytes an element, pitch bytes a
+	 * row) and what it was made with */
+	size_t es, pitch, w, h, d;
+	int fmt;
+	unsigned ch, flags;
 } *CUarray;
 
 #define NSTREAMS 256
@@ -454,23 +459,7 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 	return OK;
 }
 
-typedef struct {
-	size_t Width, Height;
-	int Format;
-	unsigned NumChannels;
-} FAKE_ARRAY_DESCRIPTOR;
-
-CUresult cuArrayCreate_v2(CUarray *a, const FAKE_ARRAY_DESCRIPTOR *d)
-{
-	size_t n = d->Width * (d->Height ? d->Height : 1);
-	CUdeviceptr m;
-	CUresult r = cuMemAlloc_v2(&m, n);
-	if (r)
-		return r;
-	*a = raw(sizeof(**a));
-	(*a)->mem = (char *)(uintptr_t)m, (*a)->size = n;
-	return OK;
-}
+#include "fake_array.h"
 
 CUresult cuStreamCreate(stream_t **ps, unsigned flags)
 {
@@ -803,17 +792,33 @@ static void rows(struct xfer *x, const M3D *p)
 			  p->srcArray);
 	char *d = base_of(p->dstMemoryType, p->dstHost, p->dstDevice,
 			  p->dstArray);
+	/* an array side: its own pitch and rows per layer (fake_array.h),
+	 * the copy inside it or refused */
+	size_t sp = p->srcPitch, sh = p->srcHeight, dp = p->dstPitch,
+	       dh = p->dstHeight, depth = p->Depth ? p->Depth : 1;
+	if (p->srcMemoryType == 3) {
+		sp = p->srcArray->pitch, sh = arr_h(p->srcArray);
+		x->refused |= !arr_holds(p->srcArray, p->srcXInBytes,
+					 p->WidthInBytes, p->srcY, p->Height,
+					 p->srcZ, depth);
+	}
+	if (p->dstMemoryType == 3) {
+		dp = p->dstArray->pitch, dh = arr_h(p->dstArray);
+		x->refused |= !arr_holds(p->dstArray, p->dstXInBytes,
+					 p->WidthInBytes, p->dstY, p->Height,
+					 p->dstZ, depth);
+	}
 	/* the late mode refuses the whole call when any row's device side
 	 * (CU_MEMORYTYPE_DEVICE) is not inside one allocation: checked
 	 * before any row is queued */
 	for (int pass = late_on() ? 0 : 1; pass < 2 && !x->refused; pass++)
 		for (size_t z = 0; z < (p->Depth ? p->Depth : 1); z++)
 			for (size_t y = 0; y < p->Height; y++) {
-				char *dr = d + ((p->dstZ + z) * p->dstHeight +
-						p->dstY + y) * p->dstPitch +
+				char *dr = d + ((p->dstZ + z) * dh +
+						p->dstY + y) * dp +
 					   p->dstXInBytes;
-				char *sr = s + ((p->srcZ + z) * p->srcHeight +
-						p->srcY + y) * p->srcPitch +
+				char *sr = s + ((p->srcZ + z) * sh +
+						p->srcY + y) * sp +
 					   p->srcXInBytes;
 				if (pass == 1)
 					seg(x, dr, sr, p->WidthInBytes);
@@ -889,35 +894,64 @@ typedef struct {
 static char *opnd(const OPND *o)
 {
 	return o->type == 1 ? (char *)(uintptr_t)o->op.ptr.ptr
-			    : o->op.array.array->mem + o->op.array.x;
+			    : o->op.array.array->mem;
 }
-/* An op between two pointers with a pitch (rowLength, layerHeight: 0 is
- * packed): its rows, w bytes each (pointer to pointer: elements of one
- * byte); row y of layer z at (z * layerHeight + y) * rowLength.  Other
- * ops: one run of w * h * d bytes. */
+/* Bytes an element of op o: 1 between two pointers, else its array's
+ * (cuda.h: "the element size is determined by the CUDA array"). */
+static size_t op_es(const BOP *o)
+{
+	return o->src.type == 2 ? o->src.op.array.array->es
+	       : o->dst.type == 2 ? o->dst.op.array.array->es
+				  : 1;
+}
+/* An op moved row by row: one with an array side, or between two
+ * pointers with a pitch (rowLength, layerHeight: 0 is packed).  Its rows
+ * are w elements each; a pointer's row y of layer z at
+ * (z * layerHeight + y) * rowLength elements, an array's at its own
+ * pitch and height (fake_array.h).  Other ops: one run of w * h * d
+ * bytes. */
 static int pitched(const BOP *o)
 {
-	return o->src.type == 1 && o->dst.type == 1 &&
-	       (o->src.op.ptr.rowLength || o->src.op.ptr.layerHeight ||
-		o->dst.op.ptr.rowLength || o->dst.op.ptr.layerHeight);
+	return o->src.type == 2 || o->dst.type == 2 ||
+	       (o->src.type == 1 && o->dst.type == 1 &&
+		(o->src.op.ptr.rowLength || o->src.op.ptr.layerHeight ||
+		 o->dst.op.ptr.rowLength || o->dst.op.ptr.layerHeight));
 }
 static char *op_row(const OPND *o, const BOP *b, size_t y, size_t z)
 {
+	size_t es = op_es(b);
+	if (o->type == 2) {
+		const struct CUarray_st *a = o->op.array.array;
+		return a->mem + ((o->op.array.z + z) * arr_h(a) +
+				 o->op.array.y + y) * a->pitch +
+		       o->op.array.x * es;
+	}
 	size_t rl = o->op.ptr.rowLength ? o->op.ptr.rowLength : b->w;
 	size_t lh = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : b->h;
-	return opnd(o) + (z * lh + y) * rl;
+	return opnd(o) + (z * lh + y) * rl * es;
+}
+/* An array side of op o inside its array (else the driver refuses). */
+static int op_in_array(const OPND *o, const BOP *b)
+{
+	return o->type != 2 ||
+	       arr_holds(o->op.array.array, o->op.array.x * op_es(b),
+			 b->w * op_es(b), o->op.array.y, b->h, o->op.array.z,
+			 b->d);
 }
 static void batch3d(struct xfer *x, BOP *ops, size_t n)
 {
 	for (size_t i = 0; i < n && !x->refused; i++) {
-		size_t m = ops[i].w * ops[i].h * ops[i].d;
+		size_t m = ops[i].w * ops[i].h * ops[i].d, wb = ops[i].w * op_es(&ops[i]);
 		if (!pitched(&ops[i]))
 			x->refused = m && (late_dev_bad(opnd(&ops[i].dst), m) ||
 					   late_dev_bad(opnd(&ops[i].src), m));
+		else
+			x->refused = !op_in_array(&ops[i].src, &ops[i]) ||
+				     !op_in_array(&ops[i].dst, &ops[i]);
 		for (size_t z = 0; pitched(&ops[i]) && z < ops[i].d; z++)
 			for (size_t y = 0; y < ops[i].h && !x->refused; y++)
-				x->refused = late_dev_bad(op_row(&ops[i].dst, &ops[i], y, z), ops[i].w) ||
-					     late_dev_bad(op_row(&ops[i].src, &ops[i], y, z), ops[i].w);
+				x->refused = late_dev_bad(op_row(&ops[i].dst, &ops[i], y, z), wb) ||
+					     late_dev_bad(op_row(&ops[i].src, &ops[i], y, z), wb);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!pitched(&ops[i])) {
@@ -928,7 +962,8 @@ static void batch3d(struct xfer *x, BOP *ops, size_t n)
 		for (size_t z = 0; z < ops[i].d; z++)
 			for (size_t y = 0; y < ops[i].h; y++)
 				seg(x, op_row(&ops[i].dst, &ops[i], y, z),
-				    op_row(&ops[i].src, &ops[i], y, z), ops[i].w);
+				    op_row(&ops[i].src, &ops[i], y, z),
+				    ops[i].w * op_es(&ops[i]));
 	}
 }
 COPY_FN2(cuMemcpy3DBatchAsync,
@@ -978,6 +1013,9 @@ static const struct proc procs[] = {
 	P(cuCtxSynchronize, 2000, cuCtxSynchronize)
 	P(cuMemAlloc, 3020, cuMemAlloc_v2) P(cuMemFree, 3020, cuMemFree_v2)
 	P(cuArrayCreate, 3020, cuArrayCreate_v2)
+	P(cuArray3DCreate, 3020, cuArray3DCreate_v2)
+	P(cuArrayGetDescriptor, 3020, cuArrayGetDescriptor_v2)
+	P(cuArray3DGetDescriptor, 3020, cuArray3DGetDescriptor_v2)
 	P(cuMemHostRegister, 4000, cuMemHostRegister)
 	P(cuMemHostRegister, 6050, cuMemHostRegister_v2)
 	P(cuMemHostUnregister, 4000, cuMemHostUnregister)

@@ -68,6 +68,7 @@ static struct {
 	CUresult (*sany[2])(dptr, dptr, size_t);
 	CUresult (*s2d[2])(const void *);
 	CUresult (*s3d[2])(const void *);
+	CUresult (*a3desc)(void *, void *);
 } d;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int cur_dev = -1;
@@ -114,6 +115,7 @@ static void load(void)
 	G(scap, "cuStreamIsCapturing"); G(ecreate, "cuEventCreate");
 	G(erecord, "cuEventRecord"); G(esync, "cuEventSynchronize");
 	G(edestroy, "cuEventDestroy");
+	G(a3desc, "cuArray3DGetDescriptor");
 	G2(htod, "cuMemcpyHtoDAsync"); G2(dtoh, "cuMemcpyDtoHAsync");
 	G2(any, "cuMemcpyAsync"); G2(m2d, "cuMemcpy2DAsync");
 	G2(m3d, "cuMemcpy3DAsync"); G2(batch, "cuMemcpyBatchAsync");
@@ -412,6 +414,24 @@ static cudaError_t copy3d_(const struct parms3d *p, stream_t s, int pt,
 	m.dp = p->dst.pitch, m.dheight = p->dst.ysize;
 	m.dx = p->dpos[0], m.dy = p->dpos[1], m.dz = p->dpos[2];
 	m.w = p->ext[0], m.h = p->ext[1], m.depth = p->ext[2];
+	/* an array side: the extent's width and its position in its
+	 * elements (a channel's bytes times the channels), as the driver
+	 * describes it */
+	void *arr = p->srcArray ? p->srcArray : p->dstArray;
+	if (arr) {
+		struct { size_t w, h, d; int fmt; unsigned ch, fl; } a;
+		if (d.a3desc(&a, arr) != 0)
+			return 1; /* cudaErrorInvalidValue */
+		size_t es = (a.fmt == 0x02 || a.fmt == 0x09 || a.fmt == 0x10 ? 2
+			     : a.fmt == 0x03 || a.fmt == 0x0a || a.fmt == 0x20 ? 4
+										: 1) *
+			    (a.ch ? a.ch : 1);
+		m.w *= es;
+		if (p->srcArray)
+			m.st = 3, m.sa = p->srcArray, m.sx *= es;
+		if (p->dstArray)
+			m.dt = 3, m.da = p->dstArray, m.dx *= es;
+	}
 	return sync ? d.s3d[pt](&m) : d.m3d[pt](&m, s);
 }
 

@@ -6,8 +6,9 @@
  * only partly registered), with the bytes it copies.  Prints "ok NAME" or
  * "FAIL NAME: why"; "registered" once both blocks are; exit 0 when every
  * check held.  Entries: a 1D H2D of 16 MiB, a 1D D2H of two entries (the
- * first across the 8 MiB end), packed 3D ops, and 3D ops whose host side
- * is pitched (rows 8 KiB apart) across the end. */
+ * first across the 8 MiB end), packed 3D ops, 3D ops whose host side
+ * is pitched (rows 8 KiB apart) across the end, and 3D ops between a CUDA
+ * array (8 bytes an element) and host rows across the end. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -201,6 +202,40 @@ int main(int argc, char **argv)
 		e = cudaStreamSynchronize(st);
 	result("cudaMemcpy3DWithAttributesAsync across registrations", e,
 	       rows_same(h + off, 4096, g + off, 8192, 4096, 900));
+
+	/* 3D, a CUDA array (float2: 8 bytes an element, asked of the driver
+	 * by hostpin) and host rows of 16000 bytes 16 KiB apart (rowLength
+	 * 2048 elements), 64 rows a layer, 4 layers, row 128 across an end
+	 * of an 8 MiB cell: H2D into the array from h, D2H back into g */
+	struct cudaChannelFormatDesc cf =
+	    cudaCreateChannelDesc(32, 32, 0, 0, cudaChannelFormatKindFloat);
+	cudaArray_t arr = NULL;
+	struct cudaExtent ax = {2048, 64, 4};
+	e = cudaMalloc3DArray(&arr, &cf, ax, 0);
+	uintptr_t acell = cell - (uintptr_t)h >= (3u << 20) ? cell : cell + (8u << 20);
+	size_t aoff = acell - (uintptr_t)h - 8192 - 128 * 16384;
+	fill(h, N, 6);
+	memset(g, 0, N);
+	memset(&o, 0, sizeof(o));
+	o.src.type = cudaMemcpyOperandTypePointer;
+	o.src.op.ptr.ptr = h + aoff, o.src.op.ptr.rowLength = 2048;
+	o.dst.type = cudaMemcpyOperandTypeArray;
+	o.dst.op.array.array = arr, o.dst.op.array.offset.x = 16;
+	o.extent.width = 2000, o.extent.height = 64, o.extent.depth = 4;
+	o.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	if (e == cudaSuccess)
+		e = cudaMemcpy3DBatchAsync(1, &o, 0, st);
+	struct cudaMemcpy3DBatchOp back = o;
+	back.src = o.dst, back.dst = o.src;
+	back.dst.op.ptr.ptr = g + aoff;
+	if (e == cudaSuccess)
+		e = cudaMemcpy3DBatchAsync(1, &back, 0, st);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(st);
+	result("cudaMemcpy3DBatchAsync with a CUDA array across registrations",
+	       e, rows_same(h + aoff, 16384, g + aoff, 16384, 16000, 256));
+	if (arr)
+		cudaFreeArray(arr);
 	free(h), free(g);
 	cudaFree(d);
 	return failed;

@@ -21,6 +21,7 @@ CUresult cuMemcpy3D_v2(const M3D *);
 CUresult cuMemcpy3D_v2_ptds(const M3D *);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuArrayCreate_v2(void **, const void *);
+CUresult cuArray3DCreate_v2(void **, const void *);
 cudaError_t cudaMemcpy2D(void *, size_t, const void *, size_t, size_t, size_t,
 			 int);
 cudaError_t cudaMemcpy2DAsync(void *, size_t, const void *, size_t, size_t,
@@ -459,14 +460,17 @@ static int mode_3d_error(void)
 	return 0;
 }
 
-/* Passed through: a 3D copy into an array (the fake's array: its memory
- * first in the handle), data right. */
+/* A 3D copy into a 3D array and back out of it (the fake's array: its
+ * memory first in the handle, rows of Width * 4 bytes, FLOAT), data right
+ * both ways: planned as any 3D copy (the array's layers one 3D DMA
+ * each), staged. */
 static int mode_3d_array(void)
 {
 	struct box b = {1000, 700, 12, 1040, 705, 8, 3, 1, 1000, 700, 0, 0, 0};
-	struct { size_t w, h; int fmt; unsigned ch; } desc = {1000, 700 * 12, 8, 1};
+	struct { size_t w, h, d; int fmt; unsigned ch, fl; } desc = {
+	    250, 700, 12, 0x20 /* FLOAT */, 1, 0};
 	void *arr = NULL;
-	CHECK(cuArrayCreate_v2(&arr, &desc) == 0);
+	CHECK(cuArray3DCreate_v2(&arr, &desc) == 0);
 	unsigned char *mem = *(unsigned char **)arr;
 	size_t hl = box_len(b.hp, b.hh, b.hz, &b);
 	unsigned char *h = hostbuf(hl, 0x11);
@@ -476,12 +480,19 @@ static int mode_3d_array(void)
 	m.srcMemoryType = HOST, m.srcHost = h, m.srcPitch = b.hp;
 	m.srcHeight = b.hh, m.srcXInBytes = b.hx, m.srcY = b.hy, m.srcZ = b.hz;
 	m.dstMemoryType = ARRAY, m.dstArray = arr;
-	m.dstPitch = b.w, m.dstHeight = b.H; /* the fake lays arrays out so */
 	m.WidthInBytes = b.w, m.Height = b.H, m.Depth = b.D;
 	CHECK(cuMemcpy3DAsync_v2(&m, NULL) == 0);
 	memset(h, 0xee, hl);
 	CHECK(cuStreamSynchronize(NULL) == 0);
 	CHECK(holds3(mem, b.w * b.H * b.D, b.w, b.H, 0, 0, 0, &b, 40, 0));
+	/* and back out of it: there on return */
+	memset(&m, 0, sizeof(m));
+	m.srcMemoryType = ARRAY, m.srcArray = arr;
+	m.dstMemoryType = HOST, m.dstHost = h, m.dstPitch = b.hp;
+	m.dstHeight = b.hh, m.dstXInBytes = b.hx, m.dstY = b.hy, m.dstZ = b.hz;
+	m.WidthInBytes = b.w, m.Height = b.H, m.Depth = b.D;
+	CHECK(cuMemcpy3DAsync_v2(&m, NULL) == 0);
+	CHECK(holds3(h, hl, b.hp, b.hh, b.hx, b.hy, b.hz, &b, 40, 0xee));
 	return 0;
 }
 

@@ -49,8 +49,10 @@ s3d "statistics count the staged 3D copies" staged HOSTPIN_STATS=1 -- 3d_async
 echo "$STAGE_OUT" | grep -q "staged copies 10 (" &&
 	ok "staged 3D: the report counts 10 staged copies (5 H2D, 5 D2H)" ||
 	bad "staged 3D: report: $(echo "$STAGE_OUT" | grep 'staged copies')"
+# a 3D array on the device side (cuArray3DCreate_v2, FLOAT): planned as
+# any 3D copy, its layers one 3D DMA each (it went to the driver whole)
+s3d "a 3D copy into and out of a 3D array is staged" staged -- 3d_array
 # passed through unchanged, data right
-s3d "a 3D copy into an array passes through" through -- 3d_array
 s3d "a 3D copy with a LOD not 0 passes through" through -- 3d_lod
 s3d "3D copies below HOSTPIN_STAGE_MIN pass through" through HOSTPIN_STAGE_MIN=32M -- 3d_async
 s3d "HOSTPIN_STAGE=0: 3D copies pass through" through HOSTPIN_STAGE=0 -- 3d_sync

@@ -67,8 +67,10 @@ if [ $crt_rc -eq 0 ]; then
 	# (FAKE_CUDA_REFUSE_PARTIAL=1): the runtime reaches the driver from
 	# inside hostpin's runtime hook, where the driver's hooks pass through,
 	# so each entry across a registration's end must be split there
-	# (hooks/batch.c; issue 39: its 1D entries, packed 3D ops, and 3D ops
-	# with a pitched host side, which went whole and were refused: rc 1).
+	# (hooks/batch.c; issue 39: its 1D entries, packed 3D ops, 3D ops
+	# with a pitched host side, and 3D ops between a CUDA array and host
+	# rows, whose bytes hostpin learns from the array's element size: each
+	# went whole and was refused: rc 1).
 	# And a batch of 8 entries through one registration waits once under
 	# HOSTPIN_COPY=sync, the runtime's and the driver's (the driver's
 	# waited once per entry: "waits 8").
@@ -82,7 +84,7 @@ if [ $crt_rc -eq 0 ]; then
 				LD_PRELOAD="$pre" "$B/cudart_batch" 2>&1); rc=$?
 			why=""
 			[ $rc -eq 0 ] || why="$why rc $rc;"
-			[ "$(echo "$out" | grep -c '^ok ')" -eq 4 ] || why="$why $(echo "$out" | grep '^FAIL' | tr '\n' ';')"
+			[ "$(echo "$out" | grep -c '^ok ')" -eq 5 ] || why="$why $(echo "$out" | grep '^FAIL' | tr '\n' ';')"
 			[ -z "$pre" ] || echo "$out" | grep -q '^registered' || why="$why blocks not registered;"
 			fakelog "$log" || why="$why fake driver;"
 			rm -f "$log"

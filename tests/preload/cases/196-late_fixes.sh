@@ -6,6 +6,7 @@
 # released at exit.
 F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build late_fix late_fix.c $F_FLAGS || true
+build late_array late_array.c $F_FLAGS || true
 . ./staged_lib.sh
 lf() {
 	local name=$1 want=$2; shift 2
@@ -77,4 +78,41 @@ lf "a 2D copy across a registered block's registrations is right" any \
 echo "$LF_LOG" | grep -q "PARTIAL refused" &&
 	bad "late DMA: a 2D copy reached the driver across registrations: $(echo "$LF_LOG" | grep -m1 'PARTIAL refused')" ||
 	ok "late DMA: no 2D copy reached the driver across registrations"
+fi
+# Must hold (issue 39, the batches): a copy between a CUDA array and host
+# memory of hostpin's whose host rows cross the end of the registered part
+# of a block being registered (one row straddling it) never reaches the
+# driver half registered (FAKE_CUDA_REFUSE_PARTIAL=1 refuses that): its
+# host rows made from the array's element size (8 bytes: FLOAT, 2
+# channels; asked of the driver) and the copy planned as a pitched 3D copy
+# (late_array.c).  The 3D batch forms (cuMemcpy3DBatchAsync_v2,
+# cuMemcpy3DWithAttributesAsync, the runtime's cudaMemcpy3DBatchAsync),
+# then the single cuMemcpy3DAsync_v2 and cuMemcpy2DAsync_v2 with an array
+# side, and the runtime's cudaMemcpy3DAsync and cudaMemcpy3D (whose extent
+# counts the array's elements): each went to the driver whole and was
+# refused (1).
+if [ -x "$B/late_array" ]; then
+	la() {
+		staged_case "late DMA" late_array "$1" any FAKE_CUDA_LATE_DMA=1 \
+			HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+			FAKE_CUDA_REGISTER_GATE=8388608 FAKE_CUDA_REFUSE_PARTIAL=1 -- "$2"
+		echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+			bad "late DMA: $1: a range only partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+			ok "late DMA: $1: no range only partly registered reached the driver"
+	}
+	la "3D batch ops between a CUDA array and rows across a block's registered part" batch
+	la "cuMemcpy3DAsync and cuMemcpy2DAsync with a CUDA array, rows across a block's registered part" single
+	la "cudaMemcpy3DAsync and cudaMemcpy3D with a CUDA array, rows across a block's registered part" runtime
+	# and a batch whose second op leaves its array: to the driver whole,
+	# refused before its first op moved (it was staged, then the second
+	# refused: the array written after the error)
+	la "a batch with an op past its array's end: refused whole, nothing moved" refused
+	# an array whose format hostpin cannot size (NV12): its ops go to the
+	# driver as they are, said once
+	staged_case "late DMA" late_array "an array of an unknown format: its ops go as they are" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_LOG=info HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M \
+		HOSTPIN_STAGE_BUFFER=4M FAKE_CUDA_REGISTER_GATE=8388608 FAKE_CUDA_REFUSE_PARTIAL=1 -- unknown
+	n=$(echo "$STAGE_OUT" | grep -c "element size hostpin cannot learn")
+	[ "$n" = 1 ] && ok "late DMA: an array of an unknown format: said once" ||
+		bad "late DMA: an array of an unknown format: said $n times"
 fi
