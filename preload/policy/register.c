@@ -33,7 +33,9 @@
  * block one registration at a time (hp_pin_each; each piece pre-faulted
  * just before it is registered) and publishes after each
  * how far the block is registered (pre.upto).  A copy wholly inside that
- * prefix goes direct (plan.c, pieces.c), as a reader: it counts itself in
+ * prefix goes direct (plan.c, pieces.c), as a reader (so does one that
+ * must not go as it is and cannot be staged, anywhere in the block, begun
+ * or still queued: cut at its registrations-to-be): it counts itself in
  * pre.readers from the moment it read the prefix until its stream was
  * waited for (the block is not REGISTERED yet, so nothing else fences the
  * copy).  Before any piece is unregistered again (a registration that
