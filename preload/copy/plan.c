@@ -243,10 +243,12 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	if (!driver_here())
 		return;
 	/* across the end of the registered prefix of a block being
-	 * registered: direct by pieces as a reader of the prefix (no piece
-	 * unregistered under it; each piece registered or not, whole, when
-	 * the driver gets it), then a wait, as inside the prefix */
-	if (pre && hp_register_prefix_all(c->r[0], &base, &len)) {
+	 * registered, or in a block queued for it (the thread may begin it
+	 * before the driver gets the copy): direct by pieces as a reader of
+	 * the prefix (no piece unregistered under it; each piece registered
+	 * or not, whole, when the driver gets it), then a wait, as inside
+	 * the prefix */
+	if (pre && hp_register_prefix_all(c->r[0], a, &base, &len)) {
 		/* (a 1D copy wholly inside the block: pieces.c) */
 		if ((rect || (a >= base && n <= base + len - a)) &&
 		    stream_enter(s)) {

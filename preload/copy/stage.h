@@ -85,11 +85,13 @@ HP_HIDDEN int hp_stage_3d_peer(hp_copy_t *c, const hp_CUDA_MEMCPY3D_PEER *p,
  * completed (no piece is unregistered before). */
 HP_HIDDEN int hp_register_prefix(const struct hp_rec *r, uintptr_t a,
 				 size_t n, uintptr_t *base, size_t *len);
-/* The same for a copy through r that must not go as it is and cannot be
- * staged, wherever it lies in the block: 1 if r is that block (a reader
- * until hp_register_prefix_leave; *base, *len: the block), else 0. */
-HP_HIDDEN int hp_register_prefix_all(const struct hp_rec *r, uintptr_t *base,
-				     size_t *len);
+/* The same for a copy through r (its first host byte a) that must not go
+ * as it is and cannot be staged, wherever it lies in the block: 1 if r is
+ * that block or queued for it (a reader until hp_register_prefix_leave;
+ * *base, *len: the block, whose registrations the copy is cut at), else
+ * 0. */
+HP_HIDDEN int hp_register_prefix_all(const struct hp_rec *r, uintptr_t a,
+				     uintptr_t *base, size_t *len);
 HP_HIDDEN void hp_register_prefix_leave(void);
 
 /* Is staging on for this process's backend (HOSTPIN_STAGE, CUDA)?  And

@@ -33,7 +33,9 @@
  * block one registration at a time (hp_pin_each; each piece pre-faulted
  * just before it is registered) and publishes after each
  * how far the block is registered (pre.upto).  A copy wholly inside that
- * prefix goes direct (plan.c, pieces.c), as a reader: it counts itself in
+ * prefix goes direct (plan.c, pieces.c), as a reader (so does one that
+ * must not go as it is and cannot be staged, anywhere in the block, begun
+ * or still queued: cut at its registrations-to-be): it counts itself in
  * pre.readers from the moment it read the prefix until its stream was
  * waited for (the block is not REGISTERED yet, so nothing else fences the
  * copy).  Before any piece is unregistered again (a registration that
@@ -209,14 +211,27 @@ int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 	return k;
 }
 
-int hp_register_prefix_all(const hp_rec_t *r, uintptr_t *base, size_t *len)
+int hp_register_prefix_all(const hp_rec_t *r, uintptr_t a, uintptr_t *base,
+			   size_t *len)
 {
 	int k = 0;
+	/* a queued block's range, the job's (run_job: a record no longer
+	 * there, or moved, is not registered) */
+	hp_snap_t b;
+	int at = r != NULL && hp_registry_lookup(&hp_reg, a, &b) == r;
 	pthread_mutex_lock(&pre.mu);
 	if (r != NULL && pre.r == r) {
 		k = 1;
 		pre.readers++;
 		*base = pre.base, *len = pre.len;
+	} else if (at && (hp_rflags((hp_rec_t *)(uintptr_t)r) & HP_F_QUEUED)) {
+		/* queued: the thread may begin it before the copy reaches
+		 * the driver (m2d-partial-96527741): a reader already, so
+		 * that the job's pieces, each registered whole or not under
+		 * the copy's parts, are not unregistered under them */
+		k = 1;
+		pre.readers++;
+		*base = b.base, *len = b.len;
 	}
 	pthread_mutex_unlock(&pre.mu);
 	return k;

@@ -13,6 +13,10 @@ CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
 CUresult cuCtxDestroy_v2(CUcontext);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+int fake_cuda_registrations_held(void);
+void fake_cuda_release_registration(void);
+size_t fake_cuda_registered_bytes(const void *, size_t);
 
 /* Item 12, 2D and 3D: a copy whose device side runs past the end of its
  * allocation (the late driver refuses it whole) is refused before any
@@ -235,6 +239,91 @@ static int capture_mid_copy(int mode)
 static int mode_capture_mid_copy_local(void) { return capture_mid_copy(1); }
 static int mode_capture_mid_copy_relaxed(void) { return capture_mid_copy(2); }
 
+/* Issue 39 item 6, a block queued for background registration (the
+ * engine tester's m2d-partial-96527741): a copy that must not go as it is
+ * (it earned the block's registration: the registration thread may
+ * register the block's first piece before the copy reaches the driver)
+ * and cannot be staged (onto device 1's stream while device 0 is current:
+ * no ring) went to the driver whole while the thread, busy with another
+ * block, had not begun this one; the thread then registered the block
+ * under it.  The case: HOSTPIN_PIN_AFTER=1, HOSTPIN_REGISTER_CHUNK=8M,
+ * FAKE_CUDA_REGISTER_HOLD_AFTER=8M (block A's first piece, once made,
+ * keeps the thread until the program lets it go), FAKE_CUDA_HTOD_GATE=2M
+ * (an async H2D of 2 MiB or more waits at the fake's gate),
+ * FAKE_CUDA_REFUSE_PARTIAL=1.  Thread T's 2 MiB H2D from block B across
+ * B's 8 MiB cell end, B queued behind A: if it reaches the driver whole
+ * it waits at the gate while A and then B are registered, and is refused
+ * (a range across two registrations); cut at B's cells (each part under
+ * the gate) it succeeds at once, whatever B's registration does. */
+static CUdeviceptr qp_d;
+static char *qp_at;
+static CUstream qp_s;
+static volatile int qp_done;
+static CUresult qp_r;
+static void *qp_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0); /* device 0 current */
+	qp_r = cuMemcpyHtoDAsync_v2(qp_d, qp_at, 2 * MB, qp_s);
+	if (qp_r == 0)
+		qp_r = cuStreamSynchronize(qp_s);
+	qp_done = 1;
+	return NULL;
+}
+static int qp_held(void *arg)
+{
+	(void)arg;
+	return fake_cuda_registrations_held() == 1;
+}
+static int qp_gated_or_done(void *arg)
+{
+	(void)arg;
+	return qp_done || fake_cuda_gate_waiters() == 1;
+}
+static int qp_all_registered(void *p)
+{
+	return fake_cuda_registered_bytes(p, 32 * MB) == 32 * MB;
+}
+static int mode_queued_partial(void)
+{
+	size_t m = 32 * MB;
+	alarm(30);
+	CUcontext c1;
+	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CHECK(cuCtxSetCurrent(c1) == 0);
+	CHECK(cuStreamCreate(&qp_s, 0) == 0);
+	qp_d = dev(2 * MB);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	void *pa = NULL, *pb = NULL;
+	CHECK(posix_memalign(&pa, 8 * MB, m) == 0);
+	CHECK(posix_memalign(&pb, 8 * MB, m) == 0);
+	char *a = pa, *b = pb;
+	CHECK(tp_flags(a) != 0 && tp_flags(b) != 0);
+	CUdeviceptr da = dev(64 * 1024);
+	fill(a, m, 150), fill(b, m, 151);
+	/* A earns registration; its first piece made, the thread held */
+	CHECK(cuMemcpyHtoD_v2(da, a, 64 * 1024) == 0);
+	wait_for(qp_held, NULL, "block A's first piece registered and held");
+	qp_at = b + 8 * MB - MB;
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, qp_copy, NULL) == 0);
+	wait_for(qp_gated_or_done, NULL, "the copy at the gate, or done");
+	/* the thread goes on: A, then B, registered whole */
+	fake_cuda_release_registration();
+	wait_for(qp_all_registered, a, "block A registered");
+	wait_for(qp_all_registered, b, "block B registered");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(t, NULL) == 0);
+	printf("H2D across a queued block's cell end: %d\n", qp_r);
+	CHECK(qp_r == 0);
+	CHECK(memcmp(D(qp_d), qp_at, 2 * MB) == 0);
+	wait_for(is_reg, a, "block A marked registered");
+	wait_for(is_reg, b, "block B marked registered");
+	free(a);
+	free(b);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -243,6 +332,7 @@ int main(int argc, char **argv)
 	    {"ring_dontfork", mode_ring_dontfork},
 	    {"capture_mid_copy_local", mode_capture_mid_copy_local},
 	    {"capture_mid_copy_relaxed", mode_capture_mid_copy_relaxed},
+	    {"queued_partial", mode_queued_partial},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }

@@ -74,3 +74,17 @@ for m in local relaxed; do
 		bad "late DMA: $m capture mid copy: $n parts of the copy captured"
 done
 fi
+if [ -x "$B/late_more" ]; then
+# Must hold (issue 39 item 6; the engine tester's m2d-partial-96527741): a
+# copy that earned a block's background registration and cannot be
+# staged (device 1's stream, device 0 current), the registration thread
+# busy with another block, never reaches the driver across two of the
+# block's registrations-to-be: cut at its cells (the fake refuses a range
+# only partly registered: FAKE_CUDA_REFUSE_PARTIAL=1).
+lm "a copy of a queued block that cannot be staged is cut at its registrations" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=1 HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 FAKE_CUDA_HTOD_GATE=2097152 FAKE_CUDA_REFUSE_PARTIAL=1 -- queued_partial
+echo "$LM_LOG" | grep -q "PARTIAL refused" &&
+	bad "late DMA: queued block: a range only partly registered reached the driver: $(echo "$LM_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "late DMA: queued block: no range only partly registered reached the driver"
+fi
