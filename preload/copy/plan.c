@@ -269,9 +269,12 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		P->kind = HP_PLAN_PIECES;
 	/* a 1D async copy on this thread's per-thread default stream while
 	 * it captures: captured as one node per registration, never whole
-	 * across two (issue 39 item 6; cases/capture-own-pieces-538235) */
+	 * across two (issue 39 item 6; cases/capture-own-pieces-538235);
+	 * asked of the stream itself: stream_enter_pieces also fails with
+	 * hostpin's stream table full, and a stream not capturing must not
+	 * lose the error's fence (plan_wait) */
 	else if (split && !rect && !(how & HP_STAGE_SYNC) &&
-		 hp_capture_stream_enter_own(s))
+		 hp_cuda_capturing(s) && hp_capture_stream_enter_own(s))
 		P->kind = HP_PLAN_PIECES, P->captured = 1;
 }
 
