@@ -121,6 +121,9 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 	/* the command's process's slot, and what it held when read */
 	const struct hp_lslot *cs = NULL;
 	struct image cs_at = {0, 0, 0, 0};
+	/* an image of the command's process (its start) did something */
+	int child_did = 0;
+	uint64_t did_start = 0;
 	uint64_t js = hp_proc_start(job);
 	if (js == HP_START_UNKNOWN) {
 		fprintf(stderr, "hostpin: job report: cannot read /proc/%d/stat\n",
@@ -200,15 +203,22 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			if (pass == 1 && st == HP_LS_DEAD) {
 				atomic_compare_exchange_strong(
 				    &s->state, &w, HP_LS_TO(w, HP_LS_FREE));
-				/* an image before an exec: its process is
-				 * counted as what it ended as */
-				if (s == cs || !cs || s->pid != child ||
-				    s->start != cs_at.start) {
+				/* an image of the command's process that
+				 * did nothing while another did (or before
+				 * an exec): its process is counted once */
+				if (!cs || s->pid != child ||
+				    s->start != cs_at.start ||
+				    (s == cs && !(child_did &&
+						  did_start == cs_at.start))) {
 					idle++;
 					idle_add(&in, s);
 				}
 			}
 			continue;
+		}
+		if (pass == 0 && s->pid == child) {
+			child_did = 1;
+			did_start = s->start;
 		}
 		if (pass == 0) {
 			peak_sum += add_counters(&t, s);
