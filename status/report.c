@@ -96,14 +96,16 @@ static const char *idle_list(const struct idle_names *in, char *out, size_t cap)
 	return out;
 }
 
-/* Of two slots of the command's pid, whether s holds a later image than
- * t (what the process ended as): the one that exited (only the last image
- * runs exit(); an exec's image before it ended without), then the one no
- * later image marked as its predecessor (execd), then the later born. */
+/* What a slot of the command's pid held when the report read it. */
 struct image {
 	uint64_t start, born, ended;
 	uint32_t execd;
 };
+
+/* Of two slots of the command's pid, whether s holds a later image than
+ * t (what the process ended as): the one that exited (only the last image
+ * runs exit(); an exec's image before it ended without), then the one no
+ * later image marked as its predecessor (execd), then the later born. */
 static int newer(const struct hp_lslot *s, const struct image *t)
 {
 	if (!s->ended != !t->ended)
