@@ -96,11 +96,36 @@ static const char *idle_list(const struct idle_names *in, char *out, size_t cap)
 	return out;
 }
 
+/* What a slot of the command's pid held when the report read it. */
+struct image {
+	uint64_t start, born, ended;
+	uint32_t execd;
+};
+
+/* Of two slots of the command's pid, whether s holds a later image than
+ * t (what the process ended as): the one that exited (only the last image
+ * runs exit(); an exec's image before it ended without), then the one no
+ * later image marked as its predecessor (execd), then the later born. */
+static int newer(const struct hp_lslot *s, const struct image *t)
+{
+	if (!s->ended != !t->ended)
+		return s->ended != 0;
+	if (!s->execd != !t->execd)
+		return !s->execd;
+	return s->born > t->born;
+}
+
 int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 {
 	struct idle_names in;
 	memset(&in, 0, sizeof(in));
 	char ended[4 * HP_LEDGER_CMD + 8] = "", w0[128] = "", w1[128] = "";
+	/* the command's process's slot, and what it held when read */
+	const struct hp_lslot *cs = NULL;
+	struct image cs_at = {0, 0, 0, 0};
+	/* an image of the command's process (its start) did something */
+	int child_did = 0;
+	uint64_t did_start = 0;
 	uint64_t js = hp_proc_start(job);
 	if (js == HP_START_UNKNOWN) {
 		fprintf(stderr, "hostpin: job report: cannot read /proc/%d/stat\n",
@@ -139,8 +164,12 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 						       HP_LS_TO(w, HP_LS_FREE));
 			continue;
 		}
-		if (pass == 0 && child > 0 && s->pid == child && !ended[0]) {
+		if (pass == 0 && child > 0 && s->pid == child &&
+		    (!cs || newer(s, &cs_at))) {
 			/* the command's own process, as it ended */
+			cs = s;
+			cs_at = (struct image){s->start, s->born, s->ended,
+					       s->execd};
 			status_printable(s, ended, sizeof(ended));
 			word(s, 0, w0, sizeof(w0));
 			word(s, 1, w1, sizeof(w1));
@@ -176,10 +205,22 @@ int status_report(struct hp_ledger *l, int job, int child, const char *argv0)
 			if (pass == 1 && st == HP_LS_DEAD) {
 				atomic_compare_exchange_strong(
 				    &s->state, &w, HP_LS_TO(w, HP_LS_FREE));
-				idle++;
-				idle_add(&in, s);
+				/* an image of the command's process that
+				 * did nothing while another did (or before
+				 * an exec): its process is counted once */
+				if (!cs || s->pid != child ||
+				    s->start != cs_at.start ||
+				    (s == cs && !(child_did &&
+						  did_start == cs_at.start))) {
+					idle++;
+					idle_add(&in, s);
+				}
 			}
 			continue;
+		}
+		if (pass == 0 && s->pid == child) {
+			child_did = 1;
+			did_start = s->start;
 		}
 		if (pass == 0) {
 			peak_sum += add_counters(&t, s);

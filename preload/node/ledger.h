@@ -101,7 +101,8 @@ struct hp_lslot {
 	int32_t job_pid;	  /* HOSTPIN_JOB: the launcher's pid, or 0 */
 	int32_t ppid;
 	uint32_t locked;	  /* 1: its process holds the slot's lock */
-	uint32_t spare;
+	uint32_t execd;	  /* 1: the image its process had before an
+			     exec (the next image marked it dead) */
 	uint64_t job_start;	  /* start time of job_pid */
 	uint64_t born;		  /* CLOCK_REALTIME seconds at attach */
 	uint64_t ended;		  /* CLOCK_REALTIME seconds at exit(), or 0 */

@@ -53,6 +53,10 @@ HP_HIDDEN const char *hp_led_path_in_use(void);
  * this process and make it LIVE. */
 HP_HIDDEN int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast);
 HP_HIDDEN struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk);
+/* ledger_slots.c: claim pre (this process's slot before an exec, DEAD)
+ * if it can be had, else as hp_led_claim. */
+HP_HIDDEN struct hp_lslot *hp_led_claim_pre(struct hp_lslot *pre,
+					    uint32_t *cw, int *lk);
 HP_HIDDEN void hp_led_fill(struct hp_lslot *s, uint32_t w, int lk,
 			   const struct hp_counters *from, const char *cmd);
 /* ledger_slots.c: 1 at most once a second per *last (the caller's own

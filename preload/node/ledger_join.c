@@ -35,20 +35,36 @@ static void claim_own(const char *path, int lw)
 	 * whose pid we got: either way no process of ours uses it any
 	 * more. */
 	int pid = (int)getpid();
+	uint64_t me = hp_proc_start(0);
+	struct hp_lslot *pre = NULL;
 	uint32_t hw = atomic_load_explicit(&hp_led->hiwater, memory_order_relaxed);
 	for (uint32_t i = 0; hp_led_myns && i < hw && i < HP_LEDGER_SLOTS; i++) {
 		struct hp_lslot *s = &hp_led->slot[i];
 		uint32_t w = atomic_load_explicit(&s->state,
 						  memory_order_acquire);
-		if (HP_LS_ST(w) == HP_LS_LIVE && s->pid == pid &&
-		    s->pidns == hp_led_myns)
-			atomic_compare_exchange_strong_explicit(
-			    &s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
-			    memory_order_acq_rel, memory_order_relaxed);
+		if (s->pid != pid || s->pidns != hp_led_myns)
+			continue;
+		/* our image before the exec, not a gone process's (a
+		 * reaper may have marked it DEAD already: its lock went
+		 * with the exec) */
+		int ours = s->start == me && me != HP_START_UNKNOWN;
+		if (HP_LS_ST(w) == HP_LS_LIVE) {
+			/* not the image the process ends as
+			 * (status_report); written before DEAD, after
+			 * which the slot may be another's */
+			if (ours)
+				s->execd = 1;
+			if (atomic_compare_exchange_strong_explicit(
+				&s->state, &w, HP_LS_TO(w, HP_LS_DEAD),
+				memory_order_acq_rel, memory_order_relaxed))
+				w = HP_LS_TO(w, HP_LS_DEAD);
+		}
+		if (ours && HP_LS_ST(w) == HP_LS_DEAD && !s->ended && !pre)
+			pre = s;
 	}
 	uint32_t w;
 	int lk;
-	struct hp_lslot *s = hp_led_claim(&w, &lk);
+	struct hp_lslot *s = hp_led_claim_pre(pre, &w, &lk);
 	if (!s) {
 		hp_log(lw, "ledger %s is full (%d processes); this process is "
 		       "not counted node-wide", path, HP_LEDGER_SLOTS);

@@ -61,23 +61,30 @@ int hp_led_gone(int pid, uint64_t start, uint64_t ns, int fast)
  * nothing, or no running launcher will report it); 1, kept for a running
  * launcher's report (folded into the job's SUM slot when the table is
  * full); 2, left be (its process left it at exit() while its other
- * threads may still be counting: not before 2 s, unless it is gone). */
-static int dead_use(struct hp_lslot *s, int fd)
+ * threads may still be counting: not before 2 s, unless it is gone); 3,
+ * kept though its process did nothing: the command's own (the launcher's
+ * child) as it ended, which the report names (reused when the table is
+ * full). */
+static int slot_did(struct hp_lslot *s)
 {
 	/* relaxed: statistics */
-	int did = atomic_load_explicit(&s->ctr.pin_calls, memory_order_relaxed) ||
-		  atomic_load_explicit(&s->ctr.copies_seen, memory_order_relaxed) ||
-		  atomic_load_explicit(&s->ctr.bytes_peak, memory_order_relaxed) ||
-		  atomic_load_explicit(&s->ctr.fail_count, memory_order_relaxed);
+	return atomic_load_explicit(&s->ctr.pin_calls, memory_order_relaxed) ||
+	       atomic_load_explicit(&s->ctr.copies_seen, memory_order_relaxed) ||
+	       atomic_load_explicit(&s->ctr.bytes_peak, memory_order_relaxed) ||
+	       atomic_load_explicit(&s->ctr.fail_count, memory_order_relaxed);
+}
+static int dead_use(struct hp_lslot *s, int fd)
+{
+	int did = slot_did(s);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (s->ended && (uint64_t)ts.tv_sec < s->ended + 2 &&
 	    !gone_slot(s, 0, fd))
 		return 2;
-	return !s->job_pid || !did ||
-			       hp_led_gone(s->job_pid, s->job_start, s->pidns, 0)
-		   ? 0
-		   : 1;
+	if (!s->job_pid || (!did && (s->execd || s->ppid != s->job_pid)) ||
+	    hp_led_gone(s->job_pid, s->job_start, s->pidns, 0))
+		return 0;
+	return did ? 1 : 3;
 }
 static int reusable(struct hp_lslot *s, int fd)
 {
@@ -134,9 +141,13 @@ static struct hp_lslot *fold(uint32_t *cw, int *lk, int fd, int lfd)
 		struct hp_lslot *s = &hp_led->slot[i];
 		uint32_t w = atomic_load_explicit(&s->state,
 						  memory_order_acquire);
-		if (HP_LS_ST(w) != HP_LS_DEAD || dead_use(s, fd) != 1 ||
-		    !try_claim(s, &w, i, lfd, lk))
+		int u = HP_LS_ST(w) == HP_LS_DEAD ? dead_use(s, fd) : 0;
+		if ((u != 1 && u != 3) || !try_claim(s, &w, i, lfd, lk))
 			continue;
+		if (u == 3) { /* nothing to fold: the report loses a name */
+			*cw = w;
+			return s;
+		}
 		struct hp_lslot *t = sum_of(s, HP_LEDGER_SLOTS);
 		if (t) {
 			sum_add(t, s);
@@ -275,6 +286,29 @@ struct hp_lslot *hp_led_claim(uint32_t *cw, int *lk)
 out:
 	hp_led_fd_put(fd);
 	return got;
+}
+
+/* Claim pre, the DEAD slot of this process's image before an exec, if
+ * that image did nothing (one process, one slot: the report names what
+ * it ended as); else any, as hp_led_claim. */
+struct hp_lslot *hp_led_claim_pre(struct hp_lslot *pre, uint32_t *cw, int *lk)
+{
+	if (pre) {
+		int fd = hp_led_fd_get();
+		int lfd = fd >= 0 && fd == hp_led_lockfd ? fd : -1;
+		uint32_t w = atomic_load_explicit(&pre->state,
+						  memory_order_acquire);
+		int got = HP_LS_ST(w) == HP_LS_DEAD &&
+			  pre->pid == (int32_t)getpid() && !slot_did(pre) &&
+			  try_claim(pre, &w, (uint32_t)(pre - hp_led->slot),
+				    lfd, lk);
+		hp_led_fd_put(fd);
+		if (got) {
+			*cw = w;
+			return pre;
+		}
+	}
+	return hp_led_claim(cw, lk);
 }
 
 /* Fill the claimed slot s for this process and make it LIVE, with the

@@ -1,5 +1,6 @@
 /* Allocate, use and free a number of large blocks; with the mlock backend
- * under a small RLIMIT_MEMLOCK, pinning fails, the data is still right. */
+ * under a small RLIMIT_MEMLOCK, pinning fails, the data is still right.
+ *   pinmany [N [PROG ARGS...]]   then exec PROG (a wrapper that pinned) */
 #include "tp.h"
 
 int main(int argc, char **argv)
@@ -18,5 +19,11 @@ int main(int argc, char **argv)
 	}
 	free(b);
 	puts("pinmany: ok");
+	if (argc > 2) {
+		fflush(stdout);
+		execv(argv[2], argv + 2);
+		perror(argv[2]);
+		return 127;
+	}
 	return 0;
 }

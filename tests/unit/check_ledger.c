@@ -133,12 +133,63 @@ START_TEST(slot_lock_decides_liveness_across_namespaces)
 }
 END_TEST
 
+/* An idle DEAD slot of a job whose launcher is this process (a live
+ * one), its process gone and never locked. */
+static void idle_slot(struct hp_lslot *s, int ppid, uint32_t execd)
+{
+	int myproc;
+	memset((char *)s + sizeof(s->state), 0, sizeof(*s) - sizeof(s->state));
+	s->pid = dead_pid();
+	s->start = HP_START_UNKNOWN;
+	s->pidns = hp_pidns(&myproc);
+	s->job_pid = (int32_t)getpid();
+	s->job_start = hp_proc_start(0);
+	s->ppid = ppid;
+	s->execd = execd;
+	atomic_store(&s->state, HP_LS_MK(HP_LS_DEAD, 1));
+}
+
+/* Injected: the DEAD slots of a running launcher's job (this process's)
+ * whose processes did nothing: slot 0, the command's own process (the
+ * launcher's child) as it ended; slot 1, its image before an exec
+ * (execd); slot 2, another process of the job; slot 3 never used.  Must
+ * hold: claims take slots 1, 2, then 3, and leave slot 0 for the
+ * launcher's report (it names what the command ended as: a busy node's
+ * other processes took it before, and --stats said nothing of a shim's
+ * exec); once the launcher is gone, slot 0 is taken too. */
+START_TEST(claims_keep_the_commands_idle_slot_for_its_launcher)
+{
+	int fd;
+	struct hp_ledger *l = make(&fd);
+	hp_ledger_test_use(l, fd);
+	idle_slot(&l->slot[0], (int)getpid(), 0);
+	idle_slot(&l->slot[1], (int)getpid(), 1);
+	idle_slot(&l->slot[2], 1, 0);
+	atomic_store(&l->hiwater, 3);
+	for (int k = 1; k <= 3; k++) {
+		struct hp_lslot *c = hp_ledger_test_claim();
+		ck_assert_ptr_eq(c, &l->slot[k]);
+		/* live by pid: its lock, taken through the description
+		 * the claims test it with, would say free */
+		c->locked = 0;
+	}
+	ck_assert_uint_eq(HP_LS_ST(atomic_load(&l->slot[0].state)), HP_LS_DEAD);
+	/* its launcher gone: no report will read it */
+	l->slot[0].job_pid = dead_pid();
+	ck_assert_ptr_eq(hp_ledger_test_claim(), &l->slot[0]);
+	hp_ledger_test_use(NULL, -1);
+	munmap(l, sizeof(*l));
+	close(fd);
+}
+END_TEST
+
 Suite *ledger_suite(void)
 {
 	Suite *s = suite_create("ledger");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, reaper_cannot_act_on_a_slot_reclaimed_meanwhile);
 	tcase_add_test(tc, slot_lock_decides_liveness_across_namespaces);
+	tcase_add_test(tc, claims_keep_the_commands_idle_slot_for_its_launcher);
 	suite_add_tcase(s, tc);
 	return s;
 }
