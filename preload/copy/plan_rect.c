@@ -162,21 +162,24 @@ static int copy_rect(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, size_t depth,
 	return hp_copy_plan_end(&P, P.rect.bytes, r);
 }
 
-/* The geometry of the one CUDA array side of a copy (sm, dm: the sides'
- * memory types, sa, da: their arrays) into *g: g, or NULL (no array side,
- * two, or one whose geometry the driver does not say: hp_cuda_array_geom
- * logs it once). */
-static const struct hp_cuda_array *array_side(hp_CUmemorytype sm,
-					      hp_CUarray sa,
-					      hp_CUmemorytype dm,
-					      hp_CUarray da,
-					      struct hp_cuda_array *g)
+/* The geometry of a copy's CUDA array side (sm, dm: the sides' memory
+ * types, sa, da: their arrays): *g NULL where neither side is an array,
+ * else ga filled and *g = ga.  -1 where a side is an array but the copy
+ * cannot be planned from it (both sides arrays, or a geometry the driver
+ * does not say: hp_cuda_array_geom logs it once): it goes as it is. */
+static int array_side(hp_CUmemorytype sm, hp_CUarray sa, hp_CUmemorytype dm,
+		      hp_CUarray da, struct hp_cuda_array *ga,
+		      const struct hp_cuda_array **g)
 {
 	int s = sm == HP_CU_MEMORYTYPE_ARRAY, d = dm == HP_CU_MEMORYTYPE_ARRAY;
+	*g = NULL;
+	if (!s && !d)
+		return 0;
 	if (s == d || !hp_cuda_stage_fns() ||
-	    hp_cuda_array_geom(s ? sa : da, g) != 0)
-		return NULL;
-	return g;
+	    hp_cuda_array_geom(s ? sa : da, ga) != 0)
+		return -1;
+	*g = ga;
+	return 0;
 }
 
 int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
@@ -185,14 +188,10 @@ int hp_stage_2d(hp_copy_t *c, const hp_CUDA_MEMCPY2D *p, hp_cudaStream_t s,
 	if (p == NULL)
 		return HP_COPY_PASSED;
 	struct hp_cuda_array ga;
-	const struct hp_cuda_array *g = NULL;
-	if (p->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY ||
-	    p->dstMemoryType == HP_CU_MEMORYTYPE_ARRAY) {
-		g = array_side(p->srcMemoryType, p->srcArray, p->dstMemoryType,
-			       p->dstArray, &ga);
-		if (g == NULL)
-			return HP_COPY_PASSED;
-	}
+	const struct hp_cuda_array *g;
+	if (array_side(p->srcMemoryType, p->srcArray, p->dstMemoryType,
+		       p->dstArray, &ga, &g) != 0)
+		return HP_COPY_PASSED;
 	return copy_rect(c, p, 1, 0, 0, g, 0, s, ptsz, how, NULL);
 }
 
@@ -207,13 +206,11 @@ static int copy_3d(hp_copy_t *c, const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s,
 	 * read), each moved by a 3D copy of one layer (stage_rect.c) */
 	size_t sh = p->srcHeight, dh = p->dstHeight, ah = 0;
 	struct hp_cuda_array ga;
-	const struct hp_cuda_array *g = NULL;
-	if (p->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY ||
-	    p->dstMemoryType == HP_CU_MEMORYTYPE_ARRAY) {
-		g = array_side(p->srcMemoryType, p->srcArray, p->dstMemoryType,
-			       p->dstArray, &ga);
-		if (g == NULL)
-			return HP_COPY_PASSED;
+	const struct hp_cuda_array *g;
+	if (array_side(p->srcMemoryType, p->srcArray, p->dstMemoryType,
+		       p->dstArray, &ga, &g) != 0)
+		return HP_COPY_PASSED;
+	if (g) {
 		ah = g->h ? g->h : 1;
 		if (p->srcMemoryType == HP_CU_MEMORYTYPE_ARRAY)
 			sh = ah;

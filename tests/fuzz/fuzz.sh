@@ -61,6 +61,10 @@ runprog() {
 	made=$(echo "$hpl" | grep -c 'staging ring (.*slots of .* bytes, registered')
 	gone=$(echo "$hpl" | sed -n 's/.*staging ring (.*its context ended, and its \([0-9]*\) segments.*/\1/p' |
 		awk '{n += $1} END {print n + 0}')
+	# what tells one failure's cause from another's, kept for the verdict
+	# (the logs go): hostpin's step aside given up, the fake's refusals
+	HPNOTE=$(cat "$log".hp.* 2>/dev/null | grep -h -m2 -E 'waited on for 10 s|\(712\)' | cut -c1-160
+		echo "$LOG" | grep -m2 -E ' (OVERLAP|PARTIAL)' | cut -c1-120)
 	RINGEV=$((4 * (made - gone)))
 	[ $RINGEV -ge 16 ] || RINGEV=16
 	rm -f "$log" "$log.err" "$log".hp.*
@@ -89,7 +93,7 @@ verdict() {
 		d=$(diff <(echo "$o0") <(echo "$OUT") | grep '^[<>]' | head -2 | tr '\n' ' ')
 		case $d in
 		*"> "*LATEWRITE*) V="latewrite: $d" ;;
-		*) V="diff: $d" ;;
+		*) V="diff: $d${HPNOTE:+ [$(echo "$HPNOTE" | tr '\n' ' ')]}" ;;
 		esac
 	elif echo "$LOG" | grep VIOLATION | grep -v pageable-copy |
 		grep -qvE "VIOLATION (${FZ_IGNORE_VIOLATIONS:-^})( |\$)"; then
