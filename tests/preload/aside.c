@@ -10,6 +10,13 @@
  *   block and frees it; both must return (alarm: a spin for ever fails the
  *   child).  Then the stream is let go: A's copy lands whole, B's call
  *   returns (registered, or 712 after hostpin's bounded wait).
+ * stall: the same copy and registration; then the whole process is
+ *   stopped for 11 s (SIGSTOP from a child, SIGCONT after), as a machine
+ *   under load may stall it: B's call must still be waiting after its next
+ *   looks (the bound counts the waiting thread's looks, not only the
+ *   clock), and once the stream is let go it registers (0).  It was
+ *   refused 712 at B's first look after the stall (issue 39,
+ *   regress-diff-c-96518885.prog, 1 full run in 27).
  * Outcomes never depend on timing: what the threads do is polled for. */
 #include <pthread.h>
 #include <signal.h>
@@ -115,8 +122,86 @@ static int mode_fork(void)
 	return 0;
 }
 
+/* B's voluntary context switches: one per look while it waits */
+static long b_switches(void)
+{
+	char path[64], line[128];
+	long n = -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)b_tid);
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+static long b_from;
+/* B's call returned, or B looked 5 times more since b_from */
+static int b_looked(void *arg)
+{
+	(void)arg;
+	return b_ret != -1 || b_switches() >= b_from + 5;
+}
+
+static int mode_stall(void)
+{
+	size_t m = 32 * MB;
+	alarm(60);
+	CHECK(getenv("FAKE_CUDA_LOG") != NULL);
+	blk = malloc(m);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 71);
+	d = dev(m);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	wait_for(is_reg, blk, "the block registered");
+	CHECK(fake_cuda_stream_hold(s) == 0);
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, copier, NULL) == 0);
+	wait_for(logged, "CALL cuMemcpyHtoDAsync_v2", "A's copy reached the driver");
+	CHECK(pthread_create(&b, NULL, registrar, NULL) == 0);
+	wait_for(b_waits, NULL, "B waits for A's copy");
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		/* the stall: every thread of the parent stopped for 11 s */
+		pid_t pp = getppid();
+		kill(pp, SIGSTOP);
+		sleep(11);
+		kill(pp, SIGCONT);
+		_exit(0);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	/* B's thread gone already: its call returned */
+	b_from = b_switches();
+	if (b_from < 0)
+		CHECK(b_ret != -1);
+	else
+		wait_for(b_looked, NULL, "B looks again after the stall");
+	int early = b_ret;
+	fake_cuda_stream_release(s);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(pthread_join(b, NULL) == 0);
+	printf("register across a stall of the process: %d (returned before "
+	       "the copy ended: %s)\n", b_ret, early != -1 ? "yes" : "no");
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), 4 * MB, 71));
+	if (b_ret == 0)
+		CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
+	free(blk);
+	if (early != -1 || b_ret != 0) {
+		fprintf(stderr, "the program's registration was refused (%d) "
+			"after a stall while it waited for a copy that could "
+			"still end\n", b_ret);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct staged_mode modes[] = {{"fork", mode_fork}};
+	static const struct staged_mode modes[] = {{"fork", mode_fork},
+						   {"stall", mode_stall}};
 	return staged_main("aside", argc, argv, modes);
 }
