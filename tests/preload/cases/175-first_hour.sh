@@ -257,4 +257,35 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
 		ok "hostpin status --clean: keeps a ledger in use (or holding a running launcher's job), removes it and its directory once no process maps it"
 	else bad "hostpin status --clean:"; echo "$out" | sed 's/^/    /'; fi
 else echo "SKIP: hostpin status --clean: not root (or no unshare -m): no private /dev/shm"; fi
+# Injected: --clean held (clean_gate.c) at its first call that takes the
+# unused ledger's name away, after its check found no process using it;
+# meanwhile a process attaches to the ledger (ledger_holder, pinning);
+# then the clean goes on.  Before: the clean removed the ledger the
+# process had just attached to ("no process uses it"): the process
+# counted in a removed file while the next one made a new ledger (the
+# node's accounting split).  Must hold: the ledger is kept, naming that
+# process, and is still the file at its name (the same inode).
+$CC $CFL -shared -fPIC -o "$B/libclean_gate.so" clean_gate.c -ldl || bad "build clean_gate"
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	out=$(LH=$B/ledger_holder d=$fh ST=$ST LIB=$LIB G=$B/libclean_gate.so unshare -m --propagation private bash -c '
+		mount -t tmpfs -o size=4m tmpfs /dev/shm || exit 9
+		LD_PRELOAD="$LIB" /bin/true
+		led=$(echo /dev/shm/hostpin-$(id -u).d/ledger-v*); i0=$(stat -c %i "$led")
+		rm -f "$d/go" "$d/gone"; mkfifo "$d/go" "$d/gone"
+		CLEAN_GATE_OUT=$d/go CLEAN_GATE_IN=$d/gone LD_PRELOAD=$G "$ST" --clean > "$d/cl" 2>&1 &
+		cl=$!
+		read -r x < "$d/go"
+		hold
+		: > "$d/gone"; wait $cl
+		echo "HOLD:$hold_pid"
+		echo "CL:$(tr "\n" "|" < "$d/cl")"
+		echo "SAME:$([ "$(stat -c %i "$led" 2>&1)" = "$i0" ] && echo yes)"
+		exec 3>&-; wait $hold_pid' 2>&1)
+	led="/dev/shm/hostpin-$(id -u).d/ledger-v"
+	hp=$(echo "$out" | sed -n 's/^HOLD://p')
+	if [ -n "$hp" ] && echo "$out" | grep -q "^CL:kept ${led}[0-9]*-[0-9]*: in use by pid $hp|hostpin status --clean: 0 ledgers removed, 1 in use kept|$" &&
+		echo "$out" | grep -qx "SAME:yes"; then
+		ok "hostpin status --clean: a process that attaches between its check and its removal keeps the ledger (named), at its name"
+	else bad "hostpin status --clean, a process attaching between check and removal:"; echo "$out" | sed 's/^/    /'; fi
+else echo "SKIP: hostpin status --clean against an attaching process: not root (or no unshare -m)"; fi
 rm -rf "$fh"
