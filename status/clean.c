@@ -4,8 +4,10 @@
  * A ledger is in use while a process maps it (every process that attached
  * to it does, until it exits: ledger.h) or holds it open, or while a
  * launcher whose job has slots in it runs (its --stats report is printed
- * after the job's last process is gone).  The package's removal does the
- * same in shell (Makefile, deb: postrm). */
+ * after the job's last process is gone).  A ledger's name is taken away
+ * before its last check, so that no process attaches to a ledger being
+ * removed (take_away).  make uninstall and the package's removal run it
+ * (Makefile, deb: prerm). */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -127,8 +129,111 @@ static int launcher_of(int dir, const char *name, const struct stat *st)
 	return who;
 }
 
+/* Who uses the file st (name, in dir): the pid of a process that maps it
+ * or holds it open, or of a launcher whose job has slots in it (then *job
+ * is set); 0 if none, -1 if /proc cannot be read. */
+static int user_of(int dir, const char *name, const struct stat *st, int *job)
+{
+	int who = mapped_by(st);
+	*job = 0;
+	if (!who)
+		who = opened_by(st);
+	if (!who)
+		who = *job = launcher_of(dir, name, st);
+	return who;
+}
+
+/* Remove name in dir, a ledger no process used when checked.  A process
+ * that starts meanwhile opens the ledger by that name (ledger.c): removed
+ * then, it would count in a file no other process sees while the next one
+ * makes a new ledger.  So the name goes first, to one no process opens
+ * (HIDDEN-PID-name, never replacing a file), and the file is checked
+ * again: a process that opened it before the rename holds it open or maps
+ * it now, and the ledger goes back under its name, kept; a later one finds
+ * no file there.  (A process that found none meanwhile made a new ledger
+ * there: replaced by the one put back, which that process joins, as it
+ * joins any file at its ledger's path other than the one it mapped:
+ * ledger_join.c.)  0 once removed, else the user as user_of gives it, or
+ * -2 with errno if the file cannot be renamed or removed. */
+#define HIDDEN ".clean-"
+static int take_away(int dir, const char *name, int *job)
+{
+	char hid[300];
+	struct stat st;
+	snprintf(hid, sizeof(hid), HIDDEN "%d-%s", (int)getpid(), name);
+	int r = renameat2(dir, name, dir, hid, RENAME_NOREPLACE);
+	if (r && errno == EINVAL) /* a file system without the flag */
+		r = renameat(dir, name, dir, hid);
+	if (r)
+		return -2;
+	int who = fstatat(dir, hid, &st, AT_SYMLINK_NOFOLLOW) ? -2
+			  : user_of(dir, hid, &st, job);
+	int err = errno;
+	if (who == 0 && unlinkat(dir, hid, 0) == 0)
+		return 0;
+	if (who == 0)
+		who = -2, err = errno;
+	if (renameat(dir, hid, dir, name))
+		fprintf(stderr, "hostpin status: cannot rename %s back to %s: "
+			"%s\n", status_esc(hid), status_esc(name),
+			strerror(errno));
+	errno = err;
+	return who;
+}
+
+/* A name HIDDEN-PID-... whose clean (PID) is no longer running: left by
+ * a clean ended between its rename and its removal, and no process opens
+ * it by that name any more (another clean's, still running, is its own). */
+static int left_over(const char *name)
+{
+	int pid = atoi(name + strlen(HIDDEN));
+	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/* One file of a directory of the user's ledgers (open on dir): removed if
+ * it is a ledger (or a temporary) no process uses; the count added to
+ * *gone or *kept. */
+static void clean_one(int dir, const char *dname, const char *name,
+		      int *gone, int *kept)
+{
+	int hidden = strncmp(name, HIDDEN, strlen(HIDDEN)) == 0;
+	if (hidden ? !left_over(name)
+		   : strncmp(name, "ledger-", 7) != 0 &&
+			 strncmp(name, ".new-", 5) != 0)
+		return;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", dname, name);
+	struct stat st;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		return; /* not a ledger of the user's */
+	int job, who = user_of(dir, name, &st, &job);
+	if (!who && hidden) /* a name no process opens: no rename first */
+		who = unlinkat(dir, name, 0) ? -2 : 0;
+	else if (!who)
+		who = take_away(dir, name, &job);
+	if (who == 0) {
+		(*gone)++;
+		printf("removed %s: no process uses it\n", status_esc(path));
+	} else if (who == -2) {
+		fprintf(stderr, "hostpin status: cannot remove %s: %s\n",
+			status_esc(path), strerror(errno));
+	} else {
+		(*kept)++;
+		if (job)
+			printf("kept %s: launcher %d has yet to report its "
+			       "job\n", status_esc(path), who);
+		else if (who > 0)
+			printf("kept %s: in use by pid %d\n", status_esc(path),
+			       who);
+		else
+			printf("kept %s: /proc cannot be read\n",
+			       status_esc(path));
+	}
+}
+
 /* One directory of the user's ledgers: the ledgers (and temporaries) no
- * process maps removed; the counts added to *gone and *kept. */
+ * process uses removed; the counts added to *gone and *kept. */
 static void clean_dir(const char *dir, int *gone, int *kept)
 {
 	int fd = hp_own_dir(dir);
@@ -139,41 +244,31 @@ static void clean_dir(const char *dir, int *gone, int *kept)
 		close(fd);
 		return;
 	}
+	/* the names first: a ledger renamed away and back (take_away) may
+	 * come again in a listing read meanwhile */
+	char **names = NULL;
+	size_t n = 0, cap = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "ledger-", 7) != 0 &&
-		    strncmp(e->d_name, ".new-", 5) != 0)
+		if (e->d_name[0] == '.' && (!e->d_name[1] ||
+		    (e->d_name[1] == '.' && !e->d_name[2])))
 			continue;
-		char path[600];
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
-			continue; /* not a ledger of the user's */
-		int who = mapped_by(&st), job = 0;
-		if (!who)
-			who = opened_by(&st);
-		if (!who)
-			who = job = launcher_of(dirfd(d), e->d_name, &st);
-		if (who != 0) {
-			(*kept)++;
-			if (job)
-				printf("kept %s: launcher %d has yet to report "
-				       "its job\n", status_esc(path), who);
-			else if (who > 0)
-				printf("kept %s: in use by pid %d\n",
-				       status_esc(path), who);
-			else
-				printf("kept %s: /proc cannot be read\n",
-				       status_esc(path));
-		} else if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
-			(*gone)++;
-			printf("removed %s: no process uses it\n",
-			       status_esc(path));
-		} else
-			fprintf(stderr, "hostpin status: cannot remove %s: %s\n",
-				status_esc(path), strerror(errno));
+		if (n == cap) {
+			char **m = realloc(names, (cap = cap * 2 + 16) *
+						      sizeof(*names));
+			if (!m)
+				break;
+			names = m;
+		}
+		if (!(names[n] = strdup(e->d_name)))
+			break;
+		n++;
 	}
+	for (size_t i = 0; i < n; i++) {
+		clean_one(dirfd(d), dir, names[i], gone, kept);
+		free(names[i]);
+	}
+	free(names);
 	closedir(d);
 	if (rmdir(dir) == 0)
 		printf("removed %s/\n", status_esc(dir));
