@@ -121,6 +121,28 @@ static void let_go(struct hp_ring *R, struct held *H)
 		hp_ring_release(R, H->k[i]);
 }
 
+/* Chunk i's copy into or out of slot k (fill, drain), once the slot's
+ * last DMA is done: posted to the copy threads (defer: how, pool.c), the
+ * mark they reach when done in *mk.  0, or slot_wait's error or
+ * HP_STAGE_REST (nothing posted). */
+static int step(struct hp_ring *R, int k, size_t i, int defer,
+		void (*copy)(size_t i, char *sl, void *arg), void *arg,
+		unsigned *mk)
+{
+	uint64_t t0 = HP_PROF_NOW();
+	int r = slot_wait(R, k);
+	if (r != 0)
+		return r;
+	hp_prof_add(HP_PF_WAIT, t0);
+	t0 = HP_PROF_NOW();
+	hp_pool_defer(defer);
+	copy(i, hp_ring_slot(R, k), arg);
+	hp_pool_defer(0);
+	*mk = hp_pool_mark();
+	hp_prof_add(HP_PF_FILL, t0);
+	return 0;
+}
+
 /* Chunk i of a staged H2D, filled into slot k (its copies posted up to
  * mark): wait for them, enqueue its DMA, record the slot's event. */
 static int enq(const struct hp_plan *P, int k, unsigned mark, size_t i,
@@ -170,16 +192,9 @@ int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 				break;
 			}
 		}
-		t0 = HP_PROF_NOW();
-		if ((r = slot_wait(R, k)) != 0)
+		unsigned mk;
+		if ((r = step(R, k, i, 1, fill, arg, &mk)) != 0)
 			break;
-		hp_prof_add(HP_PF_WAIT, t0);
-		t0 = HP_PROF_NOW();
-		hp_pool_defer(1);
-		fill(i, hp_ring_slot(R, k), arg);
-		hp_pool_defer(0);
-		unsigned mk = hp_pool_mark();
-		hp_prof_add(HP_PF_FILL, t0);
 		if (pk >= 0 && (r = enq(P, pk, pm, i - 1, issue, arg)) != 0) {
 			hp_pool_wait(mk); /* chunk i's copies out of its slot */
 			pk = -1;
@@ -253,17 +268,9 @@ int hp_stage_run_dtoh(const struct hp_plan *P, size_t m,
 		}
 		if (r != 0)
 			break;
-		int k = H.k[i % n];
-		t0 = HP_PROF_NOW();
-		if ((r = slot_wait(R, k)) != 0)
+		unsigned mk;
+		if ((r = step(R, H.k[i % n], i, 2, drain, arg, &mk)) != 0)
 			break;
-		hp_prof_add(HP_PF_WAIT, t0);
-		t0 = HP_PROF_NOW();
-		hp_pool_defer(2);
-		drain(i, hp_ring_slot(R, k), arg);
-		hp_pool_defer(0);
-		unsigned mk = hp_pool_mark();
-		hp_prof_add(HP_PF_FILL, t0);
 		if (pend) { /* chunk i-1's drain: its slot free again */
 			hp_pool_wait(pm);
 			drained = i;

@@ -73,23 +73,49 @@ static int b_waits(void *arg)
 	return sc == SYS_nanosleep || sc == SYS_clock_nanosleep;
 }
 
-static int mode_fork(void)
+/* What both modes start from: a registered block of 32 MiB filled with
+ * v, A's H2D from it held on its stream, B waiting in hostpin's step aside
+ * for A's copy with its registration of a piece of the block. */
+static void start(int v, pthread_t *a, pthread_t *b)
 {
 	size_t m = 32 * MB;
 	alarm(60);
 	CHECK(getenv("FAKE_CUDA_LOG") != NULL);
 	blk = malloc(m);
 	CHECK(blk != NULL && tp_flags(blk) != 0);
-	fill(blk, m, 70);
+	fill(blk, m, v);
 	d = dev(m);
 	CHECK(cuStreamCreate(&s, 0) == 0);
 	wait_for(is_reg, blk, "the block registered");
 	CHECK(fake_cuda_stream_hold(s) == 0);
-	pthread_t a, b;
-	CHECK(pthread_create(&a, NULL, copier, NULL) == 0);
+	CHECK(pthread_create(a, NULL, copier, NULL) == 0);
 	wait_for(logged, "CALL cuMemcpyHtoDAsync_v2", "A's copy reached the driver");
-	CHECK(pthread_create(&b, NULL, registrar, NULL) == 0);
+	CHECK(pthread_create(b, NULL, registrar, NULL) == 0);
 	wait_for(b_waits, NULL, "B waits for A's copy");
+}
+
+/* The stream let go: both threads return */
+static void let_go(pthread_t a, pthread_t b)
+{
+	fake_cuda_stream_release(s);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(pthread_join(b, NULL) == 0);
+}
+
+/* A's copy landed whole (v); B's registration undone; the block freed */
+static void finish(int v)
+{
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), 4 * MB, v));
+	if (b_ret == 0)
+		CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
+	free(blk);
+}
+
+static int mode_fork(void)
+{
+	pthread_t a, b;
+	start(70, &a, &b);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -102,16 +128,10 @@ static int mode_fork(void)
 	}
 	int st = 0;
 	CHECK(waitpid(pid, &st, 0) == pid);
-	fake_cuda_stream_release(s);
-	CHECK(pthread_join(a, NULL) == 0);
-	CHECK(pthread_join(b, NULL) == 0);
+	let_go(a, b);
 	printf("register while a copy waits: %d\n", b_ret);
 	CHECK(b_ret == 0 || b_ret == 712);
-	CHECK(cuStreamSynchronize(s) == 0);
-	CHECK(same(D(d), 4 * MB, 70));
-	if (b_ret == 0)
-		CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
-	free(blk);
+	finish(70);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "child: status %#x (%s)\n", st,
 			WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM
@@ -146,21 +166,8 @@ static int b_looked(void *arg)
 
 static int mode_stall(void)
 {
-	size_t m = 32 * MB;
-	alarm(60);
-	CHECK(getenv("FAKE_CUDA_LOG") != NULL);
-	blk = malloc(m);
-	CHECK(blk != NULL && tp_flags(blk) != 0);
-	fill(blk, m, 71);
-	d = dev(m);
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	wait_for(is_reg, blk, "the block registered");
-	CHECK(fake_cuda_stream_hold(s) == 0);
 	pthread_t a, b;
-	CHECK(pthread_create(&a, NULL, copier, NULL) == 0);
-	wait_for(logged, "CALL cuMemcpyHtoDAsync_v2", "A's copy reached the driver");
-	CHECK(pthread_create(&b, NULL, registrar, NULL) == 0);
-	wait_for(b_waits, NULL, "B waits for A's copy");
+	start(71, &a, &b);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -180,16 +187,10 @@ static int mode_stall(void)
 	else
 		wait_for(b_looked, NULL, "B looks again after the stall");
 	int early = b_ret;
-	fake_cuda_stream_release(s);
-	CHECK(pthread_join(a, NULL) == 0);
-	CHECK(pthread_join(b, NULL) == 0);
+	let_go(a, b);
 	printf("register across a stall of the process: %d (returned before "
 	       "the copy ended: %s)\n", b_ret, early != -1 ? "yes" : "no");
-	CHECK(cuStreamSynchronize(s) == 0);
-	CHECK(same(D(d), 4 * MB, 71));
-	if (b_ret == 0)
-		CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
-	free(blk);
+	finish(71);
 	if (early != -1 || b_ret != 0) {
 		fprintf(stderr, "the program's registration was refused (%d) "
 			"after a stall while it waited for a copy that could "
