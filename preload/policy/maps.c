@@ -164,7 +164,8 @@ void hp_range_release(uintptr_t a, size_t len)
  *     (EBUSY), as when an unregistration fails.
  * A capture that begins between the check (hp_capture_holds) and the
  * release finds the old path: a partial unmap or MAP_FIXED then leaks the
- * range, as before. */
+ * range, as before.  A discard has no such gap: it holds the capture gate
+ * from its check to its last pin (advise_records), one call to a capture. */
 struct held {
 	uintptr_t a, b;
 	int any, part;
@@ -372,8 +373,8 @@ static void advise_records(struct advise *ad)
 		 * waits for its end, never cuts it between the unpin and
 		 * the pin again (that pin then refused, its undo too: cells
 		 * left registered under a record counted unpinned, then
-		 * unmapped registered; tests/fuzz/cases/discard-capture-
-		 * 552341).  No hold: a capture is in progress. */
+		 * unmapped registered: tests/fuzz/cases/discard-capture-
+		 * 552341.prog).  No hold: a capture is in progress. */
 		int reg = (hp_rflags(r) & HOSTPIN_REGISTERED) != 0;
 		int held = reg && hp_capture_hold();
 		if (reg && !held) {
