@@ -1,7 +1,7 @@
 /* CUDA graph capture: the begin entry points, the capture modes, and the
  * program's own unmaps during a capture, against the fake CUDA driver and
  * runtime (tests/preload/cases/182-faults_capture.sh).
- *   capture_modes togr_drv|togr_gpa|togr_rt|local|unmaps
+ *   capture_modes togr_drv|togr_gpa|togr_rt|local|unmaps|discard_race
  * Linked to the fake libcuda.so.1 and libcudart.so.12.  One thread begins a
  * capture and waits; the main thread (and in "local" the capturing thread
  * itself) works meanwhile; then the capture ends.  Exits non-zero when
@@ -37,11 +37,15 @@ int cudaStreamBeginCaptureToGraph(CUstream, void *, const void *,
 				  const void *, size_t, int);
 int fake_cuda_is_registered(const void *, size_t);
 int fake_cuda_capture_broken(void);
+int fake_cuda_gate_waiters(void);
+void fake_cuda_open_gate(void);
+size_t fake_cuda_registered_bytes(const void *, size_t);
 
 static CUcontext ctx0;
 static CUstream cap_s, s2, s3;
 static CUdeviceptr dmem;
 static int began[2], go[2], cap_rc = -1;
+static _Atomic pid_t cap_tid; /* the capturing thread */
 static const char *mode;
 static int graph_obj; /* the program's graph (the fake keeps no nodes) */
 
@@ -86,6 +90,7 @@ static void *capturer(void *arg)
 	(void)arg;
 	char c = 0;
 	CHECK(cuCtxSetCurrent(ctx0) == 0);
+	cap_tid = (pid_t)syscall(SYS_gettid);
 	if (!strcmp(mode, "togr_drv"))
 		CHECK(cuStreamBeginCaptureToGraph(cap_s, &graph_obj, NULL, NULL,
 						  0, 0) == 0); /* global */
@@ -247,6 +252,84 @@ static void unmaps(void)
 	CHECK(st().pinned_blocks_now == 0 && st().leaked_blocks == 0);
 }
 
+/* discard_race (the engine tester's discard-unmapped-552341): a global
+ * capture begun while another thread's MADV_DONTNEED of part of a
+ * registered mapping is under way, between its unregistration of the
+ * cells it touches and their registration again
+ * (HOSTPIN_REGISTER_CHUNK=1M: 3 cells; the first held at the fake's
+ * gate, FAKE_CUDA_REGISTER_GATE set once the mapping is registered).  The
+ * discard began before the capture: it ends whole before the capture
+ * begins, as one driver call would, and returns 0; the cells are
+ * registered again, the mapping stays registered whole and is
+ * unregistered at its munmap.  Before: the second cell's registration
+ * was refused for the capture, the first could not be undone, and the
+ * mapping was counted unregistered with its cells still registered
+ * (unmapped while registered at its munmap). */
+static char *dr_at;
+static int dr_rc = -2;
+static void *discarder(void *arg)
+{
+	(void)arg;
+	dr_rc = madvise(dr_at, 3 * MB, MADV_DONTNEED);
+	return NULL;
+}
+static int one_held(void) { return fake_cuda_gate_waiters() == 1; }
+static int cap_asleep(void) /* in a futex: waiting at hostpin's gate */
+{
+	char path[64], buf[32] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
+		 (int)cap_tid);
+	FILE *f = cap_tid ? fopen(path, "r") : NULL;
+	if (!f)
+		return 0;
+	int ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	return ok && atoi(buf) == SYS_futex;
+}
+static void poll_until(int (*pred)(void), const char *what)
+{
+	for (int i = 0; i < 60000 && !pred(); i++)
+		usleep(1000);
+	if (!pred()) {
+		fprintf(stderr, "never: %s\n", what);
+		exit(1);
+	}
+}
+static int regd_cells(const char *p, size_t n) /* registered in cells */
+{
+	return (tp_flags(p) & HOSTPIN_REGISTERED) &&
+	       fake_cuda_registered_bytes(p, n) == n;
+}
+static void discard_race(void)
+{
+	char *m = mmap(NULL, 8 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, 9, 8 * MB);
+	CHECK(regd_cells(m, 8 * MB)); /* HOSTPIN_PIN_AFTER=0 */
+	/* 3 whole cells of the 1 MiB grid inside the mapping */
+	dr_at = (char *)(((uintptr_t)m + 2 * MB - 1) & ~(uintptr_t)(MB - 1));
+	CHECK(setenv("FAKE_CUDA_REGISTER_GATE", "1048576", 1) == 0);
+	pthread_t x;
+	CHECK(pthread_create(&x, NULL, discarder, NULL) == 0);
+	poll_until(one_held, "the discard's first cell at the gate");
+	CHECK(pipe(began) == 0 && pipe(go) == 0);
+	CHECK(pthread_create(&t, NULL, capturer, NULL) == 0);
+	poll_until(cap_asleep, "the capture's begin waits");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(x, NULL) == 0);
+	char c;
+	CHECK(read(began[0], &c, 1) == 1); /* the capture began */
+	CHECK(dr_rc == 0);
+	CHECK(all(m, (size_t)(dr_at - m), 9) && all(dr_at, 3 * MB, 0) &&
+	      all(dr_at + 3 * MB, (size_t)(m + 8 * MB - dr_at - 3 * MB), 9));
+	end();
+	CHECK(regd_cells(m, 8 * MB));
+	CHECK(munmap(m, 8 * MB) == 0);
+	CHECK(fake_cuda_registered_bytes(m, 8 * MB) == 0);
+	CHECK(st().pinned_blocks_now == 0);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -264,6 +347,8 @@ int main(int argc, char **argv)
 		local();
 	else if (!strcmp(mode, "unmaps"))
 		unmaps();
+	else if (!strcmp(mode, "discard_race"))
+		discard_race();
 	else
 		return 2;
 	CHECK(st().leaked_blocks == 0);

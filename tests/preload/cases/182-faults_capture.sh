@@ -56,3 +56,13 @@ cap_run "thread-local capture: other threads register and unregister meanwhile, 
 # 0; mremap, MAP_FIXED and the partial munmap fail with ENOMEM and change
 # nothing; afterwards each works as usual, nothing leaked or left pinned.
 cap_run "the program's munmap, madvise, mremap and MAP_FIXED over registered mappings during a capture" unmaps HOSTPIN_PIN_AFTER=0
+
+# 4. Injects (the engine tester's discard-unmapped-552341, made certain):
+# a global-mode capture begun while the main thread's MADV_DONTNEED of 3
+# cells of a registered mapping (HOSTPIN_REGISTER_CHUNK=1M) is between
+# unregistering them and registering them again (the first held at the
+# fake's gate).  Must hold: the discard ends whole before the capture
+# begins and returns 0, the part reads zero; the mapping stays registered
+# whole; munmap unregisters it (nothing registered over unmapped memory).
+cap_run "a capture begun during a discard's registration of its cells again waits for the discard" \
+	discard_race HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=1M
