@@ -514,6 +514,9 @@ def report(d, out):
         json.dump(res, fh, indent=1)
     p, h, a = res.get("pageable"), res.get("hostpin"), res.get("hostpin_async")
     print(f"hostpin gpu-check on {res['device']} (torch {res['torch']})")
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("HOSTPIN_"))
+    if env:
+        print(f"the caller's environment (each run's own settings override it): {env}")
     if SMALL:
         print("GPU_CHECK_SMALL=1: a rehearsal, not a measurement: each buffer 1/16 of the size "
               "its label gives (table rows give the sizes used), one repetition")
@@ -1092,6 +1095,50 @@ ALL_RUNS = (list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(L
             + list(ENG_RUNS) + list(THREAD_RUNS))
 
 
+def rehearsal(out):
+    """scripts/check-torch's verdict on a rehearsal over the fake driver
+    (GPU_CHECK_SMALL=1): the fake runs no kernels and no graphs, so the
+    data checks (compared on the device) and the graph captures fail there
+    and are not judged; judged: every run chosen left a result, and what
+    needs no kernel: the program sees hostpin's blocks as pageable
+    (invariant 14) while hostpin's own answer (hostpin_query) says they are
+    registered where the run registers them, and the capture from a hostpin
+    block comes out as from pageable memory.  Prints the failures; 1 if any."""
+    res = json.load(open(out))
+    only = os.environ.get("GPU_CHECK_RUNS", "").split()
+    bad = [f"{k}: no result" for k in ALL_RUNS
+           if (not only or k in only) and not isinstance(res.get(k), dict)]
+
+    def want(run, what, ok):
+        if isinstance(res.get(run), dict) and not ok(res[run]):
+            bad.append(f"{run}: {what}")
+    want("hostpin", "program_sees_pageable", lambda r: r.get("program_sees_pageable") is True)
+    want("hostpin", "registered (hostpin_query)",
+         lambda r: all(e.get("registered") for e in r["bw"].values()))
+    want("drvapi", "registered (hostpin_query)",
+         lambda r: all(e.get("registered") for e in r["paths"].values()))
+    for k in REGCOST_RUNS:
+        want(k, "registered (hostpin_query)", lambda r: r.get("registered") is True)
+    for k in ("lazy", "lazy_first"):
+        want(k, "the reused buffer registered (hostpin_query)",
+             lambda r: r.get("reused_registered") is True)
+    for k in ("eng_registered", "eng_default"):
+        want(k, "sweep buffers registered, is_pinned() False",
+             lambda r: all(e.get("registered") and e.get("is_pinned") is False
+                           for e in r["sweep"].values()))
+    for k in ("eng_default", "eng_inline"):
+        want(k, "the copy that earns registration: registered (hostpin_query)",
+             lambda r: all(x == x for e in r["earn"].values()  # x == x: not nan
+                           for x in e["registered_ms"]["all"]))
+    for c in ("graph_registered_before_capture", "graph_program_sees_pageable",
+              "graph_capture_as_pageable"):
+        want("eng_registered", c, lambda r: r.get(c) is True)
+    for b in bad:
+        print(f"gpu_check rehearsal: FAIL: {b}")
+    print(f"gpu_check rehearsal: {'ok' if not bad else f'FAILED ({len(bad)})'}")
+    return 1 if bad else 0
+
+
 def fmt(c, f="{:.2f}"):
     """A cell: median (min-max)."""
     if not isinstance(c, dict):
@@ -1150,7 +1197,8 @@ def report_engine(res):
     goals.append(f"default policy: steady state >= 0.98x pin_memory() from 4 MiB: {word(steady_ok)}")
     goals.append(f"no copy (staged, registered, default) slower than pageable (first against first, "
                  f"steady against steady): {word(slower_ok)}")
-    if P and D:
+    if D:
+        P = P or {}
         print(f"weights 8x256 MiB copied once, s: pageable {fmt(P.get('weights_s'), '{:.3f}')}, "
               f"pin_memory() with its own copy {fmt(P.get('weights_pin_memory_s'), '{:.3f}')}, "
               f"hostpin default {fmt(D.get('weights_s'), '{:.3f}')}")
@@ -1210,6 +1258,8 @@ if __name__ == "__main__":
         sys.exit(report(sys.argv[2], sys.argv[3]))
     if m == "selftest":
         sys.exit(selftest())
+    if m == "rehearsal":
+        sys.exit(rehearsal(sys.argv[2]))
     if m == "synth":
         print(json.dumps(synth_any(sys.argv[2])))
         sys.exit(0)
