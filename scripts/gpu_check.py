@@ -36,18 +36,25 @@ class _Range(ctypes.Structure):
                 ("flags", ctypes.c_uint)]
 
 
+_query = []  # hostpin_query, looked up once ([None] without hostpin)
+
+
 def hostpin_flags(addr):
     """hostpin's own answer about the memory at addr (hostpin_query of
     hostpin.h): the flags of the block it tracks there, 0 if it tracks none;
     None when hostpin is not preloaded."""
-    try:
-        q = ctypes.CDLL(None).hostpin_query
-    except AttributeError:
+    if not _query:
+        try:
+            q = ctypes.CDLL(None).hostpin_query
+            q.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Range)]
+            q.restype = ctypes.c_int
+        except AttributeError:
+            q = None
+        _query.append(q)
+    if _query[0] is None:
         return None
-    q.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Range)]
-    q.restype = ctypes.c_int
     r = _Range()
-    return r.flags if q(addr, ctypes.byref(r)) else 0
+    return r.flags if _query[0](addr, ctypes.byref(r)) else 0
 
 
 def registered(t):
@@ -1151,7 +1158,7 @@ def report_engine(res):
     P, S, R, D, I = (res.get(k) if isinstance(res.get(k), dict) else None
                      for k in ("eng_pageable", "eng_staged", "eng_registered", "eng_default",
                                "eng_inline"))
-    if not any((P, S, R, D)):
+    if not any((P, S, R, D, I)):
         return
     print(f"copy engine: GB/s, median (min-max) of {REPS}; first = a fresh buffer's first "
           f"copy, steady = after {WARM} more copies")
