@@ -16,7 +16,68 @@ import time
 from gpu_check_threads import THREAD_RUNS, measure_threads, report_threads, synth_threads
 
 MB = 1 << 20
-SIZES = [64 * MB, 256 * MB, 1024 * MB]
+# GPU_CHECK_SMALL=1: a rehearsal (over the fake driver, say): every size
+# 1/16 of the real check's (at most 64 MiB), one repetition per cell.
+SMALL = os.environ.get("GPU_CHECK_SMALL") == "1"
+
+
+def mb(mib):
+    """Bytes of a buffer the real check makes mib MiB large (1/16 of it
+    under GPU_CHECK_SMALL)."""
+    return (mib // 16 if SMALL else mib) * MB
+
+
+SIZES = [mb(64), mb(256), mb(1024)]
+HOSTPIN_REGISTERED = 0x20  # hostpin.h's hostpin_range.flags
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t),
+                ("flags", ctypes.c_uint)]
+
+
+_query = []  # hostpin_query, looked up once ([None] without hostpin)
+
+
+def hostpin_flags(addr):
+    """hostpin's own answer about the memory at addr (hostpin_query of
+    hostpin.h): the flags of the block it tracks there, 0 if it tracks none;
+    None when hostpin is not preloaded."""
+    if not _query:
+        try:
+            q = ctypes.CDLL(None).hostpin_query
+            q.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Range)]
+            q.restype = ctypes.c_int
+        except AttributeError:
+            q = None
+        _query.append(q)
+    if _query[0] is None:
+        return None
+    r = _Range()
+    return r.flags if _query[0](addr, ctypes.byref(r)) else 0
+
+
+def registered(t):
+    """Whether the tensor's host memory is registered with the driver:
+    hostpin's answer (hostpin_query) for a block hostpin tracks, else
+    torch's is_pinned() (memory the program pinned; hostpin not preloaded).
+    is_pinned() is no answer for hostpin's blocks: hostpin's registrations
+    are invisible to the program (invariant 14), so it is False for them."""
+    f = hostpin_flags(t.data_ptr())
+    return bool(f & HOSTPIN_REGISTERED) if f else bool(t.is_pinned())
+
+
+def wait_registered(t, limit):
+    """Seconds until the tensor's memory is registered, polled: a block
+    hostpin tracks may be registered in the background; None if not within
+    limit seconds.  Memory hostpin does not track (or no hostpin): no wait,
+    0 if is_pinned(), else None."""
+    t0 = time.perf_counter()
+    while not registered(t):
+        if not hostpin_flags(t.data_ptr()) or time.perf_counter() - t0 > limit:
+            return None
+        time.sleep(0.001)
+    return time.perf_counter() - t0
 
 
 def hostpin_stats():
@@ -57,7 +118,7 @@ def active_devices():
         return None
 
 
-def bw(fn, nbytes, reps=8):
+def bw(fn, nbytes, reps=2 if SMALL else 8):
     import torch
     fn()
     torch.cuda.synchronize()
@@ -74,13 +135,15 @@ def measure(mode):
     import torch
     r = {"mode": mode, "preloaded": "LD_PRELOAD" in os.environ}
     # weights allocated before CUDA is initialised: adoption
-    weights = torch.empty(256 * MB, dtype=torch.uint8).fill_(7)
-    r["weights_pinned_before_cuda"] = None
+    weights = torch.empty(mb(256), dtype=torch.uint8).fill_(7)
     torch.cuda.init()
     torch.cuda.set_device(0)
     dev = torch.device("cuda", 0)
     wg = weights.to(dev, non_blocking=True)
     torch.cuda.synchronize()
+    # registered by hostpin once CUDA is up (adoption), perhaps in the
+    # background: waited for a little
+    r["weights_registered_s"] = wait_registered(weights, 3)
     r["weights_is_pinned_after_first_copy"] = bool(weights.is_pinned())
     r["weights_copy_correct"] = bool((wg[:: 4099].cpu() == 7).all())
     r["bw"] = {}
@@ -88,7 +151,7 @@ def measure(mode):
         x = torch.empty(n, dtype=torch.uint8).fill_(1)
         y = torch.empty(n, dtype=torch.uint8)
         g = torch.empty(n, dtype=torch.uint8, device=dev).fill_(2)
-        e = {"is_pinned": bool(x.is_pinned())}
+        e = {"registered": registered(x), "is_pinned": bool(x.is_pinned())}
         e["h2d"] = bw(lambda: g.copy_(x, non_blocking=True), n)
         e["d2h"] = bw(lambda: y.copy_(g, non_blocking=True), n)
         if mode == "pageable":
@@ -98,8 +161,11 @@ def measure(mode):
             del xp, yp
         r["bw"][str(n // MB)] = e
         del x, y, g
+    # hostpin's registrations are invisible to the program (invariant 14):
+    # is_pinned() of its blocks is False, as of pageable memory
+    r["program_sees_pageable"] = not any(e["is_pinned"] for e in r["bw"].values())
     # correctness of non_blocking copies as the program sees them
-    n = 64 * MB
+    n = mb(64)
     src = torch.empty(n, dtype=torch.uint8).fill_(3)
     g = torch.empty(n, dtype=torch.uint8, device=dev)
     g.copy_(src, non_blocking=True)
@@ -117,7 +183,7 @@ def measure(mode):
         ts = []
         for _ in range(16):
             t0 = time.perf_counter()
-            x = torch.empty(256 * MB, dtype=torch.uint8, pin_memory=pinned).fill_(1)
+            x = torch.empty(mb(256), dtype=torch.uint8, pin_memory=pinned).fill_(1)
             x.to(dev, non_blocking=True)
             torch.cuda.synchronize()
             ts.append(time.perf_counter() - t0)
@@ -140,7 +206,7 @@ def measure_driver_api():
     torch.cuda.set_device(0)
     dev = torch.device("cuda", 0)
     cu = ctypes.CDLL("libcuda.so.1")
-    n = 64 * MB
+    n = mb(64)
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     proto_h2d = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p,
                                  ctypes.c_size_t, ctypes.c_void_p)
@@ -160,7 +226,7 @@ def measure_driver_api():
     for name, (h2d, d2h) in paths.items():
         src = torch.empty(n, dtype=torch.uint8).fill_(3)
         g = torch.empty(n, dtype=torch.uint8, device=dev)
-        e = {"is_pinned": bool(src.is_pinned())}
+        e = {"registered": registered(src), "is_pinned": bool(src.is_pinned())}
         rc = h2d(g.data_ptr(), src.data_ptr(), n, stream)
         src.fill_(4)  # overwrite right after the call returns
         torch.cuda.synchronize()
@@ -186,11 +252,12 @@ def regcost():
     torch.empty(1, device="cuda")
     s0 = hostpin_stats()
     t0 = time.perf_counter()
-    x = torch.empty(1024 * MB, dtype=torch.uint8)
+    x = torch.empty(mb(1024), dtype=torch.uint8)
     dt = time.perf_counter() - t0
     s1 = hostpin_stats()
-    return {"alloc_s_per_gib": dt, "pin_s_per_gib": (s1["pin_ns"] - s0["pin_ns"]) / 1e9,
-            "registered": bool(x.is_pinned()),
+    gib = mb(1024) / (1024 * MB)
+    return {"alloc_s_per_gib": dt / gib, "pin_s_per_gib": (s1["pin_ns"] - s0["pin_ns"]) / 1e9 / gib,
+            "registered": registered(x),
             "env": {k: v for k, v in os.environ.items() if k.startswith("HOSTPIN_")}}
 
 
@@ -201,7 +268,8 @@ RUNTIME_RUNS = {
     "pageable": ("weights_copy_correct", "h2d_source_overwrite_unseen",
                  "d2h_data_there_on_return", "d2h_data_there_after_sync"),
     "hostpin": ("weights_copy_correct", "h2d_source_overwrite_unseen",
-                "d2h_data_there_on_return", "d2h_data_there_after_sync"),
+                "d2h_data_there_on_return", "d2h_data_there_after_sync",
+                "program_sees_pageable"),
     "hostpin_async": ("weights_copy_correct", "d2h_data_there_after_sync"),
 }
 DRIVER_RUNS = ("drvapi_pageable", "drvapi")
@@ -229,9 +297,15 @@ def verdict(res):
     when every check held.  A run that is missing or unreadable (it
     crashed, timed out or printed no JSON) fails too."""
     bad = []
+    only = os.environ.get("GPU_CHECK_RUNS", "").split()
+
+    def chosen(run):  # GPU_CHECK_RUNS: only those runs ran
+        return not only or run in only
 
     def flat(runs):  # {run: its checks}, each a key of its result dict
         for run, checks in runs.items():
+            if not chosen(run):
+                continue
             r = res.get(run)
             if not isinstance(r, dict):
                 bad.append(f"{run}: no result")
@@ -240,6 +314,8 @@ def verdict(res):
 
     flat(RUNTIME_RUNS)
     for run in DRIVER_RUNS:
+        if not chosen(run):
+            continue
         r = res.get(run)
         paths = r.get("paths") if isinstance(r, dict) else None
         if not isinstance(paths, dict):
@@ -255,9 +331,17 @@ def verdict(res):
             bad += [f"{run} {name}: {c}" for c in DRIVER_CHECKS
                     if e.get(c) is not True]
     for run in REGCOST_RUNS:
-        if not isinstance(res.get(run), dict):
+        if chosen(run) and not isinstance(res.get(run), dict):
             bad.append(f"{run}: no result")
     flat(ENG_RUNS)
+    # under hostpin, a capture from its block comes out as one from pageable
+    # memory without hostpin (invariant 14)
+    p, r = res.get("eng_pageable"), res.get("eng_registered")
+    if (chosen("eng_pageable") and chosen("eng_registered") and isinstance(p, dict)
+            and isinstance(r, dict) and "graph_capture_ok" in p
+            and r.get("graph_capture_ok") != p["graph_capture_ok"]):
+        bad.append(f"eng_registered: graph capture from a hostpin block {r.get('graph_capture_ok')}, "
+                   f"from pageable memory without hostpin (eng_pageable) {p['graph_capture_ok']}")
     flat(THREAD_RUNS)
     return bad
 
@@ -267,17 +351,18 @@ def synth(mode):
     no torch, no GPU)."""
     if mode in RUNTIME_RUNS:
         g = 3.0 if mode == "pageable" else 10.0
-        bw_ = {"h2d": g, "d2h": g, "is_pinned": mode != "pageable",
+        bw_ = {"h2d": g, "d2h": g, "registered": mode != "pageable", "is_pinned": False,
                "pin_memory_h2d": 10.0, "pin_memory_d2h": 10.0}
         r = {"mode": mode, "preloaded": mode != "pageable",
-             "weights_is_pinned_after_first_copy": mode != "pageable",
+             "weights_registered_s": 0.01 if mode != "pageable" else None,
+             "weights_is_pinned_after_first_copy": False,
              "bw": {"64": dict(bw_)}, "loop_ms": 1.0,
              "loop_pin_memory_ms": 1.0, "stats": None,
              "active_devices": [0]}
         r.update({c: True for c in RUNTIME_RUNS["hostpin"]})
         return r
     if mode in DRIVER_RUNS:
-        e = {"is_pinned": mode == "drvapi", "rc": 0, "h2d_gbps": 10.0,
+        e = {"registered": mode == "drvapi", "is_pinned": False, "rc": 0, "h2d_gbps": 10.0,
              "d2h_gbps": 10.0}
         e.update({c: True for c in DRIVER_CHECKS})
         return {"preloaded": mode == "drvapi", "stats": None,
@@ -315,6 +400,10 @@ def selftest():
             del res[run]["paths"][p]
             if not verdict(res):
                 fails.append(f"{run} path {p} missing: verdict still passes")
+    res = json.loads(json.dumps(good))
+    res["eng_pageable"]["graph_capture_ok"] = True
+    if not verdict(res):
+        fails.append("graph capture without hostpin differing from with: verdict still passes")
     for f in fails:
         print(f"gpu_check selftest: FAIL: {f}")
     print(f"gpu_check selftest: {len(specs)} checks, {len(runs)} runs: "
@@ -347,7 +436,7 @@ def measure_lazy():
     import torch
     torch.cuda.init()
     torch.empty(1, device="cuda")
-    n = 256 * MB
+    n = mb(256)
     dev = torch.empty(n, dtype=torch.uint8, device="cuda")
     r = {"preloaded": "LD_PRELOAD" in os.environ,
          "pin_after": os.environ.get("HOSTPIN_PIN_AFTER", "default")}
@@ -360,7 +449,7 @@ def measure_lazy():
         torch.cuda.synchronize()
         bufs.append(b)
     r["single_use_s"] = time.perf_counter() - t0
-    r["single_use_pinned"] = sum(bool(b.is_pinned()) for b in bufs)
+    r["single_use_registered"] = sum(registered(b) for b in bufs)
     s1 = hostpin_stats() or {}
     r["single_use_registrations"] = s1.get("pin_calls", 0) - s0.get("pin_calls", 0)
     del bufs
@@ -374,7 +463,8 @@ def measure_lazy():
     r["reused_s"] = sum(ts)
     r["reused_gbps_first"] = n / ts[0] / 1e9
     r["reused_gbps_after"] = n / statistics.median(ts[2:]) / 1e9
-    r["reused_pinned"] = bool(b.is_pinned())
+    r["reused_registered"] = registered(b)
+    r["reused_is_pinned"] = bool(b.is_pinned())
     s2 = hostpin_stats() or {}
     r["reused_registrations"] = s2.get("pin_calls", 0) - s1.get("pin_calls", 0)
     r["reused_page_nodes"] = page_nodes(b.data_ptr(), n)
@@ -389,10 +479,11 @@ def synth_lazy(mode):
     """A measure_lazy result (for tests: no torch, no GPU)."""
     reg = mode != "lazy_pageable"
     return {"preloaded": reg, "pin_after": "1" if mode == "lazy_first" else "default",
-            "single_use_s": 1.0, "single_use_pinned": 8 if mode == "lazy_first" else 0,
+            "single_use_s": 1.0, "single_use_registered": 8 if mode == "lazy_first" else 0,
             "single_use_registrations": 8 if mode == "lazy_first" else 0,
             "reused_s": 1.0, "reused_gbps_first": 10.0, "reused_gbps_after": 50.0 if reg else 10.0,
-            "reused_pinned": reg, "reused_registrations": 1 if reg else 0,
+            "reused_registered": reg, "reused_is_pinned": False,
+            "reused_registrations": 1 if reg else 0,
             "reused_page_nodes": {"0": 1024}}
 
 
@@ -403,9 +494,10 @@ def report_lazy(res):
         if r:
             print(f"policy {k} (HOSTPIN_PIN_AFTER={r['pin_after']}): single-use 8x256 MiB "
                   f"{r['single_use_s']:.3f} s, {r['single_use_registrations']} registrations, "
-                  f"{r['single_use_pinned']} pinned; reused 16x256 MiB {r['reused_s']:.3f} s "
+                  f"{r.get('single_use_registered')} registered; reused 16x256 MiB {r['reused_s']:.3f} s "
                   f"(first {r['reused_gbps_first']:.2f} GB/s, then {r['reused_gbps_after']:.2f} GB/s), "
-                  f"{r['reused_registrations']} registrations, pinned {r['reused_pinned']}, "
+                  f"{r['reused_registrations']} registrations, registered {r.get('reused_registered')} "
+                  f"(is_pinned() {r.get('reused_is_pinned')}), "
                   f"page nodes {r['reused_page_nodes']}")
 
 
@@ -429,18 +521,30 @@ def report(d, out):
         json.dump(res, fh, indent=1)
     p, h, a = res.get("pageable"), res.get("hostpin"), res.get("hostpin_async")
     print(f"hostpin gpu-check on {res['device']} (torch {res['torch']})")
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("HOSTPIN_"))
+    if env:
+        print(f"the caller's environment (each run's own settings override it): {env}")
+    if SMALL:
+        print("GPU_CHECK_SMALL=1: a rehearsal, not a measurement: each buffer 1/16 of the size "
+              "its label gives (table rows give the sizes used), one repetition")
+    print("registered: hostpin's own answer (hostpin_query) for its blocks, else is_pinned(); "
+          "is_pinned(): what the program sees, False for hostpin's blocks (invariant 14: "
+          "hostpin's registrations are invisible to the program)")
     ok = True
     if isinstance(p, dict) and isinstance(h, dict):
         print(f"{'MiB':>6} {'dir':>4} {'pageable':>9} {'hostpin':>9} {'pin_memory':>10} "
-              f"{'hp/pin':>7} {'hp/pageable':>11} is_pinned")
+              f"{'hp/pin':>7} {'hp/pageable':>11} registered is_pinned()")
         for n in p["bw"]:
             for dname in ("h2d", "d2h"):
                 pg, hp, pm = p["bw"][n][dname], h["bw"][n][dname], p["bw"][n]["pin_memory_" + dname]
                 print(f"{n:>6} {dname:>4} {pg:9.2f} {hp:9.2f} {pm:10.2f} {hp / pm:7.2f} "
-                      f"{hp / pg:11.2f} {h['bw'][n]['is_pinned']}")
+                      f"{hp / pg:11.2f} {str(h['bw'][n].get('registered')):>10} "
+                      f"{h['bw'][n]['is_pinned']}")
                 ok &= hp >= 0.95 * pm and hp >= 3 * pg
-        print(f"adoption: weights allocated before CUDA init is_pinned() after first copy: "
-              f"{h['weights_is_pinned_after_first_copy']}")
+        ws = h.get("weights_registered_s")
+        print(f"adoption: weights allocated before CUDA init: registered "
+              f"{'within ' + format(ws, '.3f') + ' s of' if ws is not None else 'NOT within 3 s of'} "
+              f"their first copy's end; is_pinned() {h['weights_is_pinned_after_first_copy']}")
         print(f"loop (fresh 256 MiB tensor per step), ms/step: pageable {p['loop_ms']:.2f}, "
               f"hostpin {h['loop_ms']:.2f}, pin_memory() {p['loop_pin_memory_ms']:.2f}")
         for name, r in (("sync", h), ("async", a)):
@@ -453,7 +557,7 @@ def report(d, out):
         r = res.get(k)
         for name, e in (r if isinstance(r, dict) else {}).get("paths", {}).items():
             print(f"driver API via {name} ({'hostpin' if r['preloaded'] else 'pageable'}): "
-                  f"is_pinned {e['is_pinned']}, H2D source overwrite unseen "
+                  f"registered {e.get('registered')}, is_pinned() {e['is_pinned']}, H2D source overwrite unseen "
                   f"{e['h2d_source_overwrite_unseen']}, D2H data there on return "
                   f"{e['d2h_data_there_on_return']}, H2D {e['h2d_gbps']:.2f} GB/s, "
                   f"D2H {e['d2h_gbps']:.2f} GB/s")
@@ -491,8 +595,8 @@ def report(d, out):
 #                   the copy that earns registration, registering inside it
 # Buffers of one cell's repetitions stay alive until the cell is done so that
 # a "fresh" buffer is never a block hostpin's cache hands back.
-ENG_MIB = (4, 64, 256, 1024)
-REPS = 3
+ENG_MIB = (2, 4, 16, 64) if SMALL else (4, 64, 256, 1024)
+REPS = 1 if SMALL else 3
 WARM = 4  # copies between a buffer's first and its steady-state copies
 ENG_RUNS = {
     "eng_pageable": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
@@ -500,14 +604,16 @@ ENG_RUNS = {
                      "d2h_data_there_on_return", "duplex_data_ok"),
     "eng_staged": ("sweep_data_ok", "h2d_source_overwrite_unseen",
                    "d2h_data_there_on_return", "duplex_data_ok"),
-    "eng_registered": ("sweep_data_ok", "graph_pinned_before_capture",
-                       "graph_capture_ok", "graph_replays_correct"),
+    "eng_registered": ("sweep_data_ok", "graph_registered_before_capture",
+                       "graph_program_sees_pageable", "graph_capture_as_pageable",
+                       "graph_pinned_capture_ok", "graph_replays_correct"),
     "eng_default": ("sweep_data_ok", "weights_data_ok", "checkpoint_data_ok",
                     "loader_data_ok", "h2d_source_overwrite_unseen",
                     "d2h_data_there_on_return", "earn_data_ok"),
     "eng_inline": ("earn_data_ok",),
 }
-EARN_MIB = (256, 1024)
+EARN_MIB = (16, 64) if SMALL else (256, 1024)
+EARN_WAIT_S = 5  # the most earn() waits for a background registration
 
 
 def threads():
@@ -525,7 +631,7 @@ def semantics(dev):
     them: the H2D source overwritten right after the call, the D2H data
     there on return."""
     import torch
-    n = 64 * MB
+    n = mb(64)
     src = torch.empty(n, dtype=torch.uint8).fill_(3)
     g = torch.empty(n, dtype=torch.uint8, device=dev)
     g.copy_(src, non_blocking=True)
@@ -543,15 +649,17 @@ def semantics(dev):
 def earn(dev):
     """The copy that earns registration (HOSTPIN_PIN_AFTER=2: a buffer's
     second copy): ms of copies 1-4 of a fresh buffer (H2D), and ms from the
-    start of copy 2 until the buffer is registered (is_pinned; nan if not
-    within 30 s).  The buffers stay alive (returned) so that none is a
-    cached block handed back."""
+    start of copy 2 until hostpin says the buffer is registered (its own
+    answer, hostpin_query: is_pinned() stays False, invariant 14; nan if
+    not within EARN_WAIT_S after copy 4).  The buffers stay alive
+    (returned) so that none is a cached block handed back."""
     import torch
     out, ok, keep = {}, True, []
     for mib in EARN_MIB:
         n = mib * MB
         g = torch.empty(n, dtype=torch.uint8, device=dev)
         per = {k: [] for k in ("copy1", "copy2", "copy3", "copy4", "registered_ms")}
+        is_pinned = False
         for r in range(REPS):
             x = torch.empty(n, dtype=torch.uint8).fill_(20 + r)
             keep.append(x)
@@ -564,13 +672,13 @@ def earn(dev):
                 g.copy_(x, non_blocking=True)
                 torch.cuda.synchronize()
                 per[f"copy{i}"].append((time.perf_counter() - t0) * 1e3)
-            end = time.perf_counter() + 30
-            while not x.is_pinned() and time.perf_counter() < end:
-                time.sleep(0.001)
+            waited = wait_registered(x, EARN_WAIT_S)
             per["registered_ms"].append((time.perf_counter() - t2) * 1e3
-                                        if x.is_pinned() else float("nan"))
+                                        if waited is not None else float("nan"))
+            is_pinned = is_pinned or bool(x.is_pinned())
             ok = ok and bool((g[:: 4099] == 20 + r).all())
         out[str(mib)] = {k: cell(v) for k, v in per.items()}
+        out[str(mib)]["is_pinned"] = is_pinned
     return out, ok, keep
 
 
@@ -613,6 +721,7 @@ def sweep(dev, pinned):
             ok &= bool((y[:: 4099] == v).all())
             tmax = max(tmax, threads())
         out[str(mib)] = {key: cell(xs) for key, xs in t.items()}
+        out[str(mib)]["registered"] = registered(keep[0])
         out[str(mib)]["is_pinned"] = bool(keep[0].is_pinned())
         del keep, g, x, y
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -626,7 +735,7 @@ def weights_once(dev, how):
     with its own copy.  Seconds per repetition.  Every buffer (and pinned
     copy) is returned to be kept alive: no repetition reuses a block."""
     import torch
-    n, ts, ok, keep = 256 * MB, [], True, []
+    n, ts, ok, keep = mb(256), [], True, []
     gs = [torch.empty(n, dtype=torch.uint8, device=dev) for _ in range(8)]
     for r in range(REPS):
         bufs = [torch.empty(n, dtype=torch.uint8).fill_(16 * r + i) for i in range(8)]
@@ -648,7 +757,7 @@ def checkpoint(dev, how):
     """1 GiB D2H into fresh host memory (allocation timed): GB/s; the
     buffers are returned to be kept alive."""
     import torch
-    n, gbps, ok, keep = 1024 * MB, [], True, []
+    n, gbps, ok, keep = mb(1024), [], True, []
     g = torch.empty(n, dtype=torch.uint8, device=dev)
     for r in range(REPS):
         g.fill_(40 + r)
@@ -674,7 +783,7 @@ def fresh_loop(dev, pinned):
     for r in range(REPS + 1):
         t0 = time.perf_counter()
         for _ in range(4):
-            x = torch.empty(256 * MB, dtype=torch.uint8, pin_memory=pinned).fill_(1)
+            x = torch.empty(mb(256), dtype=torch.uint8, pin_memory=pinned).fill_(1)
             x.to(dev, non_blocking=True)
             torch.cuda.synchronize()
             del x
@@ -690,7 +799,7 @@ class _Batches:
 
     def __getitem__(self, i):
         import torch
-        return torch.full((64 * MB,), i + 1, dtype=torch.uint8)
+        return torch.full((mb(64),), i + 1, dtype=torch.uint8)
 
 
 def loader(dev, pin):
@@ -722,7 +831,7 @@ def duplex(dev, pinned):
     arrived.  pinned: the host buffers from pin_memory()."""
     import threading
     import torch
-    n = 256 * MB
+    n = mb(256)
 
     def host(v):
         t = torch.empty(n, dtype=torch.uint8)
@@ -774,36 +883,55 @@ def duplex(dev, pinned):
     return {k: cell(v) for k, v in out.items()}, ok
 
 
-def graph_check(dev):
-    """A step captured with torch.cuda.graph copies from a hostpin block
-    (registered: HOSTPIN_PIN_AFTER=0) while other freed blocks sit in a
-    cache that decays (HOSTPIN_CACHE_DECAY_MS short): four blocks are freed
-    just before the capture, which lasts longer than their decay time (the
-    decay thread must not unregister them meanwhile: that would invalidate
-    a global-mode capture), and one more between replays.  Capture
-    succeeds, each replay sees the block's current contents."""
+def capture_outcome(dev, src):
+    """Whether torch.cuda.graph captures a step copying from the CPU tensor
+    src (and the error when not): torch refuses a copy from a CPU tensor
+    that is_pinned() calls pageable during a capture."""
     import torch
-    n = 64 * MB
+    g = torch.empty(src.numel(), dtype=torch.uint8, device=dev)
+    torch.cuda.synchronize()
+    try:
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            g.copy_(src, non_blocking=True)
+        return True, None
+    except Exception as e:  # noqa: BLE001 - the outcome compared
+        return False, str(e)[:300]
+
+
+def graph_check(dev):
+    """torch.cuda.graph and hostpin's blocks (eng_registered: registered at
+    allocation, HOSTPIN_PIN_AFTER=0, a cache that decays fast; eng_pageable
+    runs it without hostpin, the outcome to match).  hostpin's
+    registrations are invisible to the program (invariant 14): torch sees
+    its block x as pageable (is_pinned() False) and treats a capture of a
+    copy from it as from pageable memory.  So (1) that capture's outcome
+    must equal the outcome from a pageable tensor hostpin does not track,
+    in the same process (and the verdict compares it with eng_pageable's,
+    where x is pageable memory without hostpin); (2) what a program does
+    instead, a step copying from x.pin_memory(), is captured while
+    hostpin's cache decays (four blocks freed just before the capture,
+    which lasts longer than their decay time: the decay thread must not
+    unregister them meanwhile, which would invalidate a global-mode
+    capture; one more freed between replays), and each replay, after x is
+    refilled and copied into the pinned tensor, sees x's current contents."""
+    import torch
+    n = mb(64)
     r = {}
     s0 = hostpin_stats() or {}
     junk = [torch.empty(n, dtype=torch.uint8).fill_(1) for _ in range(4)]
     for j in junk:
         j.to(dev)
     x = torch.empty(n, dtype=torch.uint8).fill_(0)
-    # registered at allocation, or (a registration in the background) soon
-    for _ in range(100):
-        if x.is_pinned():
-            break
-        x.to(dev)
-        torch.cuda.synchronize()
-        time.sleep(0.05)
-    r["graph_pinned_before_capture"] = bool(x.is_pinned())
+    # registered at allocation, or (in the background) soon after
+    r["graph_registered_before_capture"] = wait_registered(x, 3) is not None
+    r["graph_program_sees_pageable"] = not x.is_pinned()
+    xp = x.pin_memory()
     g = torch.empty(n, dtype=torch.uint8, device=dev)
     out = torch.empty(n, dtype=torch.uint8, device=dev)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        g.copy_(x, non_blocking=True)
+        g.copy_(xp, non_blocking=True)
         out.copy_(g)
         out.add_(1)
     torch.cuda.current_stream().wait_stream(s)
@@ -811,23 +939,23 @@ def graph_check(dev):
     graph = torch.cuda.CUDAGraph()
     del junk  # cached now; decaying during the capture
     s1 = hostpin_stats() or {}
+    r["graph_replays"] = 0
     try:
         with torch.cuda.graph(graph):
-            g.copy_(x, non_blocking=True)
+            g.copy_(xp, non_blocking=True)
             time.sleep(0.2)  # > HOSTPIN_CACHE_DECAY_MS: the decay is due
             out.copy_(g)
             out.add_(1)
-        r["graph_capture_ok"] = True
+        r["graph_pinned_capture_ok"] = True
     except Exception as e:  # noqa: BLE001 - reported, fails the check
-        r["graph_capture_ok"] = False
-        r["graph_capture_error"] = str(e)[:300]
-        r["graph_replays_correct"] = False
-        return r
+        r["graph_pinned_capture_ok"] = False
+        r["graph_pinned_capture_error"] = str(e)[:300]
     s2 = hostpin_stats() or {}
     r["graph_evictions_during_capture"] = s2.get("cache_evictions", 0) - s1.get("cache_evictions", 0)
-    ok = True
-    for i in range(8):
+    ok = r["graph_pinned_capture_ok"]
+    for i in range(8 if ok else 0):
         x.fill_(i + 1)
+        xp.copy_(x)
         graph.replay()
         torch.cuda.synchronize()
         ok &= bool((out[:: 4099] == i + 2).all())
@@ -835,11 +963,17 @@ def graph_check(dev):
         t.to(dev)
         del t
         time.sleep(0.05)
+        r["graph_replays"] = i + 1
     r["graph_replays_correct"] = ok
-    r["graph_replays"] = 8
     s3 = hostpin_stats() or {}
     r["graph_cache_evictions"] = s3.get("cache_evictions", 0) - s0.get("cache_evictions", 0)
-    r["graph_pinned_after"] = bool(x.is_pinned())
+    # last: a refused capture leaves nothing behind that the above needs
+    r["graph_capture_ok"], r["graph_capture_error"] = capture_outcome(dev, x)
+    ref = torch.empty(64 << 10, dtype=torch.uint8).fill_(1)  # < HOSTPIN_THRESHOLD
+    r["graph_ref_hostpin_flags"] = hostpin_flags(ref.data_ptr())
+    r["graph_capture_pageable_ok"], r["graph_capture_pageable_error"] = capture_outcome(dev, ref)
+    r["graph_capture_as_pageable"] = r["graph_capture_ok"] == r["graph_capture_pageable_ok"]
+    r["graph_registered_after"] = registered(x)
     return r
 
 
@@ -897,7 +1031,7 @@ def measure_engine(mode):
         if mode == "eng_pageable":
             r["duplex_pin_memory"], ok = duplex(dev, True)
             r["duplex_data_ok"] &= ok
-    if mode == "eng_registered":
+    if mode in ("eng_pageable", "eng_registered"):
         r.update(graph_check(dev))
     r["threads_end"] = threads()
     r["stats"] = hostpin_stats()
@@ -907,14 +1041,15 @@ def measure_engine(mode):
 def synth_engine(mode):
     """A measure_engine result with every check passing (no torch, no GPU)."""
     c = lambda v: {"med": v, "min": v * 0.9, "max": v * 1.1, "all": [v] * REPS}  # noqa: E731
-    def sw(g, pinned):
+    def sw(g, registered, is_pinned=False):
         return {str(m): {"h2d_first": c(g), "h2d": c(g), "d2h_first": c(g), "d2h": c(g),
-                         "is_pinned": pinned} for m in ENG_MIB}
+                         "registered": registered, "is_pinned": is_pinned} for m in ENG_MIB}
     if mode == "eng_inline":
         return {"mode": mode, "preloaded": True, "env": {}, "cpus": 16, "threads_start": 1,
                 "threads_cuda": 4, "threads_end": 5, "stats": None, "earn_data_ok": True,
-                "earn": {str(m): {k: c(9.0) for k in ("copy1", "copy2", "copy3", "copy4",
-                                                        "registered_ms")} for m in EARN_MIB}}
+                "earn": {str(m): dict({k: c(9.0) for k in ("copy1", "copy2", "copy3", "copy4",
+                                                             "registered_ms")}, is_pinned=False)
+                         for m in EARN_MIB}}
     g = 5.0 if mode in ("eng_pageable", "eng_staged") else 50.0
     r = {"mode": mode, "preloaded": mode != "eng_pageable", "env": {}, "cpus": 16,
          "threads_start": 1, "threads_cuda": 4, "threads_max": 6, "threads_end": 6,
@@ -924,7 +1059,7 @@ def synth_engine(mode):
         r["duplex"] = {"serial": c(5.0), "duplex": c(5.0 if mode == "eng_pageable" else 9.0)}
     if mode == "eng_pageable":
         r["duplex_pin_memory"] = {"serial": c(50.0), "duplex": c(90.0)}
-        r["sweep_pin_memory"] = sw(50.0, True)
+        r["sweep_pin_memory"] = sw(50.0, True, True)
         r.update({"checkpoint_pin_memory_gbps": c(20.0), "weights_pin_memory_s": c(0.2),
                   "loop_pin_memory_ms": c(10.0)})
     if mode in ("eng_pageable", "eng_default"):
@@ -932,11 +1067,22 @@ def synth_engine(mode):
                   "loader": {"h2d_ms": c(5.0), "wall_ms": c(30.0)},
                   "loader_pin_memory": {"h2d_ms": c(2.0), "wall_ms": c(25.0)}})
     if mode == "eng_default":
-        r["earn"] = {str(m): {k: c(5.0) for k in ("copy1", "copy2", "copy3", "copy4",
-                                                  "registered_ms")} for m in EARN_MIB}
-    if mode == "eng_registered":
+        r["earn"] = {str(m): dict({k: c(5.0) for k in ("copy1", "copy2", "copy3", "copy4",
+                                                       "registered_ms")}, is_pinned=False)
+                     for m in EARN_MIB}
+    if mode in ("eng_pageable", "eng_registered"):
+        # torch refuses the capture from a CPU tensor it calls pageable: a
+        # hostpin block, as pageable memory without hostpin
+        err = "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless..."
         r.update({"graph_replays": 8, "graph_evictions_during_capture": 0,
-                  "graph_cache_evictions": 5, "graph_pinned_after": True})
+                  "graph_cache_evictions": 5 if mode == "eng_registered" else 0,
+                  "graph_registered_after": mode == "eng_registered",
+                  "graph_registered_before_capture": mode == "eng_registered",
+                  "graph_ref_hostpin_flags": 0 if mode == "eng_registered" else None,
+                  "graph_capture_ok": False, "graph_capture_error": err,
+                  "graph_capture_pageable_ok": False, "graph_capture_pageable_error": err,
+                  "graph_program_sees_pageable": True, "graph_capture_as_pageable": True,
+                  "graph_pinned_capture_ok": True, "graph_replays_correct": True})
     r.update({k: True for k in ENG_RUNS[mode]})
     return r
 
@@ -956,6 +1102,50 @@ ALL_RUNS = (list(RUNTIME_RUNS) + list(DRIVER_RUNS) + list(REGCOST_RUNS) + list(L
             + list(ENG_RUNS) + list(THREAD_RUNS))
 
 
+def rehearsal(out):
+    """scripts/check-torch's verdict on a rehearsal over the fake driver
+    (GPU_CHECK_SMALL=1): the fake runs no kernels and no graphs, so the
+    data checks (compared on the device) and the graph captures fail there
+    and are not judged; judged: every run chosen left a result, and what
+    needs no kernel: the program sees hostpin's blocks as pageable
+    (invariant 14) while hostpin's own answer (hostpin_query) says they are
+    registered where the run registers them, and the capture from a hostpin
+    block comes out as from pageable memory.  Prints the failures; 1 if any."""
+    res = json.load(open(out))
+    only = os.environ.get("GPU_CHECK_RUNS", "").split()
+    bad = [f"{k}: no result" for k in ALL_RUNS
+           if (not only or k in only) and not isinstance(res.get(k), dict)]
+
+    def want(run, what, ok):
+        if isinstance(res.get(run), dict) and not ok(res[run]):
+            bad.append(f"{run}: {what}")
+    want("hostpin", "program_sees_pageable", lambda r: r.get("program_sees_pageable") is True)
+    want("hostpin", "registered (hostpin_query)",
+         lambda r: all(e.get("registered") for e in r["bw"].values()))
+    want("drvapi", "registered (hostpin_query)",
+         lambda r: all(e.get("registered") for e in r["paths"].values()))
+    for k in REGCOST_RUNS:
+        want(k, "registered (hostpin_query)", lambda r: r.get("registered") is True)
+    for k in ("lazy", "lazy_first"):
+        want(k, "the reused buffer registered (hostpin_query)",
+             lambda r: r.get("reused_registered") is True)
+    for k in ("eng_registered", "eng_default"):
+        want(k, "sweep buffers registered, is_pinned() False",
+             lambda r: all(e.get("registered") and e.get("is_pinned") is False
+                           for e in r["sweep"].values()))
+    for k in ("eng_default", "eng_inline"):
+        want(k, "the copy that earns registration: registered (hostpin_query)",
+             lambda r: all(x == x for e in r["earn"].values()  # x == x: not nan
+                           for x in e["registered_ms"]["all"]))
+    for c in ("graph_registered_before_capture", "graph_program_sees_pageable",
+              "graph_capture_as_pageable"):
+        want("eng_registered", c, lambda r: r.get(c) is True)
+    for b in bad:
+        print(f"gpu_check rehearsal: FAIL: {b}")
+    print(f"gpu_check rehearsal: {'ok' if not bad else f'FAILED ({len(bad)})'}")
+    return 1 if bad else 0
+
+
 def fmt(c, f="{:.2f}"):
     """A cell: median (min-max)."""
     if not isinstance(c, dict):
@@ -968,14 +1158,14 @@ def report_engine(res):
     P, S, R, D, I = (res.get(k) if isinstance(res.get(k), dict) else None
                      for k in ("eng_pageable", "eng_staged", "eng_registered", "eng_default",
                                "eng_inline"))
-    if not any((P, S, R, D)):
+    if not any((P, S, R, D, I)):
         return
     print(f"copy engine: GB/s, median (min-max) of {REPS}; first = a fresh buffer's first "
           f"copy, steady = after {WARM} more copies")
     rows = [("pageable", P and P.get("sweep")), ("staged", S and S.get("sweep")),
             ("registered", R and R.get("sweep")), ("pin_memory", P and P.get("sweep_pin_memory")),
             ("default", D and D.get("sweep"))]
-    print(f"{'MiB':>6} {'dir':>4} {'memory':>10} {'first':>22} {'steady':>22} is_pinned")
+    print(f"{'MiB':>6} {'dir':>4} {'memory':>10} {'first':>22} {'steady':>22} registered is_pinned()")
     med = {}
     for mib in ENG_MIB:
         for d in ("h2d", "d2h"):
@@ -985,7 +1175,7 @@ def report_engine(res):
                     continue
                 med[(name, mib, d)] = (e[d + "_first"]["med"], e[d]["med"])
                 print(f"{mib:>6} {d:>4} {name:>10} {fmt(e[d + '_first']):>22} "
-                      f"{fmt(e[d]):>22} {e.get('is_pinned')}")
+                      f"{fmt(e[d]):>22} {str(e.get('registered')):>10} {e.get('is_pinned')}")
     goals = []
     first_ok = steady_ok = slower_ok = None
     for mib in ENG_MIB:
@@ -1014,7 +1204,8 @@ def report_engine(res):
     goals.append(f"default policy: steady state >= 0.98x pin_memory() from 4 MiB: {word(steady_ok)}")
     goals.append(f"no copy (staged, registered, default) slower than pageable (first against first, "
                  f"steady against steady): {word(slower_ok)}")
-    if P and D:
+    if D:
+        P = P or {}
         print(f"weights 8x256 MiB copied once, s: pageable {fmt(P.get('weights_s'), '{:.3f}')}, "
               f"pin_memory() with its own copy {fmt(P.get('weights_pin_memory_s'), '{:.3f}')}, "
               f"hostpin default {fmt(D.get('weights_s'), '{:.3f}')}")
@@ -1035,8 +1226,8 @@ def report_engine(res):
                 print(f"the copy that earns registration, fresh {mib} MiB H2D, ms ({name}"
                       f"{', HOSTPIN_REGISTER_BACKGROUND=0' if name == 'inline' else ''}): copy 1 "
                       f"{fmt(e['copy1'])}, copy 2 (earns) {fmt(e['copy2'])}, copy 3 "
-                      f"{fmt(e['copy3'])}, copy 4 {fmt(e['copy4'])}; registered "
-                      f"{fmt(e['registered_ms'])} after copy 2 began")
+                      f"{fmt(e['copy3'])}, copy 4 {fmt(e['copy4'])}; registered (hostpin_query) "
+                      f"{fmt(e['registered_ms'])} after copy 2 began; is_pinned() {e.get('is_pinned')}")
     if P or S:
         dp, ds, dq = ((r or {}).get(k) or {} for r, k in ((P, "duplex"), (S, "duplex"),
                                                           (P, "duplex_pin_memory")))
@@ -1044,14 +1235,20 @@ def report_engine(res):
               f"at once (two threads, two streams): pageable {fmt(dp.get('serial'))} / "
               f"{fmt(dp.get('duplex'))}, staged {fmt(ds.get('serial'))} / {fmt(ds.get('duplex'))}, "
               f"pin_memory() {fmt(dq.get('serial'))} / {fmt(dq.get('duplex'))}")
-    if R:
-        print(f"torch.cuda.graph from a hostpin block while the cache decays: pinned before capture "
-              f"{R.get('graph_pinned_before_capture')}, capture {R.get('graph_capture_ok')}"
-              f"{' (' + R['graph_capture_error'] + ')' if R.get('graph_capture_error') else ''}, "
-              f"{R.get('graph_replays', 0)} replays correct {R.get('graph_replays_correct')}, "
-              f"cache evictions counted during the capture {R.get('graph_evictions_during_capture')}, "
-              f"in all {R.get('graph_cache_evictions')}, pinned after "
-              f"{R.get('graph_pinned_after')}")
+    for name, r in (("without hostpin", P), ("hostpin, registered", R)):
+        if r and "graph_capture_ok" in r:
+            err = lambda k: f" ({r[k]})" if r.get(k) else ""  # noqa: E731
+            print(f"torch.cuda.graph ({name}): capture of a copy from a 64 MiB CPU tensor "
+                  f"{r.get('graph_capture_ok')}{err('graph_capture_error')}; from a 64 KiB one "
+                  f"hostpin does not track {r.get('graph_capture_pageable_ok')}; the tensor "
+                  f"registered before {r.get('graph_registered_before_capture')}, after "
+                  f"{r.get('graph_registered_after')}, is_pinned() "
+                  f"{not r.get('graph_program_sees_pageable')}")
+            print(f"torch.cuda.graph ({name}): capture from its pin_memory() copy while the cache "
+                  f"decays {r.get('graph_pinned_capture_ok')}{err('graph_pinned_capture_error')}, "
+                  f"{r.get('graph_replays', 0)} replays correct {r.get('graph_replays_correct')}, "
+                  f"cache evictions counted during the capture "
+                  f"{r.get('graph_evictions_during_capture')}, in all {r.get('graph_cache_evictions')}")
     for name, r in (("pageable", P), ("staged", S), ("registered", R), ("default", D)):
         if r:
             print(f"CPU threads ({name}, /proc/self/task; {r.get('cpus')} CPUs allowed): start "
@@ -1068,6 +1265,8 @@ if __name__ == "__main__":
         sys.exit(report(sys.argv[2], sys.argv[3]))
     if m == "selftest":
         sys.exit(selftest())
+    if m == "rehearsal":
+        sys.exit(rehearsal(sys.argv[2]))
     if m == "synth":
         print(json.dumps(synth_any(sys.argv[2])))
         sys.exit(0)

@@ -13,8 +13,9 @@ import subprocess
 import time
 
 MB = 1 << 20
-THR_MIB = (256, 1024)
-REPS = 3
+SMALL = os.environ.get("GPU_CHECK_SMALL") == "1"  # a rehearsal: gpu_check.py
+THR_MIB = (16, 64) if SMALL else (256, 1024)
+REPS = 1 if SMALL else 3
 THREAD_RUNS = {"thr_pageable": ("thr_data_ok",), "thr_1": ("thr_data_ok",),
                "thr_2": ("thr_data_ok",), "thr_4": ("thr_data_ok",),
                "thr_8": ("thr_data_ok",), "thr_auto": ("thr_data_ok",)}
@@ -33,7 +34,7 @@ def chosen():
     env = dict(os.environ, HOSTPIN_SHOW="1")
     try:
         out = subprocess.run(["true"], env=env, capture_output=True, text=True,
-                             timeout=60).stdout
+                             timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     for line in out.splitlines():

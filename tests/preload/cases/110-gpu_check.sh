@@ -38,6 +38,7 @@ cat > "$d/py" <<STUB
 [ "\$1" = -c ] && exit 0
 [ "\$2" = report ] && exec python3 "\$@"
 [ "\$2" = "\${STUB_CRASH:-}" ] && exit 1
+[ "\$2" = "\${STUB_HANG:-}" ] && exec sleep 60
 exec cat "$d/\$2.json"
 STUB
 chmod +x "$d/py"
@@ -54,7 +55,17 @@ for want in "copy engine: GB/s, median (min-max) of 3" \
 	"DataLoader 4 workers, 16x64 MiB, pin_memory=True: batch H2D ms without hostpin 2.00" \
 	"checkpoint 1 GiB D2H into fresh host memory, GB/s: pageable 10.00" \
 	"an H2D and a D2H of 256 MiB each, GB/s of both together, one after the other / at once (two threads, two streams): pageable 5.00 (4.50-5.50) / 5.00 (4.50-5.50), staged 5.00 (4.50-5.50) / 9.00 (8.10-9.90), pin_memory() 50.00 (45.00-55.00) / 90.00 (81.00-99.00)" \
-	"torch.cuda.graph from a hostpin block while the cache decays: pinned before capture True, capture True, 8 replays correct True, cache evictions counted during the capture 0" \
+	"torch.cuda.graph (hostpin, registered): capture of a copy from a 64 MiB CPU tensor False (Cannot copy between CPU and CUDA tensors during CUDA graph capture unless...); from a 64 KiB one hostpin does not track False; the tensor registered before True, after True, is_pinned() False" \
+	"torch.cuda.graph (without hostpin): capture of a copy from a 64 MiB CPU tensor False" \
+	"torch.cuda.graph (hostpin, registered): capture from its pin_memory() copy while the cache decays True, 8 replays correct True, cache evictions counted during the capture 0" \
+	"registered: hostpin's own answer (hostpin_query) for its blocks, else is_pinned(); is_pinned(): what the program sees" \
+	"    64  h2d      3.00     10.00      10.00    1.00        3.33       True False" \
+	"   256  d2h pin_memory    50.00 (45.00-55.00)    50.00 (45.00-55.00)       True True" \
+	"  1024  h2d    default    50.00 (45.00-55.00)    50.00 (45.00-55.00)       True False" \
+	"adoption: weights allocated before CUDA init: registered within 0.010 s of their first copy's end; is_pinned() False" \
+	"driver API via dlsym (hostpin): registered True, is_pinned() False" \
+	"policy lazy_first (HOSTPIN_PIN_AFTER=1): single-use 8x256 MiB 1.000 s, 8 registrations, 8 registered" \
+	"registered (hostpin_query) 5.00 (4.50-5.50) after copy 2 began; is_pinned() False" \
 	"CPU threads (staged, /proc/self/task; 16 CPUs allowed)" \
 	"goal (printed, not enforced): default policy: a buffer's first copy" \
 	"goal (printed, not enforced): no copy" "gpu-check: wall time" \
@@ -67,7 +78,9 @@ done
 for spec in hostpin.h2d_source_overwrite_unseen hostpin.d2h_data_there_on_return \
 	drvapi.paths.cuGetProcAddress.d2h_data_there_on_return \
 	eng_staged.h2d_source_overwrite_unseen eng_default.d2h_data_there_on_return \
-	eng_registered.graph_capture_ok eng_registered.graph_replays_correct \
+	eng_registered.graph_capture_as_pageable eng_registered.graph_pinned_capture_ok \
+	eng_registered.graph_replays_correct eng_registered.graph_program_sees_pageable \
+	eng_registered.graph_registered_before_capture hostpin.program_sees_pageable \
 	eng_default.loader_data_ok eng_pageable.sweep_data_ok thr_4.thr_data_ok thr_auto.thr_data_ok; do
 	if ! gc GPU_CHECK_FORCE_FAIL=$spec && grep -q "CORRECTNESS FAILURE: ${spec%%.*}" "$d/log"; then
 		ok "scripts/gpu-check fails when $spec fails"
@@ -79,7 +92,24 @@ else bad "scripts/gpu-check passes with its drvapi run crashed: $(tail -3 "$d/lo
 if ! gc STUB_CRASH=eng_registered && grep -q "gpu-check: eng_registered failed" "$d/log"; then
 	ok "scripts/gpu-check fails when its copy-engine run crashes"
 else bad "scripts/gpu-check passes with its eng_registered run crashed: $(tail -3 "$d/log")"; fi
+# A run that never ends is stopped at GPU_CHECK_TIMEOUT and fails (no
+# result); the default bound keeps a stuck run's cost on a lent GPU small.
+if ! gc STUB_HANG=eng_default GPU_CHECK_TIMEOUT=2 GPU_CHECK_RUNS="pageable eng_default" &&
+	grep -q "gpu-check: eng_default failed" "$d/log" &&
+	grep -q "CORRECTNESS FAILURE: eng_default: no result" "$d/log"; then
+	ok "scripts/gpu-check stops a stuck run at GPU_CHECK_TIMEOUT and fails it"
+else bad "scripts/gpu-check with a stuck run: $(tail -3 "$d/log")"; fi
+t=$(sed -n 's/.*GPU_CHECK_TIMEOUT:-\([0-9]*\).*/\1/p' "$top/scripts/gpu-check")
+if [ -n "$t" ] && [ "$t" -le 100 ]; then ok "scripts/gpu-check's default per-run bound is ${t}s (<= 100)"
+else bad "scripts/gpu-check's default per-run bound: '$t'"; fi
 rm -rf "$d"
+# GPU_CHECK_SMALL (a rehearsal over the fake driver): no buffer over 64 MiB,
+# one repetition.
+if out=$(cd "$top/scripts" && GPU_CHECK_SMALL=1 python3 -B -c "import gpu_check as g, gpu_check_threads as t
+sizes = [g.mb(m) for m in (64, 256, 1024)] + list(g.SIZES) + [m << 20 for m in g.ENG_MIB + g.EARN_MIB + t.THR_MIB]
+assert max(sizes) <= 64 << 20 and g.REPS == 1 and t.REPS == 1, sizes
+print('ok')" 2>&1) && [ "$out" = ok ]; then ok "GPU_CHECK_SMALL=1: every buffer <= 64 MiB, one repetition"
+else bad "GPU_CHECK_SMALL=1: $out"; fi
 # The engine's knobs (HOSTPIN_STAGE*) that gpu-check passes are unknown to a
 # hostpin without the engine: they must only warn, never stop the run.
 if out=$(env -u HOSTPIN_STRICT LD_PRELOAD="$top/build/libhostpin.so" HOSTPIN_STAGE=1 \
