@@ -26,7 +26,8 @@
  *           H2D, 128 MiB D2H, with the default ring): a round slower than
  *           the rate so far counts whole, a faster one half, so a CPU that
  *           turns busy while the process runs passes the next round
- *           through.  Below, copies that way, and the rest of a copy being
+ *           through; a D2H round into a destination not resident is not
+ *           counted (its page faults cost the pageable path as much).  Below, copies that way, and the rest of a copy being
  *           staged, pass through for a second; then the rate is estimated
  *           again from the node's load (still busy: another second), and
  *           staging tries again where it pays: a process whose threads
@@ -158,6 +159,20 @@ int hp_speed_pays(uint64_t rate, unsigned link, int d)
 uint64_t hp_speed_next(uint64_t avg, uint64_t r)
 {
 	return avg == 0 || r < avg ? r : (avg + r) / 2;
+}
+
+int hp_speed_resident(const void *p, size_t n)
+{
+	if (n == 0)
+		return 1;
+	uintptr_t a = (uintptr_t)p, at[3] = {a, a + n / 2, a + n - 1};
+	for (int i = 0; i < 3; i++) {
+		unsigned char v = 0;
+		void *pg = (void *)(at[i] & ~(uintptr_t)(HP_PAGE_SIZE - 1));
+		if (mincore(pg, HP_PAGE_SIZE, &v) != 0 || !(v & 1))
+			return 0;
+	}
+	return 1;
 }
 
 uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies)

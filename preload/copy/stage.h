@@ -315,6 +315,11 @@ HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r);
 HP_HIDDEN uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies);
 /* the threads busy besides this one, from /proc/loadavg's text */
 HP_HIDDEN unsigned hp_speed_busy(const char *loadavg);
+/* [p, p+n) resident: its first, middle and last pages in memory (mincore);
+ * 0 where one is not (a fresh destination: the copy faults its pages in,
+ * and so would the driver's pageable path, on one thread) or it cannot
+ * tell */
+HP_HIDDEN int hp_speed_resident(const void *p, size_t n);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
 /* the same into a staging slot the CPU does not read again (non-temporal
  * stores where the CPU has them) */
