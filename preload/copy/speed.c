@@ -261,6 +261,12 @@ int hp_pool_worth(int htod)
 	return 1;
 }
 
+int hp_pool_worth_at(int htod, const void *h, size_t n)
+{
+	return hp_pool_worth(htod) ||
+	       (!htod && h != NULL && !hp_speed_resident(h, n));
+}
+
 void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
 {
 	if (ns == 0 || bytes < ROUND_MIN)

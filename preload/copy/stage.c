@@ -350,7 +350,15 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	int r = 0, passed = 0;
 	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
-		if (off > 0 && !hp_pool_worth(P->htod)) {
+		/* a D2H into a destination not resident (fresh): its pages
+		 * are faulted in as the drains write them, at the fault rate
+		 * the driver's pageable path pays too (on one thread: issue
+		 * 43's H100 run, 1.2 GB/s fresh against 13 warm): staged
+		 * whatever the gate says, and its rate not weighed against
+		 * pageable's into a warm one (that closed the gate for a
+		 * second after each fresh D2H) */
+		int warm = P->htod || hp_speed_resident(h + off, len);
+		if (off > 0 && warm && !hp_pool_worth(P->htod)) {
 			r = lin_pass(P, d, h, n, off);
 			passed = 1;
 			break;
@@ -358,13 +366,6 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		struct lin j = {.R = R, .h = h + off, .d = d + off, .n = len,
 				.s = P->s};
 		size_t m = len / R->slot + (len % R->slot != 0), done = 0;
-		/* a D2H into a destination not resident (fresh): its pages
-		 * are faulted in as the drains write them, at the fault rate
-		 * the driver's pageable path pays too (on one thread: issue
-		 * 43's H100 run, 1.2 GB/s fresh against 13 warm), so its rate
-		 * is not weighed against pageable's into a warm one (that
-		 * closed the gate for a second after each fresh D2H) */
-		int warm = P->htod || hp_speed_resident(h + off, len);
 		uint64_t t0 = hp_now_ns();
 		hp_pool_round(P->htod, 1);
 		r = P->htod ? hp_stage_run_htod(P, m, lin_in, lin_htod, &j, &done)
