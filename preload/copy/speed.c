@@ -263,8 +263,11 @@ int hp_pool_worth(int htod)
 
 int hp_pool_worth_at(int htod, const void *h, size_t n)
 {
-	return hp_pool_worth(htod) ||
-	       (!htod && h != NULL && !hp_speed_resident(h, n));
+	/* pageable faults a fresh destination in on one thread, staging
+	 * on all its copy threads (one alone: a memcpy more per byte than
+	 * pageable's, which it does not beat) */
+	return hp_pool_worth(htod) || (!htod && h != NULL && n_threads > 1 &&
+				       !hp_speed_resident(h, n));
 }
 
 void hp_pool_seen(int htod, size_t bytes, uint64_t ns)

@@ -294,7 +294,8 @@ HP_HIDDEN unsigned hp_pool_threads(void);
 HP_HIDDEN int hp_pool_quiet(void);
 HP_HIDDEN int hp_pool_worth(int htod);
 /* the same for a copy of [h, h+n) (h NULL: not looked at): and a D2H into
- * a destination not resident is always worth staging (hp_speed_resident) */
+ * a destination not resident is worth staging with two copy threads or
+ * more (hp_speed_resident: the pageable path faults it in on one) */
 HP_HIDDEN int hp_pool_worth_at(int htod, const void *h, size_t n);
 HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
 /* a staged round that way begins (+1) or ends (-1): rounds staged at once

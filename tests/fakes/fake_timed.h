@@ -23,7 +23,8 @@
  * program's own on a small machine): for the memcpy-bound regime, where
  * the link outruns one core's memcpy (scripts/bench-engine's rows); the
  * device never receives the data, so a program checks none (a pageable
- * D2H's destination gets a byte per page: its faults are the driver's).
+ * D2H's destination is written with zeros: the driver's CPU copy and
+ * its page faults).
  * A program may make a stream busy without the link (a kernel):
  * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
  * reserves its link in enqueue order, so one queued behind a long kernel
@@ -41,21 +42,17 @@ static int timed_on(void)
 }
 
 /* FAKE_CUDA_TIMED=2: op o's bytes are not moved (its staging freed); a
- * pageable D2H's destination still has each of its pages written (a byte,
- * on this worker, within the link's time), as the driver's copy out of its
- * own buffers faults them in: into a fresh destination that is the
- * pageable path's cost (an H100 host: 1.2 GB/s, 13 into a warm one). */
+ * pageable D2H's destination is still written (zeros, on this worker,
+ * within the link's time), as the driver copies out of its own buffers
+ * with the CPU, on one thread: into a fresh destination its page faults
+ * are the pageable path's cost (an H100 host: 1.2 GB/s, 13 into a warm
+ * one). */
 static int timed_drop(struct op *o)
 {
 	if (timed_on() != 2)
 		return 0;
-	if (o->touch && o->n) {
-		volatile char *p = o->dst;
-		size_t first = (size_t)(-(uintptr_t)o->dst & 4095);
-		p[0] = 0;
-		for (size_t i = first; i < o->n; i += 4096)
-			p[i] = 0;
-	}
+	if (o->touch && o->n)
+		memset(o->dst, 0, o->n);
 	if (o->staging)
 		unraw(o->staging, o->n);
 	o->staging = NULL;
