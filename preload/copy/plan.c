@@ -201,8 +201,10 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * host memory unknown to the driver (or a block of hostpin's it knows
 	 * a registered part of); or a copy that must be.  Copy threads that
 	 * would not beat the pageable path (speed.c) pass it, unless it must
-	 * be staged. */
-	if ((n < hp_opt[HP_OPT_STAGE_MIN] || !hp_pool_worth(htod)) && !must)
+	 * be staged, or it is a D2H into a destination not resident (the
+	 * pageable path faults it in on one thread: staging never loses). */
+	if ((n < hp_opt[HP_OPT_STAGE_MIN] ||
+	     !hp_pool_worth_at(htod, rect ? NULL : h, n)) && !must)
 		return;
 	for (int i = 0; i < c->n && !must; i++)
 		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)

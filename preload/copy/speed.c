@@ -26,7 +26,8 @@
  *           H2D, 128 MiB D2H, with the default ring): a round slower than
  *           the rate so far counts whole, a faster one half, so a CPU that
  *           turns busy while the process runs passes the next round
- *           through.  Below, copies that way, and the rest of a copy being
+ *           through; a D2H round into a destination not resident is not
+ *           counted (its page faults cost the pageable path as much).  Below, copies that way, and the rest of a copy being
  *           staged, pass through for a second; then the rate is estimated
  *           again from the node's load (still busy: another second), and
  *           staging tries again where it pays: a process whose threads
@@ -160,6 +161,20 @@ uint64_t hp_speed_next(uint64_t avg, uint64_t r)
 	return avg == 0 || r < avg ? r : (avg + r) / 2;
 }
 
+int hp_speed_resident(const void *p, size_t n)
+{
+	if (n == 0)
+		return 1;
+	uintptr_t a = (uintptr_t)p, at[3] = {a, a + n / 2, a + n - 1};
+	for (int i = 0; i < 3; i++) {
+		unsigned char v = 0;
+		void *pg = (void *)(at[i] & ~(uintptr_t)(HP_PAGE_SIZE - 1));
+		if (mincore(pg, HP_PAGE_SIZE, &v) != 0 || !(v & 1))
+			return 0;
+	}
+	return 1;
+}
+
 uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies)
 {
 	return ns ? (uint64_t)bytes * 1000 / ns * (copies ? copies : 1) : 0;
@@ -244,6 +259,15 @@ int hp_pool_worth(int htod)
 	}
 	atomic_store_explicit(&pause_until[d], 0, memory_order_relaxed);
 	return 1;
+}
+
+int hp_pool_worth_at(int htod, const void *h, size_t n)
+{
+	/* pageable faults a fresh destination in on one thread, staging
+	 * on all its copy threads (one alone: a memcpy more per byte than
+	 * pageable's, which it does not beat) */
+	return hp_pool_worth(htod) || (!htod && h != NULL && n_threads > 1 &&
+				       !hp_speed_resident(h, n));
 }
 
 void hp_pool_seen(int htod, size_t bytes, uint64_t ns)

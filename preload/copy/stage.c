@@ -357,7 +357,17 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	int r = 0, passed = 0;
 	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
-		if (off > 0 && !hp_pool_worth(P->htod)) {
+		/* a D2H into a destination not resident (fresh): its pages
+		 * are faulted in as the drains write them, at the fault rate
+		 * the driver's pageable path pays too (on one thread: issue
+		 * 43's H100 run, 1.2 GB/s fresh against 13 warm): staged
+		 * whatever the gate says where two copy threads or more
+		 * share the faults (speed.c), and its rate not weighed
+		 * against pageable's into a warm one (that closed the gate
+		 * for a second after each fresh D2H) */
+		int warm = P->htod || hp_speed_resident(h + off, len);
+		if (off > 0 && !hp_pool_worth_at(P->htod, warm ? NULL : h + off,
+						  len)) {
 			r = lin_pass(P, d, h, n, off);
 			passed = 1;
 			break;
@@ -383,7 +393,8 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		}
 		if (r != 0)
 			break;
-		hp_pool_seen(P->htod, len, hp_now_ns() - t0);
+		if (warm)
+			hp_pool_seen(P->htod, len, hp_now_ns() - t0);
 		off += len;
 	}
 	/* the source is staged: an async call returns (the DMA may run); a

@@ -293,6 +293,10 @@ HP_HIDDEN unsigned hp_pool_threads(void);
  * them room when they started (pool.c's threads then watch, not sleep) */
 HP_HIDDEN int hp_pool_quiet(void);
 HP_HIDDEN int hp_pool_worth(int htod);
+/* the same for a copy of [h, h+n) (h NULL: not looked at): and a D2H into
+ * a destination not resident is worth staging with two copy threads or
+ * more (hp_speed_resident: the pageable path faults it in on one) */
+HP_HIDDEN int hp_pool_worth_at(int htod, const void *h, size_t n);
 HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
 /* a staged round that way begins (+1) or ends (-1): rounds staged at once
  * share the copy threads and the link, so each counts at their number
@@ -315,6 +319,11 @@ HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r);
 HP_HIDDEN uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies);
 /* the threads busy besides this one, from /proc/loadavg's text */
 HP_HIDDEN unsigned hp_speed_busy(const char *loadavg);
+/* [p, p+n) resident: its first, middle and last pages in memory (mincore);
+ * 0 where one is not (a fresh destination: the copy faults its pages in,
+ * and so would the driver's pageable path, on one thread) or it cannot
+ * tell */
+HP_HIDDEN int hp_speed_resident(const void *p, size_t n);
 HP_HIDDEN void hp_pcopy(void *dst, const void *src, size_t len);
 /* the same into a staging slot the CPU does not read again (non-temporal
  * stores where the CPU has them) */

@@ -37,6 +37,8 @@ struct op {
 	unsigned long long qn;	/* its number on the stream (from 1) */
 	unsigned hold;		/* FAKE_CUDA_LATE_DMA: a hold (fake_late.h) */
 	int link;		/* FAKE_CUDA_TIMED (fake_timed.h): 1 H2D, 2 D2H */
+	int touch;		/* FAKE_CUDA_TIMED=2: a pageable D2H's
+				 * destination, written (fake_timed.h) */
 	double rate, dur, due;	/* its bytes/s, a kernel's seconds, its end */
 };
 typedef struct CUstream_st {

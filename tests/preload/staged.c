@@ -633,6 +633,37 @@ static int mode_chunks(void)
 	return 0;
 }
 
+/* A D2H of 160 MiB (two of a D2H's rounds, stage.c) into a destination
+ * that is fresh (d2h_fresh: never touched) or warm (d2h_warm: touched
+ * first), its data there on return; the case decides which the gate
+ * stages (issue 43). */
+static int d2h_into(int warm)
+{
+	size_t n = 160 * MB;
+	CUdeviceptr d = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(D(d), n, 90);
+	char *h = plain(n);
+	if (warm)
+		memset(h, 1, n);
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, n, s) == 0);
+	CHECK(same(h, n, 90)); /* there on return */
+	CHECK(cuStreamSynchronize(s) == 0);
+	munmap(h, n);
+	return 0;
+}
+
+static int mode_d2h_fresh(void)
+{
+	return d2h_into(0);
+}
+
+static int mode_d2h_warm(void)
+{
+	return d2h_into(1);
+}
+
 /* The third piece's registration fails (the case injects it): the pieces
  * made are undone, and an async copy inside the first piece, left
  * unsynchronised by the program, is not in flight when its piece is
@@ -673,7 +704,8 @@ int main(int argc, char **argv)
 	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
-	    {"duplex", mode_duplex},
+	    {"duplex", mode_duplex},   {"d2h_fresh", mode_d2h_fresh},
+	    {"d2h_warm", mode_d2h_warm},
 	};
 	return staged_main("staged", argc, argv, modes);
 }

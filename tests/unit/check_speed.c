@@ -200,6 +200,31 @@ START_TEST(non_temporal_copy_stays_inside)
 }
 END_TEST
 
+/* What a staged D2H round's destination was (stage.c): resident, or fresh
+ * (its pages faulted in by the drains, as by the driver's pageable path:
+ * such a round is not weighed against pageable's warm rate).  Its first,
+ * middle and last pages are looked at; one not in memory is fresh. */
+START_TEST(a_fresh_destination_is_not_resident)
+{
+	size_t n = (size_t)64 << 12;
+	char *m = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(m != MAP_FAILED);
+	ck_assert(!hp_speed_resident(m, n)); /* fresh */
+	m[0] = 1;
+	ck_assert(!hp_speed_resident(m, n)); /* its first page only */
+	memset(m, 1, n);
+	ck_assert(hp_speed_resident(m, n)); /* touched */
+	ck_assert(hp_speed_resident(m + 5, n - 9)); /* not page-aligned */
+	ck_assert(madvise(m + n / 2, 4096, MADV_DONTNEED) == 0);
+	ck_assert(!hp_speed_resident(m, n)); /* its middle page gone */
+	ck_assert(hp_speed_resident(m, 4096)); /* one page */
+	ck_assert(hp_speed_resident(m, 0));
+	munmap(m, n);
+	ck_assert(!hp_speed_resident(m, n)); /* not mapped */
+}
+END_TEST
+
 Suite *speed_suite(void)
 {
 	Suite *s = suite_create("speed");
@@ -212,6 +237,7 @@ Suite *speed_suite(void)
 	tcase_add_test(t, a_faster_round_counts_half);
 	tcase_add_test(t, non_temporal_copy_stays_inside);
 	tcase_add_test(t, rounds_at_once_count_together);
+	tcase_add_test(t, a_fresh_destination_is_not_resident);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -19,7 +19,7 @@ build staged staged.c $F_FLAGS || true
 stage() { staged_case staged staged "$@"; }
 if [ -x "$B/staged" ]; then
 # without hostpin the program's own checks hold (pageable semantics)
-for m in basic bigger order two_streams threads sync sources capture fork reset; do
+for m in basic bigger order two_streams threads sync sources capture fork reset d2h_fresh d2h_warm; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/staged" $m 2>&1) ||
 		bad "staged $m fails without hostpin: $out"
 done
@@ -62,6 +62,17 @@ staged_errors "staged" "$STAGE_OUT"
 # through (the tests' HOSTPIN_STAGE_LINK=0, lib.sh, never does).
 stage "copy threads slower than the link's pageable path (HOSTPIN_STAGE_LINK=100000): passed through" through \
 	HOSTPIN_STAGE_LINK=100000 -- basic
+# ... except a D2H into a destination not resident (fresh), with two copy
+# threads or more: the driver's pageable path faults its pages in on one
+# thread (an H100 host: 1.2 GB/s, 13 into a warm destination), staging on
+# all of them, so it is staged, both its rounds; into a warm destination,
+# or with one copy thread, it passes through (issue 43)
+stage "a D2H into a fresh destination, 2 copy threads, HOSTPIN_STAGE_LINK=100000: staged" staged \
+	HOSTPIN_STAGE_LINK=100000 HOSTPIN_STAGE_THREADS=2 -- d2h_fresh
+stage "a D2H into a warm destination, 2 copy threads, HOSTPIN_STAGE_LINK=100000: passed through" through \
+	HOSTPIN_STAGE_LINK=100000 HOSTPIN_STAGE_THREADS=2 -- d2h_warm
+stage "a D2H into a fresh destination, 1 copy thread, HOSTPIN_STAGE_LINK=100000: passed through" through \
+	HOSTPIN_STAGE_LINK=100000 HOSTPIN_STAGE_THREADS=1 -- d2h_fresh
 # passed through unchanged
 stage "a capturing stream, and a copy during a capture elsewhere, pass through; capture intact" through -- capture
 stage "a relaxed-mode capture of the per-thread stream: a _ptsz copy on stream 0 passes through" through -- capture_ptsz
