@@ -8,15 +8,21 @@
  * gate (FAKE_CUDA_REGISTER_GATE=16M) until the program opens it.  What
  * hostpin's thread does is polled for, never timed. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "late_common.h"
 
 #define BLK (16 * MB)
+
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
 
 /* q is registered in the background, held at the gate; p, queued behind
  * it, is freed into the cache; the gate lets q through: the thread then
@@ -132,11 +138,106 @@ static int mode_evict_held(void)
 	return 0;
 }
 
+/* Item 3: the program registers part of a mapped block of hostpin's
+ * (HOSTPIN_REGISTER_CHUNK=8M: registered in 8 MiB cells) while another
+ * thread unmaps the block's head: the unmap holds the block (being
+ * released) and splits it, the survivor keeping its cells registered.
+ * The program's step aside found the block being released and took it
+ * for gone (foreign.c's claim: "nothing of ours stays"), the survivor
+ * kept its cells under the program's range: the program's registration
+ * refused 712 (overlap).  The unmapping thread is held inside its first
+ * unregistration (fake_cuda_unreg_hook) until the registering thread
+ * returned or waits (asleep). */
+static char *_Atomic sp_cell;
+static pthread_t sp_m;
+static __thread int sp_is_m;
+static _Atomic int sp_inside, sp_go, sp_tid, sp_done;
+static char *sp_blk;
+static CUresult sp_rc = (CUresult)-1;
+
+void fake_cuda_unreg_hook(void *p);
+void fake_cuda_unreg_hook(void *p)
+{
+	char *want = p;
+	if (p == NULL || !sp_is_m ||
+	    !atomic_compare_exchange_strong(&sp_cell, &want, NULL))
+		return;
+	sp_inside = 1;
+	while (!sp_go) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+static void *sp_unmapper(void *arg)
+{
+	(void)arg;
+	sp_is_m = 1;
+	CHECK(munmap(sp_blk, 8 * MB) == 0);
+	return NULL;
+}
+static void *sp_registrar(void *arg)
+{
+	(void)arg;
+	sp_tid = (int)syscall(SYS_gettid);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	sp_rc = cuMemHostRegister_v2(sp_blk + 16 * MB, 8 * MB, 0);
+	sp_done = 1;
+	return NULL;
+}
+static int sp_flag(void *arg)
+{
+	return *(_Atomic int *)arg;
+}
+static int sp_waits(void *arg)
+{
+	(void)arg;
+	if (sp_done)
+		return 1;
+	long nr = sp_tid ? task_syscall(sp_tid) : -1;
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
+static int mode_split_aside(void)
+{
+	alarm(180);
+	size_t m = 32 * MB;
+	/* 8 MiB aligned (the cells are the block's quarters): a reservation
+	 * (never tracked), its aligned part mapped over it */
+	char *q = mmap(NULL, m + 8 * MB, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(q != MAP_FAILED);
+	char *blk = (char *)(((uintptr_t)q + 8 * MB - 1) &
+			     ~(uintptr_t)(8 * MB - 1));
+	CHECK(mmap(blk, m, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == blk);
+	sp_blk = blk;
+	fill(blk, m, 5);
+	wait_for((int (*)(void *))is_reg, blk, "the mapping registered");
+	CHECK(fake_cuda_is_registered(blk + 16 * MB, 8 * MB));
+	sp_cell = blk;
+	pthread_t p;
+	CHECK(pthread_create(&sp_m, NULL, sp_unmapper, NULL) == 0);
+	wait_for(sp_flag, (void *)&sp_inside, "the unmap inside its unregistration");
+	CHECK(pthread_create(&p, NULL, sp_registrar, NULL) == 0);
+	wait_for(sp_waits, NULL, "the registration returned or waits");
+	sp_go = 1;
+	CHECK(pthread_join(sp_m, NULL) == 0);
+	CHECK(pthread_join(p, NULL) == 0);
+	if (sp_rc != 0) {
+		fprintf(stderr, "the program's registration inside the "
+			"survivor: %d\n", (int)sp_rc);
+		return 1;
+	}
+	CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
+	CHECK(munmap(blk + 8 * MB, m - 8 * MB) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"take_held", mode_take_held},
 	    {"evict_held", mode_evict_held},
+	    {"split_aside", mode_split_aside},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }
