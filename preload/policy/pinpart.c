@@ -337,6 +337,12 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 	span(dev, s->base, end, a, b, &lo, &hi);
 	const char *why = "unknown";
 	int e = part_unpin(dev, lo, hi, &why);
+	if (e == EAGAIN && hp_pin_lost_held(r, s->len)) {
+		/* the context ended while r was held here (the end's walk
+		 * skipped it): nothing left registered to undo or redo */
+		discard(arg);
+		return 0;
+	}
 	if (e) {
 		if (hp_stat_fail(why))
 			hp_log(HP_LOG_WARN,

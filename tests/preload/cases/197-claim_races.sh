@@ -40,4 +40,9 @@ cr "a cached block held by the registration thread, evicted: given back" \
 # too: never refused 712, no overlapping registration.
 cr "a registration beside a partial unmap steps aside from the survivor" \
 	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- split_aside
+# Must hold: device 0's primary context reset while another thread's
+# madvise(DONTNEED) holds a registered mapping: the discard succeeds and
+# the block is registered again by the copies after.
+cr "a context reset while a discard holds the block: registered again" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_discard
 fi
