@@ -104,12 +104,19 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
-int hp_pin_lost_held(hp_rec_t *r, size_t len)
+int hp_pin_died(const hp_rec_t *r)
 {
 	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
 					       memory_order_relaxed);
-	if (!owner || !(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_in_child ||
-	    hp_cuda_ctx_gen(owner, 0) != 0 || hp_capture_busy())
+	return owner && (hp_rflags((hp_rec_t *)(uintptr_t)r) &
+			 HOSTPIN_REGISTERED) &&
+	       !hp_in_child && hp_cuda_ctx_gen(owner, 0) == 0 &&
+	       !hp_capture_busy();
+}
+
+int hp_pin_lost_held(hp_rec_t *r, size_t len)
+{
+	if (!hp_pin_died(r))
 		return 0;
 	lose(r, len, HOSTPIN_REGISTERED);
 	hp_log(HP_LOG_INFO, "a CUDA context ended while a block of %zu bytes "

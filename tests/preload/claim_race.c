@@ -266,12 +266,22 @@ static void rd_hook(void *p)
 		nanosleep(&ts, NULL);
 	}
 }
+static int rd_aside; /* reset_aside: the program registers instead */
 static void *rd_discarder(void *arg)
 {
 	(void)arg;
 	rd_is_m = 1;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	rd_rc = madvise(rd_blk + 8 * MB, 8 * MB, MADV_DONTNEED) == 0 ? 0 : errno;
+	if (rd_aside)
+		/* its context ends meanwhile: the driver's answer */
+		rd_rc = cuMemHostRegister_v2(rd_blk + 8 * MB, 8 * MB, 0) ==
+				709 /* CUDA_ERROR_CONTEXT_IS_DESTROYED */
+			    ? 0
+			    : -1;
+	else
+		rd_rc = madvise(rd_blk + 8 * MB, 8 * MB, MADV_DONTNEED) == 0
+			    ? 0
+			    : errno;
 	return NULL;
 }
 static void *rd_resetter(void *arg)
@@ -307,7 +317,9 @@ static int mode_reset_discard(void)
 	rd_blk = blk;
 	fill(blk, m, 7);
 	wait_for(rd_whole, blk, "the mapping registered");
-	rd_cell = blk + 8 * MB;
+	/* the step aside unregisters the block whole (its first cell
+	 * first), the discard its second cell */
+	rd_cell = rd_aside ? blk : blk + 8 * MB;
 	pthread_t t, r;
 	CHECK(pthread_create(&t, NULL, rd_discarder, NULL) == 0);
 	wait_for(sp_flag, (void *)&rd_inside, "the discard inside its unregistration");
@@ -317,7 +329,9 @@ static int mode_reset_discard(void)
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK(pthread_join(r, NULL) == 0);
 	if (rd_rc != 0) {
-		fprintf(stderr, "madvise during the reset: errno %d\n", rd_rc);
+		fprintf(stderr, "%s during the reset: %d\n",
+			rd_aside ? "cuMemHostRegister" : "madvise (errno)",
+			rd_rc);
 		return 1;
 	}
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
@@ -338,6 +352,16 @@ static int mode_reset_discard(void)
 	return 0;
 }
 
+/* Item 5: the same reset while the program's registration of part of the
+ * block holds it, stepping aside (inside hostpin's unregistration, which
+ * the ended context then refuses): the block must not stay flagged
+ * registered with dead registrations, never registered again. */
+static int mode_reset_aside(void)
+{
+	rd_aside = 1;
+	return mode_reset_discard();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -345,6 +369,7 @@ int main(int argc, char **argv)
 	    {"evict_held", mode_evict_held},
 	    {"split_aside", mode_split_aside},
 	    {"reset_discard", mode_reset_discard},
+	    {"reset_aside", mode_reset_aside},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }

@@ -45,4 +45,9 @@ cr "a registration beside a partial unmap steps aside from the survivor" \
 # the block is registered again by the copies after.
 cr "a context reset while a discard holds the block: registered again" \
 	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_discard
+# Must hold: the same reset while the program's registration of part of
+# the block steps aside (hostpin's unregistration held): the block is
+# registered again by the copies after, never left flagged registered.
+cr "a context reset while a step aside holds the block: registered again" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_aside
 fi
