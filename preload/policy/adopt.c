@@ -91,7 +91,8 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	uint32_t st;
 	/* A block held by another thread is skipped: its holder meets the
 	 * end itself (a registration: hp_pin_restart_if_ended; an
-	 * unregistration refused for the ended context: hp_pin_lost_held) */
+	 * unregistration the ended context refused: hp_pin_died in
+	 * hp_unpin_do, hp_pin_lost_held for a discard) */
 	if (!(hp_rflags(r) & l->want) ||
 	    (l->owner &&
 	     atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=

@@ -66,9 +66,10 @@ struct carve {
 	int unmap;       /* the program's munmap: whole ranges may wait */
 };
 
-/* Releases of part of a range in progress (carve_one): from before the
- * claim until what survives is tracked, pinned or stepped aside from.
- * A step aside that ran meanwhile waits for them (hp_carving_wait). */
+/* Releases of (part of) a range in progress (carve_one): from before
+ * the claim until what survives is tracked, pinned or stepped aside
+ * from.  A step aside that ran meanwhile waits for them (foreign.c's
+ * carve_wait). */
 static _Atomic unsigned carving;
 
 int hp_carving(void)
