@@ -426,6 +426,9 @@ HP_HIDDEN size_t hp_block_usable(const void *p, int *handled);
 HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags,
 			     const void *caller);
 HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
+/* maps.c: non-zero while a release of (part of) a tracked range is in
+ * progress: its survivors may not be tracked yet (foreign.c waits). */
+HP_HIDDEN int hp_carving(void);
 /* maps.c: a CUDA graph capture that prohibits this thread's driver calls,
  * and [a, a+len) overlaps a registered range: 1 (only whole ones), 2 (part
  * of one); 0 otherwise.  hp_munmap_range: the program's munmap. */

@@ -223,6 +223,14 @@ HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
  * again if it is still the block [base, base+len) (pin.c). */
 HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
 				    unsigned ep);
+/* adopt.c: r held, an unregistration of it refused (EAGAIN) as its
+ * owner's CUDA context ended (the end's walk skipped r, held): its
+ * registrations died with the context; r goes back to pending as the walk
+ * would have left it: 1.  0 if its owner is alive (or none, a capture). */
+HP_HIDDEN int hp_pin_lost_held(hp_rec_t *r, size_t len);
+/* adopt.c: is r registered through a CUDA context that ended (no capture
+ * in the way)?  Its registrations died with it. */
+HP_HIDDEN int hp_pin_died(const hp_rec_t *r);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);

@@ -69,29 +69,60 @@ struct lost {
 	int n;
 };
 
+/* r held: its registration gone with the driver or its context (clear:
+ * the flags dropped), back to pending. */
+static void lose(hp_rec_t *r, size_t len, unsigned clear)
+{
+	/* Nothing to unregister, and no copy left to wait for: the copies'
+	 * events died with the context or the driver. */
+	if (hp_backend->quiesce)
+		hp_cuda_forget(r);
+	hp_set_rflags(r, (hp_rflags(r) & ~clear) | HOSTPIN_PENDING);
+	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
+	HP_CTR_SUB(pinned_blocks_now, 1);
+	HP_CTR_SUB(pinned_bytes_now, len);
+	hp_site_account(hp_rsite(r), len, 0);
+	HP_CTR_ADD(pending_blocks, 1);
+}
+
 static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	struct lost *l = arg;
 	uint32_t st;
+	/* A block held by another thread is skipped: its holder meets the
+	 * end itself (a registration: hp_pin_restart_if_ended; an
+	 * unregistration the ended context refused: hp_pin_died in
+	 * hp_unpin_do, hp_pin_lost_held for a discard) */
 	if (!(hp_rflags(r) & l->want) ||
 	    (l->owner &&
 	     atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=
 		 l->owner) ||
 	    !(st = hp_busy_begin(r, s)))
 		return 0;
-	/* Nothing to unregister, and no copy left to wait for: the copies'
-	 * events died with the context or the driver. */
-	if (hp_backend->quiesce)
-		hp_cuda_forget(r);
-	hp_set_rflags(r, (hp_rflags(r) & ~l->clear) | HOSTPIN_PENDING);
-	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
-	HP_CTR_SUB(pinned_blocks_now, 1);
-	HP_CTR_SUB(pinned_bytes_now, s->len);
-	hp_site_account(hp_rsite(r), s->len, 0);
-	HP_CTR_ADD(pending_blocks, 1);
+	lose(r, s->len, l->clear);
 	hp_busy_end(r, st);
 	l->n++;
 	return 0;
+}
+
+int hp_pin_died(const hp_rec_t *r)
+{
+	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
+					       memory_order_relaxed);
+	return owner && (hp_rflags((hp_rec_t *)(uintptr_t)r) &
+			 HOSTPIN_REGISTERED) &&
+	       !hp_in_child && hp_cuda_ctx_gen(owner, 0) == 0 &&
+	       !hp_capture_busy();
+}
+
+int hp_pin_lost_held(hp_rec_t *r, size_t len)
+{
+	if (!hp_pin_died(r))
+		return 0;
+	lose(r, len, HOSTPIN_REGISTERED);
+	hp_log(HP_LOG_INFO, "a CUDA context ended while a block of %zu bytes "
+	       "was held: pending again", len);
+	return 1;
 }
 
 /* The registrations of owner (backend->owner, not 0) are gone: their

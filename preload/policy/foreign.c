@@ -114,7 +114,8 @@ void *hp_foreign_asked(void *p)
  * registration thread's: what is left cancelled, *cancelled set): a
  * block skipped here would lose a range the program still holds
  * (issue 39: 8 threads registering pieces of one block).  0 if r is no
- * longer a live block (being released: nothing of ours stays). */
+ * longer a live block (being released: nothing of ours stays, or what a
+ * partial unmap left is found after carve_wait). */
 static uint32_t claim(hp_rec_t *r, hp_snap_t *s, int *cancelled)
 {
 	for (;;) {
@@ -249,6 +250,35 @@ static int foreign_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 	return 0;
 }
 
+/* A partial unmap (maps.c) holds its block, being released, until its
+ * survivors are new records that keep the block's registrations: the walk
+ * found the block gone (claim) or passed before the survivors were
+ * tracked, and the program's registration overlapped ours (712).  A
+ * survivor tracked after the range was added steps aside by itself
+ * (pinpart.c, hp_pin_each); before, the walk after this wait finds it.
+ * 1 if a release was in progress.  Bounded as unpin_aside (the release
+ * may wait for copies whose stream waits for this thread). */
+static int carve_wait(void)
+{
+	/* seq_cst: the walk's reads before the count's */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!hp_carving())
+		return 0;
+	uint64_t t0 = hp_now_ns();
+	for (unsigned i = 0; hp_carving(); i++) {
+		if (i < 1000) {
+			sched_yield();
+			continue;
+		}
+		if (hp_now_ns() - t0 > ASIDE_WAIT_NS &&
+		    i - 1000 >= ASIDE_WAIT_LOOKS)
+			break;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
 int hp_foreign_begin(void *p, size_t n)
 {
 	if (n == 0)
@@ -262,10 +292,19 @@ int hp_foreign_begin(void *p, size_t n)
 			    "%zu bytes at %p", n, p);
 		return 0;
 	}
+	/* seq_cst: the range before the walk's reads; a survivor of a
+	 * partial unmap tracks itself before it looks (pinpart.c): one of
+	 * the two sees the other */
+	atomic_thread_fence(memory_order_seq_cst);
 	/* Compared as intervals: a range that starts below hostpin's lowest
 	 * block and ends inside it overlaps that block too. */
 	struct aside w = {0, 0};
 	hp_registry_each_overlap(&hp_reg, a, b - a, foreign_one, &w);
+	if (carve_wait())
+		/* what a partial unmap left of a block it held (claim: being
+		 * released) or had not yet tracked when the walk passed:
+		 * stepped aside from now */
+		hp_registry_each_overlap(&hp_reg, a, b - a, foreign_one, &w);
 	if (w.busy)
 		return EBUSY; /* the caller ends it (hp_foreign_end) */
 	if (!w.n) {

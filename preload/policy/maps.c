@@ -66,9 +66,30 @@ struct carve {
 	int unmap;       /* the program's munmap: whole ranges may wait */
 };
 
+/* Releases of (part of) a range in progress (carve_one): from before
+ * the claim until what survives is tracked, pinned or stepped aside
+ * from.  A step aside that ran meanwhile waits for them (foreign.c's
+ * carve_wait). */
+static _Atomic unsigned carving;
+
+int hp_carving(void)
+{
+	/* seq_cst: pairs with the increment before carve_one's claim */
+	return atomic_load(&carving) != 0;
+}
+
+static int carve_in(hp_rec_t *r, const hp_snap_t *s0, struct carve *c);
+
 static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
-	struct carve *c = arg;
+	atomic_fetch_add(&carving, 1); /* seq_cst: before the claim */
+	carve_in(r, s0, arg);
+	atomic_fetch_sub(&carving, 1); /* seq_cst: after the survivors */
+	return 0;
+}
+
+static int carve_in(hp_rec_t *r, const hp_snap_t *s0, struct carve *c)
+{
 	hp_snap_t sv = *s0, *s = &sv;
 	if (!hp_claim_release(r, s))
 		return 0; /* someone else is releasing it */

@@ -353,6 +353,13 @@ int hp_unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet,
 	if (f & hp_backend->pin_flags) {
 		e = hp_in_child ? 0 : hp_cells_unpin(base, len, &why);
 		hp_backend_events_act();
+		/* refused as its context ended while r was held (the end's
+		 * walk skipped r): died with it, nothing left to undo */
+		if (e == EAGAIN && hp_pin_died(r)) {
+			if (hp_backend->quiesce)
+				hp_cuda_forget(r);
+			e = 0;
+		}
 	} else if ((f & HOSTPIN_LOCKED) && munlock((void *)base, len) != 0)
 		why = "munlock failed", e = errno; /* the HOSTPIN_MLOCK fallback */
 refused:

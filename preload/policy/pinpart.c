@@ -337,6 +337,12 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 	span(dev, s->base, end, a, b, &lo, &hi);
 	const char *why = "unknown";
 	int e = part_unpin(dev, lo, hi, &why);
+	if (e == EAGAIN && hp_pin_lost_held(r, s->len)) {
+		/* the context ended while r was held here (the end's walk
+		 * skipped it): nothing left registered to undo or redo */
+		discard(arg);
+		return 0;
+	}
 	if (e) {
 		if (hp_stat_fail(why))
 			hp_log(HP_LOG_WARN,
@@ -365,7 +371,9 @@ static void survivor(unsigned kind, unsigned f, uintptr_t owner,
 	unsigned pinf = f & HP_PIN_MASK;
 	hp_rec_t *n;
 	const char *why = "unknown";
-	int e = hp_registry_insert(&hp_reg, sb, se - sb, HP_REC_LIVE, &n);
+	/* held (BUSY) until its pins are what they should be: a step aside
+	 * meanwhile waits (foreign.c's claim) */
+	int e = hp_registry_insert(&hp_reg, sb, se - sb, HP_REC_BUSY, &n);
 	if (e) {
 		/* untracked from now on, so it must not stay pinned */
 		part_unpin(dev, sb, pa, &why);
@@ -376,22 +384,39 @@ static void survivor(unsigned kind, unsigned f, uintptr_t owner,
 			    e);
 		return;
 	}
+	hp_count_track(kind, se - sb, 1);
+	/* seq_cst: tracked before it looks; hp_foreign_begin adds the range
+	 * before its walk (one of the two sees the other) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (hp_foreign_overlaps(sb, se - sb)) {
+		/* The program registers part of it (its step aside found the
+		 * split record being released: foreign.c's carve_wait): its
+		 * pins undone, as hp_pin_each leaves such a survivor. */
+		part_unpin(dev, sb, pa, &why);
+		part_unpin(dev, pb, se, &why);
+		atomic_store_explicit(&n->user[HP_U_FLAGS],
+				      kind | HP_F_FOREIGN | (f & HP_F_CHURN),
+				      memory_order_relaxed);
+		HP_CTR_ADD(foreign_ranges, 1);
+		hp_busy_end(n, HP_REC_LIVE);
+		return;
+	}
 	atomic_store_explicit(&n->user[HP_U_FLAGS],
 			      kind | pinf | (f & HP_F_CHURN),
 			      memory_order_relaxed);
 	/* its pins are the split record's: their context's end finds it */
 	atomic_store_explicit(&n->user[HP_U_OWNER], owner,
 			      memory_order_relaxed);
-	hp_count_track(kind, se - sb, 1);
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	HP_CTR_ADD(pinned_bytes_now, se - sb);
-	if (hold_off(n, f, dev, sb, se - sb, 1))
-		return;
-	e = part_pin_of(n, dev, pa, pb, &why);
-	if (e) {
-		drop_rest(n, dev, sb, se - sb, pa, pb);
-		say_failed(why, e, pa, pb - pa);
+	if (!hold_off(n, f, dev, sb, se - sb, 1)) {
+		e = part_pin_of(n, dev, pa, pb, &why);
+		if (e) {
+			drop_rest(n, dev, sb, se - sb, pa, pb);
+			say_failed(why, e, pa, pb - pa);
+		}
 	}
+	hp_busy_end(n, HP_REC_LIVE);
 }
 
 int hp_pin_split(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b)

@@ -7,16 +7,24 @@
  * freed it into the cache (queued before the free), held at the fake's
  * gate (FAKE_CUDA_REGISTER_GATE=16M) until the program opens it.  What
  * hostpin's thread does is polled for, never timed. */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "late_common.h"
 
 #define BLK (16 * MB)
+
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+CUresult cuDevicePrimaryCtxReset_v2(int);
 
 /* q is registered in the background, held at the gate; p, queued behind
  * it, is freed into the cache; the gate lets q through: the thread then
@@ -132,11 +140,236 @@ static int mode_evict_held(void)
 	return 0;
 }
 
+/* A 32 MiB mapping of the program's, 8 MiB aligned (under the cases'
+ * HOSTPIN_REGISTER_CHUNK=8M its cells are its quarters): a reservation
+ * (never tracked), its aligned part mapped over it. */
+static char *cells_map(size_t m)
+{
+	char *q = mmap(NULL, m + 8 * MB, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(q != MAP_FAILED);
+	char *blk = (char *)(((uintptr_t)q + 8 * MB - 1) &
+			     ~(uintptr_t)(8 * MB - 1));
+	CHECK(mmap(blk, m, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == blk);
+	return blk;
+}
+
+/* Item 3: the program registers part of a mapped block of hostpin's
+ * (HOSTPIN_REGISTER_CHUNK=8M: registered in 8 MiB cells) while another
+ * thread unmaps the block's head: the unmap holds the block (being
+ * released) and splits it, the survivor keeping its cells registered.
+ * The program's step aside found the block being released and took it
+ * for gone (foreign.c's claim: "nothing of ours stays"), the survivor
+ * kept its cells under the program's range: the program's registration
+ * refused 712 (overlap).  The unmapping thread is held inside its first
+ * unregistration (fake_cuda_unreg_hook) until the registering thread
+ * returned or waits (asleep). */
+static char *_Atomic sp_cell;
+static pthread_t sp_m;
+static __thread int sp_is_m;
+static _Atomic int sp_inside, sp_go, sp_tid, sp_done;
+static char *sp_blk;
+static CUresult sp_rc = (CUresult)-1;
+
+static void rd_hook(void *p);
+void fake_cuda_unreg_hook(void *p);
+void fake_cuda_unreg_hook(void *p)
+{
+	rd_hook(p);
+	char *want = p;
+	if (p == NULL || !sp_is_m ||
+	    !atomic_compare_exchange_strong(&sp_cell, &want, NULL))
+		return;
+	sp_inside = 1;
+	while (!sp_go) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+static void *sp_unmapper(void *arg)
+{
+	(void)arg;
+	sp_is_m = 1;
+	CHECK(munmap(sp_blk, 8 * MB) == 0);
+	return NULL;
+}
+static void *sp_registrar(void *arg)
+{
+	(void)arg;
+	sp_tid = (int)syscall(SYS_gettid);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	sp_rc = cuMemHostRegister_v2(sp_blk + 16 * MB, 8 * MB, 0);
+	sp_done = 1;
+	return NULL;
+}
+static int sp_flag(void *arg)
+{
+	return *(_Atomic int *)arg;
+}
+static int sp_waits(void *arg)
+{
+	(void)arg;
+	if (sp_done)
+		return 1;
+	long nr = sp_tid ? task_syscall(sp_tid) : -1;
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
+static int mode_split_aside(void)
+{
+	alarm(180);
+	size_t m = 32 * MB;
+	char *blk = cells_map(m);
+	sp_blk = blk;
+	fill(blk, m, 5);
+	wait_for((int (*)(void *))is_reg, blk, "the mapping registered");
+	CHECK(fake_cuda_is_registered(blk + 16 * MB, 8 * MB));
+	sp_cell = blk;
+	pthread_t p;
+	CHECK(pthread_create(&sp_m, NULL, sp_unmapper, NULL) == 0);
+	wait_for(sp_flag, (void *)&sp_inside, "the unmap inside its unregistration");
+	CHECK(pthread_create(&p, NULL, sp_registrar, NULL) == 0);
+	wait_for(sp_waits, NULL, "the registration returned or waits");
+	sp_go = 1;
+	CHECK(pthread_join(sp_m, NULL) == 0);
+	CHECK(pthread_join(p, NULL) == 0);
+	if (sp_rc != 0) {
+		fprintf(stderr, "the program's registration inside the "
+			"survivor: %d\n", (int)sp_rc);
+		return 1;
+	}
+	CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
+	CHECK(munmap(blk + 8 * MB, m - 8 * MB) == 0);
+	return 0;
+}
+
+/* Item 4: device 0's primary context is reset while another thread holds
+ * a registered mapping (HOSTPIN_REGISTER_CHUNK=8M): its madvise(DONTNEED)
+ * of one cell, held inside the cell's unregistration
+ * (fake_cuda_unreg_hook).  The reset's walk skipped the held block, whose
+ * registrations died with the context: the discard must still succeed
+ * and the block must be registered again by the copies after (not left
+ * flagged registered with dead registrations, nor given up). */
+static __thread int rd_is_m;
+static _Atomic int rd_inside, rd_go, rd_tid, rd_done, rd_rc = -2;
+static char *_Atomic rd_cell;
+static char *rd_blk;
+static void rd_hook(void *p)
+{
+	char *want = p;
+	if (p == NULL || !rd_is_m ||
+	    !atomic_compare_exchange_strong(&rd_cell, &want, NULL))
+		return;
+	rd_inside = 1;
+	while (!rd_go) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+static int rd_aside; /* reset_aside: the program registers instead */
+static void *rd_discarder(void *arg)
+{
+	(void)arg;
+	rd_is_m = 1;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	if (rd_aside)
+		/* its context ends meanwhile: the driver's answer */
+		rd_rc = cuMemHostRegister_v2(rd_blk + 8 * MB, 8 * MB, 0) ==
+				709 /* CUDA_ERROR_CONTEXT_IS_DESTROYED */
+			    ? 0
+			    : -1;
+	else
+		rd_rc = madvise(rd_blk + 8 * MB, 8 * MB, MADV_DONTNEED) == 0
+			    ? 0
+			    : errno;
+	return NULL;
+}
+static void *rd_resetter(void *arg)
+{
+	(void)arg;
+	rd_tid = (int)syscall(SYS_gettid);
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	rd_done = 1;
+	return NULL;
+}
+static int rd_waits(void *arg)
+{
+	(void)arg;
+	if (rd_done)
+		return 1;
+	long nr = rd_tid ? task_syscall(rd_tid) : -1;
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep ||
+	       nr == SYS_futex;
+}
+static int rd_whole(void *p)
+{
+	for (int i = 0; i < 4; i++)
+		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
+					     8 * MB))
+			return 0;
+	return is_reg(p);
+}
+static int mode_reset_discard(void)
+{
+	alarm(180);
+	size_t m = 32 * MB;
+	char *blk = cells_map(m);
+	rd_blk = blk;
+	fill(blk, m, 7);
+	wait_for(rd_whole, blk, "the mapping registered");
+	/* the step aside unregisters the block whole (its first cell
+	 * first), the discard its second cell */
+	rd_cell = rd_aside ? blk : blk + 8 * MB;
+	pthread_t t, r;
+	CHECK(pthread_create(&t, NULL, rd_discarder, NULL) == 0);
+	wait_for(sp_flag, (void *)&rd_inside, "the discard inside its unregistration");
+	CHECK(pthread_create(&r, NULL, rd_resetter, NULL) == 0);
+	wait_for(rd_waits, NULL, "the reset returned or waits");
+	rd_go = 1;
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(pthread_join(r, NULL) == 0);
+	if (rd_rc != 0) {
+		fprintf(stderr, "%s during the reset: %d\n",
+			rd_aside ? "cuMemHostRegister" : "madvise (errno)",
+			rd_rc);
+		return 1;
+	}
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUdeviceptr d = dev(m);
+	for (unsigned i = 0; i < 4 && !rd_whole(blk); i++) {
+		fill(blk, m, 8 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0);
+		CHECK(cuStreamSynchronize(NULL) == 0);
+		CHECK(same(D(d), m, 8 + i));
+	}
+	if (!rd_whole(blk)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(flagged %d)\n", is_reg(blk));
+		return 1;
+	}
+	CHECK(munmap(blk, m) == 0);
+	return 0;
+}
+
+/* Item 5: the same reset while the program's registration of part of the
+ * block holds it, stepping aside (inside hostpin's unregistration, which
+ * the ended context then refuses): the block must not stay flagged
+ * registered with dead registrations, never registered again. */
+static int mode_reset_aside(void)
+{
+	rd_aside = 1;
+	return mode_reset_discard();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"take_held", mode_take_held},
 	    {"evict_held", mode_evict_held},
+	    {"split_aside", mode_split_aside},
+	    {"reset_discard", mode_reset_discard},
+	    {"reset_aside", mode_reset_aside},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }

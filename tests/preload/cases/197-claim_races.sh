@@ -5,7 +5,7 @@
 # before the hold (the pattern of foreign.c's claim, dfb79df).  Judged by
 # exit 0, the "ok" line and no overlapping registration; the cache keeps
 # registered blocks to the end, so nothing is asked of them at exit.
-F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
+F_FLAGS="-rdynamic -L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build claim_race claim_race.c $F_FLAGS || true
 # cr NAME ENV... -- MODE
 cr() {
@@ -34,4 +34,20 @@ cr "a cached block held by the registration thread stays cached" -- take_held
 # the thread and gives it back (unregistered, unmapped), never skips it.
 cr "a cached block held by the registration thread, evicted: given back" \
 	HOSTPIN_CACHE=40M -- evict_held
+# Must hold: the program's registration of part of a mapped block of
+# hostpin's while another thread unmaps the block's head (the block split,
+# its survivor keeping its registered cells) steps aside from the survivor
+# too: never refused 712, no overlapping registration.
+cr "a registration beside a partial unmap steps aside from the survivor" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- split_aside
+# Must hold: device 0's primary context reset while another thread's
+# madvise(DONTNEED) holds a registered mapping: the discard succeeds and
+# the block is registered again by the copies after.
+cr "a context reset while a discard holds the block: registered again" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_discard
+# Must hold: the same reset while the program's registration of part of
+# the block steps aside (hostpin's unregistration held): the block is
+# registered again by the copies after, never left flagged registered.
+cr "a context reset while a step aside holds the block: registered again" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_aside
 fi
