@@ -372,7 +372,9 @@ static void *bd_b(void *arg)
 static int reg_held(void *arg)
 {
 	(void)arg;
-	return fake_cuda_registrations_held() == 1 || bd_b_done;
+	/* or put off: B's copy (8 MiB) at the door too, or done */
+	return fake_cuda_registrations_held() == 1 ||
+	       fake_cuda_gate_waiters() == 2 || bd_b_done;
 }
 static int mode_decision(void)
 {
