@@ -29,6 +29,10 @@
  * or, during a capture, left to end with the process) and no other
  * begun.
  *
+ * Before its first piece, the thread waits for the copies planned as
+ * passed through before the block became its own (passing.c): the driver
+ * has each before any piece is registered.
+ *
  * A registered piece carries direct DMA at once: the thread registers the
  * block one registration at a time (hp_pin_each; each piece pre-faulted
  * just before it is registered) and publishes after each
