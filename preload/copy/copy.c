@@ -20,17 +20,19 @@ void hp_copy_init(hp_copy_t *c)
 	c->bytes = 0;
 }
 
-/* The copy's blocks counted in flight until its end, so that hostpin's own
- * unregistration of one (stepping aside for the program's registration,
- * foreign.c) waits for it; a block being stepped aside from is waited for
- * first, counting nothing meanwhile (whatever else this copy counted is let
- * go too: no wait while holding a count). */
+/* c's counts as a copy that may reach the driver with its blocks' memory
+ * as it is (passing.c), let go. */
 static void pass_go(hp_copy_t *c)
 {
 	for (int i = 0; i < c->held; i++)
 		hp_pass_sub(c->pass[i]), c->pass[i] = 0;
 }
 
+/* The copy's blocks counted in flight until its end, so that hostpin's own
+ * unregistration of one (stepping aside for the program's registration,
+ * foreign.c) waits for it; a block being stepped aside from is waited for
+ * first, counting nothing meanwhile (whatever else this copy counted is let
+ * go too: no wait while holding a count). */
 static void let_go(hp_copy_t *c)
 {
 	pass_go(c);
