@@ -274,6 +274,11 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	hp_coverage_poll();
 }
 
+void hp_copy_passing_end(hp_copy_t *c)
+{
+	pass_go(c);
+}
+
 void hp_copy_sync_end(hp_copy_t *c, int ok)
 {
 	sync_end(c, ok);
