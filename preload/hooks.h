@@ -44,6 +44,7 @@ typedef struct hp_copy {
 	hp_rec_t *r[HP_COPY_RECS];
 	int n, overflow; /* overflow: more blocks than r holds */
 	int held; /* r[0..held) counted in flight (hp_hold_add) */
+	unsigned pass[HP_COPY_RECS]; /* r[i]'s hp_pass_add token, 0: none */
 	size_t bytes;
 } hp_copy_t;
 HP_HIDDEN void hp_copy_init(hp_copy_t *c);
@@ -60,6 +61,9 @@ HP_HIDDEN void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok);
 /* The same for a synchronous copy entry point: no wait (it returns after
  * the copy), statistics only; calls hp_hook_leave. */
 HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
+/* c's counts as a copy that may reach the driver with its blocks' memory
+ * as it is (passing.c) let go: its plan never hands them over so. */
+HP_HIDDEN void hp_copy_passing_end(hp_copy_t *c);
 /* Whether a block of c is registered now, or being registered (busy): the
  * driver may have had a call made since with its memory as registered
  * memory (its DMA late: the call owes the program a wait). */

@@ -56,6 +56,25 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * under a copy in flight, whatever HOSTPIN_COPY says). */
 HP_HIDDEN void hp_hold_add(hp_rec_t *r, int d);
 HP_HIDDEN int hp_hold_aside(hp_rec_t *r);
+/* Internal flag: registered now inside a program's call (hp_pin), no
+ * copy counted on it (passing.c): a copy starting now waits until it is
+ * done (hp_copy_host), then sees the block registered or not. */
+#define HP_F_PINNING 0x4000u
+/* passing.c: the copies through r between their hp_copy_host and their end
+ * (copy.c) that may reach the driver with r's memory as it is, counted per
+ * stripe and epoch: hp_pass_add's token (never 0) for hp_pass_sub;
+ * hp_pass_pinning(r), after the count: whether r is being registered
+ * inside a program's call (the copy lets go and waits).  hp_pass_begin:
+ * r (claimed) marked HP_F_PINNING, 1 if no copy is counted on it (register
+ * it, then hp_pass_end), else 0, unmarked (put it off).  hp_pass_drain,
+ * the registration thread's (r, at base, made its own): wait for the
+ * copies counted before; 0 if stop() said to give up meanwhile. */
+HP_HIDDEN unsigned hp_pass_add(hp_rec_t *r);
+HP_HIDDEN void hp_pass_sub(unsigned token);
+HP_HIDDEN int hp_pass_pinning(hp_rec_t *r);
+HP_HIDDEN int hp_pass_begin(hp_rec_t *r);
+HP_HIDDEN void hp_pass_end(hp_rec_t *r);
+HP_HIDDEN int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void));
 /* register.c: queue a block that earned registration (claimed by the
  * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
@@ -212,7 +231,11 @@ static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
  * ring_bytes, hence the ledger); 0 if over a cap.  Given back with
  * HP_CTR_SUB(ring_bytes, len). */
 HP_HIDDEN int hp_cap_reserve_ring(size_t len);
+/* hp_pin: r registered (claimed); put off (pending) while a copy counted
+ * on it may reach the driver with its memory as it is (passing.c).
+ * hp_pin_fresh: the same for a block just tracked (no copy uses it). */
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
+HP_HIDDEN void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len);
 /* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
  * CUDA context ended meanwhile, r's registration is released and r is
  * pending again (pin.c). */

@@ -20,6 +20,14 @@ void hp_copy_init(hp_copy_t *c)
 	c->bytes = 0;
 }
 
+/* c's counts as a copy that may reach the driver with its blocks' memory
+ * as it is (passing.c), let go. */
+static void pass_go(hp_copy_t *c)
+{
+	for (int i = 0; i < c->held; i++)
+		hp_pass_sub(c->pass[i]), c->pass[i] = 0;
+}
+
 /* The copy's blocks counted in flight until its end, so that hostpin's own
  * unregistration of one (stepping aside for the program's registration,
  * foreign.c) waits for it; a block being stepped aside from is waited for
@@ -27,24 +35,36 @@ void hp_copy_init(hp_copy_t *c)
  * go too: no wait while holding a count). */
 static void let_go(hp_copy_t *c)
 {
+	pass_go(c);
 	for (int i = 0; i < c->held; i++)
 		hp_hold_add(c->r[i], -1);
 	c->held = 0;
 }
 
+/* Counted the same way, as a copy that may reach the driver with the
+ * block's memory as it is (passing.c): a registration of the block
+ * begun later waits for it, or is put off; one in progress inside
+ * another thread's call (HP_F_PINNING) is waited for first, as a step
+ * aside is, and the copy then planned with the block as it left it. */
 static void hold(hp_copy_t *c)
 {
 	for (;;) {
-		for (; c->held < c->n; c->held++)
+		for (; c->held < c->n; c->held++) {
 			hp_hold_add(c->r[c->held], 1);
-		int aside = -1;
-		for (int i = 0; i < c->n && aside < 0; i++)
+			c->pass[c->held] = hp_pass_add(c->r[c->held]);
+		}
+		int wait = -1;
+		unsigned why = HP_F_ASIDE;
+		for (int i = 0; i < c->n && wait < 0; i++)
 			if (hp_hold_aside(c->r[i]))
-				aside = i;
-		if (aside < 0)
+				wait = i;
+		for (int i = 0; i < c->n && wait < 0; i++)
+			if (hp_pass_pinning(c->r[i]))
+				wait = i, why = HP_F_PINNING;
+		if (wait < 0)
 			return;
 		let_go(c);
-		while (hp_rflags(c->r[aside]) & HP_F_ASIDE)
+		while (hp_rflags(c->r[wait]) & why)
 			sched_yield();
 	}
 }
@@ -254,6 +274,11 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	hp_coverage_poll();
 }
 
+void hp_copy_passing_end(hp_copy_t *c)
+{
+	pass_go(c);
+}
+
 void hp_copy_sync_end(hp_copy_t *c, int ok)
 {
 	sync_end(c, ok);
@@ -274,12 +299,15 @@ void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok)
 	}
 	/* into's blocks are all held (its held == n): each of c's moves with
 	 * its count, or lets it go where into has it already (or is full:
-	 * then into assumes registered blocks, as an overflowing copy does) */
+	 * then into assumes registered blocks, as an overflowing copy does);
+	 * its count as a pass-through ends: c's call returned */
+	pass_go(c);
 	for (int i = 0; i < c->held; i++) {
 		int have = 0;
 		for (int j = 0; j < into->n && !have; j++)
 			have = into->r[j] == c->r[i];
 		if (!have && into->n < HP_COPY_RECS) {
+			into->pass[into->n] = 0;
 			into->r[into->n++] = c->r[i];
 			continue;
 		}

@@ -122,9 +122,28 @@ static int across_pieces(const hp_copy_t *c, uintptr_t a, size_t n,
 	       hp_cells_piece_end(b->base, b->len, a) < a + n;
 }
 
+static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
+		      size_t n, uintptr_t d, hp_cudaStream_t s, int htod,
+		      size_t rect, int how);
+
+/* The plan; a copy that never reaches the driver with its block's memory
+ * as it is (by pieces, in a registering block's prefix, or staged as a
+ * block being registered, its rest cut at the pieces) lets go of its
+ * count as one that might (passing.c): the registration thread does not
+ * wait for it. */
 void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  uintptr_t d, hp_cudaStream_t s, int htod, size_t rect,
 		  int how)
+{
+	plan_make(P, c, h, n, d, s, htod, rect, how);
+	if (P->kind != HP_PLAN_PASS &&
+	    (P->kind != HP_PLAN_STAGED || P->registering))
+		hp_copy_passing_end(c);
+}
+
+static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
+		      size_t n, uintptr_t d, hp_cudaStream_t s, int htod,
+		      size_t rect, int how)
 {
 	*P = (struct hp_plan){.kind = HP_PLAN_PASS, .htod = htod, .how = how,
 			      .c = c, .s = s, .sid = hp_stream_key(s)};
@@ -178,6 +197,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 	 * or 3D copy there: staged (the driver never gets a range only partly
 	 * registered). */
 	pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len) : 0;
+	P->registering = pre != 0;
 	if (pre == 2) {
 		if (!rect && driver_here() && stream_enter(s)) {
 			P->kind = HP_PLAN_PREFIX;

@@ -192,6 +192,7 @@ struct hp_plan {
 		     * ended or was under way by then, the driver may have had
 		     * it as registered memory, its DMA late: hp_copy_plan_end
 		     * waits for it (found/diff-dsum-7700192) */
+	int registering; /* the block queued or being registered (plan.c) */
 	int captured; /* PIECES: on this thread's per-thread default stream
 		       * while it captures (plan.c): its DMAs are graph
 		       * nodes, never waited for */

@@ -124,10 +124,20 @@ static void before_fault(hp_rec_t *r, uintptr_t base, size_t len, int fault)
 		hp_prefault((void *)base, len);
 }
 
+static void pin_each(hp_rec_t *r, uintptr_t base, size_t len,
+		     int (*done)(uintptr_t upto), int copied);
+
 void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 {
 	unsigned ep = hp_cuda_ctx_epoch();
-	hp_pin_each(r, base, len, NULL);
+	pin_each(r, base, len, NULL, 1);
+	hp_pin_restart_if_ended(r, base, len, ep);
+}
+
+void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len)
+{
+	unsigned ep = hp_cuda_ctx_epoch();
+	pin_each(r, base, len, NULL, 0);
 	hp_pin_restart_if_ended(r, base, len, ep);
 }
 
@@ -283,6 +293,16 @@ static int pin_settle(hp_rec_t *r, uintptr_t base, size_t len, int e,
 void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 		 int (*done)(uintptr_t upto))
 {
+	pin_each(r, base, len, done, 0);
+}
+
+/* copied: a registration inside a program's call of a block copies may
+ * be using (hp_pin): put off while one counted on it may reach the driver
+ * with its memory as it is (passing.c; the registration thread waited for
+ * them before: register.c). */
+static void pin_each(hp_rec_t *r, uintptr_t base, size_t len,
+		     int (*done)(uintptr_t upto), int copied)
+{
 	/* A range the program registered itself is left alone until the
 	 * program unregisters it (hp_foreign_end pins it then): not pending,
 	 * so adoption never walks the registry for it. */
@@ -306,11 +326,18 @@ void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
 		return;
 	}
 	const char *why = "unknown";
-	int e = pin_try(r, base, len, done, &why);
+	int mark = copied && !hp_in_child;
+	int e = EAGAIN;
+	if (mark && !hp_pass_begin(r)) /* pending: its next copy's */
+		mark = 0, why = "a copy passed through is in flight";
+	else
+		e = pin_try(r, base, len, done, &why);
 	hp_backend_events_act(); /* what the node and pin calls reported */
 	/* the one place the reservation is given back */
 	if (!pin_settle(r, base, len, e, why, done))
 		HP_CTR_SUB(pinned_bytes_now, len);
+	if (mark)
+		hp_pass_end(r);
 }
 
 /* Undo hp_pin(); non-zero if the backend refused (the caller must then leak

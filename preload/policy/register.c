@@ -29,6 +29,10 @@
  * or, during a capture, left to end with the process) and no other
  * begun.
  *
+ * Before its first piece, the thread waits for the copies planned as
+ * passed through before the block became its own (passing.c): the driver
+ * has each before any piece is registered.
+ *
  * A registered piece carries direct DMA at once: the thread registers the
  * block one registration at a time (hp_pin_each; each piece pre-faulted
  * just before it is registered) and publishes after each
@@ -113,6 +117,15 @@ static int pre_progress(uintptr_t upto)
 		pre.upto = upto;
 	if (upto <= pre.base)
 		pre_drain();
+	pthread_mutex_unlock(&pre.mu);
+	return c;
+}
+
+/* hp_pass_drain's: what is left was cancelled, or the process exits. */
+static int drain_stop(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	int c = pre.cancel || bg.exiting;
 	pthread_mutex_unlock(&pre.mu);
 	return c;
 }
@@ -275,7 +288,11 @@ static int run_job(const struct job *j)
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
 		pre.held = r, pre.held_st = st, pre.cancel = 0;
 		pthread_mutex_unlock(&pre.mu);
-		hp_pin_each(r, s.base, s.len, pre_progress);
+		/* the copies planned before as passed through (passing.c)
+		 * reach the driver before any piece is registered: a
+		 * cancel or the exit meanwhile leaves it unregistered */
+		if (hp_pass_drain(r, s.base, drain_stop))
+			hp_pin_each(r, s.base, s.len, pre_progress);
 		/* registered (copies now fenced as the block's: hp_copy_end)
 		 * or not: the prefix's readers are done before the block is
 		 * let go */

@@ -143,7 +143,7 @@ static void track_rec(hp_rec_t *r, uintptr_t base, size_t len, unsigned kind,
 			hp_adopt_again(r, base, 1);
 		return;
 	}
-	hp_pin(r, base, len);
+	hp_pin_fresh(r, base, len);
 	if (hp_rflags(r) & HOSTPIN_PENDING) {
 		/* seq_cst: as above, with pending_blocks, counted by hp_pin:
 		 * either the adoption that follows readiness (zeInit on

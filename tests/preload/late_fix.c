@@ -343,10 +343,15 @@ static int mode_partial(void)
  * returns (FAKE_CUDA_REGISTER_HOLD_AFTER: hostpin has not marked it yet).
  * A's copy then reaches the driver as registered memory, which returns at
  * once: hostpin must wait for it (the data there at return), as for any
- * copy through registered memory. */
+ * copy through registered memory.  Now that a pass-through's decision
+ * stays true until the driver has it ("decided once", passing.c), B's
+ * registration is put off while A's copy is at the door (B returns
+ * without it) and made by the next copy: either way A's data is there at
+ * return. */
 static char *bd_h;
 static CUdeviceptr bd_d;
 static CUstream bd_s1, bd_s2;
+static volatile int bd_b_done;
 static void *bd_a(void *arg)
 {
 	(void)arg;
@@ -361,12 +366,15 @@ static void *bd_b(void *arg)
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(bd_h + 16 * MB, bd_d, 8 * MB, bd_s2) == 0);
 	CHECK(same(bd_h + 16 * MB, 8 * MB, 70));
+	bd_b_done = 1;
 	return NULL;
 }
 static int reg_held(void *arg)
 {
 	(void)arg;
-	return fake_cuda_registrations_held() == 1;
+	/* or put off: B's copy (8 MiB) at the door too, or done */
+	return fake_cuda_registrations_held() == 1 ||
+	       fake_cuda_gate_waiters() == 2 || bd_b_done;
 }
 static int mode_decision(void)
 {
@@ -386,6 +394,9 @@ static int mode_decision(void)
 	CHECK(pthread_join(a, NULL) == 0);
 	fake_cuda_release_registration();
 	CHECK(pthread_join(b, NULL) == 0);
+	/* registered by B's copy, or put off to this one */
+	CHECK(cuMemcpyDtoHAsync_v2(bd_h + 24 * MB, bd_d, 8 * MB, bd_s2) == 0);
+	CHECK(same(bd_h + 24 * MB, 8 * MB, 70));
 	CHECK(is_reg(bd_h));
 	free(bd_h);
 	return 0;

@@ -88,3 +88,31 @@ echo "$LM_LOG" | grep -q "PARTIAL refused" &&
 	bad "late DMA: queued block: a range only partly registered reached the driver: $(echo "$LM_LOG" | grep -m1 'PARTIAL refused')" ||
 	ok "late DMA: queued block: no range only partly registered reached the driver"
 fi
+build late_pass late_pass.c $F_FLAGS || true
+if [ -x "$B/late_pass" ]; then
+# Must hold (issue 39, "decided once"): a copy decided as a pageable
+# pass-through (under HOSTPIN_STAGE_MIN), held at the driver's door while
+# another thread's copy earns the block's registration, reaches the driver
+# with the block as it was decided: never over a range partly registered
+# (the fake refuses it: FAKE_CUDA_REFUSE_PARTIAL=1), never as registered
+# memory hostpin does not wait for; H2D and D2H, sync and async, the block
+# registered in the earning copy (HOSTPIN_STAGE_MIN above the block) or
+# by the registration thread (LP_BG=1: it waits for the copy at the door,
+# which its log says).
+for m in h2d_async h2d_sync d2h_async d2h_sync; do
+	for how in copy thread; do
+		if [ $how = copy ]; then E="HOSTPIN_STAGE_MIN=1G"
+		else E="HOSTPIN_STAGE_MIN=4M HOSTPIN_STAGE_BUFFER=512K LP_BG=1"; fi
+		lpl=$(mktemp)
+		staged_case "late DMA" late_pass "a pass-through at the door while $how registers the block: $m" any \
+			FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=2 HOSTPIN_REGISTER_CHUNK=1M $E \
+			HOSTPIN_LOG=debug HOSTPIN_LOG_FILE=$lpl FAKE_CUDA_REFUSE_PARTIAL=1 \
+			FAKE_CUDA_HTOD_GATE=2097152 FAKE_CUDA_DTOH_GATE=2097152 \
+			FAKE_CUDA_REGISTER_HOLD_AFTER=1048576 -- "$m"
+		rm -f "$lpl"
+		echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+			bad "late DMA: pass-through ($how, $m): a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+			ok "late DMA: pass-through ($how, $m): no range partly registered reached the driver"
+	done
+done
+fi
