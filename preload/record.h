@@ -56,6 +56,13 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * under a copy in flight, whatever HOSTPIN_COPY says). */
 HP_HIDDEN void hp_hold_add(hp_rec_t *r, int d);
 HP_HIDDEN int hp_hold_aside(hp_rec_t *r);
+/* foreign.c: mark r (registered, claimed) HP_F_ASIDE and wait for the
+ * copies counted on it to end: 0 (hp_hold_drain_end clears the flag once
+ * r is unregistered), or EBUSY after 10 s (the flag cleared: a copy's
+ * stream may wait for the waiting thread).  Never from a thread that
+ * holds a count on r itself (a copy's own path). */
+HP_HIDDEN int hp_hold_drain(hp_rec_t *r);
+HP_HIDDEN void hp_hold_drain_end(hp_rec_t *r);
 /* register.c: queue a block that earned registration (claimed by the
  * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
@@ -215,14 +222,16 @@ HP_HIDDEN int hp_cap_reserve_ring(size_t len);
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 /* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
  * CUDA context ended meanwhile, r's registration is released and r is
- * pending again (pin.c). */
+ * pending again (pin.c).  drain: first wait for the copies counted on r
+ * (hp_hold_drain; the registration thread's, whose block other threads
+ * copy through once it is registered); 0 on a copy's own path. */
 HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
-				       size_t len, unsigned ep);
+				       size_t len, unsigned ep, int drain);
 /* The same once r's busy claim ended (the context end's walk skipped r
  * while it was held, after hp_pin_restart_if_ended looked): r claimed
  * again if it is still the block [base, base+len) (pin.c). */
 HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
-				    unsigned ep);
+				    unsigned ep, int drain);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */
 HP_HIDDEN int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len);

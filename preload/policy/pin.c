@@ -128,7 +128,7 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 {
 	unsigned ep = hp_cuda_ctx_epoch();
 	hp_pin_each(r, base, len, NULL);
-	hp_pin_restart_if_ended(r, base, len, ep);
+	hp_pin_restart_if_ended(r, base, len, ep, 0);
 }
 
 /* A CUDA context ended while r was being registered (ep: the contexts'
@@ -140,13 +140,26 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
  * back to pending, registered again by its next copies or adoption
  * (issue 39). */
 void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
-			     unsigned ep)
+			     unsigned ep, int drain)
 {
 	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_cuda_ctx_epoch() == ep)
 		return;
 	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
 					       memory_order_relaxed);
+	/* registered, r's copies went direct on other threads (a
+	 * synchronous form's DMA not yet waited for): none is unregistered
+	 * under (invariant 1; issue 39, seed 9100082) */
+	drain = drain && !hp_in_child;
+	if (drain && hp_hold_drain(r) != 0) {
+		HP_LOG_ONCE(HP_LOG_WARN, "block %p (%zu bytes): a CUDA "
+			    "context ended while it was being registered, "
+			    "and a copy through it has been in flight for "
+			    "10 s: left registered", (void *)base, len);
+		return;
+	}
 	int e = hp_unpin_do(r, base, len, 1, NULL);
+	if (drain)
+		hp_hold_drain_end(r);
 	if (e == EAGAIN && owner && hp_cuda_ctx_gen(owner, 0) == 0 &&
 	    !hp_capture_busy()) {
 		/* no context to unregister through, and its own ended: it
@@ -380,7 +393,7 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 }
 
 void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
-			  unsigned ep)
+			  unsigned ep, int drain)
 {
 	/* the end bumps the epoch before its walk: a walk that found r
 	 * held, after hp_pin_restart_if_ended looked, shows here */
@@ -393,7 +406,7 @@ void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
 	if (hp_registry_lookup_base(&hp_reg, base, &s) != r || s.len != len ||
 	    !(st = hp_busy_begin(r, &s)))
 		return; /* released, or another's now (who holds it acts) */
-	hp_pin_restart_if_ended(r, base, len, ep);
+	hp_pin_restart_if_ended(r, base, len, ep, drain);
 	hp_busy_end(r, st);
 }
 
@@ -418,7 +431,7 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 		if (!hp_register_later(r, s)) {
 			hp_pin(r, s->base, s->len);
 			hp_busy_end(r, st);
-			hp_pin_recheck_ended(r, s->base, s->len, ep);
+			hp_pin_recheck_ended(r, s->base, s->len, ep, 0);
 			return;
 		}
 	}
