@@ -221,15 +221,17 @@ static inline void hp_busy_end(hp_rec_t *r, uint32_t st)
 HP_HIDDEN int hp_cap_reserve_ring(size_t len);
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 /* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
- * CUDA context ended meanwhile, r's registration is released and r is
- * pending again (pin.c).  drain: first wait for the copies counted on r
+ * CUDA context ended meanwhile, one that r's pieces may have been made
+ * through (not known to be another's), r's registration is released and r
+ * is pending again (pin.c).  drain: first wait for the copies counted on r
  * (hp_hold_drain; the registration thread's, whose block other threads
  * copy through once it is registered); 0 on a copy's own path. */
 HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
 				       size_t len, unsigned ep, int drain);
 /* The same once r's busy claim ended (the context end's walk skipped r
  * while it was held, after hp_pin_restart_if_ended looked): r claimed
- * again if it is still the block [base, base+len) (pin.c). */
+ * again if it is still the block [base, base+len), and again while an
+ * end came during that claim (pin.c). */
 HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
 				    unsigned ep, int drain);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak

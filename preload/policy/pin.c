@@ -138,11 +138,21 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
  * through a dead piece and it would never be registered again.  Its live
  * pieces are released (a dead one answers "not registered") and it goes
  * back to pending, registered again by its next copies or adoption
- * (issue 39). */
+ * (issue 39).  Only if the context that ended may be one its pieces were
+ * made through: all made through one context that lives on, at the
+ * generation it had then (hp_cuda_pin_intact), r stays registered. */
 void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
 			     unsigned ep, int drain)
 {
 	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_cuda_ctx_epoch() == ep)
+		return;
+	/* every piece made through one context that lives on, at the
+	 * generation it had then: another context ended (another device's
+	 * primary released or reset, a context destroyed), not this
+	 * block's, whose registration lives on */
+	if ((hp_backend == &hp_backend_cuda ||
+	     hp_backend_auto_chosen() == &hp_backend_cuda) &&
+	    hp_cuda_pin_intact(base, len))
 		return;
 	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
 					       memory_order_relaxed);
@@ -395,19 +405,25 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
 			  unsigned ep, int drain)
 {
-	/* the end bumps the epoch before its walk: a walk that found r
-	 * held, after hp_pin_restart_if_ended looked, shows here */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (hp_cuda_ctx_epoch() == ep ||
-	    !(hp_rflags(r) & HOSTPIN_REGISTERED))
-		return;
-	hp_snap_t s;
-	uint32_t st;
-	if (hp_registry_lookup_base(&hp_reg, base, &s) != r || s.len != len ||
-	    !(st = hp_busy_begin(r, &s)))
-		return; /* released, or another's now (who holds it acts) */
-	hp_pin_restart_if_ended(r, base, len, ep, drain);
-	hp_busy_end(r, st);
+	for (;;) {
+		/* the end bumps the epoch before its walk: a walk that found
+		 * r held, after hp_pin_restart_if_ended looked, shows here */
+		atomic_thread_fence(memory_order_seq_cst);
+		unsigned now = hp_cuda_ctx_epoch();
+		if (now == ep || !(hp_rflags(r) & HOSTPIN_REGISTERED))
+			return;
+		hp_snap_t s;
+		uint32_t st;
+		if (hp_registry_lookup_base(&hp_reg, base, &s) != r ||
+		    s.len != len || !(st = hp_busy_begin(r, &s)))
+			return; /* released, or another's now (who holds it
+				 * acts) */
+		hp_pin_restart_if_ended(r, base, len, ep, drain);
+		hp_busy_end(r, st);
+		/* left registered (its own context lives): an end after
+		 * `now`, whose walk found r held, is looked at again */
+		ep = now;
+	}
 }
 
 void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
