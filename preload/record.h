@@ -75,6 +75,13 @@ HP_HIDDEN int hp_pass_pinning(hp_rec_t *r);
 HP_HIDDEN int hp_pass_begin(hp_rec_t *r);
 HP_HIDDEN void hp_pass_end(hp_rec_t *r);
 HP_HIDDEN int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void));
+/* foreign.c: mark r (registered, claimed) HP_F_ASIDE and wait for the
+ * copies counted on it to end: 0 (hp_hold_drain_end clears the flag once
+ * r is unregistered), or EBUSY after 10 s (the flag cleared: a copy's
+ * stream may wait for the waiting thread).  Never from a thread that
+ * holds a count on r itself (a copy's own path). */
+HP_HIDDEN int hp_hold_drain(hp_rec_t *r);
+HP_HIDDEN void hp_hold_drain_end(hp_rec_t *r);
 /* register.c: queue a block that earned registration (claimed by the
  * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
@@ -237,15 +244,19 @@ HP_HIDDEN int hp_cap_reserve_ring(size_t len);
 HP_HIDDEN void hp_pin(hp_rec_t *r, uintptr_t base, size_t len);
 HP_HIDDEN void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len);
 /* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
- * CUDA context ended meanwhile, r's registration is released and r is
- * pending again (pin.c). */
+ * CUDA context ended meanwhile, one that r's pieces may have been made
+ * through (not known to be another's), r's registration is released and r
+ * is pending again (pin.c).  drain: first wait for the copies counted on r
+ * (hp_hold_drain; the registration thread's, whose block other threads
+ * copy through once it is registered); 0 on a copy's own path. */
 HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
-				       size_t len, unsigned ep);
+				       size_t len, unsigned ep, int drain);
 /* The same once r's busy claim ended (the context end's walk skipped r
  * while it was held, after hp_pin_restart_if_ended looked): r claimed
- * again if it is still the block [base, base+len) (pin.c). */
+ * again if it is still the block [base, base+len), and again while an
+ * end came during that claim (pin.c). */
 HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
-				    unsigned ep);
+				    unsigned ep, int drain);
 /* adopt.c: r held, an unregistration of it refused (EAGAIN) as its
  * owner's CUDA context ended (the end's walk skipped r, held): its
  * registrations died with the context; r goes back to pending as the walk

@@ -145,6 +145,11 @@ void hp_cuda_ctx_pop(int pushed);
  * a registered block pinned again (a purge, a partial unmap) belongs to
  * the context of the rest.  0: as usual. */
 void hp_cuda_pin_as(uintptr_t ctx);
+/* backend_cuda.c: 1 if this thread's last pins, back to back, made
+ * [base, base+len) through one context that lives now at the generation
+ * it had then (hp_cuda_ctx_gen): no context end since killed a piece of
+ * it; else 0 (not known). */
+int hp_cuda_pin_intact(uintptr_t base, size_t len);
 /* The context stream s belongs to (cuStreamGetCtx); cur, the current
  * one, for the default streams or when the driver cannot say. */
 uintptr_t hp_cuda_stream_ctx(struct CUstream_st *s, uintptr_t cur);

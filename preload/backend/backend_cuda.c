@@ -207,6 +207,20 @@ static HP_TLS hp_CUcontext pin_ctx; /* this thread's last pin's context */
 static HP_TLS uintptr_t pin_next;
 
 static uintptr_t cuda_owner(void) { return (uintptr_t)pin_ctx; }
+/* the pieces this thread registered back to back (each beginning where
+ * the one before ended), [run_base, pin_next): all through pin_ctx at
+ * generation run_gen (hp_cuda_ctx_gen), unless run_mixed */
+static HP_TLS uintptr_t run_base;
+static HP_TLS uint64_t run_gen;
+static HP_TLS int run_mixed;
+
+int hp_cuda_pin_intact(uintptr_t base, size_t len)
+{
+	if (run_mixed || run_gen == 0 || base < run_base ||
+	    pin_next != base + len)
+		return 0;
+	return hp_cuda_ctx_gen((uintptr_t)pin_ctx, 0) == run_gen;
+}
 
 static HP_TLS uintptr_t pin_as; /* hp_cuda_pin_as */
 void hp_cuda_pin_as(uintptr_t ctx) { pin_as = ctx; }
@@ -308,8 +322,15 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		if (hp_cu_driver_gone() || cuda_unpin_n(b, done, &w2) != EIO)
 			e = EAGAIN;
 	}
-	if (!e)
+	if (!e) {
+		if ((uintptr_t)base == pin_next && pin_next != 0)
+			run_mixed |= hp_cu_entered_ctx != pin_ctx ||
+				     gen != run_gen;
+		else
+			run_base = (uintptr_t)base, run_gen = gen,
+			run_mixed = 0;
 		pin_ctx = hp_cu_entered_ctx, pin_next = (uintptr_t)base + len;
+	}
 	hp_cu_leave_ctx(pushed);
 	hp_capture_leave();
 	return e;

@@ -187,10 +187,8 @@ int hp_hold_aside(hp_rec_t *r)
  * refused the program's registration though nothing waited for it (issue
  * 39: regress-diff-c-96518885.prog, 712 in 1 full run in 27). */
 #define ASIDE_WAIT_LOOKS 10000u
-static int unpin_aside(hp_rec_t *r, const hp_snap_t *s)
+int hp_hold_drain(hp_rec_t *r)
 {
-	if (hp_in_child || !(hp_rflags(r) & HOSTPIN_REGISTERED))
-		return hp_unpin(r, s->base, s->len);
 	hp_set_rflags(r, hp_rflags(r) | HP_F_ASIDE);
 	atomic_thread_fence(memory_order_seq_cst);
 	uint64_t t0 = 0;
@@ -204,19 +202,34 @@ static int unpin_aside(hp_rec_t *r, const hp_snap_t *s)
 			t0 = t;
 		if (t - t0 > ASIDE_WAIT_NS && i - 1000 >= ASIDE_WAIT_LOOKS) {
 			hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
-			HP_LOG_ONCE(HP_LOG_WARN, "the program registers %p, "
-				    "part of a block of hostpin's that a copy "
-				    "in flight has waited on for 10 s (its "
-				    "stream may wait for the registering "
-				    "thread): refused as memory already "
-				    "registered (712)", (void *)s->base);
 			return EBUSY;
 		}
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
-	int e = hp_unpin(r, s->base, s->len);
+	return 0;
+}
+
+void hp_hold_drain_end(hp_rec_t *r)
+{
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
+}
+
+static int unpin_aside(hp_rec_t *r, const hp_snap_t *s)
+{
+	if (hp_in_child || !(hp_rflags(r) & HOSTPIN_REGISTERED))
+		return hp_unpin(r, s->base, s->len);
+	if (hp_hold_drain(r) != 0) {
+		HP_LOG_ONCE(HP_LOG_WARN, "the program registers %p, "
+			    "part of a block of hostpin's that a copy "
+			    "in flight has waited on for 10 s (its "
+			    "stream may wait for the registering "
+			    "thread): refused as memory already "
+			    "registered (712)", (void *)s->base);
+		return EBUSY;
+	}
+	int e = hp_unpin(r, s->base, s->len);
+	hp_hold_drain_end(r);
 	return e;
 }
 

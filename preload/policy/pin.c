@@ -131,14 +131,14 @@ void hp_pin(hp_rec_t *r, uintptr_t base, size_t len)
 {
 	unsigned ep = hp_cuda_ctx_epoch();
 	pin_each(r, base, len, NULL, 1);
-	hp_pin_restart_if_ended(r, base, len, ep);
+	hp_pin_restart_if_ended(r, base, len, ep, 0);
 }
 
 void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len)
 {
 	unsigned ep = hp_cuda_ctx_epoch();
 	pin_each(r, base, len, NULL, 0);
-	hp_pin_restart_if_ended(r, base, len, ep);
+	hp_pin_restart_if_ended(r, base, len, ep, 0);
 }
 
 /* A CUDA context ended while r was being registered (ep: the contexts'
@@ -148,15 +148,38 @@ void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len)
  * through a dead piece and it would never be registered again.  Its live
  * pieces are released (a dead one answers "not registered") and it goes
  * back to pending, registered again by its next copies or adoption
- * (issue 39). */
+ * (issue 39).  Only if the context that ended may be one its pieces were
+ * made through: all made through one context that lives on, at the
+ * generation it had then (hp_cuda_pin_intact), r stays registered. */
 void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
-			     unsigned ep)
+			     unsigned ep, int drain)
 {
 	if (!(hp_rflags(r) & HOSTPIN_REGISTERED) || hp_cuda_ctx_epoch() == ep)
 		return;
+	/* every piece made through one context that lives on, at the
+	 * generation it had then: another context ended (another device's
+	 * primary released or reset, a context destroyed), not this
+	 * block's, whose registration lives on */
+	if ((hp_backend == &hp_backend_cuda ||
+	     hp_backend_auto_chosen() == &hp_backend_cuda) &&
+	    hp_cuda_pin_intact(base, len))
+		return;
 	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
 					       memory_order_relaxed);
+	/* registered, r's copies went direct on other threads (a
+	 * synchronous form's DMA not yet waited for): none is unregistered
+	 * under (invariant 1; issue 39, seed 9100082) */
+	drain = drain && !hp_in_child;
+	if (drain && hp_hold_drain(r) != 0) {
+		HP_LOG_ONCE(HP_LOG_WARN, "block %p (%zu bytes): a CUDA "
+			    "context ended while it was being registered, "
+			    "and a copy through it has been in flight for "
+			    "10 s: left registered", (void *)base, len);
+		return;
+	}
 	int e = hp_unpin_do(r, base, len, 1, NULL);
+	if (drain)
+		hp_hold_drain_end(r);
 	if (e == EAGAIN && owner && hp_cuda_ctx_gen(owner, 0) == 0 &&
 	    !hp_capture_busy()) {
 		/* no context to unregister through, and its own ended: it
@@ -414,21 +437,27 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 }
 
 void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
-			  unsigned ep)
+			  unsigned ep, int drain)
 {
-	/* the end bumps the epoch before its walk: a walk that found r
-	 * held, after hp_pin_restart_if_ended looked, shows here */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (hp_cuda_ctx_epoch() == ep ||
-	    !(hp_rflags(r) & HOSTPIN_REGISTERED))
-		return;
-	hp_snap_t s;
-	uint32_t st;
-	if (hp_registry_lookup_base(&hp_reg, base, &s) != r || s.len != len ||
-	    !(st = hp_busy_begin(r, &s)))
-		return; /* released, or another's now (who holds it acts) */
-	hp_pin_restart_if_ended(r, base, len, ep);
-	hp_busy_end(r, st);
+	for (;;) {
+		/* the end bumps the epoch before its walk: a walk that found
+		 * r held, after hp_pin_restart_if_ended looked, shows here */
+		atomic_thread_fence(memory_order_seq_cst);
+		unsigned now = hp_cuda_ctx_epoch();
+		if (now == ep || !(hp_rflags(r) & HOSTPIN_REGISTERED))
+			return;
+		hp_snap_t s;
+		uint32_t st;
+		if (hp_registry_lookup_base(&hp_reg, base, &s) != r ||
+		    s.len != len || !(st = hp_busy_begin(r, &s)))
+			return; /* released, or another's now (who holds it
+				 * acts) */
+		hp_pin_restart_if_ended(r, base, len, ep, drain);
+		hp_busy_end(r, st);
+		/* left registered (its own context lives): an end after
+		 * `now`, whose walk found r held, is looked at again */
+		ep = now;
+	}
 }
 
 void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
@@ -452,7 +481,7 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 		if (!hp_register_later(r, s)) {
 			hp_pin(r, s->base, s->len);
 			hp_busy_end(r, st);
-			hp_pin_recheck_ended(r, s->base, s->len, ep);
+			hp_pin_recheck_ended(r, s->base, s->len, ep, 0);
 			return;
 		}
 	}

@@ -301,13 +301,13 @@ static int run_job(const struct job *j)
 		pre_drain();
 		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
-		hp_pin_restart_if_ended(r, s.base, s.len, ep);
+		hp_pin_restart_if_ended(r, s.base, s.len, ep, 1);
 		if (hp_rflags(r) & HOSTPIN_REGISTERED)
 			atomic_fetch_add_explicit(&bg_done, 1,
 						  memory_order_relaxed);
 	}
 	hp_busy_end(r, st);
-	hp_pin_recheck_ended(r, j->base, j->len, ep);
+	hp_pin_recheck_ended(r, j->base, j->len, ep, 1);
 	pthread_mutex_lock(&pre.mu);
 	int handed = pre.held == r && pre.handed;
 	if (pre.held == r) {

@@ -324,6 +324,44 @@ static int mode_queued_partial(void)
 	return 0;
 }
 
+/* Another device's context ends during a block's background registration
+ * (device 1's primary released, its last reference; device 1 never made
+ * current, so hostpin registers through device 0's): every piece of the
+ * block was made through device 0's context, which lives on, so the
+ * block stays registered, whole, once the registration ended
+ * (malloc_usable_size waits for it), with no copy needed.  It was
+ * released and made pending again at any context's end, its copies
+ * meanwhile drained for nothing (issue 39, seed 9100082). */
+#include <malloc.h>
+CUresult cuDevicePrimaryCtxRelease_v2(int);
+static int whole32(void *p)
+{
+	return fake_cuda_registered_bytes(p, 32 * MB) == 32 * MB;
+}
+static int mode_other_ctx_end(void)
+{
+	size_t m = 32 * MB;
+	alarm(40);
+	CUcontext c1;
+	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(90, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), m, 90));
+	CHECK(cuDevicePrimaryCtxRelease_v2(1) == 0); /* device 1's ends */
+	fake_cuda_open_gate();
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	printf("after another device's context ended: %s, %s\n",
+	       is_reg(blk) ? "registered" : "not registered",
+	       whole32(blk) ? "whole" : "not whole");
+	CHECK(is_reg(blk) && whole32(blk));
+	round_trip(blk, d, m, s, 91);
+	CHECK(is_reg(blk) && whole32(blk));
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -333,6 +371,7 @@ int main(int argc, char **argv)
 	    {"capture_mid_copy_local", mode_capture_mid_copy_local},
 	    {"capture_mid_copy_relaxed", mode_capture_mid_copy_relaxed},
 	    {"queued_partial", mode_queued_partial},
+	    {"other_ctx_end", mode_other_ctx_end},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }

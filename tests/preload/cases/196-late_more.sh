@@ -116,3 +116,13 @@ for m in h2d_async h2d_sync d2h_async d2h_sync; do
 	done
 done
 fi
+if [ -x "$B/late_more" ]; then
+# Must hold (issue 39, the engine tester's seed 9100082): another device's
+# context ending during a block's background registration (made through
+# device 0's context) leaves it registered, whole: only the end of a
+# context its pieces were made through sends it back to pending (and
+# drains its copies first).
+lm "another device's context ends during a background registration: the block stays registered" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 -- other_ctx_end
+fi
