@@ -89,11 +89,15 @@ static void stream_leave(hp_cudaStream_t s)
 	hp_capture_stream_leave(s);
 }
 
-/* The same for a copy by pieces through a registered block: its calls
- * are copies on s alone, of the program's own kind, so a capture
- * elsewhere that prohibits other calls of this thread's (hostpin's
- * waits and events) leaves them be; s itself must not be capturing (one
- * call to the program, captured whole or not at all). */
+/* The same for a copy by pieces through a registered block, or through
+ * the registered prefix of a block being registered: its calls are
+ * copies on s alone, of the program's own kind, and its waits a host
+ * function on s (hp_stage_wait_stream), so a capture elsewhere that
+ * prohibits other calls of this thread's (hostpin's stream and event
+ * waits, the ring's events) leaves them be; s itself must not be
+ * capturing (one call to the program, captured whole or not at all).
+ * Passed as it is instead, such a copy reaches the driver only partly
+ * registered (cases/capture-local-prefix-96554664). */
 static int stream_enter_pieces(hp_cudaStream_t s)
 {
 	if (!hp_capture_stream_enter(s))
@@ -199,7 +203,7 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len) : 0;
 	P->registering = pre != 0;
 	if (pre == 2) {
-		if (!rect && driver_here() && stream_enter(s)) {
+		if (!rect && driver_here() && stream_enter_pieces(s)) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
 			return;
@@ -238,8 +242,11 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * written (d: 0 for a 2D copy, whose caller checked it) */
 	if (d && !hp_cuda_dev_fits(d, n))
 		return;
-	if (!stream_enter(s))
+	if (!stream_enter(s)) {
+		if (must) /* a capture prohibits the ring's calls here */
+			goto pieces;
 		return;
+	}
 	/* the ring of the stream's context (a device's stream may be used
 	 * with another device current): made only through the current one.
 	 * Its context, generation and device are the plan's: what the ring
@@ -273,7 +280,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	if (pre && hp_register_prefix_all(c->r[0], a, &base, &len)) {
 		/* (a 1D copy wholly inside the block: pieces.c) */
 		if ((rect || (a >= base && n <= base + len - a)) &&
-		    stream_enter(s)) {
+		    stream_enter_pieces(s)) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
 		} else {
