@@ -44,7 +44,7 @@ typedef struct hp_copy {
 	hp_rec_t *r[HP_COPY_RECS];
 	int n, overflow; /* overflow: more blocks than r holds */
 	int held; /* r[0..held) counted in flight (hp_hold_add) */
-	unsigned pass[HP_COPY_RECS]; /* r[i]'s hp_pass_add token, 0: none */
+	unsigned pass[HP_COPY_RECS]; /* r[i]'s hp_hold_add token */
 	size_t bytes;
 } hp_copy_t;
 HP_HIDDEN void hp_copy_init(hp_copy_t *c);

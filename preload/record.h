@@ -48,40 +48,57 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * the program's (foreign.c): a copy starting now waits until it is done
  * (hp_copy_host), those already started are waited for first. */
 #define HP_F_ASIDE 0x2000u
-/* foreign.c: the copies through r between their hp_copy_host and their end
- * (copy.c), counted per stripe of records (hp_hold_add, d = +1 or -1);
- * hp_hold_aside(r), after the count: whether r is being stepped aside from
- * (HP_F_ASIDE; the copy lets go and waits).  Before stepping aside,
- * foreign.c waits for the copies counted (invariant 1: no unregistration
- * under a copy in flight, whatever HOSTPIN_COPY says). */
-HP_HIDDEN void hp_hold_add(hp_rec_t *r, int d);
-HP_HIDDEN int hp_hold_aside(hp_rec_t *r);
 /* Internal flag: registered now inside a program's call (hp_pin), no
  * copy counted on it (passing.c): a copy starting now waits until it is
  * done (hp_copy_host), then sees the block registered or not. */
 #define HP_F_PINNING 0x4000u
 /* passing.c: the copies through r between their hp_copy_host and their end
- * (copy.c) that may reach the driver with r's memory as it is, counted per
- * stripe and epoch: hp_pass_add's token (never 0) for hp_pass_sub;
- * hp_pass_pinning(r), after the count: whether r is being registered
- * inside a program's call (the copy lets go and waits).  hp_pass_begin:
- * r (claimed) marked HP_F_PINNING, 1 if no copy is counted on it (register
- * it, then hp_pass_end), else 0, unmarked (put it off).  hp_pass_drain,
- * the registration thread's (r, at base, made its own): wait for the
- * copies counted before; 0 if stop() said to give up meanwhile. */
-HP_HIDDEN unsigned hp_pass_add(hp_rec_t *r);
-HP_HIDDEN void hp_pass_sub(unsigned token);
-HP_HIDDEN int hp_pass_pinning(hp_rec_t *r);
+ * (copy.c), counted once per stripe of records and epoch: hp_hold_add's
+ * token (never 0) counts the copy in flight and as one that may reach the
+ * driver with r's memory as it is (passing); hp_pass_sub(token) lets go of
+ * the passing count (its plan never hands the driver r as it is) and
+ * returns the token for hp_hold_sub, the copy's end.  After the counts,
+ * hp_hold_fence, then hp_hold_waits(r): the flags the copy must let go
+ * and wait for (HP_F_ASIDE: r is being stepped aside from; HP_F_PINNING:
+ * r is being registered inside a program's call).  hp_count_stripe: r's
+ * stripe (records of one stripe share their counts).
+ * hp_pass_begin: r (claimed) marked HP_F_PINNING, 1 if no passing copy is
+ * counted on it (register it, then hp_pass_end), else 0, unmarked (put it
+ * off).  hp_pass_drain, the registration thread's (r, at base, made its
+ * own): wait for the passing copies counted before; 0 if stop() said to
+ * give up meanwhile.
+ * hp_hold_drain: mark r (registered, claimed) HP_F_ASIDE and wait for the
+ * copies counted on it before to end (invariant 1: no unregistration
+ * under a copy in flight, whatever HOSTPIN_COPY says): 0 (hp_hold_drain_end
+ * clears the flag once r is unregistered), or EBUSY after
+ * HP_ASIDE_WAIT_NS and HP_ASIDE_WAIT_LOOKS (the flag cleared: a copy's
+ * stream may wait for the waiting thread).  Never from a thread that
+ * holds a count on r itself (a copy's own path).  Copies counted after a
+ * wait began never hold it (epochs, passing.c). */
+HP_HIDDEN unsigned hp_hold_add(hp_rec_t *r);
+HP_HIDDEN unsigned hp_pass_sub(unsigned token);
+HP_HIDDEN void hp_hold_sub(unsigned token);
+HP_HIDDEN void hp_hold_fence(void);
+HP_HIDDEN unsigned hp_hold_waits(hp_rec_t *r);
+HP_HIDDEN unsigned hp_count_stripe(const hp_rec_t *r);
 HP_HIDDEN int hp_pass_begin(hp_rec_t *r);
 HP_HIDDEN void hp_pass_end(hp_rec_t *r);
 HP_HIDDEN int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void));
-/* foreign.c: mark r (registered, claimed) HP_F_ASIDE and wait for the
- * copies counted on it to end: 0 (hp_hold_drain_end clears the flag once
- * r is unregistered), or EBUSY after 10 s (the flag cleared: a copy's
- * stream may wait for the waiting thread).  Never from a thread that
- * holds a count on r itself (a copy's own path). */
 HP_HIDDEN int hp_hold_drain(hp_rec_t *r);
 HP_HIDDEN void hp_hold_drain_end(hp_rec_t *r);
+/* How long a step aside waits for copies in flight: a copy may wait for a
+ * stream that waits, in turn, for the registering thread (a host function
+ * or a stream memory wait on a flag it sets after its registration; issue
+ * 39, the batch pass, item 4): without hostpin nothing waits there.  After
+ * this long hostpin stays registered and the program's call is refused as
+ * the driver refuses memory already registered (EBUSY).  ... and as many
+ * looks of the waiting thread, 1 ms apart: a stall of the whole process
+ * meanwhile (stopped, a machine under load, a cgroup's CPU quota) passes
+ * the 10 s without the copy getting a chance to end, and refused the
+ * program's registration though nothing waited for it (issue 39:
+ * regress-diff-c-96518885.prog, 712 in 1 full run in 27). */
+#define HP_ASIDE_WAIT_NS (10ull * 1000000000ull)
+#define HP_ASIDE_WAIT_LOOKS 10000u
 /* register.c: queue a block that earned registration (claimed by the
  * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging

@@ -25,7 +25,7 @@ void hp_copy_init(hp_copy_t *c)
 static void pass_go(hp_copy_t *c)
 {
 	for (int i = 0; i < c->held; i++)
-		hp_pass_sub(c->pass[i]), c->pass[i] = 0;
+		c->pass[i] = hp_pass_sub(c->pass[i]);
 }
 
 /* The copy's blocks counted in flight until its end, so that hostpin's own
@@ -35,9 +35,8 @@ static void pass_go(hp_copy_t *c)
  * go too: no wait while holding a count). */
 static void let_go(hp_copy_t *c)
 {
-	pass_go(c);
 	for (int i = 0; i < c->held; i++)
-		hp_hold_add(c->r[i], -1);
+		hp_hold_sub(c->pass[i]);
 	c->held = 0;
 }
 
@@ -49,18 +48,14 @@ static void let_go(hp_copy_t *c)
 static void hold(hp_copy_t *c)
 {
 	for (;;) {
-		for (; c->held < c->n; c->held++) {
-			hp_hold_add(c->r[c->held], 1);
-			c->pass[c->held] = hp_pass_add(c->r[c->held]);
-		}
+		for (; c->held < c->n; c->held++)
+			c->pass[c->held] = hp_hold_add(c->r[c->held]);
 		int wait = -1;
-		unsigned why = HP_F_ASIDE;
+		unsigned why = 0;
+		hp_hold_fence();
 		for (int i = 0; i < c->n && wait < 0; i++)
-			if (hp_hold_aside(c->r[i]))
+			if ((why = hp_hold_waits(c->r[i])) != 0)
 				wait = i;
-		for (int i = 0; i < c->n && wait < 0; i++)
-			if (hp_pass_pinning(c->r[i]))
-				wait = i, why = HP_F_PINNING;
 		if (wait < 0)
 			return;
 		let_go(c);
@@ -307,12 +302,12 @@ void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok)
 		for (int j = 0; j < into->n && !have; j++)
 			have = into->r[j] == c->r[i];
 		if (!have && into->n < HP_COPY_RECS) {
-			into->pass[into->n] = 0;
+			into->pass[into->n] = c->pass[i];
 			into->r[into->n++] = c->r[i];
 			continue;
 		}
 		into->overflow |= !have;
-		hp_hold_add(c->r[i], -1);
+		hp_hold_sub(c->pass[i]);
 	}
 	into->held = into->n;
 	into->overflow |= c->overflow;

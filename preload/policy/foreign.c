@@ -141,80 +141,13 @@ static uint32_t claim(hp_rec_t *r, hp_snap_t *s, int *cancelled)
 	}
 }
 
-/* Copies in flight (copy.c), per stripe of records: a count shared by the
- * records of a stripe only makes a step aside wait a little longer. */
-#define HOLD_STRIPES 256
-static _Atomic unsigned hold_n[HOLD_STRIPES];
-
-static _Atomic unsigned *hold_of(const hp_rec_t *r)
-{
-	uintptr_t k = (uintptr_t)r;
-	return &hold_n[((k >> 4) ^ (k >> 12)) % HOLD_STRIPES];
-}
-
-void hp_hold_add(hp_rec_t *r, int d)
-{
-	if (d > 0)
-		atomic_fetch_add(hold_of(r), 1);
-	else
-		atomic_fetch_sub(hold_of(r), 1);
-}
-
-int hp_hold_aside(hp_rec_t *r)
-{
-	/* the count before the flag; foreign_one: the flag before the
-	 * count (one of the two sees the other) */
-	atomic_thread_fence(memory_order_seq_cst);
-	return (hp_rflags(r) & HP_F_ASIDE) != 0;
-}
-
 /* Undo hostpin's registration of r (claimed) once no copy counted on it
- * is in flight: a copy queued by another thread into another part of the
- * block (issue 39: final-violation-96518924, a batch D2H under
- * HOSTPIN_COPY=sync not yet waited for) must not see its registration
- * vanish.  Copies starting meanwhile wait for HP_F_ASIDE to go.  A forked
- * child makes no driver call (and its counts are the parent's threads'). */
-/* How long a step aside waits for copies in flight: a copy may wait for a
- * stream that waits, in turn, for the registering thread (a host function
- * or a stream memory wait on a flag it sets after its registration; issue
- * 39, the batch pass, item 4): without hostpin nothing waits there.  After
- * this long hostpin stays registered and the program's call is refused as
- * the driver refuses memory already registered (EBUSY here). */
-#define ASIDE_WAIT_NS (10ull * 1000000000ull)
-/* ... and as many looks of the waiting thread, 1 ms apart: a stall of the
- * whole process meanwhile (stopped, a machine under load, a cgroup's CPU
- * quota) passes the 10 s without the copy getting a chance to end, and
- * refused the program's registration though nothing waited for it (issue
- * 39: regress-diff-c-96518885.prog, 712 in 1 full run in 27). */
-#define ASIDE_WAIT_LOOKS 10000u
-int hp_hold_drain(hp_rec_t *r)
-{
-	hp_set_rflags(r, hp_rflags(r) | HP_F_ASIDE);
-	atomic_thread_fence(memory_order_seq_cst);
-	uint64_t t0 = 0;
-	for (unsigned i = 0; atomic_load(hold_of(r)) != 0; i++) {
-		if (i < 1000) {
-			sched_yield();
-			continue;
-		}
-		uint64_t t = hp_now_ns();
-		if (t0 == 0)
-			t0 = t;
-		if (t - t0 > ASIDE_WAIT_NS && i - 1000 >= ASIDE_WAIT_LOOKS) {
-			hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
-			return EBUSY;
-		}
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
-	return 0;
-}
-
-void hp_hold_drain_end(hp_rec_t *r)
-{
-	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
-}
-
+ * before is in flight (hp_hold_drain, passing.c): a copy queued by another
+ * thread into another part of the block (issue 39:
+ * final-violation-96518924, a batch D2H under HOSTPIN_COPY=sync not yet
+ * waited for) must not see its registration vanish.  Copies starting
+ * meanwhile wait for HP_F_ASIDE to go.  A forked child makes no driver
+ * call (and its counts are the parent's threads'). */
 static int unpin_aside(hp_rec_t *r, const hp_snap_t *s)
 {
 	if (hp_in_child || !(hp_rflags(r) & HOSTPIN_REGISTERED))
@@ -283,8 +216,8 @@ static int carve_wait(void)
 			sched_yield();
 			continue;
 		}
-		if (hp_now_ns() - t0 > ASIDE_WAIT_NS &&
-		    i - 1000 >= ASIDE_WAIT_LOOKS)
+		if (hp_now_ns() - t0 > HP_ASIDE_WAIT_NS &&
+		    i - 1000 >= HP_ASIDE_WAIT_LOOKS)
 			break;
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);

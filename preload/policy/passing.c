@@ -1,83 +1,110 @@
-/* Copies that reach the driver with a block's memory as it is (issue 39,
- * "decided once"; items 6 and 10).  A copy planned as a pageable
- * pass-through (under HOSTPIN_STAGE_MIN, the rest of a staged copy, an
- * entry point hostpin does not plan) was decided while its block was not
- * registered, and the decision must stay true until the driver has the
- * copy: a registration begun meanwhile would hand the driver a range only
- * partly registered (a registration in pieces), or turn the copy into one
- * through registered memory that hostpin does not wait for.  So every copy
- * is counted on its blocks from hp_copy_host to its end (copy.c; a batch's
- * entry until its call returned), and a registration of a block waits for
- * the copies counted before it began, or is put off:
+/* The copies in flight on each block, counted once (issue 39, "decided
+ * once"; items 6 and 10; invariants 1 and 8).  Every copy is counted on
+ * its blocks from hp_copy_host to its end (copy.c; a batch's entry until
+ * its call returned), one word per stripe of records and epoch, which
+ * holds two counts:
  *
- *   the registration thread (register.c) first makes the block its own
- *   (pre.r: copies planned from then on see it, staged or cut at its
- *   pieces), then waits for the copies counted before (hp_pass_drain);
- *   a registration inside a program's call (hp_pin: the copy that earns
- *   it, adoption) never waits for another thread's copy: it marks the
- *   block HP_F_PINNING and, if a copy is counted on it, is put off
- *   (pending: the block's next copy registers it, hp_copy_host); a copy
- *   counted after the mark sees it and waits for the registration's end
- *   (copy.c's hold) before it is planned.
+ *   in flight (HOLD), until the copy's end: hostpin's own unregistration
+ *   of a registered block (stepping aside for the program's registration,
+ *   foreign.c; a context ended under a registration, pin.c) waits for
+ *   them (hp_hold_drain; HP_F_ASIDE makes a copy counted after it wait);
  *
- * The counts are kept per stripe of records (a count shared with another
- * block only makes a registration wait a little longer, or be put off
- * once more) and per epoch, two counts a stripe as in sleepable RCU: the
- * registration thread, the one thread that flips the epoch, waits for the
- * count of the epoch before the last flip, flips, and waits for the count
- * of the epoch before this flip; copies counted after it never hold it, so
- * a block copied without a pause is still registered.  A copy counted late
- * in an old epoch (it read the epoch before a flip) came after the block
- * was made the thread's, and its plan sees that (the pre.mu lock orders
- * the two). */
+ *   passing (PASS), until the copy's plan says it never reaches the
+ *   driver with the block's memory as it is (hp_pass_sub; plan.c): a
+ *   decision taken while the block was not registered must stay true
+ *   until the driver has the copy, for a registration begun meanwhile
+ *   would hand the driver a range only partly registered (a registration
+ *   in pieces), or turn the copy into one through registered memory that
+ *   hostpin does not wait for.  So
+ *     the registration thread (register.c) first makes the block its own
+ *     (pre.r: copies planned from then on see it, staged or cut at its
+ *     pieces), then waits for the passing copies counted before
+ *     (hp_pass_drain);
+ *     a registration inside a program's call (hp_pin: the copy that earns
+ *     it, adoption) never waits for another thread's copy: it marks the
+ *     block HP_F_PINNING and, if a passing copy is counted on its stripe,
+ *     is put off (pending: the block's next copy registers it); a copy
+ *     counted after the mark sees it and waits for the registration's end
+ *     before it is planned (hp_hold_waits).
+ *
+ * A count shared with another block of the stripe only makes a wait a
+ * little longer, or a registration be put off once more.  Each stripe has
+ * two words and an epoch, as in sleepable RCU: a copy counts in the word
+ * of the stripe's epoch then; a waiter waits only for the copies counted
+ * before it began.  It looks at both words; a word seen at zero after it
+ * began holds none of them any more; once the word not current was seen
+ * so, it flips the epoch (any waiter may: a flip is only a compare and
+ * swap of the epoch it read), new copies count in the other word and the
+ * one it waits for only empties.  So a block, or another block of its
+ * stripe, copied without a pause never keeps a waiter waiting.  A copy
+ * counted late in an old word (it read the epoch before a flip) counted
+ * after the waiter's flag or pre.r, and sees it (one of the two sees the
+ * other: a seq_cst fence on each side). */
 #include <time.h>
 
 #include "../record.h"
 
 #define STRIPES 512
-static _Atomic unsigned pass_n[STRIPES][2];
-static _Atomic unsigned pass_epoch;
+#define HOLD 1ull
+#define PASS (1ull << 32)
+#define HOLD_MASK (PASS - 1)
+#define PASS_MASK (~HOLD_MASK)
+static _Atomic uint64_t count_n[STRIPES * 2]; /* [stripe * 2 + word] */
+static _Atomic unsigned count_epoch[STRIPES];
 
-static unsigned stripe_of(const hp_rec_t *r)
+unsigned hp_count_stripe(const hp_rec_t *r)
 {
 	uintptr_t k = (uintptr_t)r;
 	return (unsigned)(((k >> 4) ^ (k >> 12)) % STRIPES);
 }
 
-unsigned hp_pass_add(hp_rec_t *r)
+/* A token: the word's index + 1, shifted, and bit 0 while passing. */
+unsigned hp_hold_add(hp_rec_t *r)
 {
-	unsigned s = stripe_of(r);
-	/* seq_cst: the epoch before the count; the count before the plan's
-	 * or hold's look at the block (hp_pass_pinning, pre.mu) */
-	unsigned e = atomic_load(&pass_epoch) & 1u;
-	atomic_fetch_add(&pass_n[s][e], 1);
-	return s * 2 + e + 1;
+	unsigned s = hp_count_stripe(r);
+	/* seq_cst: the epoch before the count; the count before the look at
+	 * the flags (hp_hold_waits) or the block (the plan, pre.mu) */
+	unsigned w = s * 2 + (atomic_load(&count_epoch[s]) & 1u);
+	atomic_fetch_add(&count_n[w], HOLD | PASS);
+	return (w + 1) << 1 | 1u;
 }
 
-void hp_pass_sub(unsigned t)
+unsigned hp_pass_sub(unsigned t)
+{
+	if (t & 1u)
+		atomic_fetch_sub(&count_n[(t >> 1) - 1], PASS);
+	return t & ~1u;
+}
+
+void hp_hold_sub(unsigned t)
 {
 	if (t)
-		atomic_fetch_sub(&pass_n[(t - 1) / 2][(t - 1) % 2], 1);
+		atomic_fetch_sub(&count_n[(t >> 1) - 1],
+				 HOLD | ((t & 1u) ? PASS : 0));
 }
 
-int hp_pass_pinning(hp_rec_t *r)
+void hp_hold_fence(void)
 {
-	/* the count before the flag; hp_pass_begin: the flag before the
-	 * count (one of the two sees the other) */
+	/* the counts before the flags; the waiters: the flag before the
+	 * counts (one of the two sees the other) */
 	atomic_thread_fence(memory_order_seq_cst);
-	return !hp_in_child && (hp_rflags(r) & HP_F_PINNING) != 0;
 }
 
-static unsigned counted(unsigned s)
+unsigned hp_hold_waits(hp_rec_t *r)
 {
-	return atomic_load(&pass_n[s][0]) + atomic_load(&pass_n[s][1]);
+	unsigned f = hp_rflags(r) & HP_F_ASIDE;
+	if (!hp_in_child)
+		f |= hp_rflags(r) & HP_F_PINNING;
+	return f;
 }
 
 int hp_pass_begin(hp_rec_t *r)
 {
+	unsigned s = hp_count_stripe(r);
 	hp_set_rflags(r, hp_rflags(r) | HP_F_PINNING);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (counted(stripe_of(r)) == 0)
+	if (((atomic_load(&count_n[s * 2]) | atomic_load(&count_n[s * 2 + 1])) &
+	     PASS_MASK) == 0)
 		return 1;
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_PINNING);
 	return 0;
@@ -88,33 +115,90 @@ void hp_pass_end(hp_rec_t *r)
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_PINNING);
 }
 
-/* Until *n is 0 (1), or stop says to give up (0). */
-static int drain(_Atomic unsigned *n, int (*stop)(void))
+struct stop {
+	int (*fn)(struct stop *, unsigned look);
+	int (*pass_stop)(void);
+	uint64_t t0;
+};
+
+/* Until the copies counted (the part `mask` of the words) on stripe s
+ * before the call have ended (1), or st says to give up (0): the first
+ * `spins` looks yield, the later ones sleep 1 ms. */
+static int drain(unsigned s, uint64_t mask, unsigned spins, struct stop *st)
 {
-	for (unsigned i = 0; atomic_load(n) != 0; i++) {
-		if (stop())
+	int seen[2] = {0, 0};
+	/* seq_cst: the caller's flag or pre.r before the counts */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned i = 0;; i++) {
+		unsigned e = atomic_load(&count_epoch[s]);
+		unsigned cur = e & 1u;
+		if ((atomic_load(&count_n[s * 2 + (cur ^ 1u)]) & mask) == 0)
+			seen[cur ^ 1u] = 1;
+		if ((atomic_load(&count_n[s * 2 + cur]) & mask) == 0)
+			seen[cur] = 1;
+		if (seen[0] && seen[1])
+			return 1;
+		if (seen[cur ^ 1u]) {
+			/* the current word becomes the old one: copies
+			 * counted from now on count in the other */
+			atomic_compare_exchange_strong(&count_epoch[s], &e,
+						       e + 1);
+			continue;
+		}
+		if (st->fn(st, i))
 			return 0;
-		if (i < 100) {
+		if (i < spins) {
 			sched_yield();
 			continue;
 		}
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
-	return 1;
+}
+
+static int pass_stop(struct stop *st, unsigned look)
+{
+	(void)look;
+	return st->pass_stop();
 }
 
 int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void))
 {
-	unsigned s = stripe_of(r);
+	unsigned s = hp_count_stripe(r);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (counted(s) == 0)
+	if (((atomic_load(&count_n[s * 2]) | atomic_load(&count_n[s * 2 + 1])) &
+	     PASS_MASK) == 0)
 		return 1;
 	hp_log(HP_LOG_DEBUG, "block %p: its registration waits for the copies "
 	       "passed through to the driver before it", (void *)base);
-	unsigned e = atomic_load(&pass_epoch) & 1u;
-	if (!drain(&pass_n[s][e ^ 1u], stop))
+	struct stop st = {.fn = pass_stop, .pass_stop = stop};
+	return drain(s, PASS_MASK, 100, &st);
+}
+
+/* The step aside's bound (HP_ASIDE_WAIT_NS and as many looks, record.h):
+ * looks are counted from the first sleep. */
+static int aside_stop(struct stop *st, unsigned look)
+{
+	if (look < 1000)
 		return 0;
-	atomic_fetch_add(&pass_epoch, 1);
-	return drain(&pass_n[s][e], stop);
+	uint64_t t = hp_now_ns();
+	if (st->t0 == 0)
+		st->t0 = t;
+	return t - st->t0 > HP_ASIDE_WAIT_NS &&
+	       look - 1000 >= HP_ASIDE_WAIT_LOOKS;
+}
+
+int hp_hold_drain(hp_rec_t *r)
+{
+	hp_set_rflags(r, hp_rflags(r) | HP_F_ASIDE);
+	struct stop st = {.fn = aside_stop};
+	if (drain(hp_count_stripe(r), HOLD_MASK, 1000, &st))
+		return 0;
+	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
+	return EBUSY;
+}
+
+void hp_hold_drain_end(hp_rec_t *r)
+{
+	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
 }
