@@ -11,6 +11,7 @@ int main(void)
 	srunner_add_suite(sr, options_suite());
 	srunner_add_suite(sr, log_suite());
 	srunner_add_suite(sr, policy_suite());
+	srunner_add_suite(sr, counts_suite());
 	srunner_add_suite(sr, prefault_suite());
 	srunner_add_suite(sr, ledger_suite());
 	srunner_add_suite(sr, speed_suite());

@@ -7,6 +7,7 @@ Suite *registry_suite(void);
 Suite *options_suite(void);
 Suite *log_suite(void);
 Suite *policy_suite(void);
+Suite *counts_suite(void);
 Suite *prefault_suite(void);
 Suite *ledger_suite(void);
 Suite *speed_suite(void);
