@@ -33,10 +33,11 @@
  * of the stripe's epoch then; a waiter waits only for the copies counted
  * before it began.  It looks at both words; a word seen at zero after it
  * began holds none of them any more; once the word not current was seen
- * so, it flips the epoch (any waiter may: a flip is only a compare and
- * swap of the epoch it read), new copies count in the other word and the
- * one it waits for only empties.  So a block, or another block of its
- * stripe, copied without a pause never keeps a waiter waiting.  A copy
+ * empty, it flips the epoch (any waiter may: a flip is only a compare and
+ * swap of the epoch it read; see drain), new copies count in the other
+ * word and the one it waits for only empties.  So a block, or another
+ * block of its stripe, copied without a pause never keeps a waiter
+ * waiting.  A copy
  * counted late in an old word (it read the epoch before a flip) counted
  * after the waiter's flag or pre.r, and sees it (one of the two sees the
  * other: a seq_cst fence on each side). */
@@ -123,22 +124,29 @@ struct stop {
 
 /* Until the copies counted (the part `mask` of the words) on stripe s
  * before the call have ended (1), or st says to give up (0): the first
- * `spins` looks yield, the later ones sleep 1 ms. */
+ * `spins` looks yield, the later ones sleep 1 ms.  A word seen at zero
+ * (its part) holds none of them any more.  The epoch flips from E only
+ * once the word not current under E was seen empty, both counts, while
+ * the epoch was E: so 3 flips since the call began mean both words were
+ * seen empty since, whoever flipped (waiters for the other count, or on
+ * another block of the stripe, never keep each other waiting). */
 static int drain(unsigned s, uint64_t mask, unsigned spins, struct stop *st)
 {
 	int seen[2] = {0, 0};
-	/* seq_cst: the caller's flag or pre.r before the counts */
+	/* seq_cst: the caller's flag or pre.r before the epoch and counts */
 	atomic_thread_fence(memory_order_seq_cst);
+	unsigned e0 = atomic_load(&count_epoch[s]);
 	for (unsigned i = 0;; i++) {
 		unsigned e = atomic_load(&count_epoch[s]);
-		unsigned cur = e & 1u;
-		if ((atomic_load(&count_n[s * 2 + (cur ^ 1u)]) & mask) == 0)
-			seen[cur ^ 1u] = 1;
+		unsigned cur = e & 1u, old = cur ^ 1u;
+		uint64_t wo = atomic_load(&count_n[s * 2 + old]);
+		if ((wo & mask) == 0)
+			seen[old] = 1;
 		if ((atomic_load(&count_n[s * 2 + cur]) & mask) == 0)
 			seen[cur] = 1;
-		if (seen[0] && seen[1])
+		if ((seen[0] && seen[1]) || e - e0 >= 3)
 			return 1;
-		if (seen[cur ^ 1u]) {
+		if (seen[old] && wo == 0) {
 			/* the current word becomes the old one: copies
 			 * counted from now on count in the other */
 			atomic_compare_exchange_strong(&count_epoch[s], &e,
