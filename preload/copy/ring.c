@@ -83,13 +83,15 @@ static void ring_exit(void)
 }
 
 /* Once, at the first ring asked for (before the growth thread makes it:
- * the exit hook waits for it): the exit hook, the copy threads. */
+ * the exit hook waits for it): the exit hook; the copy threads, started
+ * in the background (speed.c: the growth thread waits for them before it
+ * makes a first segment). */
 static void rings_first(void)
 {
 	if (atexit(ring_exit) != 0)
 		hp_log(HP_LOG_WARN, "staging: no exit hook: the rings stay "
 		       "registered at exit");
-	hp_pool_start();
+	hp_pool_early();
 }
 
 /* Under R->mu, R given to context ctx: made once, through ctx (make: it
