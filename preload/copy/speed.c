@@ -273,6 +273,9 @@ static void pick(void)
  * the background), and only for a direction that can be staged, so no
  * copy is staged, nor a ring registered, before the gate knows. */
 static _Atomic int early;
+/* a D2H into a fresh destination asked (hp_pool_worth_at): its ring is
+ * made with two copy threads or more, the gate shut or not */
+static _Atomic int fresh_seen;
 
 static void *early_main(void *arg)
 {
@@ -294,8 +297,10 @@ void hp_pool_early(void)
 int hp_pool_can(int htod)
 {
 	hp_pool_start(); /* the pick and the copy threads, waited for */
+	/* relaxed: a flag */
 	return hp_opt[HP_OPT_STAGE_LINK] == 0 || pays(!htod) ||
-	       (!htod && n_threads > 1);
+	       (!htod && n_threads > 1 &&
+		atomic_load_explicit(&fresh_seen, memory_order_relaxed));
 }
 
 /* Do the copy threads beat the pageable path of direction d now? */
@@ -360,11 +365,20 @@ int hp_pool_worth(int htod)
 
 int hp_pool_worth_at(int htod, const void *h, size_t n)
 {
+	/* acquire: pairs with pick's release (n_threads) */
+	int known = hp_opt[HP_OPT_STAGE_LINK] == 0 ||
+		    atomic_load_explicit(&picked, memory_order_acquire);
+	if (known && hp_pool_worth(htod))
+		return 1;
 	/* pageable faults a fresh destination in on one thread, staging
 	 * on all its copy threads (one alone: a memcpy more per byte than
-	 * pageable's, which it does not beat) */
-	return hp_pool_worth(htod) || (!htod && h != NULL && n_threads > 1 &&
-				       !hp_speed_resident(h, n));
+	 * pageable's, which it does not beat); not known yet: its ring is
+	 * made for it if there are two (hp_pool_can) */
+	int fresh = !htod && h != NULL && (!known || n_threads > 1) &&
+		    !hp_speed_resident(h, n);
+	if (fresh) /* relaxed: a flag */
+		atomic_store_explicit(&fresh_seen, 1, memory_order_relaxed);
+	return known ? fresh : hp_pool_worth(htod);
 }
 
 void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
