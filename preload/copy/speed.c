@@ -26,9 +26,10 @@
  *           busy then (/proc/loadavg: the runnable now, the last minute's
  *           load: a busy CPU), then the staged rounds' (stage.c: 64 MiB
  *           H2D, 128 MiB D2H, with the default ring): a round slower than
- *           the rate so far counts whole, a faster one half, so a CPU that
- *           turns busy while the process runs passes the next round
- *           through; a D2H round into a destination not resident is not
+ *           the rate so far counts whole, a faster one half, and one that
+ *           does not pay closes the gate only as the second in a row
+ *           (hp_speed_next), so a CPU that turns busy while the process
+ *           runs passes the round after next through; a D2H round into a destination not resident is not
  *           counted (its page faults cost the pageable path as much).  Below, copies that way, and the rest of a copy being
  *           staged, pass through for a second; then the rate is estimated
  *           again from the node's load (still busy: another second), and
