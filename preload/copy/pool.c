@@ -171,7 +171,7 @@ static void *helper_main(void *arg)
 }
 
 /* Once: start the helpers (hp_pool_threads() - 1; speed.c sizes them). */
-void hp_pool_start(void)
+static void pool_start(void)
 {
 	unsigned n = hp_pool_threads();
 	if (n > MAX_HELPERS + 1)
@@ -186,6 +186,12 @@ void hp_pool_start(void)
 	pool.helpers = k;
 	pool.spin = k > 0 && hp_pool_quiet();
 	pthread_mutex_unlock(&pool.mu);
+}
+
+void hp_pool_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, pool_start);
 }
 
 /* Under pool.mu: wait until every job below mark is done, taking queued

@@ -83,13 +83,15 @@ static void ring_exit(void)
 }
 
 /* Once, at the first ring asked for (before the growth thread makes it:
- * the exit hook waits for it): the exit hook, the copy threads. */
+ * the exit hook waits for it): the exit hook; the copy threads, started
+ * in the background (speed.c: the growth thread waits for them before it
+ * makes a first segment). */
 static void rings_first(void)
 {
 	if (atexit(ring_exit) != 0)
 		hp_log(HP_LOG_WARN, "staging: no exit hook: the rings stay "
 		       "registered at exit");
-	hp_pool_start();
+	hp_pool_early();
 }
 
 /* Under R->mu, R given to context ctx: made once, through ctx (make: it
@@ -198,9 +200,13 @@ struct hp_ring *hp_ring_get(const struct hp_plan *P, int must)
 		uint64_t gen = R->gen;
 		int dir = R->dir;
 		pthread_mutex_unlock(&R->mu);
-		int e = hp_seg_make(dir, 0, &S);
+		/* as the growth thread: only once the copy threads are
+		 * picked (waited for here: the knob's choice) and can stage
+		 * this way (speed.c); else asked again at a later copy */
+		int can = must || hp_pool_can(P->htod);
+		int e = can ? hp_seg_make(dir, 0, &S) : -1;
 		pthread_mutex_lock(&R->mu);
-		ok = hp_ring_first_made(R, e, 0, &S, ctx, gen);
+		ok = hp_ring_first_made(R, e, !can, &S, ctx, gen);
 		undo = e == 0 && !ok;
 	}
 	if (ok)

@@ -228,6 +228,19 @@ static void grow_one(struct hp_ring *R)
 	uint64_t gen = R->gen;
 	int g = R->nseg, dir = R->dir;
 	pthread_mutex_unlock(&R->mu);
+	/* a first segment once the copy threads are picked and started
+	 * (speed.c: in the background since the first copy, waited for here,
+	 * not on a copy's path), and only for a direction they can stage:
+	 * else not made, asked again by a copy the gate lets through */
+	if (first && !hp_pool_can(!dir)) {
+		pthread_mutex_lock(&R->mu);
+		R->grow = 0;
+		if (R->state == 2 && R->gen == gen && R->ctx == ctx)
+			R->state = 0;
+		pthread_cond_broadcast(&R->made);
+		pthread_mutex_unlock(&R->mu);
+		return;
+	}
 	struct hp_seg S;
 	int pushed = hp_cuda_ctx_push(ctx, gen);
 	int e = pushed < 0 ? -1 : hp_seg_make(dir, g, &S);

@@ -10,8 +10,10 @@
  *           one (55: PCIe 5.0 x16, what an H200 host moves pinned); a
  *           slower link only gets more threads than it needs.  0: not
  *           sized by speed (min(2, CPUs) threads, never passed through).
- *   memcpy  one core's, measured once at the first staged copy (the best
- *           of two 16 MiB copies between warm buffers).
+ *   memcpy  one core's, as a copy thread fills a slot (the ring's
+ *           non-temporal copy, in a copy thread's parts, between warm
+ *           buffers: hp_speed_memcpy), measured once, in the background
+ *           from the first copy that asks (hp_pool_early).
  *   threads ceil(link / memcpy), at most the CPUs the process may use
  *           (affinity, cgroup) and its share of the node's CPUs among the
  *           processes staging on it (the ledger's live slots with a ring).
@@ -24,9 +26,10 @@
  *           busy then (/proc/loadavg: the runnable now, the last minute's
  *           load: a busy CPU), then the staged rounds' (stage.c: 64 MiB
  *           H2D, 128 MiB D2H, with the default ring): a round slower than
- *           the rate so far counts whole, a faster one half, so a CPU that
- *           turns busy while the process runs passes the next round
- *           through; a D2H round into a destination not resident is not
+ *           the rate so far counts whole, a faster one half, and one that
+ *           does not pay closes the gate only as the second in a row
+ *           (hp_speed_next), so a CPU that turns busy while the process
+ *           runs passes the round after next through; a D2H round into a destination not resident is not
  *           counted (its page faults cost the pageable path as much).  Below, copies that way, and the rest of a copy being
  *           staged, pass through for a second; then the rate is estimated
  *           again from the node's load (still busy: another second), and
@@ -42,9 +45,13 @@
 
 #include "../node/ledger.h"
 #include "../record.h"
+#include "ntcopy.h"
 #include "stage.h"
 
-#define MEASURE ((size_t)16 << 20)
+#define MEASURE ((size_t)32 << 20) /* a pass of the memcpy measured */
+#define SLOT ((size_t)8 << 20) /* HOSTPIN_STAGE_BUFFER's default slot */
+#define PART ((size_t)1 << 20) /* pool.c's PART_MIN: a copy thread's part */
+#define PASSES 3
 #define PAUSE_NS 1000000000ull
 /* staging must beat pageable by this much (%): a staged copy's own costs
  * (the hand-off, a round at a rate it only learns by staging it) */
@@ -53,32 +60,54 @@
 static const unsigned pageable_pct[2] = {13, 23}; /* H2D, D2H: of the link */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Atomic int picked; /* pick() made (read without the once) */
+static int pays(int d);
 static unsigned link_mbs, mc_mbs, n_threads, peers, cpus, need, busy;
 static long online;
 /* the busy-CPU gate, per direction (H2D, D2H) */
 static _Atomic uint64_t avg_mbs[2], pause_until[2];
+static _Atomic unsigned slow_run[2]; /* rounds in a row that did not pay */
 /* the rounds staged now per direction, and the most at once since a
  * round began alone (hp_pool_round) */
 static _Atomic unsigned rounds[2], most[2];
 
-/* One core's memcpy between warm buffers, MB/s; 0 if it cannot tell. */
-static unsigned measure(void)
+/* One core's rate at what a copy thread does (issue 43): a staged H2D's
+ * fill, parts of PART bytes copied with the ring's own routine (pool.c:
+ * hp_nt_copy, non-temporal stores) from a warm source into a warm slot of
+ * SLOT bytes, MEASURE bytes a pass, the best of PASSES; MB/s, 0 if it
+ * cannot tell.  Before: two 16 MiB memcpys, whose cached stores (glibc's
+ * below its non-temporal threshold) read 4.6 GB/s a core on a machine
+ * whose 256 MiB memcpy, and the ring's fill, ran at 10: too few threads
+ * for the link.  hp_speed_memcpy: the same with copy as the routine. */
+static void fill(char *d, const char *s, size_t n)
 {
-	char *b = hp_real.mmap(NULL, 2 * MEASURE, PROT_READ | PROT_WRITE,
+	hp_nt_copy(d, s, n);
+}
+
+unsigned hp_speed_memcpy(void (*copy)(char *d, const char *s, size_t n))
+{
+	size_t len = MEASURE + SLOT;
+	char *b = hp_real.mmap(NULL, len, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b == MAP_FAILED)
 		return 0;
-	memset(b, 1, 2 * MEASURE);
+	memset(b, 1, len);
 	uint64_t best = 0;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < PASSES; i++) {
 		uint64_t t0 = hp_now_ns();
-		memcpy(b + MEASURE, b, MEASURE);
+		for (size_t o = 0; o < MEASURE; o += PART)
+			copy(b + MEASURE + o % SLOT, b + o, PART);
 		uint64_t dt = hp_now_ns() - t0;
 		uint64_t r = dt ? (uint64_t)MEASURE * 1000 / dt : 0;
 		best = r > best ? r : best;
 	}
-	hp_real.munmap(b, 2 * MEASURE);
+	hp_real.munmap(b, len);
 	return (unsigned)(best > 1000000 ? 1000000 : best);
+}
+
+static unsigned measure(void)
+{
+	return hp_speed_memcpy(fill);
 }
 
 /* The threads busy on the node besides this one (/proc/loadavg: its
@@ -154,11 +183,35 @@ int hp_speed_pays(uint64_t rate, unsigned link, int d)
 				    (uint64_t)link * pageable_pct[d] * MARGIN / 100;
 }
 
-/* The rate after a staged round at r: a slower round counts whole (a
- * busy CPU passes through from the next round on), a faster one half. */
-uint64_t hp_speed_next(uint64_t avg, uint64_t r)
+/* The least rate that beats the pageable path of direction d by MARGIN. */
+static uint64_t pay_least(unsigned link, int d)
 {
-	return avg == 0 || r < avg ? r : (avg + r) / 2;
+	return (uint64_t)link * pageable_pct[d] * MARGIN / 10000 + 1;
+}
+
+/* The rate after a staged round at r (issue 43: the gate), *slow: the
+ * rounds in a row that did not pay, this one counted.  A round that pays:
+ * a slower one counts whole, a faster one half.  A round that does not
+ * pay (slow) closes the gate only as the second in a row (the rate then
+ * r): one alone weighs half and leaves the rate no lower than the least
+ * that pays.  One slow round is noise as often as not (a copy thread
+ * preempted, a page-fault burst, the DMA behind another process's: an
+ * H100 run's staged 64 MiB copies ran at the pageable path's rate for the
+ * second the gate stayed closed after one); two in a row are a CPU that
+ * turned busy, and cost one round more than closing at the first.  After
+ * a pause the gate reopens with *slow at 1 (hp_pool_worth): its first
+ * round is a probe, and closes it again alone. */
+uint64_t hp_speed_next(uint64_t avg, uint64_t r, unsigned link, int d,
+		       unsigned *slow)
+{
+	if (hp_speed_pays(r, link, d)) {
+		*slow = 0;
+		return avg == 0 || r < avg ? r : (avg + r) / 2;
+	}
+	if (++*slow >= 2)
+		return r;
+	uint64_t h = (avg + r) / 2, least = pay_least(link, d);
+	return h > least ? h : least;
 }
 
 int hp_speed_resident(const void *p, size_t n)
@@ -205,6 +258,50 @@ static void pick(void)
 	uint64_t r = hp_speed_rate(n_threads, cpus, online, busy, mc_mbs);
 	for (int d = 0; d < 2; d++)
 		atomic_store_explicit(&avg_mbs[d], r, memory_order_relaxed);
+	/* release: the choice above before a reader sees it made */
+	atomic_store_explicit(&picked, 1, memory_order_release);
+}
+
+/* ---- the first copy's set-up, off its path (issue 43) ----
+ * The pick (the memcpy measured: tens of ms) and the copy threads' start
+ * are made by a thread of their own, started by the first copy that asks
+ * the gate (a copy of HOSTPIN_STAGE_MIN or more from memory the driver
+ * does not know: a process that never copies starts nothing) or the first
+ * ring asked for.  Until the pick is made the gate answers "not known" as
+ * for a rate not measured: the copy asks for its ring and passes through
+ * (the ring is not made yet either); the growth thread makes a ring's
+ * first segment only once the pick is made (hp_pool_can waits for it, in
+ * the background), and only for a direction that can be staged, so no
+ * copy is staged, nor a ring registered, before the gate knows. */
+static _Atomic int early;
+/* a D2H into a fresh destination asked (hp_pool_worth_at): its ring is
+ * made with two copy threads or more, the gate shut or not */
+static _Atomic int fresh_seen;
+
+static void *early_main(void *arg)
+{
+	(void)arg;
+	hp_in_hook = 1; /* nothing this thread does is the program's */
+	hp_pool_start();
+	return NULL;
+}
+
+void hp_pool_early(void)
+{
+	/* relaxed: a flag, once */
+	if (atomic_exchange_explicit(&early, 1, memory_order_relaxed))
+		return;
+	if (hp_thread_start(early_main, NULL, 0) != 0)
+		hp_pool_start(); /* no thread: here, as before */
+}
+
+int hp_pool_can(int htod)
+{
+	hp_pool_start(); /* the pick and the copy threads, waited for */
+	/* relaxed: a flag */
+	return hp_opt[HP_OPT_STAGE_LINK] == 0 || pays(!htod) ||
+	       (!htod && n_threads > 1 &&
+		atomic_load_explicit(&fresh_seen, memory_order_relaxed));
 }
 
 /* Do the copy threads beat the pageable path of direction d now? */
@@ -233,7 +330,11 @@ int hp_pool_worth(int htod)
 {
 	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
 		return 1;
-	pthread_once(&once, pick);
+	/* acquire: pairs with pick's release */
+	if (!atomic_load_explicit(&picked, memory_order_acquire)) {
+		hp_pool_early(); /* not known yet: the ring asked for */
+		return 1;
+	}
 	int d = !htod;
 	if (pays(d))
 		return 1;
@@ -258,16 +359,27 @@ int hp_pool_worth(int htod)
 		return 0;
 	}
 	atomic_store_explicit(&pause_until[d], 0, memory_order_relaxed);
+	/* reopened: its next round a probe (a slow one closes it alone) */
+	atomic_store_explicit(&slow_run[d], 1, memory_order_relaxed);
 	return 1;
 }
 
 int hp_pool_worth_at(int htod, const void *h, size_t n)
 {
+	/* acquire: pairs with pick's release (n_threads) */
+	int known = hp_opt[HP_OPT_STAGE_LINK] == 0 ||
+		    atomic_load_explicit(&picked, memory_order_acquire);
+	if (known && hp_pool_worth(htod))
+		return 1;
 	/* pageable faults a fresh destination in on one thread, staging
 	 * on all its copy threads (one alone: a memcpy more per byte than
-	 * pageable's, which it does not beat) */
-	return hp_pool_worth(htod) || (!htod && h != NULL && n_threads > 1 &&
-				       !hp_speed_resident(h, n));
+	 * pageable's, which it does not beat); not known yet: its ring is
+	 * made for it if there are two (hp_pool_can) */
+	int fresh = !htod && h != NULL && (!known || n_threads > 1) &&
+		    !hp_speed_resident(h, n);
+	if (fresh) /* relaxed: a flag */
+		atomic_store_explicit(&fresh_seen, 1, memory_order_relaxed);
+	return known ? fresh : hp_pool_worth(htod);
 }
 
 void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
@@ -279,8 +391,10 @@ void hp_pool_seen(int htod, size_t bytes, uint64_t ns)
 	uint64_t r = hp_speed_round(bytes, ns, atomic_load_explicit(
 				    &most[d], memory_order_relaxed));
 	uint64_t a = atomic_load_explicit(&avg_mbs[d], memory_order_relaxed);
-	atomic_store_explicit(&avg_mbs[d], hp_speed_next(a, r),
-			      memory_order_relaxed);
+	unsigned sl = atomic_load_explicit(&slow_run[d], memory_order_relaxed);
+	a = hp_speed_next(a, r, link_mbs, d, &sl);
+	atomic_store_explicit(&slow_run[d], sl, memory_order_relaxed);
+	atomic_store_explicit(&avg_mbs[d], a, memory_order_relaxed);
 }
 
 void hp_pool_round(int htod, int delta)

@@ -283,6 +283,13 @@ HP_HIDDEN int hp_stage_wait_stream(hp_cudaStream_t s);
  * counted), started once (hp_pool_start); a memcpy, and rows rows of w
  * bytes dp and sp bytes apart, by them together. */
 HP_HIDDEN void hp_pool_start(void);
+/* The same in the background, not waited for (speed.c: the first copy's
+ * set-up off its path); hp_pool_can: once both are made (waited for),
+ * can direction htod be staged at all (the gate open, or a D2H into fresh
+ * memory with two copy threads or more: hp_pool_worth_at)?  The growth
+ * thread asks before a ring's first segment. */
+HP_HIDDEN void hp_pool_early(void);
+HP_HIDDEN int hp_pool_can(int htod);
 /* speed.c: the copy threads' count (HOSTPIN_STAGE_THREADS, 0: sized to
  * HOSTPIN_STAGE_LINK and the measured memcpy rate, bounded by the CPUs);
  * whether staging that way pays (htod: 1 H2D, 0 D2H: the threads beat the
@@ -308,16 +315,24 @@ HP_HIDDEN const char *hp_pool_note(void);
  * threads for link (*need: ceil(link / mc)), at most cap unless asked;
  * their rate on cpus usable, online CPUs and busy other runnable threads;
  * whether staging at rate beats the pageable path (d: 0 H2D, 1 D2H); the
- * rate after a staged round at r (pays: by a quarter more than pageable). */
+ * rate after a staged round at r (pays: by a quarter more than pageable;
+ * *slow: the rounds in a row that did not, this one counted: a lone one
+ * leaves the gate open, two close it). */
 HP_HIDDEN unsigned hp_speed_threads(unsigned link, unsigned mc, unsigned cap,
 				    unsigned asked, unsigned *need);
 HP_HIDDEN uint64_t hp_speed_rate(unsigned n, unsigned cpus, long online,
 				 unsigned busy, unsigned mc);
 HP_HIDDEN int hp_speed_pays(uint64_t rate, unsigned link, int d);
-HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r);
+HP_HIDDEN uint64_t hp_speed_next(uint64_t avg, uint64_t r, unsigned link,
+				 int d, unsigned *slow);
 /* a round's rate: bytes in ns, by the copies staging that way at once
  * (copies: the most seen during it, at least 1) */
 HP_HIDDEN uint64_t hp_speed_round(size_t bytes, uint64_t ns, unsigned copies);
+/* one core's rate (MB/s) at a copy thread's work: copy called on parts of
+ * pool.c's part size, from a warm source into a warm slot-sized window
+ * (speed.c passes the ring's own routine, hp_nt_copy) */
+HP_HIDDEN unsigned hp_speed_memcpy(void (*copy)(char *d, const char *s,
+						size_t n));
 /* the threads busy besides this one, from /proc/loadavg's text */
 HP_HIDDEN unsigned hp_speed_busy(const char *loadavg);
 /* [p, p+n) resident: its first, middle and last pages in memory (mincore);

@@ -9,10 +9,13 @@
  * mapped shared), loop (the same buffer's H2D N times: prints the whole
  * loop and the median of its last 3 copies), d2h (D2H into a fresh calloc
  * destination; d2hwarm: into a malloc'd one, its pages touched first), two (two threads, each its own buffer and stream, at once),
- * busy (an H2D on one stream while another runs a 1 s kernel); memcpy
+ * busy (an H2D on one stream while another runs a 1 s kernel); cold (the
+ * process's first copy, no warm-up: a fresh buffer's H2D, then another's,
+ * both times printed: hostpin's set-up on the first's path or not);
+ * memcpy
  * (no driver: one memcpy of MIB, GB/s; KIND fresh: into a fresh calloc
- * destination, else a warm one).  Before the
- * clock starts, one 16 MiB copy each way (hostpin makes its rings then).
+ * destination, else a warm one).  Before the clock starts (but cold), one
+ * 16 MiB copy each way (hostpin makes its rings then).
  * Exits 1 if the data did not arrive. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -149,6 +152,13 @@ int main(int argc, char **argv)
 	    cuCtxSetCurrent(ctx) || cuStreamCreate(&s, 0) ||
 	    cuStreamCreate(&s2, 0))
 		return 1;
+	if (strcmp(sc, "cold") == 0) { /* no warm-up: the first copies */
+		CUdeviceptr d = dev_buf();
+		char *h = host_buf(1), *h2 = host_buf(1);
+		double t1 = h2d(d, h, s), t2 = h2d(d, h2, s);
+		printf("%.4f %.4f\n", t1, t2);
+		return arrived(d, 1) ? 0 : 1;
+	}
 	{ /* warm-up: 16 MiB each way, a buffer of its own */
 		size_t keep = n;
 		n = 16 << 20;

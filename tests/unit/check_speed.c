@@ -88,34 +88,162 @@ START_TEST(every_regime_stages_only_above_pageable)
 END_TEST
 
 /* A CPU that turns busy while the process runs: the estimate at the start
- * (idle, 16 CPUs) staged, then a round ran at a third of pageable's rate:
- * the next round passes through (the rate falls at once), for every
+ * (idle, 16 CPUs) staged, then rounds at a third of pageable's rate: the
+ * second in a row closes the gate (the rate falls to it), for every
  * number of threads and both links; after the pause, the node idle again
- * (estimated from its load: speed.c) and a round at speed, it stages. */
-START_TEST(a_cpu_turning_busy_passes_the_next_round_through)
+ * (estimated from its load: speed.c) and a round at speed, it stages;
+ * reopened, its first round is a probe: one slow round closes it. */
+START_TEST(a_cpu_turning_busy_passes_through_after_two_rounds)
 {
 	const unsigned links[] = {MC / 2, 5 * MC};
 	for (unsigned li = 0; li < 2; li++)
 		for (unsigned n = 1; n <= 8; n++)
 			for (int d = 0; d < 2; d++) {
-				unsigned l = links[li];
+				unsigned l = links[li], sl = 0;
 				uint64_t a = hp_speed_rate(n, 16, 16, 0, MC);
 				uint64_t slow = pageable(l, d) / 3;
 				if (!hp_speed_pays(a, l, d))
 					continue; /* never staged: above */
-				a = hp_speed_next(a, slow);
+				a = hp_speed_next(a, slow, l, d, &sl);
+				ck_assert(hp_speed_pays(a, l, d));
+				a = hp_speed_next(a, slow, l, d, &sl);
 				ck_assert_msg(!hp_speed_pays(a, l, d),
-					      "link %u, %u threads, %s: a round "
-					      "at %llu MB/s (pageable %llu) "
-					      "still stages", l, n,
+					      "link %u, %u threads, %s: two "
+					      "rounds at %llu MB/s (pageable "
+					      "%llu) still stage", l, n,
 					      d ? "D2H" : "H2D",
 					      (unsigned long long)slow,
 					      (unsigned long long)pageable(l, d));
 				a = hp_speed_rate(n, 16, 16, 0, MC);
 				ck_assert(hp_speed_pays(a, l, d));
-				a = hp_speed_next(a, n * MC);
+				sl = 1; /* reopened (hp_pool_worth) */
+				uint64_t b = hp_speed_next(a, slow, l, d, &sl);
+				ck_assert(!hp_speed_pays(b, l, d));
+				sl = 1;
+				a = hp_speed_next(a, n * MC, l, d, &sl);
 				ck_assert(hp_speed_pays(a, l, d));
+				ck_assert_uint_eq(sl, 0);
 			}
+}
+END_TEST
+
+/* One round just under the gate's threshold, between rounds at speed (an
+ * H100 run: staged 64 MiB copies at the pageable path's rate for the
+ * second the gate then stayed closed): the gate stays open, for every
+ * link and direction, however many times it happens, as long as no two
+ * come in a row; a second in a row closes it. */
+START_TEST(a_lone_slow_round_keeps_the_gate_open)
+{
+	const unsigned links[] = {MC / 2, 5 * MC, 55000};
+	for (unsigned li = 0; li < 3; li++)
+		for (int d = 0; d < 2; d++) {
+			unsigned l = links[li], sl = 0;
+			uint64_t p = pageable(l, d), a = 4 * MC;
+			uint64_t under = p * 5 / 4 - 1; /* just short of paying */
+			ck_assert(!hp_speed_pays(under, l, d));
+			for (int k = 0; k < 20; k++) {
+				a = hp_speed_next(a, k % 2 ? under : 4 * MC, l,
+						  d, &sl);
+				ck_assert_msg(hp_speed_pays(a, l, d),
+					      "link %u %s: round %d closed "
+					      "the gate", l, d ? "D2H" : "H2D",
+					      k);
+			}
+			/* even far below, and from a rate just paying */
+			sl = 0;
+			a = hp_speed_next(p * 5 / 4 + 2, 1, l, d, &sl);
+			ck_assert(hp_speed_pays(a, l, d));
+			a = hp_speed_next(a, 1, l, d, &sl);
+			ck_assert(!hp_speed_pays(a, l, d));
+		}
+}
+END_TEST
+
+/* The same through the gate itself (speed.c's state, fed rounds as
+ * stage.c feeds them): rounds of 64 MiB H2D at 40 GB/s on a 55 GB/s link,
+ * then one at 8 GB/s (pageable's 7.15 and a quarter: 8.94): the next copy
+ * is still staged; a second such round in a row passes it through (issue
+ * 43 item 4). */
+START_TEST(one_slow_round_does_not_close_the_gate)
+{
+	hp_opt[HP_OPT_STAGE_LINK] = 55;
+	hp_opt[HP_OPT_STAGE_THREADS] = 2;
+	(void)hp_pool_threads(); /* the pick, made here */
+	const size_t b = (size_t)64 << 20;
+	const uint64_t at40 = (uint64_t)b * 1000 / 40000,
+		       at8 = (uint64_t)b * 1000 / 8000;
+	for (int k = 0; k < 12; k++)
+		hp_pool_seen(1, b, at40);
+	ck_assert(hp_pool_worth(1));
+	hp_pool_seen(1, b, at8);
+	ck_assert_msg(hp_pool_worth(1), "one round at 8 GB/s closed the gate");
+	hp_pool_seen(1, b, at40);
+	hp_pool_seen(1, b, at8);
+	ck_assert(hp_pool_worth(1));
+	hp_pool_seen(1, b, at8);
+	ck_assert_msg(!hp_pool_worth(1), "two rounds in a row at 8 GB/s: "
+		      "still staged");
+	ck_assert(!hp_pool_worth(1)); /* paused */
+}
+END_TEST
+
+/* The first copy's gate does not pick on its path (issue 43): where the
+ * copy threads cannot beat the pageable path (a 100000 GB/s link), the
+ * first copy that asks is answered "not known yet" (it asks for its ring
+ * and passes through: none is made yet) while the pick runs in the
+ * background; once made (hp_pool_can, what the growth thread waits for
+ * before a ring's first segment), neither direction can be staged (no
+ * ring is made) and the gate passes copies through.  Before: the first
+ * copy measured memcpy and started the copy threads on its own path. */
+START_TEST(the_first_copy_does_not_pick)
+{
+	hp_opt[HP_OPT_STAGE_LINK] = 100000;
+	hp_opt[HP_OPT_STAGE_THREADS] = 1;
+	ck_assert_msg(hp_pool_worth(1), "the first copy's gate picked on "
+		      "its path");
+	ck_assert(!hp_pool_can(1));
+	ck_assert(!hp_pool_can(0));
+	ck_assert(!hp_pool_worth(1));
+	ck_assert(!hp_pool_worth(0));
+}
+END_TEST
+
+/* The memcpy measured is a copy thread's work: parts of pool.c's part
+ * (1 MiB) into one slot's window (8 MiB, HOSTPIN_STAGE_BUFFER's default
+ * slot), from a source resident before the clock (warm), by the routine
+ * given (speed.c: the ring's non-temporal copy).  Before: two 16 MiB
+ * memcpys with glibc's cached stores. */
+static struct {
+	size_t calls, bytes, bad;
+	uintptr_t dlo, dhi, slo, shi;
+} mc_seen;
+static void mc_copy(char *d, const char *s, size_t n)
+{
+	if (mc_seen.calls++ == 0) {
+		mc_seen.dlo = mc_seen.dhi = (uintptr_t)d;
+		mc_seen.slo = mc_seen.shi = (uintptr_t)s;
+		if (!hp_speed_resident(s, (size_t)32 << 20) ||
+		    !hp_speed_resident(d, (size_t)8 << 20))
+			mc_seen.bad++;
+	}
+	mc_seen.bad += n != (size_t)1 << 20;
+	uintptr_t de = (uintptr_t)d + n, se = (uintptr_t)s + n;
+	mc_seen.dlo = (uintptr_t)d < mc_seen.dlo ? (uintptr_t)d : mc_seen.dlo;
+	mc_seen.dhi = de > mc_seen.dhi ? de : mc_seen.dhi;
+	mc_seen.slo = (uintptr_t)s < mc_seen.slo ? (uintptr_t)s : mc_seen.slo;
+	mc_seen.shi = se > mc_seen.shi ? se : mc_seen.shi;
+	mc_seen.bytes += n;
+	memcpy(d, s, n);
+}
+
+START_TEST(memcpy_is_measured_as_a_copy_thread_fills_a_slot)
+{
+	ck_assert_uint_gt(hp_speed_memcpy(mc_copy), 0);
+	ck_assert_uint_eq(mc_seen.bad, 0);
+	ck_assert_uint_eq(mc_seen.dhi - mc_seen.dlo, (size_t)8 << 20);
+	ck_assert_uint_eq(mc_seen.shi - mc_seen.slo, (size_t)32 << 20);
+	ck_assert_uint_eq(mc_seen.bytes % ((size_t)32 << 20), 0);
+	ck_assert_uint_ge(mc_seen.bytes / ((size_t)32 << 20), 2);
 }
 END_TEST
 
@@ -140,9 +268,11 @@ END_TEST
 
 START_TEST(a_faster_round_counts_half)
 {
-	ck_assert_uint_eq(hp_speed_next(0, 5000), 5000);
-	ck_assert_uint_eq(hp_speed_next(4000, 8000), 6000);
-	ck_assert_uint_eq(hp_speed_next(8000, 4000), 4000);
+	unsigned sl = 0; /* a slow link: every round pays */
+	ck_assert_uint_eq(hp_speed_next(0, 5000, 1000, 0, &sl), 5000);
+	ck_assert_uint_eq(hp_speed_next(4000, 8000, 1000, 0, &sl), 6000);
+	ck_assert_uint_eq(hp_speed_next(8000, 4000, 1000, 0, &sl), 4000);
+	ck_assert_uint_eq(sl, 0);
 }
 END_TEST
 
@@ -232,7 +362,11 @@ Suite *speed_suite(void)
 	tcase_add_test(t, threads_follow_the_link_bounded_by_the_cpus);
 	tcase_add_test(t, rate_counts_the_cores_the_threads_get);
 	tcase_add_test(t, every_regime_stages_only_above_pageable);
-	tcase_add_test(t, a_cpu_turning_busy_passes_the_next_round_through);
+	tcase_add_test(t, a_cpu_turning_busy_passes_through_after_two_rounds);
+	tcase_add_test(t, a_lone_slow_round_keeps_the_gate_open);
+	tcase_add_test(t, one_slow_round_does_not_close_the_gate);
+	tcase_add_test(t, the_first_copy_does_not_pick);
+	tcase_add_test(t, memcpy_is_measured_as_a_copy_thread_fills_a_slot);
 	tcase_add_test(t, busy_reads_runnable_and_the_minute);
 	tcase_add_test(t, a_faster_round_counts_half);
 	tcase_add_test(t, non_temporal_copy_stays_inside);
