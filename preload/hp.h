@@ -434,6 +434,9 @@ HP_HIDDEN int hp_carving(void);
  * of one); 0 otherwise.  hp_munmap_range: the program's munmap. */
 HP_HIDDEN int hp_capture_holds(uintptr_t a, size_t len);
 HP_HIDDEN int hp_munmap_range(void *a, size_t len);
+/* maps.c: mmap(MAP_FIXED) over [a, a+len): 0 once what was there is
+ * released, or -1 (ENOMEM: refused, nothing changed). */
+HP_HIDDEN int hp_fixed_release(uintptr_t a, size_t len);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);

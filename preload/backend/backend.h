@@ -230,6 +230,9 @@ void hp_capture_leave(void);
  * without a new look. */
 int hp_capture_hold(void);
 void hp_capture_unhold(void);
+/* This thread holds the gate: its calls may be made though a global
+ * capture is counted (hp_capture_busy), whose begin waits for the hold. */
+int hp_capture_held(void);
 void hp_cuda_gate_close(void);
 void hp_cuda_gate_wait(void);
 void hp_cuda_gate_open(void);

@@ -94,6 +94,11 @@ void hp_capture_unhold(void)
 	hp_capture_leave();
 }
 
+int hp_capture_held(void)
+{
+	return gate_held;
+}
+
 void hp_cuda_gate_local(int d)
 {
 	tl_caps += d;

@@ -166,6 +166,17 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	/* must: the driver must not get the copy as it is, whatever its
 	 * size: staged (issue 39 item 6 and the 2D/3D limit) */
 	int must = 0;
+	/* A copy of several blocks, one of them the registration thread's
+	 * or queued for it: nothing below cuts it at that block's registered
+	 * part, and the thread began it (or may) after this copy was counted
+	 * (passing.c: its drain did not wait for it): staged, never handed
+	 * to the driver only partly registered (hp_register_prefix: 1 for
+	 * such a block, no reader counted where no copy lies in a prefix) */
+	for (int i = 0; i < c->n && !one && !must; i++) {
+		uintptr_t b0;
+		size_t l0;
+		must = hp_register_prefix(c->r[i], 0, SIZE_MAX, &b0, &l0) != 0;
+	}
 
 	/* A registered block: registered memory, the driver's, unless the
 	 * copy crosses the end of one of the block's registrations: then a

@@ -28,24 +28,10 @@ HP_EXPORT void *mmap(void *a, size_t len, int prot, int flags, int fd,
 	if ((flags & MAP_FIXED) && may_overlap(a, len)) {
 		/* MAP_FIXED replaces what is there: unpin it first; a range
 		 * whose release the driver refused is never replaced. */
-		int leaked, held;
-		HP_GUARDED(held = hp_capture_holds((uintptr_t)a, len));
-		if (held) {
-			HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a "
-				    "registered range while a CUDA graph is "
-				    "captured: refused (ENOMEM)");
-			errno = ENOMEM;
-			return MAP_FAILED;
-		}
-		HP_GUARDED(hp_range_release((uintptr_t)a, len);
-			   leaked = hp_leaked_in((uintptr_t)a, len));
-		if (leaked) {
-			HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a range "
-				    "whose device registration could not be "
-				    "released: refused (ENOMEM)");
-			errno = ENOMEM;
-			return MAP_FAILED;
-		}
+		int r;
+		HP_GUARDED(r = hp_fixed_release((uintptr_t)a, len));
+		if (r)
+			return MAP_FAILED; /* ENOMEM, nothing changed */
 	}
 	void *p = HP_REAL(mmap)(a, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && len >= HP_THRESHOLD()) {

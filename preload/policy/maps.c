@@ -64,6 +64,7 @@ struct carve {
 	unsigned kind;   /* kind of the first affected record, or 0 */
 	uint64_t copies; /* its copy count (HP_U_COPIES) */
 	int unmap;       /* the program's munmap: whole ranges may wait */
+	int stuck;       /* one left as it was: its registration parked */
 };
 
 /* Releases of (part of) a range in progress (carve_one): from before
@@ -91,8 +92,14 @@ static int carve_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 static int carve_in(hp_rec_t *r, const hp_snap_t *s0, struct carve *c)
 {
 	hp_snap_t sv = *s0, *s = &sv;
-	if (!hp_claim_release(r, s))
-		return 0; /* someone else is releasing it */
+	if (!hp_claim_release(r, s)) {
+		/* someone else is releasing it, or (a capture counted while
+		 * the caller holds the gate) its registration thread parked
+		 * with pieces made: the caller must not release its pages */
+		if (hp_register_holds(r))
+			c->stuck = 1;
+		return 0;
+	}
 	unsigned kind = hp_rflags(r) & HP_KIND_MASK;
 	/* relaxed: a count (copy.c), carried to what continues the range */
 	uint64_t copies = atomic_load_explicit(&r->user[HP_U_COPIES],
@@ -143,21 +150,23 @@ static int may_hold(uintptr_t a, uintptr_t b)
 /* The kind of the first tracked range [a, a+len) overlapped (0: none), and
  * its copy count in *copies. */
 static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies,
-			      int unmap)
+			      int unmap, int *stuck)
 {
 	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0,
-			  unmap};
+			  unmap, 0};
 	if (len && may_hold(c.a, c.b))
 		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
 					 &c);
 	if (copies)
 		*copies = c.copies;
+	if (stuck)
+		*stuck |= c.stuck;
 	return c.kind;
 }
 
 void hp_range_release(uintptr_t a, size_t len)
 {
-	release_range(a, len, NULL, 0);
+	release_range(a, len, NULL, 0, NULL);
 }
 
 /* ---- the program's unmaps during a CUDA graph capture (invariant 13) ----
@@ -183,10 +192,11 @@ void hp_range_release(uintptr_t a, size_t len)
  *   other discards (MADV_REMOVE; any under HOSTPIN_MMAP=shared|all, where
  *     the record does not say whether its mapping is private): refused
  *     (EBUSY), as when an unregistration fails.
- * A capture that begins between the check (hp_capture_holds) and the
- * release finds the old path: a partial unmap or MAP_FIXED then leaks the
- * range, as before.  A discard has no such gap: it holds the capture gate
- * from its check to its last pin (advise_records), one call to a capture. */
+ * No gap between the check and the release: each holds the capture gate
+ * from its check to its last pin (release_hold; a discard per record,
+ * advise_records), one driver call to a capture, which begins after it
+ * (capture_modes.c split_*, discard_race).  A block whose background
+ * registration parked meanwhile is not released: refused, ENOMEM. */
 struct held {
 	uintptr_t a, b;
 	int any, part;
@@ -219,10 +229,32 @@ int hp_capture_holds(uintptr_t a, size_t len)
 	return h.part ? 2 : h.any;
 }
 
+/* The capture gate held for a release (1; then hp_capture_unhold), or 0:
+ * a capture prohibits this thread's calls (the caller's check decides). */
+static int release_hold(void)
+{
+	for (;;) {
+		if (hp_capture_hold())
+			return 1;
+		if (hp_capture_busy() || hp_capture_held())
+			return 0;
+		/* the capture counted at the first look ended: look again */
+	}
+}
+
+static void say_parked(const char *what)
+{
+	HP_LOG_ONCE(HP_LOG_WARN, "%s of a block being registered while a CUDA "
+		    "graph capture begins: refused (ENOMEM; its registration "
+		    "cannot be undone before the capture ends)", what);
+	errno = ENOMEM;
+}
+
 int hp_munmap_range(void *a, size_t len)
 {
 	uintptr_t p = (uintptr_t)a;
-	if (!(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p &&
+	int held = release_hold();
+	if (!held && !(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p &&
 	    hp_capture_holds(p, len) == 2) {
 		HP_LOG_ONCE(HP_LOG_WARN, "munmap of part of a registered range "
 			    "(or of a block being registered) while a CUDA "
@@ -232,8 +264,43 @@ int hp_munmap_range(void *a, size_t len)
 		errno = ENOMEM;
 		return -1;
 	}
-	release_range(p, len, NULL, 1);
+	int stuck = 0;
+	release_range(p, len, NULL, 1, &stuck);
+	if (held)
+		hp_capture_unhold();
+	if (stuck) {
+		say_parked("munmap");
+		return -1;
+	}
 	return hp_munmap_do(a, len);
+}
+
+int hp_fixed_release(uintptr_t a, size_t len)
+{
+	int held = release_hold();
+	if (!held && hp_capture_holds(a, len)) {
+		HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a registered "
+			    "range while a CUDA graph is captured: refused "
+			    "(ENOMEM)");
+		errno = ENOMEM;
+		return -1;
+	}
+	int stuck = 0;
+	release_range(a, len, NULL, 0, &stuck);
+	if (held)
+		hp_capture_unhold();
+	if (stuck) {
+		say_parked("mmap(MAP_FIXED)");
+		return -1;
+	}
+	if (hp_leaked_in(a, len)) {
+		HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a range whose "
+			    "device registration could not be released: "
+			    "refused (ENOMEM)");
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
 }
 
 /* [a, b) of private anonymous memory reads zero, as after MADV_DONTNEED;
@@ -274,32 +341,43 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 		   void *new_addr)
 {
 	uint64_t copies;
-	if (hp_capture_holds((uintptr_t)old, oldlen) ||
-	    ((flags & MREMAP_FIXED) &&
-	     hp_capture_holds((uintptr_t)new_addr, newlen))) {
+	int held = release_hold();
+	if (!held && (hp_capture_holds((uintptr_t)old, oldlen) ||
+		      ((flags & MREMAP_FIXED) &&
+		       hp_capture_holds((uintptr_t)new_addr, newlen)))) {
 		HP_LOG_ONCE(HP_LOG_WARN, "mremap of a registered range while a "
 			    "CUDA graph is captured: refused (ENOMEM)");
 		errno = ENOMEM; /* never moved, resized or replaced */
 		return MAP_FAILED;
 	}
-	unsigned kind = release_range((uintptr_t)old, oldlen, &copies, 0);
+	int stuck = 0;
+	unsigned kind = release_range((uintptr_t)old, oldlen, &copies, 0,
+				      &stuck);
 	if (flags & MREMAP_FIXED)
-		release_range((uintptr_t)new_addr, newlen, NULL, 0);
-	if (hp_leaked_in((uintptr_t)old, oldlen) ||
-	    ((flags & MREMAP_FIXED) && hp_leaked_in((uintptr_t)new_addr, newlen))) {
+		release_range((uintptr_t)new_addr, newlen, NULL, 0, &stuck);
+	void *r = MAP_FAILED;
+	if (stuck) {
+		say_parked("mremap");
+		kind = 0; /* what was released stays untracked */
+	} else if (hp_leaked_in((uintptr_t)old, oldlen) ||
+		   ((flags & MREMAP_FIXED) &&
+		    hp_leaked_in((uintptr_t)new_addr, newlen))) {
 		errno = ENOMEM; /* a refused release: never moved (invariant 1) */
-		return MAP_FAILED;
+		kind = 0;
+	} else {
+		r = hp_real.mremap(old, oldlen, newlen, flags, new_addr);
 	}
-	void *r = hp_real.mremap(old, oldlen, newlen, flags, new_addr);
-	if (!kind)
-		return r;
 	int e = errno;
-	if (r != MAP_FAILED)
+	/* what moved (or stayed) is tracked again inside the hold: a
+	 * capture begins after its registration, as after one call */
+	if (kind && r != MAP_FAILED)
 		hp_track_as((uintptr_t)r, hp_page_up(newlen), HOSTPIN_KIND_MMAP,
 			    0, copies);
-	else if (oldlen)
+	else if (kind && oldlen)
 		hp_track_as((uintptr_t)old & ~(HP_PAGE_SIZE - 1),
 			    hp_page_up(oldlen), HOSTPIN_KIND_MMAP, 0, copies);
+	if (held)
+		hp_capture_unhold();
 	errno = e;
 	return r;
 }

@@ -215,9 +215,11 @@ static int pin_try(hp_rec_t *r, uintptr_t base, size_t len,
 		 * its own calls: no call into it from there (invariant 11);
 		 * pending, adopted later. */
 		return EAGAIN;
-	if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) && hp_capture_busy())
+	if ((hp_backend->pin_flags & HOSTPIN_REGISTERED) && hp_capture_busy() &&
+	    !hp_capture_held())
 		/* a CUDA graph capture in progress: pending, registered
-		 * when it ends (invariant 13) */
+		 * when it ends (invariant 13); one whose begin waits for this
+		 * thread's hold (maps.c's releases) has not begun */
 		return EAGAIN;
 	if (!hp_pin_ready_now())
 		return EAGAIN;
@@ -372,9 +374,11 @@ int hp_unpin_do(hp_rec_t *r, uintptr_t base, size_t len, int quiet,
 	unsigned f = hp_rflags(r);
 	const char *why = "unknown";
 	int e = 0;
-	if ((f & HOSTPIN_REGISTERED) && !hp_in_child && hp_capture_busy()) {
+	if ((f & HOSTPIN_REGISTERED) && !hp_in_child && hp_capture_busy() &&
+	    !hp_capture_held()) {
 		/* no wait for its copies and no unregistration while a CUDA
-		 * graph is captured (invariant 13) */
+		 * graph is captured (invariant 13; not yet begun while this
+		 * thread holds the gate) */
 		why = "a CUDA graph capture is in progress", e = EAGAIN;
 		goto refused;
 	}

@@ -149,7 +149,7 @@ void fz_final(int inflight)
 	for (int i = 0; i < FZ_MAXB; i++) { /* every block given back */
 		struct fz_buf *b = &fz_host[i];
 		if (b->p && b->kind == 4)
-			munmap(b->p, b->n);
+			munmap(b->p, fz_mapped(b));
 		else if (b->p)
 			free(b->p);
 		b->p = NULL;

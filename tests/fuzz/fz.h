@@ -68,7 +68,14 @@ struct fz_buf {
 	size_t n;
 	int kind; /* 0 none, 1 malloc, 2 calloc, 3 memalign, 4 mmap */
 	int regs; /* program registrations live on it */
+	size_t mapped; /* mmap: bytes mapped from p when more than n (a
+			* partial munmap refused), else 0 */
 };
+/* The bytes to unmap to give an mmap block back. */
+static inline size_t fz_mapped(const struct fz_buf *b)
+{
+	return b->mapped ? b->mapped : b->n;
+}
 extern struct fz_buf fz_host[FZ_MAXB];
 extern struct fz_buf fz_dev[FZ_MAXB];
 #endif

@@ -254,6 +254,38 @@ void gen_copy(int t, int async_only, const char *avoid)
 	printf("\n");
 }
 
+/* munmap (its tail), mremap or mapfix of thread t's mmap block h; also
+ * while another thread may be capturing: a release that began before the
+ * capture ends before it, one during it is refused (ENOMEM, hostpin(7)
+ * Graph captures) and the program falls back (mem.c) */
+static void gen_map(int t, struct hb *h)
+{
+	size_t n = chance(50) ? h->n / 2 : h->n * 2;
+	if (chance(25) && h->n > 8 * KB) {
+		size_t off = rnd((unsigned)h->n);
+		printf("%d mapfix b%d %zu %u\n", t, h->slot, off,
+		       rnd((unsigned)(h->n - off)) + 1);
+		return;
+	}
+	printf("%d %s b%d %zu\n", t, chance(50) ? "munmap" : "mremap", h->slot, n);
+	h->n = ((n + 4095) & ~(size_t)4095) < h->n ? n : h->n; /* conservative */
+}
+
+/* gen_map of one of t's mmap blocks the program registered nothing of,
+ * inside a capture section; 0 if it has none. */
+int gen_map_any(int t)
+{
+	struct th *x = &T[t];
+	for (int i = 0; i < x->nh; i++) {
+		struct hb *h = &x->h[(i + (int)rnd(12)) % x->nh];
+		if (h->live && h->kind == 3 && !h->nreg) {
+			gen_map(t, h);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 void gen_mem(int t, int child)
 {
 	struct hb *h = pick_host(t);
@@ -289,19 +321,8 @@ void gen_mem(int t, int child)
 		printf("%d realloc b%d %zu\n", t, h->slot, n);
 		if (child != 1)
 			h->n = n, h->kind = 0;
-	} else if (r < 6 && h->kind == 3 && child == 2) {
-		/* another thread may be capturing (a global capture forbids
-		 * unregistering): hostpin refuses mremap and the partial
-		 * munmap of a mapping it holds registered (ENOMEM, a known
-		 * difference: hostpin(7), Graph captures; asserted by
-		 * tests/preload/cases/182-faults_capture.sh), so none here
-		 * (found/diff-mremap-capture-8800090) */
-		printf("%d check b%d\n", t, h->slot);
 	} else if (r < 6 && h->kind == 3 && cl("mmap")) {
-		size_t n = chance(50) ? h->n / 2 : h->n * 2;
-		printf("%d %s b%d %zu\n", t, chance(50) ? "munmap" : "mremap", h->slot, n);
-		if (child != 1)
-			h->n = ((n + 4095) & ~(size_t)4095) < h->n ? n : h->n; /* conservative */
+		gen_map(t, h);
 	} else if (r < 8) {
 		if (!child)
 			for (int i = 0; i < h->nreg; i++)

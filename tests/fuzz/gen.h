@@ -31,4 +31,5 @@ void pick_stream(int t, char *out);
 extern const char *prefer_stream;
 void gen_copy(int t, int async_only, const char *avoid);
 void gen_mem(int t, int child);
+int gen_map_any(int t);
 #endif

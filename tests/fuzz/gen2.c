@@ -155,8 +155,11 @@ static void gen_section(void)
 		for (int t = 0; t < nth; t++) {
 			unsigned k = rnd(4);
 			for (unsigned i = 0; i < k; i++) {
-				if (!relaxed && chance(25) && cl("mem") && t != a)
-					gen_mem(t, 2);
+				if (!relaxed && chance(25) && cl("mem") && t != a) {
+					if (!cl("mmap") || chance(50) ||
+					    !gen_map_any(t))
+						gen_mem(t, 2);
+				}
 				else
 					gen_copy(t, 1, t == a ? s : NULL);
 			}

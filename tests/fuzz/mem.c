@@ -1,7 +1,12 @@
 /* engine_fuzz: host and device memory ops.
  *   alloc bN malloc|calloc|memalign|mmap SIZE SEED   free bN
  *   realloc bN SIZE   munmap bN KEEP (mmap: its tail)   mremap bN SIZE
- *   discard bN OFF LEN (MADV_DONTNEED, whole pages inside)
+ *   mapfix bN OFF LEN (mmap: a fresh mapping, MAP_FIXED, over whole pages)
+ * Under a CUDA graph capture hostpin refuses an mremap, a partial munmap or
+ * a MAP_FIXED of a mapping it holds registered (ENOMEM, hostpin(7) Graph
+ * captures): the program then does what realloc and allocators do (a new
+ * mapping and a copy; the tail kept mapped; the part zeroed), so that what
+ * it reads agrees with the run without hostpin.  *   discard bN OFF LEN (MADV_DONTNEED, whole pages inside)
  *   fill bN SEED [OFF LEN]   check bN [OFF LEN]
  *   dalloc dN SIZE SEED   dsum dN [OFF LEN] (after this thread's syncs)
  * Under "mode relaxed" the thread synchronises its streams before it
@@ -9,6 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +58,7 @@ int fz_op_mem(struct fz_thread *t, struct fz_op *o)
 	if (!strcmp(op, "dalloc") || !strcmp(op, "dsum") || !strcmp(op, "dfill"))
 		host = 0;
 	else if (strcmp(op, "alloc") && strcmp(op, "free") && strcmp(op, "realloc") &&
-		 strcmp(op, "munmap") && strcmp(op, "mremap") &&
+		 strcmp(op, "munmap") && strcmp(op, "mremap") && strcmp(op, "mapfix") &&
 		 strcmp(op, "discard") && strcmp(op, "fill") && strcmp(op, "check"))
 		return -1;
 	struct fz_buf *b = slot(host ? fz_host : fz_dev, o->tok[1]);
@@ -100,10 +106,10 @@ int fz_op_mem(struct fz_thread *t, struct fz_op *o)
 		fz_fill(p, n, seed);
 	} else if (!strcmp(op, "free")) {
 		if (b->kind == 4)
-			munmap(b->p, b->n);
+			munmap(b->p, fz_mapped(b));
 		else
 			free(b->p);
-		b->p = NULL, b->n = 0;
+		b->p = NULL, b->n = 0, b->mapped = 0;
 		fz_printf(t, "%d free %s\n", ln, o->tok[1]);
 	} else if (!strcmp(op, "realloc")) {
 		size_t n = (size_t)fz_num(o->tok[2]);
@@ -124,6 +130,8 @@ int fz_op_mem(struct fz_thread *t, struct fz_op *o)
 		if (b->kind != 4 || keep == 0 || keep >= have)
 			return fz_printf(t, "%d munmap %s skip\n", ln, o->tok[1]), 0;
 		int r = munmap(b->p + keep, have - keep);
+		if (r && errno == ENOMEM) /* refused (a capture): kept mapped */
+			r = 0, b->mapped = b->mapped ? b->mapped : have;
 		b->n = keep;
 		fz_printf(t, "%d munmap %s %d sum %016llx\n", ln, o->tok[1], r,
 			  (unsigned long long)fz_sum(b->p, b->n));
@@ -131,11 +139,20 @@ int fz_op_mem(struct fz_thread *t, struct fz_op *o)
 		size_t n = ((size_t)fz_num(o->tok[2]) + PG - 1) & ~(PG - 1);
 		if (b->kind != 4 || n == 0)
 			return fz_printf(t, "%d mremap %s skip\n", ln, o->tok[1]), 0;
-		size_t have = (b->n + PG - 1) & ~(PG - 1);
+		size_t have = (fz_mapped(b) + PG - 1) & ~(PG - 1);
 		void *p = mremap(b->p, have, n, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED && errno == ENOMEM) {
+			/* refused (a capture): a new mapping and a copy */
+			p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p != MAP_FAILED) {
+				memcpy(p, b->p, n < b->n ? n : b->n);
+				munmap(b->p, have);
+			}
+		}
 		if (p == MAP_FAILED)
 			return fz_printf(t, "%d mremap %s failed\n", ln, o->tok[1]), 0;
-		b->p = p, b->n = n;
+		b->p = p, b->n = n, b->mapped = 0;
 		fz_printf(t, "%d mremap %s sum %016llx\n", ln, o->tok[1],
 			  (unsigned long long)fz_sum(b->p, b->n));
 	} else if (!strcmp(op, "discard")) {
@@ -153,6 +170,22 @@ int fz_op_mem(struct fz_thread *t, struct fz_op *o)
 		memset(b->p + off, 0, len);
 		fz_printf(t, "%d discard %s %d zero %d sum %016llx\n", ln, o->tok[1],
 			  r, zero, (unsigned long long)fz_sum(b->p, b->n));
+	} else if (!strcmp(op, "mapfix")) {
+		range(b, o, 2, &off, &len);
+		uintptr_t a = ((uintptr_t)b->p + off + PG - 1) & ~(PG - 1);
+		uintptr_t e = ((uintptr_t)b->p + off + len) & ~(PG - 1);
+		int r = 0;
+		if (b->kind != 4)
+			return fz_printf(t, "%d mapfix %s skip\n", ln, o->tok[1]), 0;
+		if (e > a && mmap((void *)a, e - a, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				  0) == MAP_FAILED) {
+			r = errno == ENOMEM ? 0 : -1; /* refused: zeroed */
+			if (!r)
+				memset((void *)a, 0, e - a);
+		}
+		fz_printf(t, "%d mapfix %s %d sum %016llx\n", ln, o->tok[1], r,
+			  (unsigned long long)fz_sum(b->p, b->n));
 	} else if (!strcmp(op, "fill")) {
 		range(b, o, 3, &off, &len);
 		fz_fill(b->p + off, len, (unsigned)fz_num(o->tok[2]));

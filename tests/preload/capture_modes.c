@@ -1,7 +1,8 @@
 /* CUDA graph capture: the begin entry points, the capture modes, and the
  * program's own unmaps during a capture, against the fake CUDA driver and
  * runtime (tests/preload/cases/182-faults_capture.sh).
- *   capture_modes togr_drv|togr_gpa|togr_rt|local|unmaps|discard_race
+ *   capture_modes togr_drv|togr_gpa|togr_rt|local|unmaps|discard_race|
+ *                 split_munmap|split_fixed|split_mremap
  * Linked to the fake libcuda.so.1 and libcudart.so.12.  One thread begins a
  * capture and waits; the main thread (and in "local" the capturing thread
  * itself) works meanwhile; then the capture ends.  Exits non-zero when
@@ -330,6 +331,82 @@ static void discard_race(void)
 	CHECK(st().pinned_blocks_now == 0);
 }
 
+/* split_* (the release part of the gap discard_race closed): a global
+ * capture begun while another thread's munmap of part of a registered
+ * mapping (split_munmap), mmap(MAP_FIXED) over part of it (split_fixed)
+ * or mremap moving part of it away, grown (split_mremap), is under way: the cells
+ * it touches unregistered (HOSTPIN_REGISTER_CHUNK=1M), the half cell left
+ * on its lower side registered again and held at the fake's gate
+ * (FAKE_CUDA_REGISTER_GATE set once the mapping is registered), the half
+ * cell on its upper side not yet.  The call began before the capture: it
+ * ends whole before the capture begins, as one driver call would, and
+ * succeeds; what survives is registered whole and unregistered at its
+ * munmap.  Before: the upper half cell's registration was refused for the
+ * capture and the cells above it could not be unregistered either: left
+ * registered under a range counted unregistered (unmapped registered at
+ * its munmap). */
+static char *sp_m, *sp_r;
+static int sp_rc = -2;
+static void *splitter(void *arg)
+{
+	(void)arg;
+	char *at = sp_m + 2 * MB + MB / 2; /* [2.5M, 3.5M): cells 2 and 3 */
+	if (!strcmp(mode, "split_munmap"))
+		sp_rc = munmap(at, MB);
+	else if (!strcmp(mode, "split_fixed"))
+		sp_rc = mmap(at, MB, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+			     0) == at ? 0 : -1;
+	else {
+		sp_r = mremap(at, MB, 2 * MB, MREMAP_MAYMOVE);
+		sp_rc = sp_r == MAP_FAILED ? -1 : 0;
+	}
+	return NULL;
+}
+static void split_race(void)
+{
+	/* 2 MiB aligned, so that the cells are the mapping's own */
+	char *raw = mmap(NULL, 10 * MB, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(raw != MAP_FAILED);
+	char *m = (char *)(((uintptr_t)raw + 2 * MB - 1) & ~(uintptr_t)(2 * MB - 1));
+	CHECK(mmap(m, 8 * MB, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == m);
+	if (m > raw)
+		CHECK(munmap(raw, (size_t)(m - raw)) == 0);
+	if (raw + 10 * MB > m + 8 * MB)
+		CHECK(munmap(m + 8 * MB, (size_t)(raw + 10 * MB - m - 8 * MB)) == 0);
+	sp_m = m;
+	memset(m, 9, 8 * MB);
+	CHECK(regd_cells(m, 8 * MB)); /* HOSTPIN_PIN_AFTER=0 */
+	CHECK(setenv("FAKE_CUDA_REGISTER_GATE", "524288", 1) == 0);
+	pthread_t x;
+	CHECK(pthread_create(&x, NULL, splitter, NULL) == 0);
+	poll_until(one_held, "the release's first registration at the gate");
+	CHECK(pipe(began) == 0 && pipe(go) == 0);
+	CHECK(pthread_create(&t, NULL, capturer, NULL) == 0);
+	poll_until(cap_asleep, "the capture's begin waits");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(x, NULL) == 0);
+	char c;
+	CHECK(read(began[0], &c, 1) == 1); /* the capture began */
+	CHECK(sp_rc == 0);
+	char *lo = m, *hi = m + 3 * MB + MB / 2;
+	size_t lon = 2 * MB + MB / 2, hin = 4 * MB + MB / 2;
+	CHECK(all(lo, lon, 9) && all(hi, hin, 9));
+	end();
+	CHECK(regd_cells(lo, lon) && regd_cells(hi, hin));
+	CHECK(munmap(lo, lon) == 0 && munmap(hi, hin) == 0);
+	CHECK(fake_cuda_registered_bytes(m, 8 * MB) == 0);
+	if (!strcmp(mode, "split_fixed"))
+		CHECK(munmap(m + lon, MB) == 0);
+	if (sp_r != NULL && sp_r != MAP_FAILED) {
+		CHECK(all(sp_r, MB, 9));
+		CHECK(munmap(sp_r, 2 * MB) == 0);
+	}
+	CHECK(st().pinned_blocks_now == 0);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -349,6 +426,8 @@ int main(int argc, char **argv)
 		unmaps();
 	else if (!strcmp(mode, "discard_race"))
 		discard_race();
+	else if (!strncmp(mode, "split_", 6))
+		split_race();
 	else
 		return 2;
 	CHECK(st().leaked_blocks == 0);

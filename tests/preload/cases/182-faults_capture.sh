@@ -66,3 +66,16 @@ cap_run "the program's munmap, madvise, mremap and MAP_FIXED over registered map
 # whole; munmap unregisters it (nothing registered over unmapped memory).
 cap_run "a capture begun during a discard's registration of its cells again waits for the discard" \
 	discard_race HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=1M
+
+# 5. Injects: a global-mode capture begun while the main thread's munmap of
+# part of a registered mapping (HOSTPIN_REGISTER_CHUNK=1M; [2.5M, 3.5M) of
+# 8 MiB), mmap(MAP_FIXED) over that part, or mremap moving that part away,
+# is between unregistering the cells it touches and registering the half
+# cells left around it again (the lower one held at the fake's gate).  Must
+# hold: the call ends whole before the capture begins and succeeds; what
+# survives is registered whole (no cell left registered under a range
+# counted unregistered); munmap unregisters it all.
+for m in split_munmap split_fixed split_mremap; do
+	cap_run "a capture begun during a partial release's registrations again waits for the call ($m)" \
+		$m HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=1M
+done

@@ -126,3 +126,24 @@ lm "another device's context ends during a background registration: the block st
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- other_ctx_end
 fi
+build late_multi late_multi.c $F_FLAGS || true
+if [ -x "$B/late_multi" ]; then
+# Must hold (issue 39, "decided once", the registration-first form): a copy
+# of two adjacent blocks (under HOSTPIN_STAGE_MIN) begun while the
+# registration thread registers one of them (its first piece made, the
+# thread held in it: FAKE_CUDA_REGISTER_HOLD_AFTER) is counted too late for
+# that thread to wait for it: it never reaches the driver over a range only
+# partly registered (FAKE_CUDA_REFUSE_PARTIAL=1 refuses it); H2D and D2H,
+# sync and async, with pageable semantics.
+for m in h2d_async h2d_sync d2h_async d2h_sync; do
+	lpl=$(mktemp)
+	staged_case "late DMA" late_multi "a copy of two blocks while the registration thread registers one: $m" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=4M HOSTPIN_PIN_AFTER=2 HOSTPIN_REGISTER_CHUNK=8M \
+		HOSTPIN_STAGE_MIN=4M HOSTPIN_STAGE_BUFFER=4M HOSTPIN_LOG=debug HOSTPIN_LOG_FILE=$lpl \
+		FAKE_CUDA_REFUSE_PARTIAL=1 FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 -- "$m"
+	rm -f "$lpl"
+	echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+		bad "late DMA: two blocks ($m): a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+		ok "late DMA: two blocks ($m): no range partly registered reached the driver"
+done
+fi

@@ -1,0 +1,150 @@
+/* A copy of several blocks begun while the registration thread registers
+ * one of them (issue 39, "decided once"; the registration-first form of
+ * late_pass.c's), over the fake driver's late mode (FAKE_CUDA_LATE_DMA=1),
+ * run under hostpin.
+ *   late_multi MODE   MODE: h2d_async, h2d_sync, d2h_async, d2h_sync
+ * HOSTPIN_PIN_AFTER=2, HOSTPIN_REGISTER_CHUNK=8M, HOSTPIN_STAGE_MIN=4M,
+ * FAKE_CUDA_REFUSE_PARTIAL=1 (a range only partly registered is refused),
+ * FAKE_CUDA_REGISTER_HOLD_AFTER=8M (a registration of a piece of 8 MiB,
+ * once made, keeps its thread until the program lets it go).
+ * Two adjacent mappings: X (9 MiB, registered by the registration thread
+ * in two pieces, 8 and 1 MiB, after two staged copies) and Y (8 MiB, never
+ * copied).  While X's first piece is made and the thread is held in it,
+ * thread A copies 2 MiB across X's first piece's end, its second piece and
+ * into Y: one copy of two blocks, under HOSTPIN_STAGE_MIN.  It must succeed
+ * with pageable semantics: never reach the driver over a range partly
+ * registered (before: passed as it is, refused).  Then X is registered
+ * whole. */
+#include <pthread.h>
+
+#include "late_common.h"
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+int fake_cuda_registrations_held(void);
+void fake_cuda_release_registration(void);
+size_t fake_cuda_registered_bytes(const void *, size_t);
+
+#define XN (9 * MB)
+#define YN (8 * MB)
+#define AT (7 * MB + MB / 2) /* A's copy: [x + AT, x + AT + AN): */
+#define AN (2 * MB)          /* X's both pieces and Y */
+
+static char *x;
+static CUdeviceptr dA;
+static CUstream sA;
+static int htod, async_;
+static volatile int a_done;
+static CUresult a_r = -2;
+
+static void *copy_a(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	if (htod) {
+		a_r = async_ ? cuMemcpyHtoDAsync_v2(dA, x + AT, AN, sA)
+			     : cuMemcpyHtoD_v2(dA, x + AT, AN);
+		memset(x + AT, 0, AN); /* consumed at return */
+		if (a_r == 0)
+			a_r = cuStreamSynchronize(sA);
+		if (a_r == 0 && !same(D(dA), AN, 41))
+			a_r = -1;
+	} else {
+		a_r = async_ ? cuMemcpyDtoHAsync_v2(x + AT, dA, AN, sA)
+			     : cuMemcpyDtoH_v2(x + AT, dA, AN);
+		if (a_r == 0 && !same(x + AT, AN, 42)) /* there at return */
+			a_r = -1;
+	}
+	a_done = 1;
+	return NULL;
+}
+
+/* hostpin's log (HOSTPIN_LOG_FILE, HOSTPIN_LOG=debug) says a copy waits
+ * for the registration thread */
+static int log_says_waits(void)
+{
+	const char *f = getenv("HOSTPIN_LOG_FILE");
+	FILE *fp = f ? fopen(f, "r") : NULL;
+	char line[512];
+	int yes = 0;
+	while (fp && !yes && fgets(line, sizeof line, fp))
+		yes = strstr(line, "waits for the registration") != NULL;
+	if (fp)
+		fclose(fp);
+	return yes;
+}
+
+static int held_one(void *arg)
+{
+	(void)arg;
+	return fake_cuda_registrations_held() == 1;
+}
+
+static int a_there(void *arg)
+{
+	(void)arg;
+	return a_done || log_says_waits();
+}
+
+static int registered_all(void *arg)
+{
+	(void)arg;
+	return is_reg(x) && fake_cuda_registered_bytes(x, XN) == XN;
+}
+
+static int run(int h2d, int async)
+{
+	htod = h2d, async_ = async;
+	alarm(60);
+	/* X then Y, adjacent, X 8 MiB aligned (its pieces: the cells) */
+	char *raw = mmap(NULL, XN + YN + 8 * MB, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(raw != MAP_FAILED);
+	x = (char *)(((uintptr_t)raw + 8 * MB - 1) & ~(uintptr_t)(8 * MB - 1));
+	CHECK(mmap(x, XN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == x);
+	CHECK(mmap(x + XN, YN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == x + XN);
+	CHECK(tp_flags(x) != 0 && tp_flags(x + XN) != 0 && !is_reg(x));
+	fill(x, XN, 40);
+	fill(x + XN, YN, 40);
+	if (h2d)
+		fill(x + AT, AN, 41);
+	CUdeviceptr dx = dev(XN);
+	dA = dev(AN);
+	fill(D(dA), AN, 42);
+	CUstream sx;
+	CHECK(cuStreamCreate(&sx, 0) == 0 && cuStreamCreate(&sA, 0) == 0);
+	/* two staged copies: X earns registration, in the background */
+	CHECK(cuMemcpyHtoDAsync_v2(dx, x, XN, sx) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(dx, x, XN, sx) == 0);
+	wait_for(held_one, NULL, "X's first piece made, its thread held");
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, copy_a, NULL) == 0);
+	wait_for(a_there, NULL, "A's copy returned or waiting");
+	fake_cuda_release_registration();
+	CHECK(pthread_join(a, NULL) == 0);
+	printf("A's copy of X and Y during X's registration: %d\n", a_r);
+	CHECK(a_r == 0);
+	CHECK(cuStreamSynchronize(sx) == 0);
+	wait_for(registered_all, NULL, "X registered");
+	CHECK(munmap(x, XN + YN) == 0);
+	CHECK(fake_cuda_registered_bytes(x, XN) == 0);
+	return 0;
+}
+
+static int mode_h2d_async(void) { return run(1, 1); }
+static int mode_h2d_sync(void) { return run(1, 0); }
+static int mode_d2h_async(void) { return run(0, 1); }
+static int mode_d2h_sync(void) { return run(0, 0); }
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"h2d_async", mode_h2d_async},
+	    {"h2d_sync", mode_h2d_sync},
+	    {"d2h_async", mode_d2h_async},
+	    {"d2h_sync", mode_d2h_sync},
+	};
+	return staged_main("late_multi", argc, argv, modes);
+}
