@@ -25,6 +25,7 @@
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 CUresult cuDevicePrimaryCtxReset_v2(int);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 
 /* q is registered in the background, held at the gate; p, queued behind
  * it, is freed into the cache; the gate lets q through: the thread then
@@ -362,6 +363,108 @@ static int mode_reset_aside(void)
 	return mode_reset_discard();
 }
 
+/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
+ * armed, watched and opened here. */
+static void pt_file(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static int pt_paused(void *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
+		 (const char *)name);
+	return access(p, F_OK) == 0;
+}
+
+/* Item 6 (audit b): device 0's primary context is reset while a copy's
+ * thread holds the block it has just registered, after it looked at the
+ * contexts' epoch (hostpin's pause point recheck_held): the reset's walk
+ * skips the held block, and the thread looks again once its claim ended
+ * (hp_pin_recheck_ended).  That look finds the block being freed by
+ * another thread (into the cache, which keeps a registration: held at
+ * release_claimed): it returned then, and the block stayed flagged
+ * registered over dead registrations, never registered again (a copy
+ * through it: pageable speed for good).  It must wait for the free and
+ * look again: the block, taken from the cache, is registered again by
+ * its next copy. */
+#define RC_BLK (12 * MB) /* under the case's 16 MiB registration gate */
+static char *rc_p;
+static CUdeviceptr rc_d;
+static _Atomic int rc_copied;
+static void *rc_copier(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	/* earns registration (HOSTPIN_PIN_AFTER=1), made in this call
+	 * (HOSTPIN_REGISTER_BACKGROUND=0); its context ends meanwhile: its
+	 * answer is not asked */
+	cuMemcpyHtoD_v2(rc_d, rc_p, RC_BLK);
+	rc_copied = 1;
+	return NULL;
+}
+static void *rc_freer(void *arg)
+{
+	(void)arg;
+	free(rc_p);
+	return NULL;
+}
+static int rc_looked(void *arg)
+{
+	(void)arg;
+	return rc_copied || pt_paused("recheck_wait");
+}
+static int mode_recheck(void)
+{
+	alarm(180);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	rc_d = dev(RC_BLK);
+	rc_p = malloc(RC_BLK);
+	CHECK(rc_p != NULL && tp_flags(rc_p) != 0 && !is_reg(rc_p));
+	fill(rc_p, RC_BLK, 4);
+	pt_file("recheck_held", "arm");
+	pt_file("recheck_look", "arm");
+	pt_file("recheck_wait", "arm");
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, rc_copier, NULL) == 0);
+	wait_for(pt_paused, "recheck_held", "the registration's window");
+	CHECK(is_reg(rc_p) && fake_cuda_is_registered(rc_p, RC_BLK));
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips the held block */
+	pt_file("recheck_held", "go");
+	wait_for(pt_paused, "recheck_look", "the claim ended");
+	pt_file("release_claimed", "arm");
+	CHECK(pthread_create(&b, NULL, rc_freer, NULL) == 0);
+	wait_for(pt_paused, "release_claimed", "the free claimed the block");
+	pt_file("recheck_look", "go");
+	wait_for(rc_looked, NULL, "the look again returned or waits");
+	pt_file("recheck_wait", "go");
+	pt_file("release_claimed", "go");
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	char *q = malloc(RC_BLK); /* the cached block */
+	CHECK(q == rc_p);
+	CUdeviceptr d = dev(RC_BLK);
+	for (unsigned i = 0; i < 2; i++) {
+		fill(q, RC_BLK, 5 + i);
+		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
+		CHECK(same(D(d), RC_BLK, 5 + i));
+	}
+	if (!fake_cuda_is_registered(q, RC_BLK)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(flagged %d)\n", is_reg(q));
+		return 1;
+	}
+	free(q);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -370,6 +473,7 @@ int main(int argc, char **argv)
 	    {"split_aside", mode_split_aside},
 	    {"reset_discard", mode_reset_discard},
 	    {"reset_aside", mode_reset_aside},
+	    {"recheck", mode_recheck},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }

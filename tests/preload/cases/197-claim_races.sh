@@ -50,4 +50,14 @@ cr "a context reset while a discard holds the block: registered again" \
 # registered again by the copies after, never left flagged registered.
 cr "a context reset while a step aside holds the block: registered again" \
 	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_aside
+# Must hold (audit b): the same reset inside the window where a copy's
+# thread holds the block it has just registered, after it looked at the
+# contexts' epoch (a pause point inside hostpin: HOSTPIN_TEST_PAUSE); its
+# look again once its claim ended finds the block being freed into the
+# cache: it waits and looks again, so the block is registered again by the
+# copies after (it stayed flagged registered over dead registrations).
+pd=$(mktemp -d)
+cr "a context reset in a registration's window, the block freed meanwhile: registered again" \
+	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- recheck
+rm -rf "$pd"
 fi
