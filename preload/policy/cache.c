@@ -355,6 +355,11 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 		hp_backend->quiesce(r);
 		hp_backend_events_act();
 	}
+	/* its CUDA context ended while it was being released (the end's
+	 * walk skipped it): its registration died; kept so, it would be
+	 * handed out flagged registered over a dead one (audit d): pending
+	 * again, registered by adoption or its next copies */
+	hp_pin_lost_held(r, s->len);
 	struct centry victims[CACHE_SLOTS];
 	int nv = 0;
 	pthread_mutex_lock(&cache_mu);

@@ -174,10 +174,19 @@ static char *sp_blk;
 static CUresult sp_rc = (CUresult)-1;
 
 static void rd_hook(void *p);
+static int rd_repin; /* reset_repin: held in the registration again */
+void fake_cuda_reg_hook(void *p, size_t n);
+void fake_cuda_reg_hook(void *p, size_t n)
+{
+	(void)n;
+	if (rd_repin)
+		rd_hook(p);
+}
 void fake_cuda_unreg_hook(void *p);
 void fake_cuda_unreg_hook(void *p)
 {
-	rd_hook(p);
+	if (!rd_repin)
+		rd_hook(p);
 	char *want = p;
 	if (p == NULL || !sp_is_m ||
 	    !atomic_compare_exchange_strong(&sp_cell, &want, NULL))
@@ -465,6 +474,66 @@ static int mode_recheck(void)
 	return 0;
 }
 
+/* Item 7 (audit d): the same reset while the discard holds the block
+ * after its unregistration of the cell, inside the cell's registration
+ * again (fake_cuda_reg_hook): the block's other cells died with the
+ * context; the cell registered again through another context (or
+ * refused, the block left unregistered for good), the block stayed
+ * flagged registered over dead registrations.  It must be pending again,
+ * registered again by the copies after. */
+static int mode_reset_repin(void)
+{
+	rd_repin = 1;
+	return mode_reset_discard();
+}
+
+/* Item 8 (audit d): the reset while a free of a registered block holds
+ * it, being released into the cache (hostpin's pause point
+ * release_claimed): the reset's walk skipped it, and the cache kept it
+ * flagged registered over its dead registration, handed out so again
+ * (pageable speed for good).  It must be pending again, registered by the
+ * copies after it is taken from the cache. */
+static void *rk_freer(void *arg)
+{
+	free(arg);
+	return NULL;
+}
+static int mode_reset_cache(void)
+{
+	alarm(180);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	CUdeviceptr d = dev(RC_BLK);
+	char *p = malloc(RC_BLK);
+	CHECK(p != NULL && tp_flags(p) != 0);
+	fill(p, RC_BLK, 3);
+	CHECK(cuMemcpyHtoD_v2(d, p, RC_BLK) == 0); /* registered here */
+	CHECK(is_reg(p) && fake_cuda_is_registered(p, RC_BLK));
+	pt_file("release_claimed", "arm");
+	pthread_t b;
+	CHECK(pthread_create(&b, NULL, rk_freer, p) == 0);
+	wait_for(pt_paused, "release_claimed", "the free claimed the block");
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips it */
+	pt_file("release_claimed", "go");
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	char *q = malloc(RC_BLK); /* the cached block */
+	CHECK(q == p);
+	d = dev(RC_BLK);
+	for (unsigned i = 0; i < 2; i++) {
+		fill(q, RC_BLK, 5 + i);
+		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
+		CHECK(same(D(d), RC_BLK, 5 + i));
+	}
+	if (!fake_cuda_is_registered(q, RC_BLK)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(flagged %d)\n", is_reg(q));
+		return 1;
+	}
+	free(q);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -474,6 +543,8 @@ int main(int argc, char **argv)
 	    {"reset_discard", mode_reset_discard},
 	    {"reset_aside", mode_reset_aside},
 	    {"recheck", mode_recheck},
+	    {"reset_repin", mode_reset_repin},
+	    {"reset_cache", mode_reset_cache},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }
