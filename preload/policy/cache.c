@@ -313,6 +313,11 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	size_t cap = cache_cap(s->len);
 	if (!decay_ns() || (hp_rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
 		return 0;
+	/* an unguarded copy entry point was found while it was being
+	 * released (the coverage check's walk skipped it): not kept
+	 * registered, released (audit e) */
+	if ((hp_rflags(r) & HOSTPIN_REGISTERED) && hp_coverage_bad())
+		return 0;
 	/* the node's budget matters once the device is in use; idle caches are
 	 * small (cache_cap) and skip the ledger scan */
 	size_t room = cap > CACHE_IDLE_CAP ? node_room() : cap;

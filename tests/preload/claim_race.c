@@ -7,6 +7,7 @@
  * freed it into the cache (queued before the free), held at the fake's
  * gate (FAKE_CUDA_REGISTER_GATE=16M) until the program opens it.  What
  * hostpin's thread does is polled for, never timed. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,11 +22,13 @@
 #include "late_common.h"
 
 #define BLK (16 * MB)
+#define RC_BLK (12 * MB) /* under the case's 16 MiB registration gate */
 
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 CUresult cuDevicePrimaryCtxReset_v2(int);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+size_t fake_cuda_registered_bytes(const void *, size_t);
 
 /* q is registered in the background, held at the gate; p, queued behind
  * it, is freed into the cache; the gate lets q through: the thread then
@@ -277,6 +280,7 @@ static void rd_hook(void *p)
 	}
 }
 static int rd_aside; /* reset_aside: the program registers instead */
+static int rd_cov; /* cov_discard: an unguarded object loaded instead */
 static void *rd_discarder(void *arg)
 {
 	(void)arg;
@@ -333,6 +337,26 @@ static int mode_reset_discard(void)
 	pthread_t t, r;
 	CHECK(pthread_create(&t, NULL, rd_discarder, NULL) == 0);
 	wait_for(sp_flag, (void *)&rd_inside, "the discard inside its unregistration");
+	if (rd_cov) {
+		/* an object that calls an unguarded driver copy entry point
+		 * by a linked reference, then a large allocation: hostpin's
+		 * coverage check unregisters every registered block */
+		CHECK(dlopen(getenv("HP_EXTRA_USE"), RTLD_NOW | RTLD_LOCAL));
+		char *x = malloc(RC_BLK);
+		CHECK(x != NULL && !is_reg(x));
+		rd_go = 1;
+		CHECK(pthread_join(t, NULL) == 0);
+		free(x);
+		if (is_reg(blk) || fake_cuda_registered_bytes(blk, m)) {
+			fprintf(stderr, "registered after the coverage check "
+				"(flagged %d, %zu bytes)\n", is_reg(blk),
+				fake_cuda_registered_bytes(blk, m));
+			return 1;
+		}
+		CHECK(rd_rc == 0);
+		CHECK(munmap(blk, m) == 0);
+		return 0;
+	}
 	CHECK(pthread_create(&r, NULL, rd_resetter, NULL) == 0);
 	wait_for(rd_waits, NULL, "the reset returned or waits");
 	rd_go = 1;
@@ -402,7 +426,6 @@ static int pt_paused(void *name)
  * through it: pageable speed for good).  It must wait for the free and
  * look again: the block, taken from the cache, is registered again by
  * its next copy. */
-#define RC_BLK (12 * MB) /* under the case's 16 MiB registration gate */
 static char *rc_p;
 static CUdeviceptr rc_d;
 static _Atomic int rc_copied;
@@ -534,6 +557,18 @@ static int mode_reset_cache(void)
 	return 0;
 }
 
+/* Item 9 (audit e): an object that calls a driver copy entry point
+ * hostpin does not guard is loaded while a discard holds a registered
+ * mapping (inside its cell's unregistration): the coverage check's walk,
+ * which unregisters every registered block, skipped the held block, and
+ * the discard registered its cell again: the mapping stayed registered
+ * while copies could bypass hostpin's hooks.  It must end unregistered. */
+static int mode_cov_discard(void)
+{
+	rd_cov = 1;
+	return mode_reset_discard();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -545,6 +580,7 @@ int main(int argc, char **argv)
 	    {"recheck", mode_recheck},
 	    {"reset_repin", mode_reset_repin},
 	    {"reset_cache", mode_reset_cache},
+	    {"cov_discard", mode_cov_discard},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }

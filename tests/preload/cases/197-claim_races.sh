@@ -64,6 +64,12 @@ pd=$(mktemp -d)
 cr "a context reset while a free puts the block in the cache: registered again" \
 	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- reset_cache
 rm -rf "$pd"
+# Must hold (audit e): an object calling an unguarded driver copy entry
+# point is loaded while a discard holds a registered mapping: the mapping
+# ends unregistered (the coverage check's walk skipped it, held, and the
+# discard registered its cell again).
+cr "an unguarded copy entry point loaded while a discard holds the block: unregistered" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M HP_EXTRA_USE="$B/libextrause.so" -- cov_discard
 # Must hold (audit b): the same reset inside the window where a copy's
 # thread holds the block it has just registered, after it looked at the
 # contexts' epoch (a pause point inside hostpin: HOSTPIN_TEST_PAUSE); its
