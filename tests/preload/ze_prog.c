@@ -220,6 +220,8 @@ static void readopt(void)
 /* USM and copies (issue 41). */
 #include "ze_copy.h"
 
+#ifndef AS_PLUGIN /* a plug-in exporting the fake's hook: a dependency of
+		    * the driver (dlsym), never unloaded */
 /* Audit c: the program releases hostpin's import (through the hook, as
  * SYCL's release_from_device_copy does) while another thread holds the
  * block: its madvise(DONTNEED), which released the import, discarded the
@@ -313,6 +315,8 @@ static void drop_held(void)
 	free(dh_p);
 }
 
+#endif
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -331,7 +335,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "foreign")) foreign();
 	else if (!strcmp(m, "drop")) drop();
 	else if (!strcmp(m, "drop_hooked")) drop_hooked();
+#ifndef AS_PLUGIN
 	else if (!strcmp(m, "drop_held")) drop_held();
+#endif
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "fork")) forked();
 	else if (ranges_mode(m)) ;
