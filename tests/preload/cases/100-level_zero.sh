@@ -27,7 +27,7 @@ n=$(echo "$ZE_LOG_KEEP" | grep " IMPORT " | awk '{print $2}' | sort -u | wc -l)
 # flagged imported, never imported again).
 pd=$(mktemp -d)
 zerun "program releases hostpin's import while a discard holds the block: imported again" 0 \
-	HOSTPIN_TEST_PAUSE="$pd" -- drop_held
+	HOSTPIN_TEST_PAUSE="$pd" FAKE_ZE_IMPORT_HOOK=1 -- drop_held
 rm -rf "$pd"
 zerun "program drops hostpin's import behind its back: no second release" 0 HOSTPIN_STATS=1 -- drop
 if echo "$ZE_OUT_KEEP" | grep -q "imports of hostpin's released by the program [1-9]"; then
