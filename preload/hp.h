@@ -61,6 +61,11 @@ HP_HIDDEN int hp_opt_parse(int i, const char *s, uint64_t *out,
  * open HOSTPIN_LOG_FILE, then report each invalid value (that knob keeps its
  * default) and each unknown HOSTPIN_* variable.  Returns how many. */
 HP_HIDDEN int hp_options_load(void);
+/* Test hooks (base/testpause.c): hp_test_pause("name") sleeps where
+ * HOSTPIN_TEST_PAUSE=DIR names a directory holding name.arm, until the
+ * test opens it (DIR/name.go); inert otherwise.  Read at start-up. */
+HP_HIDDEN void hp_test_pause_load(void);
+HP_HIDDEN void hp_test_pause(const char *name);
 /* The known HOSTPIN_* name (without the prefix) closest to name[0..len) by
  * edit distance; whether name[0..len) is known. */
 HP_HIDDEN const char *hp_opt_closest(const char *name, size_t len);

@@ -268,12 +268,13 @@ HP_HIDDEN void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len);
  * copy through once it is registered); 0 on a copy's own path. */
 HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
 				       size_t len, unsigned ep, int drain);
-/* The same once r's busy claim ended (the context end's walk skipped r
- * while it was held, after hp_pin_restart_if_ended looked): r claimed
- * again if it is still the block [base, base+len), and again while an
- * end came during that claim (pin.c). */
-HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
-				    unsigned ep, int drain);
+/* The same once r's busy claim ends (st: hp_busy_end's; the context
+ * end's walk skipped r while it was held, after hp_pin_restart_if_ended
+ * looked): the claim ended here, r claimed again if it is still the block
+ * [base, base+len) (waiting for another holder or a release in progress
+ * to let go), and again while an end came during that claim (pin.c). */
+HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uint32_t st, uintptr_t base,
+				    size_t len, unsigned ep, int drain);
 /* adopt.c: r held, an unregistration of it refused (EAGAIN) as its
  * owner's CUDA context ended (the end's walk skipped r, held): its
  * registrations died with the context; r goes back to pending as the walk

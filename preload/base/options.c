@@ -252,6 +252,7 @@ int hp_options_load(void)
 	 * both are known now. */
 	hp_log_level = (int)hp_opt[HP_OPT_LOG];
 	hp_log_open();
+	hp_test_pause_load(); /* tests only: HOSTPIN_TEST_PAUSE */
 	int bad = 0;
 	for (int i = 0; i < HP_OPT_COUNT; i++) {
 		if (!badval[i])

@@ -90,9 +90,12 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	struct lost *l = arg;
 	uint32_t st;
 	/* A block held by another thread is skipped: its holder meets the
-	 * end itself (a registration: hp_pin_restart_if_ended; an
-	 * unregistration the ended context refused: hp_pin_died in
-	 * hp_unpin_do, hp_pin_lost_held for a discard) */
+	 * end itself (a registration: hp_pin_restart_if_ended, then
+	 * hp_pin_recheck_ended; an unregistration the ended context
+	 * refused: hp_pin_died in hp_unpin_do, hp_pin_lost_held for a
+	 * discard; a discard's registration again and a partial unmap's
+	 * survivors: hp_pin_lost_held in pinpart.c; a free into the cache:
+	 * hp_pin_lost_held in hp_cache_keep) */
 	if (!(hp_rflags(r) & l->want) ||
 	    (l->owner &&
 	     atomic_load_explicit(&r->user[HP_U_OWNER], memory_order_relaxed) !=

@@ -313,6 +313,11 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 	size_t cap = cache_cap(s->len);
 	if (!decay_ns() || (hp_rflags(r) & (HP_F_FOREIGN | HOSTPIN_KIND_MMAP)))
 		return 0;
+	/* an unguarded copy entry point was found while it was being
+	 * released (the coverage check's walk skipped it): not kept
+	 * registered, released (audit e) */
+	if ((hp_rflags(r) & HOSTPIN_REGISTERED) && hp_coverage_bad())
+		return 0;
 	/* the node's budget matters once the device is in use; idle caches are
 	 * small (cache_cap) and skip the ledger scan */
 	size_t room = cap > CACHE_IDLE_CAP ? node_room() : cap;
@@ -355,6 +360,11 @@ int hp_cache_keep(hp_rec_t *r, hp_snap_t *s)
 		hp_backend->quiesce(r);
 		hp_backend_events_act();
 	}
+	/* its CUDA context ended while it was being released (the end's
+	 * walk skipped it): its registration died; kept so, it would be
+	 * handed out flagged registered over a dead one (audit d): pending
+	 * again, registered by adoption or its next copies */
+	hp_pin_lost_held(r, s->len);
 	struct centry victims[CACHE_SLOTS];
 	int nv = 0;
 	pthread_mutex_lock(&cache_mu);

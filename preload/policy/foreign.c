@@ -301,16 +301,35 @@ void hp_foreign_end(void *p)
 
 void hp_import_dropped(void *p)
 {
-	hp_snap_t s;
-	hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
-	uint32_t st;
-	if (r == NULL || (hp_rflags(r) & HP_F_FOREIGN) ||
-	    !(hp_rflags(r) & HOSTPIN_REGISTERED) || !(st = hp_busy_begin(r, &s)))
+	struct timespec t0 = {0, 0};
+	for (unsigned spins = 0;; spins++) {
+		hp_snap_t s;
+		hp_rec_t *r = hp_registry_lookup(&hp_reg, (uintptr_t)p, &s);
+		if (r == NULL || (hp_rflags(r) & HP_F_FOREIGN))
+			return;
+		uint32_t st = hp_busy_begin(r, &s);
+		if (!st) {
+			/* Another thread holds it (a discard or a copy
+			 * importing it, adoption): the import the program
+			 * just released may be the one it made, and the
+			 * block would stay flagged imported, never imported
+			 * again (audit c): looked at once it let go. */
+			if (hp_word_state(s.word) != HP_REC_BUSY ||
+			    hp_waited(&t0, spins, 10))
+				return;
+			if (!spins)
+				hp_test_pause("import_dropped_wait");
+			sched_yield();
+			continue;
+		}
+		/* The program released our import from (at least) one
+		 * driver.  The backend's unpin asks each driver whether our
+		 * import is still there and releases only what is; then the
+		 * block is imported again. */
+		if ((hp_rflags(r) & HOSTPIN_REGISTERED) &&
+		    hp_unpin(r, s.base, s.len) == 0)
+			hp_pin(r, s.base, s.len);
+		hp_busy_end(r, st);
 		return;
-	/* The program released our import from (at least) one driver.  The
-	 * backend's unpin asks each driver whether our import is still there
-	 * and releases only what is; then the block is imported again. */
-	if (hp_unpin(r, s.base, s.len) == 0)
-		hp_pin(r, s.base, s.len);
-	hp_busy_end(r, st);
+	}
 }

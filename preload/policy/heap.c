@@ -170,6 +170,7 @@ static void release_block(hp_rec_t *r, hp_snap_t *s, const char *fn)
 	if (!hp_claim_release(r, s))
 		hp_fatal("%s(): double free of hostpin block %p (racing "
 			 "release)", fn, (void *)s->base);
+	hp_test_pause("release_claimed"); /* tests: r RELEASING */
 	if (hp_cache_keep(r, s))
 		return;
 	if (hp_untrack_release(r, s) == 0) {

@@ -440,10 +440,17 @@ int hp_unpin(hp_rec_t *r, uintptr_t base, size_t len)
 	return hp_unpin_do(r, base, len, 0, NULL);
 }
 
-void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
-			  unsigned ep, int drain)
+void hp_pin_recheck_ended(hp_rec_t *r, uint32_t st, uintptr_t base,
+			  size_t len, unsigned ep, int drain)
 {
-	for (;;) {
+	/* the window: r held, hp_pin_restart_if_ended has looked; an end
+	 * now finds r held and skips it (no driver call here: the test
+	 * hook holds a thread in it) */
+	hp_test_pause("recheck_held");
+	hp_busy_end(r, st);
+	hp_test_pause("recheck_look");
+	struct timespec t0 = {0, 0};
+	for (unsigned spins = 0;; spins++) {
 		/* the end bumps the epoch before its walk: a walk that found
 		 * r held, after hp_pin_restart_if_ended looked, shows here */
 		atomic_thread_fence(memory_order_seq_cst);
@@ -451,13 +458,26 @@ void hp_pin_recheck_ended(hp_rec_t *r, uintptr_t base, size_t len,
 		if (now == ep || !(hp_rflags(r) & HOSTPIN_REGISTERED))
 			return;
 		hp_snap_t s;
-		uint32_t st;
 		if (hp_registry_lookup_base(&hp_reg, base, &s) != r ||
-		    s.len != len || !(st = hp_busy_begin(r, &s)))
-			return; /* released, or another's now (who holds it
-				 * acts) */
+		    s.len != len)
+			return; /* released, or moved */
+		uint32_t w = hp_word_state(s.word), st2 = hp_busy_begin(r, &s);
+		if (!st2) {
+			/* another thread's now (BUSY), or being released
+			 * (RELEASING): not every holder meets the end (a free
+			 * into the cache keeps the registration, a discard
+			 * during a capture zeroes): looked at again once it
+			 * let go, or gone (audit b).  Leaked: stays. */
+			if ((w != HP_REC_BUSY && w != HP_REC_RELEASING) ||
+			    hp_waited(&t0, spins, 10))
+				return;
+			if (!spins)
+				hp_test_pause("recheck_wait");
+			sched_yield();
+			continue;
+		}
 		hp_pin_restart_if_ended(r, base, len, ep, drain);
-		hp_busy_end(r, st);
+		hp_busy_end(r, st2);
 		/* left registered (its own context lives): an end after
 		 * `now`, whose walk found r held, is looked at again */
 		ep = now;
@@ -484,8 +504,7 @@ void hp_pin_copied(hp_rec_t *r, const hp_snap_t *s)
 		unsigned ep = hp_cuda_ctx_epoch();
 		if (!hp_register_later(r, s)) {
 			hp_pin(r, s->base, s->len);
-			hp_busy_end(r, st);
-			hp_pin_recheck_ended(r, s->base, s->len, ep, 0);
+			hp_pin_recheck_ended(r, st, s->base, s->len, ep, 0);
 			return;
 		}
 	}

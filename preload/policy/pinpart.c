@@ -320,6 +320,20 @@ static int hold_off(hp_rec_t *r, unsigned f, unsigned dev, uintptr_t base,
 	return 1;
 }
 
+/* A device registration held here (a discard, a partial unmap's
+ * survivor) while the coverage check found an unguarded copy entry point:
+ * the check's walk (hp_pin_unregister_all) skipped it, held, so it is not
+ * registered again; [lo, hi) is unpinned, the rest is unpinned too
+ * (audit e).  1 if so. */
+static int coverage_drops(hp_rec_t *r, unsigned dev, uintptr_t base,
+			  size_t len, uintptr_t lo, uintptr_t hi)
+{
+	if (!(dev & HOSTPIN_REGISTERED) || !hp_coverage_bad())
+		return 0;
+	drop_rest(r, dev, base, len, lo, hi);
+	return 1;
+}
+
 int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 		   void (*discard)(void *), void *arg)
 {
@@ -355,7 +369,18 @@ int hp_pin_discard(hp_rec_t *r, const hp_snap_t *s, uintptr_t a, uintptr_t b,
 	discard(arg);
 	if (hold_off(r, f, dev, s->base, s->len, 0))
 		return 0;
+	/* a context end while r was held here (its walk skipped r), after
+	 * the unpin: the rest of its registrations died with it; pinned
+	 * again, part would be alive under a block counted registered over
+	 * dead ones, or, refused, it would be left unregistered for good:
+	 * pending again instead (audit d) */
+	if (hp_pin_lost_held(r, s->len))
+		return 0;
+	if (coverage_drops(r, dev, s->base, s->len, lo, hi))
+		return 0;
 	e = part_pin_of(r, dev, lo, hi, &why);
+	if (e == EAGAIN && hp_pin_lost_held(r, s->len))
+		return 0;
 	if (e) {
 		drop_rest(r, dev, s->base, s->len, lo, hi);
 		say_failed(why, e, lo, hi - lo);
@@ -409,13 +434,18 @@ static void survivor(unsigned kind, unsigned f, uintptr_t owner,
 			      memory_order_relaxed);
 	HP_CTR_ADD(pinned_blocks_now, 1);
 	HP_CTR_ADD(pinned_bytes_now, se - sb);
-	if (!hold_off(n, f, dev, sb, se - sb, 1)) {
+	if (!hold_off(n, f, dev, sb, se - sb, 1) &&
+	    !hp_pin_lost_held(n, se - sb) &&
+	    !coverage_drops(n, dev, sb, se - sb, pa, pb)) {
 		e = part_pin_of(n, dev, pa, pb, &why);
-		if (e) {
+		if (e && !(e == EAGAIN && hp_pin_lost_held(n, se - sb))) {
 			drop_rest(n, dev, sb, se - sb, pa, pb);
 			say_failed(why, e, pa, pb - pa);
 		}
 	}
+	/* held (BUSY) since its insertion: a context end meanwhile skipped
+	 * it (audit d) */
+	hp_pin_lost_held(n, se - sb);
 	hp_busy_end(n, HP_REC_LIVE);
 }
 

@@ -306,8 +306,7 @@ static int run_job(const struct job *j)
 			atomic_fetch_add_explicit(&bg_done, 1,
 						  memory_order_relaxed);
 	}
-	hp_busy_end(r, st);
-	hp_pin_recheck_ended(r, j->base, j->len, ep, 1);
+	hp_pin_recheck_ended(r, st, j->base, j->len, ep, 1);
 	pthread_mutex_lock(&pre.mu);
 	int handed = pre.held == r && pre.handed;
 	if (pre.held == r) {

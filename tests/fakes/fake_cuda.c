@@ -369,6 +369,20 @@ static void unreg_hook(void *p)
 		hook(p);
 }
 
+/* The same for registrations: fake_cuda_reg_hook(p, n), called at the
+ * start of every cuMemHostRegister, outside the fake's lock. */
+static void reg_hook(void *p, size_t n)
+{
+	static void (*hook)(void *, size_t);
+	static int looked;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		*(void **)&hook = dlsym(RTLD_DEFAULT, "fake_cuda_reg_hook");
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	if (hook)
+		hook(p, n);
+}
+
 /* FAKE_CUDA_REGISTER_GATE=BYTES: a registration of BYTES or more waits,
  * outside the fake's lock, until the program opens the gate
  * (fake_cuda_open_gate), as a long registration holds its caller; the
@@ -493,6 +507,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
 
 static CUresult register_range(void *p, size_t n, unsigned flags)
 {
+	reg_hook(p, n);
 	gate_wait("FAKE_CUDA_REGISTER_GATE", n);
 	register_delay(n);
 	timed_register(p, n); /* FAKE_CUDA_TIMED: seconds per GiB (fake_timed.h) */

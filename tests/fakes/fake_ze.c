@@ -108,7 +108,36 @@ static ze_result_t f_driver_props(ze_driver_handle_t h,
 
 static int usm_overlaps(const void *p, size_t n);
 
+/* FAKE_ZE_IMPORT_HOOK=1: a test program may export fake_ze_import_hook(p,
+ * n), called after each import the fake made, outside its lock, before the
+ * call returns, so the program can hold the importing thread there (the
+ * gate of FAKE_CUDA_REGISTER_HOLD_AFTER's kind) while other threads run.
+ * (Looked up only then: no dlsym inside the driver otherwise.) */
+static void import_hook(void *p, size_t n)
+{
+	static void (*hook)(void *, size_t);
+	static int looked;
+	const char *e = getenv("FAKE_ZE_IMPORT_HOOK");
+	if (!e || *e != '1')
+		return;
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		*(void **)&hook = dlsym(RTLD_DEFAULT, "fake_ze_import_hook");
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	if (hook)
+		hook(p, n);
+}
+
+static ze_result_t x_import_made(ze_driver_handle_t h, void *p, size_t n);
 static ze_result_t x_import(ze_driver_handle_t h, void *p, size_t n)
+{
+	ze_result_t r = x_import_made(h, p, n);
+	if (r == ZE_RESULT_SUCCESS)
+		import_hook(p, n);
+	return r;
+}
+
+static ze_result_t x_import_made(ze_driver_handle_t h, void *p, size_t n)
 {
 	ZENTRY("zexDriverImportExternalPointer");
 	NEED_INIT;

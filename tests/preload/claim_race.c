@@ -7,6 +7,7 @@
  * freed it into the cache (queued before the free), held at the fake's
  * gate (FAKE_CUDA_REGISTER_GATE=16M) until the program opens it.  What
  * hostpin's thread does is polled for, never timed. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,10 +22,13 @@
 #include "late_common.h"
 
 #define BLK (16 * MB)
+#define RC_BLK (12 * MB) /* under the case's 16 MiB registration gate */
 
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 CUresult cuDevicePrimaryCtxReset_v2(int);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+size_t fake_cuda_registered_bytes(const void *, size_t);
 
 /* q is registered in the background, held at the gate; p, queued behind
  * it, is freed into the cache; the gate lets q through: the thread then
@@ -173,10 +177,19 @@ static char *sp_blk;
 static CUresult sp_rc = (CUresult)-1;
 
 static void rd_hook(void *p);
+static int rd_repin; /* reset_repin: held in the registration again */
+void fake_cuda_reg_hook(void *p, size_t n);
+void fake_cuda_reg_hook(void *p, size_t n)
+{
+	(void)n;
+	if (rd_repin)
+		rd_hook(p);
+}
 void fake_cuda_unreg_hook(void *p);
 void fake_cuda_unreg_hook(void *p)
 {
-	rd_hook(p);
+	if (!rd_repin)
+		rd_hook(p);
 	char *want = p;
 	if (p == NULL || !sp_is_m ||
 	    !atomic_compare_exchange_strong(&sp_cell, &want, NULL))
@@ -267,6 +280,7 @@ static void rd_hook(void *p)
 	}
 }
 static int rd_aside; /* reset_aside: the program registers instead */
+static int rd_cov; /* cov_discard: an unguarded object loaded instead */
 static void *rd_discarder(void *arg)
 {
 	(void)arg;
@@ -323,6 +337,26 @@ static int mode_reset_discard(void)
 	pthread_t t, r;
 	CHECK(pthread_create(&t, NULL, rd_discarder, NULL) == 0);
 	wait_for(sp_flag, (void *)&rd_inside, "the discard inside its unregistration");
+	if (rd_cov) {
+		/* an object that calls an unguarded driver copy entry point
+		 * by a linked reference, then a large allocation: hostpin's
+		 * coverage check unregisters every registered block */
+		CHECK(dlopen(getenv("HP_EXTRA_USE"), RTLD_NOW | RTLD_LOCAL));
+		char *x = malloc(RC_BLK);
+		CHECK(x != NULL && !is_reg(x));
+		rd_go = 1;
+		CHECK(pthread_join(t, NULL) == 0);
+		free(x);
+		if (is_reg(blk) || fake_cuda_registered_bytes(blk, m)) {
+			fprintf(stderr, "registered after the coverage check "
+				"(flagged %d, %zu bytes)\n", is_reg(blk),
+				fake_cuda_registered_bytes(blk, m));
+			return 1;
+		}
+		CHECK(rd_rc == 0);
+		CHECK(munmap(blk, m) == 0);
+		return 0;
+	}
 	CHECK(pthread_create(&r, NULL, rd_resetter, NULL) == 0);
 	wait_for(rd_waits, NULL, "the reset returned or waits");
 	rd_go = 1;
@@ -362,6 +396,179 @@ static int mode_reset_aside(void)
 	return mode_reset_discard();
 }
 
+/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
+ * armed, watched and opened here. */
+static void pt_file(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static int pt_paused(void *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
+		 (const char *)name);
+	return access(p, F_OK) == 0;
+}
+
+/* Item 6 (audit b): device 0's primary context is reset while a copy's
+ * thread holds the block it has just registered, after it looked at the
+ * contexts' epoch (hostpin's pause point recheck_held): the reset's walk
+ * skips the held block, and the thread looks again once its claim ended
+ * (hp_pin_recheck_ended).  That look finds the block being freed by
+ * another thread (into the cache, which keeps a registration: held at
+ * release_claimed): it returned then, and the block stayed flagged
+ * registered over dead registrations, never registered again (a copy
+ * through it: pageable speed for good).  It must wait for the free and
+ * look again: the block, taken from the cache, is registered again by
+ * its next copy. */
+static char *rc_p;
+static CUdeviceptr rc_d;
+static _Atomic int rc_copied;
+static void *rc_copier(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	/* earns registration (HOSTPIN_PIN_AFTER=1), made in this call
+	 * (HOSTPIN_REGISTER_BACKGROUND=0); its context ends meanwhile: its
+	 * answer is not asked */
+	cuMemcpyHtoD_v2(rc_d, rc_p, RC_BLK);
+	rc_copied = 1;
+	return NULL;
+}
+static void *rc_freer(void *arg)
+{
+	(void)arg;
+	free(rc_p);
+	return NULL;
+}
+static int rc_looked(void *arg)
+{
+	(void)arg;
+	return rc_copied || pt_paused("recheck_wait");
+}
+static int mode_recheck(void)
+{
+	alarm(180);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	rc_d = dev(RC_BLK);
+	rc_p = malloc(RC_BLK);
+	CHECK(rc_p != NULL && tp_flags(rc_p) != 0 && !is_reg(rc_p));
+	fill(rc_p, RC_BLK, 4);
+	pt_file("recheck_held", "arm");
+	pt_file("recheck_look", "arm");
+	pt_file("recheck_wait", "arm");
+	pthread_t a, b;
+	CHECK(pthread_create(&a, NULL, rc_copier, NULL) == 0);
+	wait_for(pt_paused, "recheck_held", "the registration's window");
+	CHECK(is_reg(rc_p) && fake_cuda_is_registered(rc_p, RC_BLK));
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips the held block */
+	pt_file("recheck_held", "go");
+	wait_for(pt_paused, "recheck_look", "the claim ended");
+	pt_file("release_claimed", "arm");
+	CHECK(pthread_create(&b, NULL, rc_freer, NULL) == 0);
+	wait_for(pt_paused, "release_claimed", "the free claimed the block");
+	pt_file("recheck_look", "go");
+	wait_for(rc_looked, NULL, "the look again returned or waits");
+	pt_file("recheck_wait", "go");
+	pt_file("release_claimed", "go");
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	char *q = malloc(RC_BLK); /* the cached block */
+	CHECK(q == rc_p);
+	CUdeviceptr d = dev(RC_BLK);
+	for (unsigned i = 0; i < 2; i++) {
+		fill(q, RC_BLK, 5 + i);
+		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
+		CHECK(same(D(d), RC_BLK, 5 + i));
+	}
+	if (!fake_cuda_is_registered(q, RC_BLK)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(flagged %d)\n", is_reg(q));
+		return 1;
+	}
+	free(q);
+	return 0;
+}
+
+/* Item 7 (audit d): the same reset while the discard holds the block
+ * after its unregistration of the cell, inside the cell's registration
+ * again (fake_cuda_reg_hook): the block's other cells died with the
+ * context; the cell registered again through another context (or
+ * refused, the block left unregistered for good), the block stayed
+ * flagged registered over dead registrations.  It must be pending again,
+ * registered again by the copies after. */
+static int mode_reset_repin(void)
+{
+	rd_repin = 1;
+	return mode_reset_discard();
+}
+
+/* Item 8 (audit d): the reset while a free of a registered block holds
+ * it, being released into the cache (hostpin's pause point
+ * release_claimed): the reset's walk skipped it, and the cache kept it
+ * flagged registered over its dead registration, handed out so again
+ * (pageable speed for good).  It must be pending again, registered by the
+ * copies after it is taken from the cache. */
+static void *rk_freer(void *arg)
+{
+	free(arg);
+	return NULL;
+}
+static int mode_reset_cache(void)
+{
+	alarm(180);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	CUdeviceptr d = dev(RC_BLK);
+	char *p = malloc(RC_BLK);
+	CHECK(p != NULL && tp_flags(p) != 0);
+	fill(p, RC_BLK, 3);
+	CHECK(cuMemcpyHtoD_v2(d, p, RC_BLK) == 0); /* registered here */
+	CHECK(is_reg(p) && fake_cuda_is_registered(p, RC_BLK));
+	pt_file("release_claimed", "arm");
+	pthread_t b;
+	CHECK(pthread_create(&b, NULL, rk_freer, p) == 0);
+	wait_for(pt_paused, "release_claimed", "the free claimed the block");
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips it */
+	pt_file("release_claimed", "go");
+	CHECK(pthread_join(b, NULL) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	char *q = malloc(RC_BLK); /* the cached block */
+	CHECK(q == p);
+	d = dev(RC_BLK);
+	for (unsigned i = 0; i < 2; i++) {
+		fill(q, RC_BLK, 5 + i);
+		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
+		CHECK(same(D(d), RC_BLK, 5 + i));
+	}
+	if (!fake_cuda_is_registered(q, RC_BLK)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(flagged %d)\n", is_reg(q));
+		return 1;
+	}
+	free(q);
+	return 0;
+}
+
+/* Item 9 (audit e): an object that calls a driver copy entry point
+ * hostpin does not guard is loaded while a discard holds a registered
+ * mapping (inside its cell's unregistration): the coverage check's walk,
+ * which unregisters every registered block, skipped the held block, and
+ * the discard registered its cell again: the mapping stayed registered
+ * while copies could bypass hostpin's hooks.  It must end unregistered. */
+static int mode_cov_discard(void)
+{
+	rd_cov = 1;
+	return mode_reset_discard();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -370,6 +577,10 @@ int main(int argc, char **argv)
 	    {"split_aside", mode_split_aside},
 	    {"reset_discard", mode_reset_discard},
 	    {"reset_aside", mode_reset_aside},
+	    {"recheck", mode_recheck},
+	    {"reset_repin", mode_reset_repin},
+	    {"reset_cache", mode_reset_cache},
+	    {"cov_discard", mode_cov_discard},
 	};
 	return staged_main("claim_race", argc, argv, modes);
 }

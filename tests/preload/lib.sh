@@ -48,7 +48,7 @@ $CC $CFL -Wno-unused-parameter -shared -fPIC -Wl,-Bsymbolic -Wl,-soname,libcuda.
 if [ -z "${HP_NO_LEVEL_ZERO:-}" ]; then
 $CC $CFL -shared -fPIC -o "$F/libfake_ze.so" ../fakes/fake_ze.c -ldl -lpthread &&
 	$CC $CFL -shared -fPIC -DFAKE_TAG=\"ze2\" -o "$F/libfake_ze2.so" ../fakes/fake_ze.c -ldl -lpthread &&
-	build ze_prog ze_prog.c -lze_loader || bad "build the Level Zero fake"
+	build ze_prog ze_prog.c -rdynamic -lze_loader -lpthread || bad "build the Level Zero fake"
 fi
 $CC $CFL -shared -fPIC -o "$B/libnext.so" libnext.c -ldl && build dlcheck dlcheck.c -lm &&
 	$CC $CFL -shared -fPIC -o "$B/libextra.so" libextra.c &&

@@ -4,6 +4,9 @@
  * Exits non-zero on what it would not see without hostpin; the runner
  * checks the fake driver's log. */
 #include <level_zero/ze_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tp.h"
@@ -217,6 +220,103 @@ static void readopt(void)
 /* USM and copies (issue 41). */
 #include "ze_copy.h"
 
+#ifndef AS_PLUGIN /* a plug-in exporting the fake's hook: a dependency of
+		    * the driver (dlsym), never unloaded */
+/* Audit c: the program releases hostpin's import (through the hook, as
+ * SYCL's release_from_device_copy does) while another thread holds the
+ * block: its madvise(DONTNEED), which released the import, discarded the
+ * pages and imported it again, held inside that import once made
+ * (fake_ze_import_hook).  The release found the block held and gave up:
+ * the import it released was the one just made, and the block stayed
+ * flagged imported, never imported again.  It must wait for the hold and
+ * import the block again.  The release runs on a thread of its own; a
+ * pause point inside hostpin (HOSTPIN_TEST_PAUSE, import_dropped_wait)
+ * shows that it waits. */
+static char *dh_p;
+static _Atomic int dh_armed, dh_inside, dh_go, dh_released;
+static rel_t dh_rel;
+static ze_driver_handle_t dh_nd;
+void fake_ze_import_hook(void *p, size_t n);
+void fake_ze_import_hook(void *p, size_t n)
+{
+	(void)n;
+	int one = 1;
+	if (p != dh_p || !atomic_compare_exchange_strong(&dh_armed, &one, 0))
+		return;
+	dh_inside = 1;
+	while (!dh_go)
+		usleep(1000);
+}
+static void *dh_discarder(void *arg)
+{
+	(void)arg;
+	CHECK(madvise(dh_p, 8 * MB, MADV_DONTNEED) == 0);
+	return NULL;
+}
+static void *dh_releaser(void *arg)
+{
+	(void)arg;
+	CHECK(dh_rel(dh_nd, dh_p) == ZE_RESULT_SUCCESS);
+	dh_released = 1;
+	return NULL;
+}
+static int dh_pt(const char *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", getenv("HOSTPIN_TEST_PAUSE"), name);
+	return access(p, F_OK) == 0;
+}
+static void dh_touch(const char *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", getenv("HOSTPIN_TEST_PAUSE"), name);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static void drop_held(void)
+{
+	imp_t imp;
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	ze_driver_handle_t d = init();
+	fns(d, &imp, &dh_rel);
+	dh_nd = native(d);
+	ze_result_t (*base)(ze_driver_handle_t, void *, void **) = NULL;
+	CHECK(zeDriverGetExtensionFunctionAddress(
+		  d, "zexDriverGetHostPointerBaseAddress", (void **)&base) == 0 &&
+	      base);
+	dh_p = malloc(8 * MB);
+	memset(dh_p, 4, 8 * MB);
+	CHECK(registered(dh_p));
+	dh_touch("import_dropped_wait.arm");
+	dh_armed = 1;
+	pthread_t t, r;
+	CHECK(pthread_create(&t, NULL, dh_discarder, NULL) == 0);
+	for (int i = 0; !dh_inside; i++) {
+		CHECK(i < 60000);
+		usleep(1000);
+	}
+	CHECK(pthread_create(&r, NULL, dh_releaser, NULL) == 0);
+	for (int i = 0; !dh_released && !dh_pt("import_dropped_wait.paused"); i++) {
+		CHECK(i < 60000);
+		usleep(1000);
+	}
+	dh_go = 1;
+	dh_touch("import_dropped_wait.go");
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(pthread_join(r, NULL) == 0);
+	void *b = NULL;
+	if (!registered(dh_p) || base(dh_nd, dh_p, &b) != ZE_RESULT_SUCCESS ||
+	    b != dh_p) {
+		fprintf(stderr, "not imported again (flagged %d)\n",
+			registered(dh_p));
+		exit(1);
+	}
+	free(dh_p);
+}
+
+#endif
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -235,6 +335,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "foreign")) foreign();
 	else if (!strcmp(m, "drop")) drop();
 	else if (!strcmp(m, "drop_hooked")) drop_hooked();
+#ifndef AS_PLUGIN
+	else if (!strcmp(m, "drop_held")) drop_held();
+#endif
 	else if (!strcmp(m, "noinit")) tp_pending_only(hp);
 	else if (!strcmp(m, "fork")) forked();
 	else if (ranges_mode(m)) ;

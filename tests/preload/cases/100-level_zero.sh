@@ -21,6 +21,14 @@ rm -f "$log"
 zerun "work with two drivers" 0 "ZE_ENABLE_ALT_DRIVERS=$ZE1,$ZE2" -- work
 n=$(echo "$ZE_LOG_KEEP" | grep " IMPORT " | awk '{print $2}' | sort -u | wc -l)
 [ "$n" = 2 ] && ok "level zero: with two drivers, both get the imports" || bad "level zero: imports reached $n driver(s)"
+# Must hold (audit c): the program releases hostpin's import (through the
+# hook) while a discard holds the block, inside its import again: the
+# release waits for the hold and imports the block again (it stayed
+# flagged imported, never imported again).
+pd=$(mktemp -d)
+zerun "program releases hostpin's import while a discard holds the block: imported again" 0 \
+	HOSTPIN_TEST_PAUSE="$pd" FAKE_ZE_IMPORT_HOOK=1 -- drop_held
+rm -rf "$pd"
 zerun "program drops hostpin's import behind its back: no second release" 0 HOSTPIN_STATS=1 -- drop
 if echo "$ZE_OUT_KEEP" | grep -q "imports of hostpin's released by the program [1-9]"; then
 	ok "level zero: the dropped import is counted in the report"

@@ -50,4 +50,34 @@ cr "a context reset while a discard holds the block: registered again" \
 # registered again by the copies after, never left flagged registered.
 cr "a context reset while a step aside holds the block: registered again" \
 	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_aside
+# Must hold (audit d): the same reset while the discard holds the block
+# between its unregistration of the cell and its registration again: the
+# block is pending again, registered again by the copies after (it was
+# left unregistered for good, or flagged registered over dead cells).
+cr "a context reset while a discard registers its cell again: registered again" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M -- reset_repin
+# Must hold (audit d): the same reset while a free of the registered block
+# holds it, being released into the cache (a pause point inside hostpin):
+# the block taken from the cache is registered again by its copies (it was
+# kept flagged registered over its dead registration).
+pd=$(mktemp -d)
+cr "a context reset while a free puts the block in the cache: registered again" \
+	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- reset_cache
+rm -rf "$pd"
+# Must hold (audit e): an object calling an unguarded driver copy entry
+# point is loaded while a discard holds a registered mapping: the mapping
+# ends unregistered (the coverage check's walk skipped it, held, and the
+# discard registered its cell again).
+cr "an unguarded copy entry point loaded while a discard holds the block: unregistered" \
+	HOSTPIN_MMAP=private HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M HP_EXTRA_USE="$B/libextrause.so" -- cov_discard
+# Must hold (audit b): the same reset inside the window where a copy's
+# thread holds the block it has just registered, after it looked at the
+# contexts' epoch (a pause point inside hostpin: HOSTPIN_TEST_PAUSE); its
+# look again once its claim ended finds the block being freed into the
+# cache: it waits and looks again, so the block is registered again by the
+# copies after (it stayed flagged registered over dead registrations).
+pd=$(mktemp -d)
+cr "a context reset in a registration's window, the block freed meanwhile: registered again" \
+	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- recheck
+rm -rf "$pd"
 fi
