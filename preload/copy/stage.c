@@ -38,8 +38,11 @@ struct held {
  * A staged copy holds no gate for its length: each call a capture may
  * prohibit (a slot's event asked or waited for, a ring grown) enters the
  * gate alone, so a capture's begin elsewhere waits for one call at most.
- * Once the process has begun a capture, a slot's wait polls its event
- * inside the gate and sleeps outside it: a begin never waits for a DMA. */
+ * A slot's wait polls its event inside the gate and sleeps outside it,
+ * the process's first capture or not: a wait blocked in the driver could
+ * not be cut short by a begin, whose stream may hold back the very DMA
+ * waited for (the engine tester's hang-first-capture-held-d2h-96559553),
+ * so a begin never waits for a DMA. */
 static int take(struct hp_ring *R, hp_cudaStream_t id, int first)
 {
 	if (!hp_capture_enter())
@@ -58,11 +61,6 @@ static int slot_wait(struct hp_ring *R, int k)
 	for (long ns = 1000;;) {
 		if (!hp_capture_enter())
 			return HP_STAGE_REST;
-		if (!hp_capture_seen()) {
-			int r = hp_ring_wait(R, k);
-			hp_capture_leave();
-			return r;
-		}
 		int r = hp_cuda_event_query(R->ev[k]);
 		hp_capture_leave();
 		if (r == 0) {
