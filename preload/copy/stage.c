@@ -39,10 +39,11 @@ struct held {
  * prohibit (a slot's event asked or waited for, a ring grown) enters the
  * gate alone, so a capture's begin elsewhere waits for one call at most.
  * A slot's wait polls its event inside the gate and sleeps outside it,
- * the process's first capture or not: a wait blocked in the driver could
- * not be cut short by a begin, whose stream may hold back the very DMA
- * waited for (the engine tester's hang-first-capture-held-d2h-96559553),
- * so a begin never waits for a DMA. */
+ * whether or not the process captured before: a begin cannot cut short a
+ * wait blocked in the driver, and the DMA waited for may be one that only
+ * the capturing thread lets run, after its capture (the engine tester's
+ * cases/capture-first-held-d2h-96559553).  So a begin never waits for a
+ * DMA. */
 static int take(struct hp_ring *R, hp_cudaStream_t id, int first)
 {
 	if (!hp_capture_enter())

@@ -190,7 +190,7 @@ static int mode_ptds(void)
  * (the capture stays valid), the data right.  capture_other_2d: the same
  * as a 2D copy.  capture_other_first: the same as the process's first
  * capture (none begun before it: A's wait was never told of captures; the
- * engine tester's hang-first-capture-held-d2h-96559553). */
+ * engine tester's cases/capture-first-held-d2h-96559553). */
 static CUstream gc_s1, gc_s2;
 static char *gc_h;
 static CUdeviceptr gc_d;

@@ -50,7 +50,7 @@ lf "a global capture's begin does not wait for a staged 2D copy elsewhere" any \
 echo "$LF_LOG" | grep -q "VIOLATION pageable-copy 2D" &&
 	bad "late DMA: capture elsewhere mid 2D copy: the whole copy went to the driver as it is" ||
 	ok "late DMA: capture elsewhere mid 2D copy: staged in part, the rest as the program's 2D calls"
-# Must hold (the engine tester's hang-first-capture-held-d2h-96559553): the
+# Must hold (the engine tester's cases/capture-first-held-d2h-96559553): the
 # same when the capture is the process's first (the copy's wait began
 # before any capture was seen: it must not block where a begin waits).
 lf "the process's first global capture does not wait for a staged copy elsewhere" any \
