@@ -36,7 +36,7 @@ struct held {
 
 /* ---- the capture gate, one driver call at a time (issue 39 item 2) ----
  * A staged copy holds no gate for its length: each call a capture may
- * prohibit (a slot's event asked or waited for, a ring grown) enters the
+ * prohibit (a slot's event asked for, a ring grown) enters the
  * gate alone, so a capture's begin elsewhere waits for one call at most.
  * A slot's wait polls its event inside the gate and sleeps outside it,
  * whether or not the process captured before: a begin cannot cut short a
