@@ -148,10 +148,7 @@ HP_HIDDEN void hp_capture_stream_fork_child(void);
  * apart (issue 39): the per-thread default stream (one handle for every
  * thread, CU_STREAM_PER_THREAD) is the calling thread's own; the legacy
  * stream's two handles (0, CU_STREAM_LEGACY) are one; any other stream is
- * its handle.  hp_capture_seen: a capture that prohibits calls (global or
- * thread-local) began in this process once: from then on a staged copy
- * waits by polling (stage.c), never blocking inside the capture gate. */
+ * its handle. */
 HP_HIDDEN uintptr_t hp_stream_key(hp_cudaStream_t s);
-HP_HIDDEN int hp_capture_seen(void);
 
 #endif

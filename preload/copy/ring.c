@@ -262,16 +262,6 @@ int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first)
 	return k;
 }
 
-/* Slot k is taken by the caller: no other thread touches its fields. */
-int hp_ring_wait(struct hp_ring *R, int k)
-{
-	if (!R->used[k])
-		return 0;
-	int r = hp_cuda_event_wait(R->ev[k]);
-	R->used[k] = 0;
-	return r;
-}
-
 int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,
 		  hp_cudaStream_t id)
 {

@@ -36,10 +36,14 @@ struct held {
 
 /* ---- the capture gate, one driver call at a time (issue 39 item 2) ----
  * A staged copy holds no gate for its length: each call a capture may
- * prohibit (a slot's event asked or waited for, a ring grown) enters the
+ * prohibit (a slot's event asked for, a ring grown) enters the
  * gate alone, so a capture's begin elsewhere waits for one call at most.
- * Once the process has begun a capture, a slot's wait polls its event
- * inside the gate and sleeps outside it: a begin never waits for a DMA. */
+ * A slot's wait polls its event inside the gate and sleeps outside it,
+ * whether or not the process captured before: a begin cannot cut short a
+ * wait blocked in the driver, and the DMA waited for may be one that only
+ * the capturing thread lets run, after its capture (the engine tester's
+ * cases/capture-first-held-d2h-96559553).  So a begin never waits for a
+ * DMA. */
 static int take(struct hp_ring *R, hp_cudaStream_t id, int first)
 {
 	if (!hp_capture_enter())
@@ -58,11 +62,6 @@ static int slot_wait(struct hp_ring *R, int k)
 	for (long ns = 1000;;) {
 		if (!hp_capture_enter())
 			return HP_STAGE_REST;
-		if (!hp_capture_seen()) {
-			int r = hp_ring_wait(R, k);
-			hp_capture_leave();
-			return r;
-		}
 		int r = hp_cuda_event_query(R->ev[k]);
 		hp_capture_leave();
 		if (r == 0) {

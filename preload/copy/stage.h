@@ -116,7 +116,6 @@ HP_HIDDEN int hp_stage_pieces_on(void);
  * copy holds, and the ring then grows in the background; a copy holding
  * slots leaves that one), taken until hp_ring_release; -1 if none (never
  * a wait, never a registration).
- * hp_ring_wait: wait for the taken slot's last DMA (s's own work).
  * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
  * its event (if that fails, wait for s); id: s's identity (plan's sid),
  * what hp_ring_take is given.  hp_ring_slot: slot k's bytes. */
@@ -150,7 +149,6 @@ struct hp_plan;
 HP_HIDDEN struct hp_ring *hp_ring_get(const struct hp_plan *P, int must);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
 HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
-HP_HIDDEN int hp_ring_wait(struct hp_ring *R, int k);
 HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,
 			   hp_cudaStream_t id);
 HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);

@@ -54,13 +54,6 @@ uintptr_t hp_stream_key(hp_cudaStream_t s)
 	return (uintptr_t)s;
 }
 
-static _Atomic int seen; /* a counted capture began once */
-
-int hp_capture_seen(void)
-{
-	return atomic_load_explicit(&seen, memory_order_relaxed);
-}
-
 /* Streams with copies of several driver calls in progress (stage.h), or a
  * capture beginning or in progress (any mode), under str_mu.  A stream
  * not listed (the table full) has none; a copy then passes through. */
@@ -159,8 +152,6 @@ int hp_capture_begin(hp_cudaStream_t s, int mode)
 	str_begin(s);
 	if (mode == HP_CAPTURE_RELAXED)
 		return 0;
-	/* relaxed: a flag; the gate's own counters order the calls */
-	atomic_store_explicit(&seen, 1, memory_order_relaxed);
 	pthread_mutex_lock(&cap_mu);
 	int i = 0;
 	while (i < MAX_CAPTURES && caps[i].used)

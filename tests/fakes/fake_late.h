@@ -148,6 +148,25 @@ void fake_cuda_stream_release(stream_t *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether a synchronisation or a query asked s's worker for work queued
+ * behind a hold not yet released (a thread that waits, or polls, for what
+ * only the release lets run): 1 or 0. */
+int fake_cuda_stream_asked_past_hold(stream_t *s);
+int fake_cuda_stream_asked_past_hold(stream_t *s)
+{
+	s = S(s);
+	pthread_mutex_lock(&s->mu);
+	struct late *l = late_of(s);
+	int asked = 0;
+	for (struct op *o = s->head; o; o = o->next)
+		if (o->hold > l->released) { /* the first hold not let go */
+			asked = l->want > o->qn;
+			break;
+		}
+	pthread_mutex_unlock(&s->mu);
+	return asked;
+}
+
 /* A device side [p, p+n) past the end of its allocation: the late mode's
  * driver refuses the whole call (CUDA_ERROR_INVALID_VALUE) before any
  * byte moves. */

@@ -19,6 +19,7 @@ void fake_cuda_open_gate(void);
 void fake_cuda_open_gate_once(void);
 int fake_cuda_stream_hold(CUstream);
 void fake_cuda_stream_release(CUstream);
+int fake_cuda_stream_asked_past_hold(CUstream);
 
 /* One round trip of n bytes through h and d on s (seed): every call
  * succeeds, the data arrives both ways. */

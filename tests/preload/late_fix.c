@@ -188,13 +188,16 @@ static int mode_ptds(void)
  * lets s1 go only once B's begin returned: A ends its copy, the rest as
  * its own calls to the driver, without any call the capture prohibits
  * (the capture stays valid), the data right.  capture_other_2d: the same
- * as a 2D copy. */
+ * as a 2D copy.  capture_other_first: the same as the process's first
+ * capture (none begun before it: A's wait was never told of captures; the
+ * engine tester's cases/capture-first-held-d2h-96559553). */
 static CUstream gc_s1, gc_s2;
 static char *gc_h;
 static CUdeviceptr gc_d;
 static _Atomic int gc_begun, gc_end;
 static _Atomic pid_t gc_a;
 static int gc_rect; /* the 2D form: rows of 256 KiB, 512 KiB apart */
+static int gc_first; /* no capture before this one in the process */
 #define GC_W ((size_t)256 * 1024)
 static void *gc_copy(void *arg)
 {
@@ -229,27 +232,37 @@ static void *gc_capture(void *arg)
 	return NULL;
 }
 static int b_began(void *arg) { (void)arg; return gc_begun != 0; }
-/* latched: a polling thread wakes between two looks (wait_for looks
- * twice) */
+/* A asleep, having asked s1 for its DMA behind the hold not let go (the
+ * fake's worker told to run past it: A waits for that DMA, not for
+ * anything before it); latched: a polling thread wakes between two looks
+ * (wait_for looks twice) */
 static int a_asleep(void *arg)
 {
 	static int seen;
 	(void)arg;
-	return seen = seen || (gc_a && asleep(gc_a));
+	return seen = seen || (gc_a && asleep(gc_a) &&
+			       fake_cuda_stream_asked_past_hold(gc_s1));
 }
-/* A's first chunk drained into its memory and A waiting again */
+/* A's first chunk drained into its memory and A waiting again, behind
+ * the second hold */
 static int a_drained(void *arg)
 {
 	static int seen;
 	(void)arg;
 	size_t n = gc_rect ? GC_W : 512 * 1024;
-	return seen = seen || (memcmp(gc_h, D(gc_d), n) == 0 && asleep(gc_a));
+	return seen = seen || (memcmp(gc_h, D(gc_d), n) == 0 && asleep(gc_a) &&
+			       fake_cuda_stream_asked_past_hold(gc_s1));
 }
 static int capture_other(void);
 static int mode_capture_other(void) { return capture_other(); }
 static int mode_capture_other_2d(void)
 {
 	gc_rect = 1;
+	return capture_other();
+}
+static int mode_capture_other_first(void)
+{
+	gc_first = 1;
 	return capture_other();
 }
 static int capture_other(void)
@@ -261,8 +274,8 @@ static int capture_other(void)
 	CHECK(cuStreamCreate(&gc_s1, 0) == 0 && cuStreamCreate(&gc_s2, 0) == 0);
 	void *g;
 	/* a capture before: the process captures graphs */
-	CHECK(cuStreamBeginCapture_v2(gc_s2, 0) == 0);
-	CHECK(cuStreamEndCapture(gc_s2, &g) == 0);
+	CHECK(gc_first || cuStreamBeginCapture_v2(gc_s2, 0) == 0);
+	CHECK(gc_first || cuStreamEndCapture(gc_s2, &g) == 0);
 	CHECK(fake_cuda_stream_hold(gc_s1) == 0);
 	pthread_t a, b;
 	CHECK(pthread_create(&a, NULL, gc_copy, NULL) == 0);
@@ -540,6 +553,7 @@ int main(int argc, char **argv)
 	    {"ptds", mode_ptds},
 	    {"capture_other", mode_capture_other},
 	    {"capture_other_2d", mode_capture_other_2d},
+	    {"capture_other_first", mode_capture_other_first},
 	    {"partial", mode_partial},
 	    {"decision", mode_decision},
 	    {"unified", mode_unified},

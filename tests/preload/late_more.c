@@ -181,8 +181,21 @@ static _Atomic int cm_begun, cm_end;
 static _Atomic pid_t cm_tid[2];
 static char *cm_h;
 static CUdeviceptr cm_d;
-static int asleep(pid_t t) { return task_syscall(t) == SYS_futex; }
-static int a_asleep(void *arg) { (void)arg; return cm_tid[0] && asleep(cm_tid[0]); }
+static int asleep(pid_t t) /* a futex, or a sleep between polls */
+{
+	long nr = task_syscall(t);
+	return nr == SYS_futex || nr == SYS_nanosleep ||
+	       nr == SYS_clock_nanosleep;
+}
+/* A asleep, having asked for its DMA behind the hold (latched: a polling
+ * thread wakes between two looks) */
+static int a_asleep(void *arg)
+{
+	static int seen;
+	(void)arg;
+	return seen = seen || (cm_tid[0] && asleep(cm_tid[0]) &&
+			       fake_cuda_stream_asked_past_hold(cm_s));
+}
 static int b_waits(void *arg)
 {
 	(void)arg;

@@ -50,6 +50,11 @@ lf "a global capture's begin does not wait for a staged 2D copy elsewhere" any \
 echo "$LF_LOG" | grep -q "VIOLATION pageable-copy 2D" &&
 	bad "late DMA: capture elsewhere mid 2D copy: the whole copy went to the driver as it is" ||
 	ok "late DMA: capture elsewhere mid 2D copy: staged in part, the rest as the program's 2D calls"
+# Must hold (the engine tester's cases/capture-first-held-d2h-96559553): the
+# same when the capture is the process's first (the copy's wait began
+# before any capture was seen: it must not block where a begin waits).
+lf "the process's first global capture does not wait for a staged copy elsewhere" any \
+	HOSTPIN_STAGE_BUFFER=4M HOSTPIN_STAGE_THREADS=1 -- capture_other_first
 # Must hold (item 6): a copy under HOSTPIN_STAGE_MIN, and a 2D copy,
 # crossing the end of the registered part of a block being registered
 # never reach the driver half registered (the fake refuses that:
