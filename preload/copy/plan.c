@@ -294,7 +294,9 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		if ((split = across_pieces(c, a, n, &b)))
 			P->base = b.base, P->len = b.len;
 	}
-	if (split && (rect ? stream_enter(s) : stream_enter_pieces(s)))
+	/* (a 2D or 3D one too: its calls are copies on s, its waits a host
+	 * function on s, as a 1D one's; cases/capture-local-2d-96559960) */
+	if (split && stream_enter_pieces(s))
 		P->kind = HP_PLAN_PIECES;
 	/* a 1D async copy on this thread's per-thread default stream while
 	 * it captures: captured as one node per registration, never whole
