@@ -173,7 +173,8 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * each part inside one registration (a range across two is not one
 	 * registered range to it); a 2D or 3D one is staged, or where it
 	 * cannot be (staging off, no ring: the stream's context not
-	 * current), goes by pieces too, its rows cut at the registrations
+	 * current, a capture elsewhere that prohibits the ring's calls),
+	 * goes by pieces too, its rows cut at the registrations
 	 * (stage_rect.c: never a range only partly registered, issue 39
 	 * item 6). */
 	int split = 0, pre = 0;
