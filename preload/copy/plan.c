@@ -184,7 +184,8 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * each part inside one registration (a range across two is not one
 	 * registered range to it); a 2D or 3D one is staged, or where it
 	 * cannot be (staging off, no ring: the stream's context not
-	 * current), goes by pieces too, its rows cut at the registrations
+	 * current, a capture elsewhere that prohibits the ring's calls),
+	 * goes by pieces too, its rows cut at the registrations
 	 * (stage_rect.c: never a range only partly registered, issue 39
 	 * item 6). */
 	int split = 0, pre = 0;
@@ -305,7 +306,9 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		if ((split = across_pieces(c, a, n, &b)))
 			P->base = b.base, P->len = b.len;
 	}
-	if (split && (rect ? stream_enter(s) : stream_enter_pieces(s)))
+	/* (a 2D or 3D one too: its calls are copies on s, its waits a host
+	 * function on s, as a 1D one's; cases/capture-local-2d-96559960) */
+	if (split && stream_enter_pieces(s))
 		P->kind = HP_PLAN_PIECES;
 	/* a 1D async copy on this thread's per-thread default stream while
 	 * it captures: captured as one node per registration, never whole

@@ -1,5 +1,5 @@
 /* Shared by the late-mode programs (late.c, late_more.c, late_fix.c,
- * late_reg.c; the fake driver's late mode: FAKE_CUDA_LATE_DMA=1,
+ * late_reg.c, late_cap.c; the fake driver's late mode: FAKE_CUDA_LATE_DMA=1,
  * fake_late.h): the fake's controls they call, one staged round trip, a
  * block half registered in the background, and the system call a thread
  * sleeps in.  On top of staged_common.h. */
