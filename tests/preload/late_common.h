@@ -1,10 +1,10 @@
-/* Shared by the late-mode programs (late.c, late_more.c, late_fix.c,
- * late_reg.c, late_pass.c, claim_race.c, aside.c; the fake driver's late
- * mode: FAKE_CUDA_LATE_DMA=1, fake_late.h): the fake's controls they call,
- * one staged round trip, a block half registered in the background, a
- * block registered whole, two copies at the driver's door, the system call
- * a thread sleeps in, and the program's registration on a thread of its
- * own.  On top of staged_common.h. */
+/* Shared by the late-mode programs (late.c, late_more.c, late_pass.c,
+ * late_reg.c, late_fix.c, late_array.c, claim_race.c, aside.c, hold_leak.c;
+ * the fake driver's late mode: FAKE_CUDA_LATE_DMA=1, fake_late.h): the
+ * fake's controls they call, one staged round trip, a block half registered
+ * in the background, a block registered whole, two copies at the driver's
+ * door, what a thread's system call and status say, a call on a watched
+ * thread (the program's own registration).  On top of staged_common.h. */
 #ifndef LATE_COMMON_H
 #define LATE_COMMON_H
 
