@@ -18,23 +18,18 @@
  *   refused 712 at B's first look after the stall (issue 39,
  *   regress-diff-c-96518885.prog, 1 full run in 27).
  * Outcomes never depend on timing: what the threads do is polled for. */
-#include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "late_common.h"
 
-CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 
 static CUstream s;
 static char *blk;
 static CUdeviceptr d;
-static _Atomic pid_t b_tid;
-static _Atomic int b_ret = -1;
+static struct reg_call b_reg = REG_CALL; /* B's, of a piece of blk */
 
 /* the fake's log has a line with what */
 static int logged(void *what)
@@ -56,27 +51,19 @@ static void *copier(void *arg)
 	CHECK(cuMemcpyHtoDAsync_v2(d, blk, 4 * MB, s) == 0);
 	return NULL;
 }
-static void *registrar(void *arg)
-{
-	(void)arg;
-	b_tid = (pid_t)syscall(SYS_gettid);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	b_ret = cuMemHostRegister_v2(blk + 16 * MB, 4 * MB, 0);
-	return NULL;
-}
 /* B waits in hostpin's step aside (sleeping between looks at the copies
  * in flight: it yields a thousand times first) */
 static int b_waits(void *arg)
 {
 	(void)arg;
-	long sc = b_tid ? task_syscall(b_tid) : -1;
-	return sc == SYS_nanosleep || sc == SYS_clock_nanosleep;
+	return watch_asleep(&b_reg.w, 0);
 }
 
 /* What both modes start from: a registered block of 32 MiB filled with
  * v, A's H2D from it held on its stream, B waiting in hostpin's step aside
- * for A's copy with its registration of a piece of the block. */
-static void start(int v, pthread_t *a, pthread_t *b)
+ * for A's copy with its registration of a piece of the block; then the
+ * program forks (returned: fork's). */
+static pid_t start_fork(int v, pthread_t *a, pthread_t *b)
 {
 	size_t m = 32 * MB;
 	alarm(60);
@@ -90,8 +77,12 @@ static void start(int v, pthread_t *a, pthread_t *b)
 	CHECK(fake_cuda_stream_hold(s) == 0);
 	CHECK(pthread_create(a, NULL, copier, NULL) == 0);
 	wait_for(logged, "CALL cuMemcpyHtoDAsync_v2", "A's copy reached the driver");
-	CHECK(pthread_create(b, NULL, registrar, NULL) == 0);
+	b_reg.at = blk + 16 * MB, b_reg.n = 4 * MB;
+	CHECK(pthread_create(b, NULL, watched_thread, &b_reg.w) == 0);
 	wait_for(b_waits, NULL, "B waits for A's copy");
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	return pid;
 }
 
 /* The stream let go: both threads return */
@@ -107,7 +98,7 @@ static void finish(int v)
 {
 	CHECK(cuStreamSynchronize(s) == 0);
 	CHECK(same(D(d), 4 * MB, v));
-	if (b_ret == 0)
+	if (b_reg.rc == 0)
 		CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
 	free(blk);
 }
@@ -115,9 +106,7 @@ static void finish(int v)
 static int mode_fork(void)
 {
 	pthread_t a, b;
-	start(70, &a, &b);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
+	pid_t pid = start_fork(70, &a, &b);
 	if (pid == 0) {
 		alarm(10);
 		/* the child's own copy from the block, and its free */
@@ -129,8 +118,8 @@ static int mode_fork(void)
 	int st = 0;
 	CHECK(waitpid(pid, &st, 0) == pid);
 	let_go(a, b);
-	printf("register while a copy waits: %d\n", b_ret);
-	CHECK(b_ret == 0 || b_ret == 712);
+	printf("register while a copy waits: %d\n", b_reg.rc);
+	CHECK(b_reg.rc == 0 || b_reg.rc == 712);
 	finish(70);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "child: status %#x (%s)\n", st,
@@ -145,31 +134,20 @@ static int mode_fork(void)
 /* B's voluntary context switches: one per look while it waits */
 static long b_switches(void)
 {
-	char path[64], line[128];
-	long n = -1;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)b_tid);
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
+	return task_status(b_reg.w.tid, "voluntary_ctxt_switches");
 }
 static long b_from;
 /* B's call returned, or B looked 5 times more since b_from */
 static int b_looked(void *arg)
 {
 	(void)arg;
-	return b_ret != -1 || b_switches() >= b_from + 5;
+	return b_reg.rc != -1 || b_switches() >= b_from + 5;
 }
 
 static int mode_stall(void)
 {
 	pthread_t a, b;
-	start(71, &a, &b);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
+	pid_t pid = start_fork(71, &a, &b);
 	if (pid == 0) {
 		/* the stall: every thread of the parent stopped for 11 s */
 		pid_t pp = getppid();
@@ -183,18 +161,18 @@ static int mode_stall(void)
 	/* B's thread gone already: its call returned */
 	b_from = b_switches();
 	if (b_from < 0)
-		CHECK(b_ret != -1);
+		CHECK(b_reg.rc != -1);
 	else
 		wait_for(b_looked, NULL, "B looks again after the stall");
-	int early = b_ret;
+	int early = b_reg.rc;
 	let_go(a, b);
 	printf("register across a stall of the process: %d (returned before "
-	       "the copy ended: %s)\n", b_ret, early != -1 ? "yes" : "no");
+	       "the copy ended: %s)\n", b_reg.rc, early != -1 ? "yes" : "no");
 	finish(71);
-	if (early != -1 || b_ret != 0) {
+	if (early != -1 || b_reg.rc != 0) {
 		fprintf(stderr, "the program's registration was refused (%d) "
 			"after a stall while it waited for a copy that could "
-			"still end\n", b_ret);
+			"still end\n", b_reg.rc);
 		return 1;
 	}
 	return 0;

@@ -9,22 +9,15 @@
  * hostpin's thread does is polled for, never timed. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "late_common.h"
 
 #define BLK (16 * MB)
 #define RC_BLK (12 * MB) /* under the case's 16 MiB registration gate */
 
-CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostUnregister(void *);
 CUresult cuDevicePrimaryCtxReset_v2(int);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
@@ -99,24 +92,12 @@ static int mode_take_held(void)
  * evict).  The free runs on a thread of its own; the gate opens once it
  * waits (asleep) or returned. */
 static char *big;
-static _Atomic int freer_tid, freed;
-static void *freer(void *arg)
+static void free_big(struct watched *w)
 {
-	(void)arg;
-	freer_tid = (int)syscall(SYS_gettid);
+	(void)w;
 	free(big); /* cached: p is its victim */
-	freed = 1;
-	return NULL;
 }
-static int freer_waits(void *arg)
-{
-	(void)arg;
-	if (freed)
-		return 1;
-	long nr = freer_tid ? task_syscall(freer_tid) : -1;
-	return nr == SYS_futex || nr == SYS_nanosleep ||
-	       nr == SYS_clock_nanosleep;
-}
+static struct watched freer = {.fn = free_big};
 static int mode_evict_held(void)
 {
 	alarm(180);
@@ -129,8 +110,8 @@ static int mode_evict_held(void)
 	CHECK(z != NULL && tp_flags(z) != 0);
 	char *p = cached_and_held(d, s);
 	pthread_t t;
-	CHECK(pthread_create(&t, NULL, freer, NULL) == 0);
-	wait_for(freer_waits, NULL, "the free waits for the thread, or returned");
+	CHECK(pthread_create(&t, NULL, watched_thread, &freer) == 0);
+	wait_for(watch_locked, &freer, "the free waits for the thread, or returned");
 	fake_cuda_open_gate();
 	CHECK(pthread_join(t, NULL) == 0);
 	/* the thread is done with p once a block queued after it is
@@ -158,6 +139,14 @@ static char *cells_map(size_t m)
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == blk);
 	return blk;
 }
+/* cells_map's mapping filled with seed, once registered(it) */
+static char *cells_registered(size_t m, unsigned seed, int (*registered)(void *))
+{
+	char *blk = cells_map(m);
+	fill(blk, m, seed);
+	wait_for(registered, blk, "the mapping registered");
+	return blk;
+}
 
 /* Item 3: the program registers part of a mapped block of hostpin's
  * (HOSTPIN_REGISTER_CHUNK=8M: registered in 8 MiB cells) while another
@@ -169,36 +158,44 @@ static char *cells_map(size_t m)
  * refused 712 (overlap).  The unmapping thread is held inside its first
  * unregistration (fake_cuda_unreg_hook) until the registering thread
  * returned or waits (asleep). */
-static char *_Atomic sp_cell;
+/* An unregistration held (fake_cuda_unreg_hook): the first of cell made
+ * by the thread marked (mine), inside (set) until go. */
+struct unreg_hold {
+	char *_Atomic cell;
+	_Atomic int inside, go;
+};
+static void unreg_hold(struct unreg_hold *h, void *p, int mine)
+{
+	char *want = p;
+	if (p == NULL || !mine ||
+	    !atomic_compare_exchange_strong(&h->cell, &want, NULL))
+		return;
+	h->inside = 1;
+	while (!h->go) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+static struct unreg_hold sp_hold, rd_hold;
 static pthread_t sp_m;
-static __thread int sp_is_m;
-static _Atomic int sp_inside, sp_go, sp_tid, sp_done;
+static __thread int sp_is_m, rd_is_m;
 static char *sp_blk;
-static CUresult sp_rc = (CUresult)-1;
+static struct reg_call sp_reg = REG_CALL;
 
-static void rd_hook(void *p);
 static int rd_repin; /* reset_repin: held in the registration again */
 void fake_cuda_reg_hook(void *p, size_t n);
 void fake_cuda_reg_hook(void *p, size_t n)
 {
 	(void)n;
 	if (rd_repin)
-		rd_hook(p);
+		unreg_hold(&rd_hold, p, rd_is_m);
 }
 void fake_cuda_unreg_hook(void *p);
 void fake_cuda_unreg_hook(void *p)
 {
 	if (!rd_repin)
-		rd_hook(p);
-	char *want = p;
-	if (p == NULL || !sp_is_m ||
-	    !atomic_compare_exchange_strong(&sp_cell, &want, NULL))
-		return;
-	sp_inside = 1;
-	while (!sp_go) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
+		unreg_hold(&rd_hold, p, rd_is_m);
+	unreg_hold(&sp_hold, p, sp_is_m);
 }
 static void *sp_unmapper(void *arg)
 {
@@ -207,48 +204,31 @@ static void *sp_unmapper(void *arg)
 	CHECK(munmap(sp_blk, 8 * MB) == 0);
 	return NULL;
 }
-static void *sp_registrar(void *arg)
-{
-	(void)arg;
-	sp_tid = (int)syscall(SYS_gettid);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	sp_rc = cuMemHostRegister_v2(sp_blk + 16 * MB, 8 * MB, 0);
-	sp_done = 1;
-	return NULL;
-}
 static int sp_flag(void *arg)
 {
 	return *(_Atomic int *)arg;
 }
-static int sp_waits(void *arg)
-{
-	(void)arg;
-	if (sp_done)
-		return 1;
-	long nr = sp_tid ? task_syscall(sp_tid) : -1;
-	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
-}
+
 static int mode_split_aside(void)
 {
 	alarm(180);
 	size_t m = 32 * MB;
-	char *blk = cells_map(m);
+	char *blk = cells_registered(m, 5, is_reg);
 	sp_blk = blk;
-	fill(blk, m, 5);
-	wait_for((int (*)(void *))is_reg, blk, "the mapping registered");
 	CHECK(fake_cuda_is_registered(blk + 16 * MB, 8 * MB));
-	sp_cell = blk;
+	sp_hold.cell = blk;
 	pthread_t p;
 	CHECK(pthread_create(&sp_m, NULL, sp_unmapper, NULL) == 0);
-	wait_for(sp_flag, (void *)&sp_inside, "the unmap inside its unregistration");
-	CHECK(pthread_create(&p, NULL, sp_registrar, NULL) == 0);
-	wait_for(sp_waits, NULL, "the registration returned or waits");
-	sp_go = 1;
+	wait_for(sp_flag, (void *)&sp_hold.inside, "the unmap inside its unregistration");
+	sp_reg.at = blk + 16 * MB, sp_reg.n = 8 * MB;
+	CHECK(pthread_create(&p, NULL, watched_thread, &sp_reg.w) == 0);
+	wait_for(watch_slept, &sp_reg.w, "the registration returned or waits");
+	sp_hold.go = 1;
 	CHECK(pthread_join(sp_m, NULL) == 0);
 	CHECK(pthread_join(p, NULL) == 0);
-	if (sp_rc != 0) {
+	if (sp_reg.rc != 0) {
 		fprintf(stderr, "the program's registration inside the "
-			"survivor: %d\n", (int)sp_rc);
+			"survivor: %d\n", (int)sp_reg.rc);
 		return 1;
 	}
 	CHECK(cuMemHostUnregister(blk + 16 * MB) == 0);
@@ -263,22 +243,8 @@ static int mode_split_aside(void)
  * registrations died with the context: the discard must still succeed
  * and the block must be registered again by the copies after (not left
  * flagged registered with dead registrations, nor given up). */
-static __thread int rd_is_m;
-static _Atomic int rd_inside, rd_go, rd_tid, rd_done, rd_rc = -2;
-static char *_Atomic rd_cell;
+static _Atomic int rd_rc = -2;
 static char *rd_blk;
-static void rd_hook(void *p)
-{
-	char *want = p;
-	if (p == NULL || !rd_is_m ||
-	    !atomic_compare_exchange_strong(&rd_cell, &want, NULL))
-		return;
-	rd_inside = 1;
-	while (!rd_go) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
-}
 static int rd_aside; /* reset_aside: the program registers instead */
 static int rd_cov; /* cov_discard: an unguarded object loaded instead */
 static void *rd_discarder(void *arg)
@@ -298,45 +264,24 @@ static void *rd_discarder(void *arg)
 			    : errno;
 	return NULL;
 }
-static void *rd_resetter(void *arg)
+static void reset0(struct watched *w)
 {
-	(void)arg;
-	rd_tid = (int)syscall(SYS_gettid);
+	(void)w;
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
-	rd_done = 1;
-	return NULL;
 }
-static int rd_waits(void *arg)
-{
-	(void)arg;
-	if (rd_done)
-		return 1;
-	long nr = rd_tid ? task_syscall(rd_tid) : -1;
-	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep ||
-	       nr == SYS_futex;
-}
-static int rd_whole(void *p)
-{
-	for (int i = 0; i < 4; i++)
-		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
-					     8 * MB))
-			return 0;
-	return is_reg(p);
-}
+static struct watched rd_resetter = {.fn = reset0};
 static int mode_reset_discard(void)
 {
 	alarm(180);
 	size_t m = 32 * MB;
-	char *blk = cells_map(m);
+	char *blk = cells_registered(m, 7, reg_whole);
 	rd_blk = blk;
-	fill(blk, m, 7);
-	wait_for(rd_whole, blk, "the mapping registered");
 	/* the step aside unregisters the block whole (its first cell
 	 * first), the discard its second cell */
-	rd_cell = rd_aside ? blk : blk + 8 * MB;
+	rd_hold.cell = rd_aside ? blk : blk + 8 * MB;
 	pthread_t t, r;
 	CHECK(pthread_create(&t, NULL, rd_discarder, NULL) == 0);
-	wait_for(sp_flag, (void *)&rd_inside, "the discard inside its unregistration");
+	wait_for(sp_flag, (void *)&rd_hold.inside, "the discard inside its unregistration");
 	if (rd_cov) {
 		/* an object that calls an unguarded driver copy entry point
 		 * by a linked reference, then a large allocation: hostpin's
@@ -344,7 +289,7 @@ static int mode_reset_discard(void)
 		CHECK(dlopen(getenv("HP_EXTRA_USE"), RTLD_NOW | RTLD_LOCAL));
 		char *x = malloc(RC_BLK);
 		CHECK(x != NULL && !is_reg(x));
-		rd_go = 1;
+		rd_hold.go = 1;
 		CHECK(pthread_join(t, NULL) == 0);
 		free(x);
 		if (is_reg(blk) || fake_cuda_registered_bytes(blk, m)) {
@@ -357,9 +302,9 @@ static int mode_reset_discard(void)
 		CHECK(munmap(blk, m) == 0);
 		return 0;
 	}
-	CHECK(pthread_create(&r, NULL, rd_resetter, NULL) == 0);
-	wait_for(rd_waits, NULL, "the reset returned or waits");
-	rd_go = 1;
+	CHECK(pthread_create(&r, NULL, watched_thread, &rd_resetter) == 0);
+	wait_for(watch_locked, &rd_resetter, "the reset returned or waits");
+	rd_hold.go = 1;
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK(pthread_join(r, NULL) == 0);
 	if (rd_rc != 0) {
@@ -371,13 +316,8 @@ static int mode_reset_discard(void)
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	CUdeviceptr d = dev(m);
-	for (unsigned i = 0; i < 4 && !rd_whole(blk); i++) {
-		fill(blk, m, 8 + i);
-		CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0);
-		CHECK(cuStreamSynchronize(NULL) == 0);
-		CHECK(same(D(d), m, 8 + i));
-	}
-	if (!rd_whole(blk)) {
+	copy_until_whole(blk, d, m, 8, 4);
+	if (!reg_whole(blk)) {
 		fprintf(stderr, "not registered again after the reset "
 			"(flagged %d)\n", is_reg(blk));
 		return 1;

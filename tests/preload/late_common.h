@@ -1,20 +1,29 @@
-/* Shared by the late-mode programs (late.c, late_more.c, late_fix.c,
- * late_reg.c, late_cap.c; the fake driver's late mode: FAKE_CUDA_LATE_DMA=1,
- * fake_late.h): the fake's controls they call, one staged round trip, a
- * block half registered in the background, and the system call a thread
- * sleeps in.  On top of staged_common.h. */
+/* Shared by the late-mode programs (late.c, late_more.c, late_pass.c,
+ * late_multi.c, late_reg.c, late_fix.c, late_array.c, late_cap.c,
+ * claim_race.c, aside.c, hold_leak.c; the fake driver's late mode:
+ * FAKE_CUDA_LATE_DMA=1, fake_late.h): the fake's controls they call, one
+ * staged round trip, a block half registered in the background, a block
+ * registered whole, two copies at the driver's door, what a thread's system
+ * call and status say, a call on a watched thread (the program's own
+ * registration).  On top of staged_common.h. */
 #ifndef LATE_COMMON_H
 #define LATE_COMMON_H
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "staged_common.h"
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 int fake_cuda_is_registered(const void *, size_t);
+size_t fake_cuda_registered_bytes(const void *, size_t);
+void fake_cuda_release_registration(void);
 void fake_cuda_open_gate(void);
 void fake_cuda_open_gate_once(void);
 int fake_cuda_stream_hold(CUstream);
@@ -67,6 +76,59 @@ static inline char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
 	return blk;
 }
 
+/* A 32 MiB block (8 MiB aligned) registered whole: each of its four 8 MiB
+ * pieces (HOSTPIN_REGISTER_CHUNK=8M) in the fake's table (whole); that,
+ * and flagged registered by hostpin (reg_whole); the fake's registered
+ * bytes covering its 32 MiB, however made (whole32). */
+static inline int whole(void *p)
+{
+	for (int i = 0; i < 4; i++)
+		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
+					     8 * MB))
+			return 0;
+	return 1;
+}
+static inline int reg_whole(void *p)
+{
+	return is_reg(p) && whole(p);
+}
+static inline int whole32(void *p)
+{
+	return fake_cuda_registered_bytes(p, 32 * MB) == 32 * MB;
+}
+
+/* Copies of blk's m bytes onto d (the null stream; seeds seed, seed + 1
+ * ...), each synchronised and its data checked, until blk is registered
+ * whole (reg_whole), tries at the most. */
+static inline void copy_until_whole(char *blk, CUdeviceptr d, size_t m,
+				    unsigned seed, unsigned tries)
+{
+	for (unsigned i = 0; i < tries && !reg_whole(blk); i++) {
+		fill(blk, m, seed + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0);
+		CHECK(cuStreamSynchronize(NULL) == 0);
+		CHECK(same(D(d), m, seed + i));
+	}
+}
+
+/* Two threads' copies through one block: A's (a) held at the driver's door
+ * (the fake's gate), then B's (b) started until there(NULL) says what B
+ * waits for (what); the door opened, A joined, the registration held in
+ * the driver let go, B joined. */
+static inline void door_then(void *(*a)(void *), void *(*b)(void *),
+			     int (*there)(void *), const char *what)
+{
+	pthread_t ta, tb;
+	CHECK(pthread_create(&ta, NULL, a, NULL) == 0);
+	wait_for(gate_held, NULL, "A's copy at the driver's door");
+	CHECK(pthread_create(&tb, NULL, b, NULL) == 0);
+	wait_for(there, NULL, what);
+	fake_cuda_open_gate();
+	CHECK(pthread_join(ta, NULL) == 0);
+	fake_cuda_release_registration();
+	CHECK(pthread_join(tb, NULL) == 0);
+}
+
 /* A pinned-memory cap full for a moment (the case's HOSTPIN_MAX_PINNED=64M):
  * a 48 MiB block registered at its first copy (onto *d, 48 MiB of device
  * memory, seed) leaves no room for the H2D ring: n bytes of plain memory
@@ -103,5 +165,72 @@ static inline long task_syscall(pid_t t)
 	fclose(f);
 	return ok ? atoi(buf) : -1;
 }
+
+/* The number on line KEY ("KEY: N") of /proc/self/task/T/status, -1 when
+ * it cannot be read. */
+static inline long task_status(pid_t t, const char *key)
+{
+	char path[64], line[128];
+	size_t k = strlen(key);
+	long v = -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)t);
+	FILE *f = fopen(path, "r");
+	for (int found = 0; f && !found && fgets(line, sizeof(line), f);)
+		if ((found = strncmp(line, key, k) == 0 && line[k] == ':'))
+			v = strtol(line + k + 1, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* A call of the program's (fn) on a thread of its own that the main
+ * thread polls: the thread's id and whether the call returned (done).
+ * pthread_create(&t, NULL, watched_thread, &w). */
+struct watched {
+	void (*fn)(struct watched *);
+	_Atomic int tid, done;
+};
+static inline void *watched_thread(void *arg)
+{
+	struct watched *w = arg;
+	w->tid = (int)syscall(SYS_gettid);
+	w->fn(w);
+	w->done = 1;
+	return NULL;
+}
+/* w's thread asleep: in nanosleep (hostpin's looks between waits), or with
+ * futex too in a lock's wait */
+static inline int watch_asleep(struct watched *w, int futex)
+{
+	long nr = w->tid ? task_syscall(w->tid) : -1;
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep ||
+	       (futex && nr == SYS_futex);
+}
+/* wait_for's: w's call returned, or its thread asleep in nanosleep
+ * (watch_slept), or in nanosleep or futex (watch_locked) */
+static inline int watch_slept(void *w)
+{
+	return ((struct watched *)w)->done || watch_asleep(w, 0);
+}
+static inline int watch_locked(void *w)
+{
+	return ((struct watched *)w)->done || watch_asleep(w, 1);
+}
+
+/* The program's own cuMemHostRegister(at, n) in the primary context, on a
+ * watched thread (REG_CALL: its w.fn; rc -1 until it returned). */
+struct reg_call {
+	struct watched w; /* first */
+	char *at;
+	size_t n;
+	_Atomic int rc;
+};
+static inline void reg_call_fn(struct watched *w)
+{
+	struct reg_call *r = (struct reg_call *)w;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	r->rc = cuMemHostRegister_v2(r->at, r->n, 0);
+}
+#define REG_CALL {.w.fn = reg_call_fn, .rc = -1}
 
 #endif

@@ -398,15 +398,7 @@ static int mode_decision(void)
 	bd_d = dev(8 * MB);
 	fill(D(bd_d), 8 * MB, 70);
 	CHECK(cuStreamCreate(&bd_s1, 0) == 0 && cuStreamCreate(&bd_s2, 0) == 0);
-	pthread_t a, b;
-	CHECK(pthread_create(&a, NULL, bd_a, NULL) == 0);
-	wait_for(gate_held, NULL, "A's copy at the driver's door");
-	CHECK(pthread_create(&b, NULL, bd_b, NULL) == 0);
-	wait_for(reg_held, NULL, "B's registration made, held in the driver");
-	fake_cuda_open_gate();
-	CHECK(pthread_join(a, NULL) == 0);
-	fake_cuda_release_registration();
-	CHECK(pthread_join(b, NULL) == 0);
+	door_then(bd_a, bd_b, reg_held, "B's registration made, held in the driver");
 	/* registered by B's copy, or put off to this one */
 	CHECK(cuMemcpyDtoHAsync_v2(bd_h + 24 * MB, bd_d, 8 * MB, bd_s2) == 0);
 	CHECK(same(bd_h + 24 * MB, 8 * MB, 70));

@@ -293,10 +293,6 @@ static int qp_gated_or_done(void *arg)
 	(void)arg;
 	return qp_done || fake_cuda_gate_waiters() == 1;
 }
-static int qp_all_registered(void *p)
-{
-	return fake_cuda_registered_bytes(p, 32 * MB) == 32 * MB;
-}
 static int mode_queued_partial(void)
 {
 	size_t m = 32 * MB;
@@ -323,8 +319,8 @@ static int mode_queued_partial(void)
 	wait_for(qp_gated_or_done, NULL, "the copy at the gate, or done");
 	/* the thread goes on: A, then B, registered whole */
 	fake_cuda_release_registration();
-	wait_for(qp_all_registered, a, "block A registered");
-	wait_for(qp_all_registered, b, "block B registered");
+	wait_for(whole32, a, "block A registered");
+	wait_for(whole32, b, "block B registered");
 	fake_cuda_open_gate();
 	CHECK(pthread_join(t, NULL) == 0);
 	printf("H2D across a queued block's cell end: %d\n", qp_r);
@@ -347,10 +343,6 @@ static int mode_queued_partial(void)
  * meanwhile drained for nothing (issue 39, seed 9100082). */
 #include <malloc.h>
 CUresult cuDevicePrimaryCtxRelease_v2(int);
-static int whole32(void *p)
-{
-	return fake_cuda_registered_bytes(p, 32 * MB) == 32 * MB;
-}
 static int mode_other_ctx_end(void)
 {
 	size_t m = 32 * MB;

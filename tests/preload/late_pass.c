@@ -26,8 +26,6 @@
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 int fake_cuda_registrations_held(void);
-void fake_cuda_release_registration(void);
-size_t fake_cuda_registered_bytes(const void *, size_t);
 
 #define AT (MB / 2) /* A's copy: [blk + AT, blk + AT + AN) */
 #define AN (2 * MB)
@@ -99,7 +97,7 @@ static int registering(void *arg)
 static int registered_all(void *arg)
 {
 	(void)arg;
-	return is_reg(blk) && fake_cuda_registered_bytes(blk, 32 * MB) == 32 * MB;
+	return is_reg(blk) && whole32(blk);
 }
 
 static int run(int h2d, int async)
@@ -116,16 +114,8 @@ static int run(int h2d, int async)
 	dA = dev(AN), dB = dev(BN);
 	fill(D(dA), AN, h2d ? 33 : 32);
 	CHECK(cuStreamCreate(&sA, 0) == 0);
-	pthread_t a, b;
-	CHECK(pthread_create(&a, NULL, copy_a, NULL) == 0);
-	wait_for(gate_held, NULL, "A's copy at the driver's door");
-	CHECK(pthread_create(&b, NULL, copy_b, NULL) == 0);
-	wait_for(registering, NULL, "B's copy registering the block");
-	fake_cuda_open_gate();
-	CHECK(pthread_join(a, NULL) == 0);
+	door_then(copy_a, copy_b, registering, "B's copy registering the block");
 	printf("A's copy across the block's first cell end: %d\n", a_r);
-	fake_cuda_release_registration();
-	CHECK(pthread_join(b, NULL) == 0);
 	CHECK(a_r == 0);
 	/* registered: by B's copy, the registration thread, or (put off
 	 * while A's copy was at the door) the next copy */

@@ -183,18 +183,6 @@ static int mode_fork_reg(void)
  * makes its context again and copies on: the block is registered again
  * (whole), its data right. */
 #include <malloc.h>
-static int whole(void *p)
-{
-	for (int i = 0; i < 4; i++)
-		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
-					     8 * MB))
-			return 0;
-	return 1;
-}
-static int reg_whole(void *p)
-{
-	return is_reg(p) && whole(p);
-}
 static int mode_reset_reg(void)
 {
 	size_t m = 32 * MB;
@@ -277,13 +265,7 @@ static int mode_reset_sync(void)
 		fprintf(stderr, "flagged registered with a dead piece\n");
 		return 1;
 	}
-	CUdeviceptr d2 = dev(m);
-	for (unsigned i = 0; i < 3 && !reg_whole(rs_blk); i++) {
-		fill(rs_blk, m, 76 + i);
-		CHECK(cuMemcpyHtoDAsync_v2(d2, rs_blk, m, NULL) == 0);
-		CHECK(cuStreamSynchronize(NULL) == 0);
-		CHECK(same(D(d2), m, 76 + i));
-	}
+	copy_until_whole(rs_blk, dev(m), m, 76, 3);
 	CHECK(reg_whole(rs_blk));
 	free(rs_blk);
 	return 0;
