@@ -64,8 +64,7 @@ static void *discarder(void *arg)
 static void *capturer(void *arg)
 {
 	(void)arg;
-	cap_tid = (int)syscall(SYS_gettid);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
+	cap_tid = (int)syscall(SYS_gettid); /* no context: none needed */
 	CHECK(cuStreamBeginCapture_v2(cs, 0) == 0);
 	cap_begun = 1;
 	while (!cap_end) {
@@ -133,8 +132,6 @@ static int mode_discard(void)
 	CHECK(pthread_create(&t, NULL, discarder, NULL) == 0);
 	wait_for(flag, (void *)&inside, "the discard inside its unregistration");
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips the held block */
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
 	CHECK(pthread_create(&c, NULL, capturer, NULL) == 0);
 	wait_for(cap_waits, NULL, "the capture's begin waits or has begun");
 	go = 1;
@@ -144,6 +141,8 @@ static int mode_discard(void)
 	CHECK(disc_rc == 0 || disc_rc == EBUSY);
 	cap_end = 1;
 	CHECK(pthread_join(c, NULL) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
 	CUdeviceptr d = dev(m);
 	for (unsigned i = 0; i < 4 && !whole(blk); i++) {
 		fill(blk, m, 8 + i);
