@@ -125,7 +125,10 @@ int hp_pin_died(const hp_rec_t *r)
 	if (!owner || !(hp_rflags(w) & HOSTPIN_REGISTERED) || hp_in_child ||
 	    hp_cuda_ctx_gen(owner, 0) != 0)
 		return 0;
-	if (!hp_capture_busy())
+	/* this thread holds the capture gate (a release, a discard): a
+	 * capture counted meanwhile waits for it, so the refusal was the
+	 * driver's */
+	if (!hp_capture_busy() || hp_capture_held())
 		return 1;
 	/* A capture runs: an unregistration refused now may be the
 	 * capture's refusal, not the driver's (a piece made through another
@@ -140,9 +143,10 @@ int hp_pin_died(const hp_rec_t *r)
  * that ended: unregistered now (a piece made through another context
  * lives; one of the ended context's answers that it died with it:
  * hp_unpin_do counts it done), pending again, adopted next.  One held by
- * another thread meanwhile, or refused again for a capture (or no
- * context to unregister through), is looked at again at the next
- * adoption; one the driver refuses stays registered (invariant 1). */
+ * another thread or being released meanwhile, or refused again for a
+ * capture (or no context to unregister through), is looked at again at
+ * the next adoption; one the driver refuses stays registered (invariant
+ * 1). */
 static int put_off_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 {
 	int *again = arg;
@@ -150,7 +154,10 @@ static int put_off_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	if (!(hp_rflags(r) & HP_F_ENDED))
 		return 0;
 	if (!(st = hp_busy_begin(r, s))) {
-		*again = 1;
+		/* held, or being released: looked at again; a leaked one
+		 * (a release deferred: hp_retry_deferred's) is left */
+		uint32_t w = hp_word_state(s->word);
+		*again |= w == HP_REC_BUSY || w == HP_REC_RELEASING;
 		return 0;
 	}
 	unsigned f = hp_rflags(r);

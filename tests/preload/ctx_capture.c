@@ -22,6 +22,7 @@
 CUresult cuDevicePrimaryCtxReset_v2(int);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, void **);
+size_t fake_cuda_registered_bytes(const void *, size_t);
 
 static char *_Atomic cell; /* the cell whose unregistration is held */
 static __thread int is_discarder;
@@ -49,12 +50,18 @@ static int flag(void *arg)
 	return *(_Atomic int *)arg;
 }
 
+static int split; /* mode split: the holder unmaps the head instead */
 static void *discarder(void *arg)
 {
 	(void)arg;
 	is_discarder = 1;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	disc_rc = madvise(blk + 8 * MB, 8 * MB, MADV_DONTNEED) == 0 ? 0 : errno;
+	if (split)
+		disc_rc = munmap(blk, 8 * MB) == 0 ? 0 : errno;
+	else
+		disc_rc = madvise(blk + 8 * MB, 8 * MB, MADV_DONTNEED) == 0
+			      ? 0
+			      : errno;
 	return NULL;
 }
 
@@ -97,6 +104,15 @@ static int whole(void *p)
 	return is_reg(p);
 }
 
+static int kept_whole(void *p)
+{
+	for (int i = 0; i < 3; i++)
+		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
+					     8 * MB))
+			return 0;
+	return is_reg(p);
+}
+
 /* A 32 MiB mapping, 8 MiB aligned (its cells are its quarters). */
 static char *cells_map(size_t m)
 {
@@ -110,16 +126,36 @@ static char *cells_map(size_t m)
 	return b;
 }
 
-/* Device 0's primary context is reset while the discard holds the block
- * (the reset's walk skips it); a global capture begins before the
- * discard's unregistration, which the ended context refuses, returns.
- * The discard meets the end during the capture and puts it off (no
- * unregistration while a capture runs: invariant 13): the block stayed
- * flagged registered over dead registrations and nothing looked at it
- * again once the capture ended (copies at pageable speed for good,
- * counted pinned).  It must be registered again after the capture: by
- * the capture's end or the copies after. */
-static int mode_discard(void)
+/* Registered again by the copies after (4 at most): what the program
+ * keeps of the mapping, [k, k + km). */
+static int again(char *k, size_t km)
+{
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUdeviceptr d = dev(km);
+	int (*done)(void *) = km == 32 * MB ? whole : kept_whole;
+	for (unsigned i = 0; i < 4 && !done(k); i++) {
+		fill(k, km, 8 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, k, km, NULL) == 0);
+		CHECK(cuStreamSynchronize(NULL) == 0);
+		CHECK(same(D(d), km, 8 + i));
+	}
+	if (!done(k)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(tracked %d, flagged %d)\n", tp_flags(k) != 0,
+			is_reg(k));
+		return 1;
+	}
+	CHECK(munmap(k, km) == 0);
+	return 0;
+}
+
+/* Device 0's primary context is reset while the holder (a discard, or a
+ * partial unmap if split) holds the registered mapping, inside a cell's
+ * unregistration (the reset's walk skips it); with cap, a global capture
+ * begins before that unregistration, which the ended context refuses,
+ * returns (the capture's begin waits for the holder's driver calls). */
+static int held_reset(int cap)
 {
 	alarm(180);
 	size_t m = 32 * MB;
@@ -127,35 +163,139 @@ static int mode_discard(void)
 	fill(blk, m, 7);
 	wait_for(whole, blk, "the mapping registered");
 	CHECK(cuStreamCreate(&cs, 0) == 0);
-	cell = blk + 8 * MB;
+	cell = split ? blk : blk + 8 * MB;
 	pthread_t t, c;
 	CHECK(pthread_create(&t, NULL, discarder, NULL) == 0);
-	wait_for(flag, (void *)&inside, "the discard inside its unregistration");
+	wait_for(flag, (void *)&inside, "the holder inside its unregistration");
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips the held block */
-	CHECK(pthread_create(&c, NULL, capturer, NULL) == 0);
-	wait_for(cap_waits, NULL, "the capture's begin waits or has begun");
+	if (cap) {
+		CHECK(pthread_create(&c, NULL, capturer, NULL) == 0);
+		wait_for(cap_waits, NULL, "the capture's begin waits or has begun");
+	}
 	go = 1;
 	CHECK(pthread_join(t, NULL) == 0);
-	wait_for(flag, (void *)&cap_begun, "the capture began");
-	/* refused (EBUSY: no unregistration during the capture) or done */
-	CHECK(disc_rc == 0 || disc_rc == EBUSY);
-	cap_end = 1;
-	CHECK(pthread_join(c, NULL) == 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	CUdeviceptr d = dev(m);
-	for (unsigned i = 0; i < 4 && !whole(blk); i++) {
-		fill(blk, m, 8 + i);
-		CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, NULL) == 0);
-		CHECK(cuStreamSynchronize(NULL) == 0);
-		CHECK(same(D(d), m, 8 + i));
-	}
-	if (!whole(blk)) {
-		fprintf(stderr, "not registered again after the capture "
-			"(flagged %d)\n", is_reg(blk));
+	if (disc_rc != 0) {
+		fprintf(stderr, "%s: errno %d\n", split ? "munmap" : "madvise",
+			disc_rc);
 		return 1;
 	}
-	CHECK(munmap(blk, m) == 0);
+	if (cap) {
+		wait_for(flag, (void *)&cap_begun, "the capture began");
+		cap_end = 1;
+		CHECK(pthread_join(c, NULL) == 0);
+	}
+	return split ? again(blk + 8 * MB, m - 8 * MB) : again(blk, m);
+}
+
+/* The discard met the end during the capture and said no (its refusal
+ * taken for the capture's, though the capture waited for its call): the
+ * madvise failed EBUSY, the block stayed flagged registered over dead
+ * registrations and nothing looked at it again (copies at pageable speed
+ * for good, counted pinned).  The madvise must succeed and the block be
+ * registered again. */
+static int mode_discard(void)
+{
+	return held_reset(1);
+}
+
+/* No capture: the partial unmap's unregistration of the head refused,
+ * the mapping is released whole; what the program keeps must be tracked
+ * and registered again by the copies after. */
+static int mode_split(void)
+{
+	split = 1;
+	return held_reset(0);
+}
+
+/* The same during a capture: the whole release refused too (taken for
+ * the capture's), the record leaked whole, what the program keeps was no
+ * longer tracked (never registered again).  It must be. */
+static int mode_split_capture(void)
+{
+	split = 1;
+	return held_reset(1);
+}
+
+/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
+ * armed, watched and opened here. */
+static void pt_file(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static int pt_paused(void *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
+		 (const char *)name);
+	return access(p, F_OK) == 0;
+}
+
+/* A holder that holds no capture gate: a copy's thread that has just
+ * registered the block it copies from (HOSTPIN_REGISTER_BACKGROUND=0,
+ * HOSTPIN_PIN_AFTER=1), held at hostpin's pause point recheck_held.  The
+ * reset's walk skips it; a global capture begins; the thread looks again
+ * (hp_pin_recheck_ended), cannot unregister during the capture, and
+ * says no: the block stayed flagged registered over dead registrations
+ * for good.  Once the capture ended it must be registered again. */
+static char *rc_p;
+static CUdeviceptr rc_d;
+/* all of it registered (in pieces: HOSTPIN_REGISTER_CHUNK=8M) */
+static int rc_reg(void)
+{
+	return fake_cuda_registered_bytes(rc_p, 12 * MB) == 12 * MB;
+}
+static CUstream rc_s;
+static void *rc_copier(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	/* its context ends meanwhile: its answer is not asked */
+	cuMemcpyHtoDAsync_v2(rc_d, rc_p, 12 * MB, rc_s);
+	return NULL;
+}
+static int mode_recheck(void)
+{
+	alarm(180);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	size_t n = 12 * MB;
+	rc_d = dev(n);
+	CHECK(cuStreamCreate(&cs, 0) == 0);
+	CHECK(cuStreamCreate(&rc_s, 0) == 0);
+	rc_p = malloc(n);
+	CHECK(rc_p != NULL && tp_flags(rc_p) != 0 && !is_reg(rc_p));
+	fill(rc_p, n, 4);
+	pt_file("recheck_held", "arm");
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, rc_copier, NULL) == 0);
+	wait_for(pt_paused, "recheck_held", "the registration's window");
+	CHECK(is_reg(rc_p) && rc_reg());
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips the held block */
+	CHECK(cuStreamBeginCapture_v2(cs, 0) == 0);
+	pt_file("recheck_held", "go");
+	CHECK(pthread_join(a, NULL) == 0);
+	void *g;
+	CUresult e = cuStreamEndCapture(cs, &g);
+	CHECK(e == 0 || e == 901 /* invalidated */);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUdeviceptr d = dev(n);
+	for (unsigned i = 0; i < 3 && !rc_reg(); i++) {
+		fill(rc_p, n, 5 + i);
+		CHECK(cuMemcpyHtoDAsync_v2(d, rc_p, n, NULL) == 0);
+		CHECK(cuStreamSynchronize(NULL) == 0);
+		CHECK(same(D(d), n, 5 + i));
+	}
+	if (!rc_reg()) {
+		fprintf(stderr, "not registered again after the capture "
+			"(flagged %d)\n", is_reg(rc_p));
+		return 1;
+	}
+	free(rc_p);
 	return 0;
 }
 
@@ -163,6 +303,9 @@ int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"discard", mode_discard},
+	    {"split", mode_split},
+	    {"split_capture", mode_split_capture},
+	    {"recheck", mode_recheck},
 	};
 	return staged_main("ctx_capture", argc, argv, modes);
 }

@@ -26,8 +26,27 @@ if [ -x "$B/ctx_capture" ]; then
 # Must hold: device 0's primary context reset while a madvise(DONTNEED)
 # holds a registered mapping, and a global capture begun before the
 # discard's unregistration (refused by the ended context) returned: the
-# discard puts the end off (it says nothing while the capture runs); once
-# the capture ended the block is registered again (it stayed flagged
-# registered over dead registrations for good).
+# madvise succeeds and the block is registered again (the discard took the
+# refusal for the capture's: EBUSY, the block flagged registered over dead
+# registrations for good).
 cc_run "a reset met by a discard during a capture: registered again" -- discard
+# Must hold: the same with a partial munmap as the holder, during a
+# capture: the part the program keeps stays tracked and is registered
+# again (the whole release was refused too, the record leaked whole).
+cc_run "a reset met by a partial unmap during a capture: the part kept registered again" -- split_capture
+# Must hold: a holder that holds no capture gate (a copy's thread that has
+# just registered the block, at the pause point recheck_held) meets the
+# reset during a capture and cannot unregister: once the capture ended the
+# block is registered again (it stayed flagged registered for good).
+pd=$(mktemp -d)
+cc_run "a reset met by a registration's look again during a capture: registered again" \
+	HOSTPIN_PIN_AFTER=1 HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- recheck
+rm -rf "$pd"
+fi
+if [ -x "$B/ctx_capture" ]; then
+# Must hold (no capture): the same reset while a partial munmap holds the
+# mapping, inside its first cell's unregistration, which the ended context
+# refuses: the part the program keeps is registered again by the copies
+# after.
+cc_run "a reset met by a partial unmap: the part kept registered again" -- split
 fi
