@@ -52,6 +52,11 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * copy counted on it (passing.c): a copy starting now waits until it is
  * done (hp_copy_host), then sees the block registered or not. */
 #define HP_F_PINNING 0x4000u
+/* Internal flag: flagged registered through a CUDA context that ended
+ * while another thread held it, met by its holder during a graph capture
+ * (hp_pin_died says no then): looked at again once no capture runs
+ * (adopt.c's ends_again, from hp_adopt_pending). */
+#define HP_F_ENDED 0x8000u
 /* passing.c: the copies through r between their hp_copy_host and their end
  * (copy.c), counted once per stripe of records and epoch: hp_hold_add's
  * token (never 0) counts the copy in flight and as one that may reach the
@@ -281,7 +286,9 @@ HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uint32_t st, uintptr_t base,
  * would have left it: 1.  0 if its owner is alive (or none, a capture). */
 HP_HIDDEN int hp_pin_lost_held(hp_rec_t *r, size_t len);
 /* adopt.c: is r registered through a CUDA context that ended (no capture
- * in the way)?  Its registrations died with it. */
+ * in the way)?  Its registrations died with it.  The caller holds r;
+ * during a capture: no, r marked HP_F_ENDED, looked at again once no
+ * capture runs. */
 HP_HIDDEN int hp_pin_died(const hp_rec_t *r);
 /* Undo hp_pin; non-zero if the backend refused (the caller must then leak
  * the range: invariant 1). */

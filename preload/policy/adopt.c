@@ -8,6 +8,7 @@
 #include "../record.h"
 
 static int adopt_one(hp_rec_t *r, const hp_snap_t *s, void *arg);
+static void ends_again(void);
 
 /* A block just tracked was left pending (lazy: waiting for copies) while
  * the device became ready (auto chose a backend that counts no copies) on
@@ -45,6 +46,7 @@ void hp_adopt_pending(void)
 	 * readiness published before this call (zeInit's discovery, auto's
 	 * choice) against the blocks tracked meanwhile */
 	atomic_thread_fence(memory_order_seq_cst);
+	ends_again(); /* its blocks pending again: adopted below */
 	int lazy = atomic_load_explicit(&hp_lazy_seen, memory_order_relaxed);
 	if ((atomic_load_explicit(&hp_ctr.pending_blocks,
 				  memory_order_relaxed) == 0 && !lazy) ||
@@ -77,7 +79,8 @@ static void lose(hp_rec_t *r, size_t len, unsigned clear)
 	 * events died with the context or the driver. */
 	if (hp_backend->quiesce)
 		hp_cuda_forget(r);
-	hp_set_rflags(r, (hp_rflags(r) & ~clear) | HOSTPIN_PENDING);
+	hp_set_rflags(r, (hp_rflags(r) & ~(clear | HP_F_ENDED)) |
+			 HOSTPIN_PENDING);
 	atomic_store_explicit(&r->user[HP_U_OWNER], 0, memory_order_relaxed);
 	HP_CTR_SUB(pinned_blocks_now, 1);
 	HP_CTR_SUB(pinned_bytes_now, len);
@@ -108,14 +111,87 @@ static int lost_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 	return 0;
 }
 
+/* Set when hp_pin_died said no only because a capture ran (the blocks
+ * marked HP_F_ENDED): looked at again once no capture runs (ends_again,
+ * from hp_adopt_pending: the capture's end, a large allocation, a copy
+ * of a pending block). */
+static _Atomic int ends_put_off;
+
 int hp_pin_died(const hp_rec_t *r)
 {
+	hp_rec_t *w = (hp_rec_t *)(uintptr_t)r;
 	uintptr_t owner = atomic_load_explicit(&r->user[HP_U_OWNER],
 					       memory_order_relaxed);
-	return owner && (hp_rflags((hp_rec_t *)(uintptr_t)r) &
-			 HOSTPIN_REGISTERED) &&
-	       !hp_in_child && hp_cuda_ctx_gen(owner, 0) == 0 &&
-	       !hp_capture_busy();
+	if (!owner || !(hp_rflags(w) & HOSTPIN_REGISTERED) || hp_in_child ||
+	    hp_cuda_ctx_gen(owner, 0) != 0)
+		return 0;
+	/* this thread holds the capture gate (a release, a discard): a
+	 * capture counted meanwhile waits for it, so the refusal was the
+	 * driver's */
+	if (!hp_capture_busy() || hp_capture_held())
+		return 1;
+	/* A capture runs: an unregistration refused now may be the
+	 * capture's refusal, not the driver's (a piece made through another
+	 * context may live): put off.  The caller holds r. */
+	hp_set_rflags(w, hp_rflags(w) | HP_F_ENDED);
+	/* release: pairs with the acquire in ends_again */
+	atomic_store_explicit(&ends_put_off, 1, memory_order_release);
+	return 0;
+}
+
+/* r marked HP_F_ENDED (hp_pin_died), flagged registered through a context
+ * that ended: unregistered now (a piece made through another context
+ * lives; one of the ended context's answers that it died with it:
+ * hp_unpin_do counts it done), pending again, adopted next.  One held by
+ * another thread or being released meanwhile, or refused again for a
+ * capture (or no context to unregister through), is looked at again at
+ * the next adoption; one the driver refuses stays registered (invariant
+ * 1). */
+static int put_off_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	int *again = arg;
+	uint32_t st;
+	if (!(hp_rflags(r) & HP_F_ENDED))
+		return 0;
+	if (!(st = hp_busy_begin(r, s))) {
+		/* held, or being released: looked at again; a leaked one
+		 * (a release deferred: hp_retry_deferred's) is left */
+		uint32_t w = hp_word_state(s->word);
+		*again |= w == HP_REC_BUSY || w == HP_REC_RELEASING;
+		return 0;
+	}
+	unsigned f = hp_rflags(r);
+	int e = (f & HP_F_ENDED) && (f & HOSTPIN_REGISTERED)
+		    ? hp_unpin_do(r, s->base, s->len, 1, NULL)
+		    : -1;
+	if (e == 0) {
+		atomic_store_explicit(&r->user[HP_U_OWNER], 0,
+				      memory_order_relaxed);
+		hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
+		HP_CTR_ADD(pending_blocks, 1);
+		hp_log(HP_LOG_INFO, "a CUDA context ended during a graph "
+		       "capture while a block of %zu bytes was held: pending "
+		       "again", s->len);
+	} else if (e == EAGAIN)
+		*again = 1;
+	else
+		hp_set_rflags(r, hp_rflags(r) & ~HP_F_ENDED);
+	hp_busy_end(r, st);
+	return 0;
+}
+
+static void ends_again(void)
+{
+	if (atomic_load_explicit(&ends_put_off, memory_order_relaxed) == 0 ||
+	    hp_in_child || hp_capture_busy())
+		return;
+	/* acquire: pairs with the release in hp_pin_died */
+	if (!atomic_exchange_explicit(&ends_put_off, 0, memory_order_acquire))
+		return;
+	int again = 0;
+	hp_registry_each(&hp_reg, put_off_one, &again);
+	if (again)
+		atomic_store_explicit(&ends_put_off, 1, memory_order_release);
 }
 
 int hp_pin_lost_held(hp_rec_t *r, size_t len)

@@ -180,15 +180,15 @@ void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base, size_t len,
 	int e = hp_unpin_do(r, base, len, 1, NULL);
 	if (drain)
 		hp_hold_drain_end(r);
-	if (e == EAGAIN && owner && hp_cuda_ctx_gen(owner, 0) == 0 &&
-	    !hp_capture_busy()) {
+	if (e == EAGAIN && owner && hp_pin_died(r)) {
 		/* no context to unregister through, and its own ended: it
 		 * died with it (a registration made through a context
 		 * that ended during the call is undone at once:
 		 * backend_cuda.c), as the end's walk would have found */
 		if (hp_backend->quiesce)
 			hp_cuda_forget(r);
-		hp_set_rflags(r, hp_rflags(r) & ~HOSTPIN_REGISTERED);
+		hp_set_rflags(r, hp_rflags(r) &
+				     ~(HOSTPIN_REGISTERED | HP_F_ENDED));
 		HP_CTR_SUB(pinned_blocks_now, 1);
 		HP_CTR_SUB(pinned_bytes_now, len);
 		hp_site_account(hp_rsite(r), len, 0);
@@ -428,7 +428,7 @@ refused:
 			       len, (void *)base, why, e);
 		return e;
 	}
-	hp_set_rflags(r, hp_rflags(r) & ~HP_PIN_MASK);
+	hp_set_rflags(r, hp_rflags(r) & ~(HP_PIN_MASK | HP_F_ENDED));
 	HP_CTR_SUB(pinned_blocks_now, 1);
 	HP_CTR_SUB(pinned_bytes_now, len);
 	hp_site_account(hp_rsite(r), len, 0);
