@@ -160,7 +160,15 @@ static void gen_section(void)
 					    !gen_map_any(t))
 						gen_mem(t, 2);
 				}
-				else
+				else if (t == a && chance(40)) {
+					/* on the capturing stream itself:
+					 * captured, never run (cut at a
+					 * block's registrations, issue 39
+					 * item 6) */
+					prefer_stream = s;
+					gen_copy(t, 1, NULL);
+					prefer_stream = NULL;
+				} else
 					gen_copy(t, 1, t == a ? s : NULL);
 			}
 		}
