@@ -139,10 +139,13 @@ HP_HIDDEN void hp_copy_host_ops(hp_copy_t *c,
  * the copies entered on s left. */
 HP_HIDDEN int hp_capture_stream_enter(hp_cudaStream_t s);
 HP_HIDDEN void hp_capture_stream_leave(hp_cudaStream_t s);
-/* The same for this thread's per-thread default stream while it captures:
- * no other thread begins or ends its capture mid-copy, so a copy of
- * several calls there is captured whole; 0 for any other stream. */
-HP_HIDDEN int hp_capture_stream_enter_own(hp_cudaStream_t s);
+/* The same for a stream capturing now (any mode; a begin hostpin saw):
+ * 1 and s's copy entered if it is, 0 if not.  Such a copy's calls are
+ * copies on s alone, captured one node each; a capture's end on s waits
+ * first for the copies entered there (hp_capture_end_wait, before the
+ * driver's end), so the copy is captured whole. */
+HP_HIDDEN int hp_capture_stream_enter_captured(hp_cudaStream_t s);
+HP_HIDDEN void hp_capture_end_wait(hp_cudaStream_t s);
 HP_HIDDEN void hp_capture_stream_fork_child(void);
 /* A stream's identity, as the engine and the capture tables tell streams
  * apart (issue 39): the per-thread default stream (one handle for every

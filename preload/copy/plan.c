@@ -310,14 +310,17 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	 * function on s, as a 1D one's; cases/capture-local-2d-96559960) */
 	if (split && stream_enter_pieces(s))
 		P->kind = HP_PLAN_PIECES;
-	/* a 1D async copy on this thread's per-thread default stream while
-	 * it captures: captured as one node per registration, never whole
-	 * across two (issue 39 item 6; cases/capture-own-pieces-538235);
-	 * asked of the stream itself: stream_enter_pieces also fails with
-	 * hostpin's stream table full, and a stream not capturing must not
-	 * lose the error's fence (plan_wait) */
-	else if (split && !rect && !(how & HP_STAGE_SYNC) &&
-		 hp_cuda_capturing(s) && hp_capture_stream_enter_own(s))
+	/* an async copy (1D, 2D or 3D) on a stream capturing now, in any
+	 * mode: captured as one node per registration (its rows cut at
+	 * them), never whole across two (issue 39 item 6;
+	 * cases/capture-own-pieces-538235, capture-stream-pieces); asked of
+	 * the stream itself: stream_enter_pieces also fails with hostpin's
+	 * stream table full, and a stream not capturing must not lose the
+	 * error's fence (plan_wait).  The capture's end on s waits for the
+	 * copy (hp_capture_end_wait): captured whole, by whichever thread
+	 * ends it. */
+	else if (split && !(how & HP_STAGE_SYNC) && hp_cuda_capturing(s) &&
+		 hp_capture_stream_enter_captured(s))
 		P->kind = HP_PLAN_PIECES, P->captured = 1;
 }
 

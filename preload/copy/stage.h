@@ -191,8 +191,8 @@ struct hp_plan {
 		     * it as registered memory, its DMA late: hp_copy_plan_end
 		     * waits for it (found/diff-dsum-7700192) */
 	int registering; /* the block queued or being registered (plan.c) */
-	int captured; /* PIECES: on this thread's per-thread default stream
-		       * while it captures (plan.c): its DMAs are graph
+	int captured; /* PIECES: on a stream capturing now (plan.c): its
+		       * DMAs are graph
 		       * nodes, never waited for */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its
 	 * direction and geometry checked there, never again): depth slices

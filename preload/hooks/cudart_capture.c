@@ -61,6 +61,7 @@ HP_BODY hp_cudaError_t end_capture(void *f, int ptsz, hp_cudaStream_t s,
 	if (!hp_hook_enter())
 		return fn(s, g);
 	hp_cudaStream_t cs = s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD : s;
+	HP_GUARDED(hp_capture_end_wait(cs));
 	hp_cudaError_t e = fn(s, g);
 	HP_GUARDED(hp_capture_end(cs, e));
 	hp_hook_leave();

@@ -78,6 +78,7 @@ HP_BODY hp_CUresult end_capture(void *f, int ptsz, hp_cudaStream_t s, void **g)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(s, g);
+	HP_GUARDED(hp_capture_end_wait(cap_stream(s, ptsz)));
 	hp_CUresult e = fn(s, g);
 	HP_GUARDED(hp_capture_end(cap_stream(s, ptsz), e));
 	hp_hook_leave();

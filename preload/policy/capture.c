@@ -92,16 +92,26 @@ int hp_capture_stream_enter(hp_cudaStream_t s)
 	return ok;
 }
 
-int hp_capture_stream_enter_own(hp_cudaStream_t s)
+int hp_capture_stream_enter_captured(hp_cudaStream_t s)
 {
-	if (s != HP_CU_STREAM_PER_THREAD)
-		return 0;
 	pthread_mutex_lock(&str_mu);
-	int i = str_of(s, 1);
-	if (i >= 0)
+	int i = str_of(s, 0);
+	int ok = i >= 0 && strs[i].captures > 0;
+	if (ok)
 		strs[i].copies++;
 	pthread_mutex_unlock(&str_mu);
-	return i >= 0;
+	return ok;
+}
+
+void hp_capture_end_wait(hp_cudaStream_t s)
+{
+	pthread_mutex_lock(&str_mu);
+	int i = str_of(s, 0);
+	while (i >= 0 && strs[i].captures > 0 && strs[i].copies > 0) {
+		pthread_cond_wait(&str_cv, &str_mu);
+		i = str_of(s, 0);
+	}
+	pthread_mutex_unlock(&str_mu);
 }
 
 void hp_capture_stream_leave(hp_cudaStream_t s)

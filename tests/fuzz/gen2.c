@@ -151,6 +151,12 @@ static void gen_section(void)
 			goto out;
 		int mode = (int)rnd(3);
 		printf("%d syncall\n", a);
+		/* a's own buffers idle now: a copy on the capturing stream
+		 * needs no wait for another stream of theirs */
+		for (int i = 0; i < x->nd; i++)
+			x->d[i].last[0] = 0;
+		for (int i = 0; i < x->nh; i++)
+			x->h[i].last[0] = 0;
 		printf("%d capbegin %s %d\n", a, s, mode);
 		for (int t = 0; t < nth; t++) {
 			unsigned k = rnd(4);
@@ -160,7 +166,15 @@ static void gen_section(void)
 					    !gen_map_any(t))
 						gen_mem(t, 2);
 				}
-				else
+				else if (t == a && chance(50)) {
+					/* on the capturing stream itself:
+					 * captured, never run (cut at a
+					 * block's registrations, issue 39
+					 * item 6) */
+					prefer_stream = s;
+					gen_copy(t, 1, NULL);
+					prefer_stream = NULL;
+				} else
 					gen_copy(t, 1, t == a ? s : NULL);
 			}
 		}
