@@ -291,8 +291,14 @@ int fz_op_ctl(struct fz_thread *t, struct fz_op *o)
 		if (!h->p)
 			return fz_printf(t, "%d probe skip\n", ln), 0;
 		fz_sync_mine(t);
-		int stale = q && q(h->p, &hr) && (hr.flags & HOSTPIN_REGISTERED) &&
-			    fake_cuda_registered_bytes(h->p, h->n) < h->n;
+		/* the record holding the buffer's start, within the buffer (a
+		 * mapfix or partial munmap leaves it in several records) */
+		int stale = 0;
+		if (q && q(h->p, &hr) && (hr.flags & HOSTPIN_REGISTERED)) {
+			char *e = (char *)hr.base + hr.len;
+			size_t in = (size_t)((e < h->p + h->n ? e : h->p + h->n) - h->p);
+			stale = fake_cuda_registered_bytes(h->p, in) < in;
+		}
 		fz_printf(t, "%d probe %s %s\n", ln, a1, stale ? "STALE-REGISTERED" : "ok");
 		return 0;
 	} else if (!strcmp(op, "cur"))
