@@ -95,15 +95,6 @@ static int cap_waits(void *arg)
 	return nr == SYS_futex;
 }
 
-static int whole(void *p)
-{
-	for (int i = 0; i < 4; i++)
-		if (!fake_cuda_is_registered((char *)p + (size_t)i * 8 * MB,
-					     8 * MB))
-			return 0;
-	return is_reg(p);
-}
-
 static int kept_whole(void *p)
 {
 	for (int i = 0; i < 3; i++)
@@ -133,7 +124,7 @@ static int again(char *k, size_t km)
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	CUdeviceptr d = dev(km);
-	int (*done)(void *) = km == 32 * MB ? whole : kept_whole;
+	int (*done)(void *) = km == 32 * MB ? reg_whole : kept_whole;
 	for (unsigned i = 0; i < 4 && !done(k); i++) {
 		fill(k, km, 8 + i);
 		CHECK(cuMemcpyHtoDAsync_v2(d, k, km, NULL) == 0);
@@ -161,7 +152,7 @@ static int held_reset(int cap)
 	size_t m = 32 * MB;
 	blk = cells_map(m);
 	fill(blk, m, 7);
-	wait_for(whole, blk, "the mapping registered");
+	wait_for(reg_whole, blk, "the mapping registered");
 	CHECK(cuStreamCreate(&cs, 0) == 0);
 	cell = split ? blk : blk + 8 * MB;
 	pthread_t t, c;
