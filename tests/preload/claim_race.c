@@ -355,6 +355,29 @@ static int pt_paused(void *name)
 	return access(p, F_OK) == 0;
 }
 
+/* After the reset: the context again, the block p freed into the cache
+ * taken back, copied twice: registered again (0), or 1 said. */
+static int cached_registered_again(char *p)
+{
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	char *q = malloc(RC_BLK); /* the cached block */
+	CHECK(q == p);
+	CUdeviceptr d = dev(RC_BLK);
+	for (unsigned i = 0; i < 2; i++) {
+		fill(q, RC_BLK, 5 + i);
+		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
+		CHECK(same(D(d), RC_BLK, 5 + i));
+	}
+	if (!fake_cuda_is_registered(q, RC_BLK)) {
+		fprintf(stderr, "not registered again after the reset "
+			"(flagged %d)\n", is_reg(q));
+		return 1;
+	}
+	free(q);
+	return 0;
+}
+
 /* Item 6 (audit b): device 0's primary context is reset while a copy's
  * thread holds the block it has just registered, after it looked at the
  * contexts' epoch (hostpin's pause point recheck_held): the reset's walk
@@ -418,23 +441,7 @@ static int mode_recheck(void)
 	pt_file("release_claimed", "go");
 	CHECK(pthread_join(b, NULL) == 0);
 	CHECK(pthread_join(a, NULL) == 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	char *q = malloc(RC_BLK); /* the cached block */
-	CHECK(q == rc_p);
-	CUdeviceptr d = dev(RC_BLK);
-	for (unsigned i = 0; i < 2; i++) {
-		fill(q, RC_BLK, 5 + i);
-		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
-		CHECK(same(D(d), RC_BLK, 5 + i));
-	}
-	if (!fake_cuda_is_registered(q, RC_BLK)) {
-		fprintf(stderr, "not registered again after the reset "
-			"(flagged %d)\n", is_reg(q));
-		return 1;
-	}
-	free(q);
-	return 0;
+	return cached_registered_again(rc_p);
 }
 
 /* Item 7 (audit d): the same reset while the discard holds the block
@@ -478,23 +485,7 @@ static int mode_reset_cache(void)
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0); /* skips it */
 	pt_file("release_claimed", "go");
 	CHECK(pthread_join(b, NULL) == 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	char *q = malloc(RC_BLK); /* the cached block */
-	CHECK(q == p);
-	d = dev(RC_BLK);
-	for (unsigned i = 0; i < 2; i++) {
-		fill(q, RC_BLK, 5 + i);
-		CHECK(cuMemcpyHtoD_v2(d, q, RC_BLK) == 0);
-		CHECK(same(D(d), RC_BLK, 5 + i));
-	}
-	if (!fake_cuda_is_registered(q, RC_BLK)) {
-		fprintf(stderr, "not registered again after the reset "
-			"(flagged %d)\n", is_reg(q));
-		return 1;
-	}
-	free(q);
-	return 0;
+	return cached_registered_again(p);
 }
 
 /* Item 9 (audit e): an object that calls a driver copy entry point
