@@ -63,15 +63,7 @@ static void *copy_a(void *arg)
  * for the registration thread */
 static int log_says_waits(void)
 {
-	const char *f = getenv("HOSTPIN_LOG_FILE");
-	FILE *fp = f ? fopen(f, "r") : NULL;
-	char line[512];
-	int yes = 0;
-	while (fp && !yes && fgets(line, sizeof line, fp))
-		yes = strstr(line, "waits for the registration") != NULL;
-	if (fp)
-		fclose(fp);
-	return yes;
+	return log_says("waits for the registration");
 }
 
 static int held_one(void *arg)
