@@ -336,25 +336,6 @@ static int mode_reset_aside(void)
 	return mode_reset_discard();
 }
 
-/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
- * armed, watched and opened here. */
-static void pt_file(const char *name, const char *ext)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
-		 ext);
-	FILE *f = fopen(p, "w");
-	CHECK(f != NULL);
-	fclose(f);
-}
-static int pt_paused(void *name)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
-		 (const char *)name);
-	return access(p, F_OK) == 0;
-}
-
 /* After the reset: the context again, the block p freed into the cache
  * taken back, copied twice: registered again (0), or 1 said. */
 static int cached_registered_again(char *p)

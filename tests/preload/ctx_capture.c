@@ -207,25 +207,6 @@ static int mode_split_capture(void)
 	return held_reset(1);
 }
 
-/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
- * armed, watched and opened here. */
-static void pt_file(const char *name, const char *ext)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
-		 ext);
-	FILE *f = fopen(p, "w");
-	CHECK(f != NULL);
-	fclose(f);
-}
-static int pt_paused(void *name)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
-		 (const char *)name);
-	return access(p, F_OK) == 0;
-}
-
 /* A holder that holds no capture gate: a copy's thread that has just
  * registered the block it copies from (HOSTPIN_REGISTER_BACKGROUND=0,
  * HOSTPIN_PIN_AFTER=1), held at hostpin's pause point recheck_held.  The
