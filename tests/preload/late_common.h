@@ -76,6 +76,34 @@ static inline char *half_registered(int seed, CUdeviceptr *d, CUstream *s)
 	return blk;
 }
 
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+/* A copy of n bytes on s, async or not, checked: H2D from h (zeroed at
+ * return: consumed) to d, which must then hold seed's bytes; or D2H from
+ * d into h, which must hold seed + 1's at return.  The driver's answer,
+ * or -1 for wrong bytes. */
+static inline CUresult copy_checked(int htod, int async, CUdeviceptr d,
+				    char *h, size_t n, CUstream s,
+				    unsigned seed)
+{
+	CUresult r;
+	if (htod) {
+		r = async ? cuMemcpyHtoDAsync_v2(d, h, n, s)
+			  : cuMemcpyHtoD_v2(d, h, n);
+		memset(h, 0, n);
+		if (r == 0)
+			r = cuStreamSynchronize(s);
+		if (r == 0 && !same(D(d), n, seed))
+			r = (CUresult)-1;
+	} else {
+		r = async ? cuMemcpyDtoHAsync_v2(h, d, n, s)
+			  : cuMemcpyDtoH_v2(h, d, n);
+		if (r == 0 && !same(h, n, seed + 1))
+			r = (CUresult)-1;
+	}
+	return r;
+}
+
 /* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
  * armed (NAME.arm), watched (NAME.paused) and opened (NAME.go) by
  * the test. */

@@ -41,20 +41,7 @@ static void *copy_a(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	if (htod) {
-		a_r = async_ ? cuMemcpyHtoDAsync_v2(dA, x + AT, AN, sA)
-			     : cuMemcpyHtoD_v2(dA, x + AT, AN);
-		memset(x + AT, 0, AN); /* consumed at return */
-		if (a_r == 0)
-			a_r = cuStreamSynchronize(sA);
-		if (a_r == 0 && !same(D(dA), AN, 41))
-			a_r = -1;
-	} else {
-		a_r = async_ ? cuMemcpyDtoHAsync_v2(x + AT, dA, AN, sA)
-			     : cuMemcpyDtoH_v2(x + AT, dA, AN);
-		if (a_r == 0 && !same(x + AT, AN, 42)) /* there at return */
-			a_r = -1;
-	}
+	a_r = copy_checked(htod, async_, dA, x + AT, AN, sA, 41);
 	a_done = 1;
 	return NULL;
 }

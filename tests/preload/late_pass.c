@@ -42,20 +42,7 @@ static void *copy_a(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	if (htod) {
-		a_r = async_ ? cuMemcpyHtoDAsync_v2(dA, blk + AT, AN, sA)
-			     : cuMemcpyHtoD_v2(dA, blk + AT, AN);
-		memset(blk + AT, 0, AN); /* consumed at return */
-		if (a_r == 0)
-			a_r = cuStreamSynchronize(sA);
-		if (a_r == 0 && !same(D(dA), AN, 31))
-			a_r = -1;
-	} else {
-		a_r = async_ ? cuMemcpyDtoHAsync_v2(blk + AT, dA, AN, sA)
-			     : cuMemcpyDtoH_v2(blk + AT, dA, AN);
-		if (a_r == 0 && !same(blk + AT, AN, 32)) /* there at return */
-			a_r = -1;
-	}
+	a_r = copy_checked(htod, async_, dA, blk + AT, AN, sA, 31);
 	return NULL;
 }
 
