@@ -380,9 +380,18 @@ int hp_batch_run(const struct hp_batch *b, size_t n, size_t *fail)
 		if (e != 0 && fail)
 			*fail = i;
 	}
-	/* the batch's end: once for every entry passed to the API */
-	if (hp_hook_enter())
+	/* the batch's end: once for every entry passed to the API; after a
+	 * refused entry, the entries queued before it are waited for first,
+	 * so that none writes the program's memory after the error returns
+	 * (issue 39 item 3's fence: tests/fuzz/cases/latewrite-batch-96571528:
+	 * an entry passed through, the next one staged and refused) */
+	if (hp_hook_enter()) {
+		hp_cudaStream_t w = s == NULL && ptsz ? HP_CU_STREAM_PER_THREAD
+						      : s;
+		if (e != 0 && joined && !hp_cuda_capturing(w))
+			hp_stage_wait_stream(w);
 		hp_copy_end(&all, s, ptsz, joined);
+	}
 	else
 		hp_copy_join(NULL, &all, 0);
 	return e;
