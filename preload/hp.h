@@ -434,6 +434,8 @@ HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
 /* maps.c: non-zero while a release of (part of) a tracked range is in
  * progress: its survivors may not be tracked yet (foreign.c waits). */
 HP_HIDDEN int hp_carving(void);
+/* maps.c: might [a, b) overlap a tracked range?  (the registry's bounds) */
+HP_HIDDEN int hp_maps_may_hold(uintptr_t a, uintptr_t b);
 /* maps.c: a CUDA graph capture that prohibits this thread's driver calls,
  * and [a, a+len) overlaps a registered range: 1 (only whole ones), 2 (part
  * of one); 0 otherwise.  hp_munmap_range: the program's munmap. */
@@ -444,6 +446,7 @@ HP_HIDDEN int hp_munmap_range(void *a, size_t len);
 HP_HIDDEN int hp_fixed_release(uintptr_t a, size_t len);
 HP_HIDDEN void *hp_mremap_do(void *old, size_t oldlen, size_t newlen,
 			     int flags, void *new_addr);
+/* maps_advise.c: the program's madvise over tracked ranges. */
 HP_HIDDEN int hp_madvise_do(void *a, size_t len, int advice);
 /* leak.c: does [a, a+len) hold a leaked range (its device registration
  * could not be released)?  munmap that leaves such ranges mapped. */

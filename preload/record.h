@@ -121,8 +121,8 @@ HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
  * pieces made undone): 1; 0 if r is not that block; -1 at once if a
  * capture parks the thread (or it holds r freed during one): the pieces
  * made cannot be undone before the capture's end, which may be the
- * caller's own to make (a purge then zeroes instead, a munmap is
- * refused: maps.c).  hp_register_holds: 1 if the thread holds r. */
+ * caller's own to make (a purge then zeroes instead: maps_advise.c; a
+ * munmap is refused: maps.c).  hp_register_holds: 1 if the thread holds r. */
 HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
 HP_HIDDEN int hp_register_holds(const hp_rec_t *r);
 /* The same for free(): while a capture parks the thread (the pieces made
@@ -268,16 +268,18 @@ HP_HIDDEN void hp_pin_fresh(hp_rec_t *r, uintptr_t base, size_t len);
 /* After hp_pin_each (r held; ep: hp_cuda_ctx_epoch() before it): if a
  * CUDA context ended meanwhile, one that r's pieces may have been made
  * through (not known to be another's), r's registration is released and r
- * is pending again (pin.c).  drain: first wait for the copies counted on r
- * (hp_hold_drain; the registration thread's, whose block other threads
- * copy through once it is registered); 0 on a copy's own path. */
+ * is pending again (pin_ended.c).  drain: first wait for the copies
+ * counted on r (hp_hold_drain; the registration thread's, whose block
+ * other threads copy through once it is registered); 0 on a copy's own
+ * path. */
 HP_HIDDEN void hp_pin_restart_if_ended(hp_rec_t *r, uintptr_t base,
 				       size_t len, unsigned ep, int drain);
 /* The same once r's busy claim ends (st: hp_busy_end's; the context
  * end's walk skipped r while it was held, after hp_pin_restart_if_ended
  * looked): the claim ended here, r claimed again if it is still the block
  * [base, base+len) (waiting for another holder or a release in progress
- * to let go), and again while an end came during that claim (pin.c). */
+ * to let go), and again while an end came during that claim
+ * (pin_ended.c). */
 HP_HIDDEN void hp_pin_recheck_ended(hp_rec_t *r, uint32_t st, uintptr_t base,
 				    size_t len, unsigned ep, int drain);
 /* adopt.c: r held, an unregistration of it refused (EAGAIN) as its

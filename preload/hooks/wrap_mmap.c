@@ -1,6 +1,7 @@
 /* The exported mapping names: mmap, munmap, mremap, madvise.  A bounds
- * test against the registry, then one call into maps.c with hp_in_hook
- * raised; everything else goes straight to the next definition. */
+ * test against the registry, then one call into maps.c (madvise:
+ * maps_advise.c) with hp_in_hook raised; everything else goes straight to
+ * the next definition. */
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/mman.h>

@@ -1,22 +1,15 @@
 /* The application's own mappings: which mmaps are tracked and pinned, and
- * what munmap, mremap, MAP_FIXED and madvise do to tracked or owned ranges:
- * unpin the affected part first (invariant 1), pin what survives.  Called
+ * what munmap, mremap and MAP_FIXED do to tracked or owned ranges: unpin
+ * the affected part first (invariant 1), pin what survives; during a CUDA
+ * graph capture, what is refused instead.  madvise: maps_advise.c.  Called
  * from wrap_mmap.c with hp_in_hook raised. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "../record.h"
 #include "../base/resolve.h"
-
-#ifndef MADV_DONTNEED_LOCKED
-#define MADV_DONTNEED_LOCKED 24 /* Linux 5.18; headers may lack it */
-#endif
 
 /* Memory the device libraries map for themselves (cudaHostAlloc, driver
  * buffers) is theirs: never touch it (invariant 8).  Known names, and any
@@ -131,11 +124,11 @@ static int carve_in(hp_rec_t *r, const hp_snap_t *s0, struct carve *c)
 	return 0;
 }
 
-/* Might [a, b) overlap a tracked range?  An interval test against the
+/* Might [a, b) overlap a tracked range (maps_advise.c too)?  An interval test against the
  * registry's bounds: a range that starts below the lowest tracked range
  * (a reservation released whole after a commit inside it) still reaches
  * the walk. */
-static int may_hold(uintptr_t a, uintptr_t b)
+int hp_maps_may_hold(uintptr_t a, uintptr_t b)
 {
 	/* relaxed: as hp_registry_maybe (the bounds are written before the
 	 * slots that make a range visible are published) */
@@ -154,7 +147,7 @@ static unsigned release_range(uintptr_t a, size_t len, uint64_t *copies,
 {
 	struct carve c = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0,
 			  unmap, 0};
-	if (len && may_hold(c.a, c.b))
+	if (len && hp_maps_may_hold(c.a, c.b))
 		hp_registry_each_overlap(&hp_reg, c.a, c.b - c.a, carve_one,
 					 &c);
 	if (copies)
@@ -184,6 +177,7 @@ void hp_range_release(uintptr_t a, size_t len)
  *     allocators fall back to a new mapping and a copy; copying here
  *     instead would hand the program an address it did not ask for, or
  *     none at all under MREMAP_FIXED);
+ *   (madvise, maps_advise.c's discard_held:)
  *   MADV_FREE: nothing done (the kernel may leave the pages as they were);
  *   MADV_DONTNEED(_LOCKED) of private anonymous memory: the range is
  *     zeroed instead (what it reads afterwards either way), by a read of
@@ -194,7 +188,7 @@ void hp_range_release(uintptr_t a, size_t len)
  *     (EBUSY), as when an unregistration fails.
  * No gap between the check and the release: each holds the capture gate
  * from its check to its last pin (release_hold; a discard per record,
- * advise_records), one driver call to a capture, which begins after it
+ * maps_advise.c's advise_records), one driver call to a capture, which begins after it
  * (capture_modes.c split_*, discard_race).  A block whose background
  * registration parked meanwhile is not released: refused, ENOMEM. */
 struct held {
@@ -223,7 +217,7 @@ static int held_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 int hp_capture_holds(uintptr_t a, size_t len)
 {
 	struct held h = {a & ~(HP_PAGE_SIZE - 1), hp_page_up(a + len), 0, 0};
-	if (!len || !hp_capture_busy() || !may_hold(h.a, h.b))
+	if (!len || !hp_capture_busy() || !hp_maps_may_hold(h.a, h.b))
 		return 0;
 	hp_registry_each_overlap(&hp_reg, h.a, h.b - h.a, held_one, &h);
 	return h.part ? 2 : h.any;
@@ -250,49 +244,62 @@ static void say_parked(const char *what)
 	errno = ENOMEM;
 }
 
-int hp_munmap_range(void *a, size_t len)
+/* A refusal during a capture, said once per kind of call. */
+struct refusal {
+	_Atomic int said;
+	const char *msg;
+};
+
+/* Release [a, a+len) before the caller unmaps (unmap: the program's
+ * munmap, whose whole ranges may wait) or replaces it, holding the capture
+ * gate from the check to the last pin (release_hold).  0; or -1, errno
+ * ENOMEM: without the gate, hp_capture_holds(a, len) at least refuse (1:
+ * a registered range, 2: part of one; 0: never asked), nothing released
+ * (rf said); or a block being registered in the background parked (what:
+ * the call, for say_parked). */
+static int release_gated(uintptr_t a, size_t len, int unmap, int refuse,
+			 struct refusal *rf, const char *what)
 {
-	uintptr_t p = (uintptr_t)a;
 	int held = release_hold();
-	if (!held && !(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p &&
-	    hp_capture_holds(p, len) == 2) {
-		HP_LOG_ONCE(HP_LOG_WARN, "munmap of part of a registered range "
-			    "(or of a block being registered) while a CUDA "
-			    "graph is captured: refused (ENOMEM; its "
-			    "registration cannot be split during the "
-			    "capture)");
+	if (!held && refuse && hp_capture_holds(a, len) >= refuse) {
+		if (!atomic_exchange_explicit(&rf->said, 1,
+					      memory_order_relaxed))
+			hp_log(HP_LOG_WARN, "%s", rf->msg);
 		errno = ENOMEM;
 		return -1;
 	}
 	int stuck = 0;
-	release_range(p, len, NULL, 1, &stuck);
+	release_range(a, len, NULL, unmap, &stuck);
 	if (held)
 		hp_capture_unhold();
 	if (stuck) {
-		say_parked("munmap");
+		say_parked(what);
 		return -1;
 	}
+	return 0;
+}
+
+int hp_munmap_range(void *a, size_t len)
+{
+	static struct refusal part = {
+	    0, "munmap of part of a registered range (or of a block being "
+	       "registered) while a CUDA graph is captured: refused (ENOMEM; "
+	       "its registration cannot be split during the capture)"};
+	uintptr_t p = (uintptr_t)a;
+	/* asked only where the kernel would not refuse it first (EINVAL) */
+	int refuse = !(p & (HP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - p;
+	if (release_gated(p, len, 1, refuse ? 2 : 0, &part, "munmap"))
+		return -1;
 	return hp_munmap_do(a, len);
 }
 
 int hp_fixed_release(uintptr_t a, size_t len)
 {
-	int held = release_hold();
-	if (!held && hp_capture_holds(a, len)) {
-		HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a registered "
-			    "range while a CUDA graph is captured: refused "
-			    "(ENOMEM)");
-		errno = ENOMEM;
+	static struct refusal over = {
+	    0, "mmap(MAP_FIXED) over a registered range while a CUDA graph "
+	       "is captured: refused (ENOMEM)"};
+	if (release_gated(a, len, 0, 1, &over, "mmap(MAP_FIXED)"))
 		return -1;
-	}
-	int stuck = 0;
-	release_range(a, len, NULL, 0, &stuck);
-	if (held)
-		hp_capture_unhold();
-	if (stuck) {
-		say_parked("mmap(MAP_FIXED)");
-		return -1;
-	}
 	if (hp_leaked_in(a, len)) {
 		HP_LOG_ONCE(HP_LOG_WARN, "mmap(MAP_FIXED) over a range whose "
 			    "device registration could not be released: "
@@ -301,40 +308,6 @@ int hp_fixed_release(uintptr_t a, size_t len)
 		return -1;
 	}
 	return 0;
-}
-
-/* [a, b) of private anonymous memory reads zero, as after MADV_DONTNEED;
- * 0, or -1 if a page cannot be written (read(2) says EFAULT there). */
-static int zero_range(uintptr_t a, uintptr_t b)
-{
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/zero",
-			      O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	while (a < b) {
-		long n = syscall(SYS_read, fd, (void *)a, b - a);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		a += (uintptr_t)n;
-	}
-	syscall(SYS_close, fd);
-	return a < b ? -1 : 0;
-}
-
-static int discard_held(hp_rec_t *r, uintptr_t a, uintptr_t b, int advice)
-{
-	if (advice == MADV_FREE)
-		return 0; /* lazy: the pages may keep their contents */
-	int private_anon = (hp_rflags(r) & HOSTPIN_KIND_MALLOC) ||
-			   hp_opt[HP_OPT_MMAP] == HP_MMAP_PRIVATE;
-	if (advice == MADV_DONTNEED || advice == MADV_DONTNEED_LOCKED)
-		if (private_anon && zero_range(a, b) == 0)
-			return 0;
-	HP_LOG_ONCE(HP_LOG_WARN, "madvise discard of a registered range while "
-		    "a CUDA graph is captured: refused (EBUSY)");
-	return EBUSY;
 }
 
 void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
@@ -382,125 +355,3 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 	return r;
 }
 
-struct advise {
-	uintptr_t cur, end, to;
-	int advice, ret, err;
-};
-
-static void advise_gap(struct advise *ad, uintptr_t to)
-{
-	if (to > ad->cur) {
-		if (hp_real.madvise((void *)ad->cur, to - ad->cur, ad->advice) &&
-		    !ad->ret)
-			ad->ret = -1, ad->err = errno;
-	}
-}
-
-static void discard_cb(void *arg)
-{
-	struct advise *ad = arg;
-	advise_gap(ad, ad->to);
-}
-
-/* The first record overlapping [cur, end), with its snapshot. */
-struct first {
-	hp_rec_t *r;
-	hp_snap_t s;
-};
-
-static int first_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
-{
-	struct first *f = arg;
-	f->r = r, f->s = *s;
-	return 1;
-}
-
-/* Purge the records [ad->cur, ad->end) overlaps, one at a time, and the
- * gaps between them.  A record another thread holds (a purge of another
- * part of it, adoption) or releases is waited for, then looked up again:
- * its pages are never purged while it may be pinned (invariant 1), and the
- * gap purge never runs over it. */
-static void advise_records(struct advise *ad)
-{
-	while (ad->cur < ad->end) {
-		struct first f = {NULL, {0, 0, 0}};
-		if (!may_hold(ad->cur, ad->end) ||
-		    !hp_registry_each_overlap(&hp_reg, ad->cur,
-					      ad->end - ad->cur, first_one, &f))
-			return;
-		hp_rec_t *r = f.r;
-		const hp_snap_t *s = &f.s;
-		uintptr_t a = s->base > ad->cur ? s->base : ad->cur;
-		uintptr_t b = s->base + s->len < ad->end ? s->base + s->len
-							 : ad->end;
-		if (hp_word_state(s->word) == HP_REC_LEAKED) {
-			/* still registered (a refused release): never
-			 * discarded */
-			advise_gap(ad, a);
-			ad->cur = b;
-			if (!ad->ret)
-				ad->ret = -1, ad->err = EBUSY;
-			continue;
-		}
-		uint32_t st = hp_busy_begin(r, s);
-		if (!st) {
-			/* held or being released by another thread: wait,
-			 * then look again from ad->cur (the registration
-			 * thread's block: what is left cancelled, after one
-			 * piece at most, asleep) */
-			int c = hp_register_cancel(r);
-			if (c < 0) {
-				/* parked for a capture (maybe this thread's):
-				 * as a registered block during a capture */
-				advise_gap(ad, a);
-				if (discard_held(r, a, b, ad->advice) &&
-				    !ad->ret)
-					ad->ret = -1, ad->err = EBUSY;
-				ad->cur = b;
-			} else if (!c)
-				sched_yield();
-			continue;
-		}
-		advise_gap(ad, a);
-		ad->cur = a;
-		ad->to = b;
-		/* Locked pages refuse DONTNEED (EINVAL), and a registered
-		 * page must not be discarded (invariant 1): unpin the cells
-		 * [a, b) touches, discard, pin them again (their pages now
-		 * zero).  The capture gate is held across all of it, as
-		 * one driver call holds it: a capture that begins meanwhile
-		 * waits for its end, never cuts it between the unpin and
-		 * the pin again (that pin then refused, its undo too: cells
-		 * left registered under a record counted unpinned, then
-		 * unmapped registered: tests/fuzz/cases/discard-capture-
-		 * 552341.prog).  No hold: a capture is in progress. */
-		int reg = (hp_rflags(r) & HOSTPIN_REGISTERED) != 0;
-		int held = reg && hp_capture_hold();
-		if (reg && !held) {
-			/* no unregistration now: zeroed, skipped or refused */
-			if (discard_held(r, a, b, ad->advice) && !ad->ret)
-				ad->ret = -1, ad->err = EBUSY;
-		} else if (hp_pin_discard(r, s, a, b, discard_cb, ad) &&
-			   !ad->ret)
-			ad->ret = -1, ad->err = EBUSY;
-		if (held)
-			hp_capture_unhold();
-		ad->cur = b;
-		hp_busy_end(r, st);
-	}
-}
-
-int hp_madvise_do(void *a, size_t len, int advice)
-{
-	struct advise ad = {(uintptr_t)a, (uintptr_t)a + hp_page_up(len), 0,
-			    advice, 0, 0};
-	if (((uintptr_t)a & (HP_PAGE_SIZE - 1)) || ad.end < ad.cur) {
-		errno = EINVAL;
-		return -1;
-	}
-	advise_records(&ad);
-	advise_gap(&ad, ad.end);
-	if (ad.ret)
-		errno = ad.err;
-	return ad.ret;
-}
