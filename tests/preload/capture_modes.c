@@ -301,6 +301,26 @@ static int regd_cells(const char *p, size_t n) /* registered in cells */
 	return (tp_flags(p) & HOSTPIN_REGISTERED) &&
 	       fake_cuda_registered_bytes(p, n) == n;
 }
+/* discard_race's and split_race's race: the fake's gate set to gate
+ * bytes (FAKE_CUDA_REGISTER_GATE), the call (call's thread) run until its
+ * first registration again waits there (what), a global capture begun on
+ * another thread until it waits at hostpin's gate, then the fake's gate
+ * opened: the call ends, then the capture begins. */
+static void race_capture(void *(*call)(void *), const char *gate,
+			 const char *what)
+{
+	CHECK(setenv("FAKE_CUDA_REGISTER_GATE", gate, 1) == 0);
+	pthread_t x;
+	CHECK(pthread_create(&x, NULL, call, NULL) == 0);
+	poll_until(one_held, what);
+	CHECK(pipe(began) == 0 && pipe(go) == 0);
+	CHECK(pthread_create(&t, NULL, capturer, NULL) == 0);
+	poll_until(cap_asleep, "the capture's begin waits");
+	fake_cuda_open_gate();
+	CHECK(pthread_join(x, NULL) == 0);
+	char c;
+	CHECK(read(began[0], &c, 1) == 1); /* the capture began */
+}
 static void discard_race(void)
 {
 	char *m = mmap(NULL, 8 * MB, PROT_READ | PROT_WRITE,
@@ -310,17 +330,8 @@ static void discard_race(void)
 	CHECK(regd_cells(m, 8 * MB)); /* HOSTPIN_PIN_AFTER=0 */
 	/* 3 whole cells of the 1 MiB grid inside the mapping */
 	dr_at = (char *)(((uintptr_t)m + 2 * MB - 1) & ~(uintptr_t)(MB - 1));
-	CHECK(setenv("FAKE_CUDA_REGISTER_GATE", "1048576", 1) == 0);
-	pthread_t x;
-	CHECK(pthread_create(&x, NULL, discarder, NULL) == 0);
-	poll_until(one_held, "the discard's first cell at the gate");
-	CHECK(pipe(began) == 0 && pipe(go) == 0);
-	CHECK(pthread_create(&t, NULL, capturer, NULL) == 0);
-	poll_until(cap_asleep, "the capture's begin waits");
-	fake_cuda_open_gate();
-	CHECK(pthread_join(x, NULL) == 0);
-	char c;
-	CHECK(read(began[0], &c, 1) == 1); /* the capture began */
+	race_capture(discarder, "1048576",
+		     "the discard's first cell at the gate");
 	CHECK(dr_rc == 0);
 	CHECK(all(m, (size_t)(dr_at - m), 9) && all(dr_at, 3 * MB, 0) &&
 	      all(dr_at + 3 * MB, (size_t)(m + 8 * MB - dr_at - 3 * MB), 9));
@@ -379,17 +390,8 @@ static void split_race(void)
 	sp_m = m;
 	memset(m, 9, 8 * MB);
 	CHECK(regd_cells(m, 8 * MB)); /* HOSTPIN_PIN_AFTER=0 */
-	CHECK(setenv("FAKE_CUDA_REGISTER_GATE", "524288", 1) == 0);
-	pthread_t x;
-	CHECK(pthread_create(&x, NULL, splitter, NULL) == 0);
-	poll_until(one_held, "the release's first registration at the gate");
-	CHECK(pipe(began) == 0 && pipe(go) == 0);
-	CHECK(pthread_create(&t, NULL, capturer, NULL) == 0);
-	poll_until(cap_asleep, "the capture's begin waits");
-	fake_cuda_open_gate();
-	CHECK(pthread_join(x, NULL) == 0);
-	char c;
-	CHECK(read(began[0], &c, 1) == 1); /* the capture began */
+	race_capture(splitter, "524288",
+		     "the release's first registration at the gate");
 	CHECK(sp_rc == 0);
 	char *lo = m, *hi = m + 3 * MB + MB / 2;
 	size_t lon = 2 * MB + MB / 2, hin = 4 * MB + MB / 2;

@@ -296,4 +296,30 @@ static inline void reg_call_fn(struct watched *w)
 }
 #define REG_CALL {.w.fn = reg_call_fn, .rc = -1}
 
+
+/* main of a program whose modes are one run(h2d, async) each (late_pass.c,
+ * late_multi.c): h2d_async, h2d_sync, d2h_async, d2h_sync. */
+typedef int (*late_dir_run)(int h2d, int async);
+static inline late_dir_run *late_dir_fn(void)
+{
+	static late_dir_run run;
+	return &run;
+}
+static inline int late_h2d_async(void) { return (*late_dir_fn())(1, 1); }
+static inline int late_h2d_sync(void) { return (*late_dir_fn())(1, 0); }
+static inline int late_d2h_async(void) { return (*late_dir_fn())(0, 1); }
+static inline int late_d2h_sync(void) { return (*late_dir_fn())(0, 0); }
+static inline int late_dir_main(const char *prog, int argc, char **argv,
+				late_dir_run run)
+{
+	static const struct staged_mode modes[] = {
+	    {"h2d_async", late_h2d_async},
+	    {"h2d_sync", late_h2d_sync},
+	    {"d2h_async", late_d2h_async},
+	    {"d2h_sync", late_d2h_sync},
+	};
+	*late_dir_fn() = run;
+	return staged_main(prog, argc, argv, modes);
+}
+
 #endif

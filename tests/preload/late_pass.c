@@ -104,18 +104,7 @@ static int run(int h2d, int async)
 	return 0;
 }
 
-static int mode_h2d_async(void) { return run(1, 1); }
-static int mode_h2d_sync(void) { return run(1, 0); }
-static int mode_d2h_async(void) { return run(0, 1); }
-static int mode_d2h_sync(void) { return run(0, 0); }
-
 int main(int argc, char **argv)
 {
-	static const struct staged_mode modes[] = {
-	    {"h2d_async", mode_h2d_async},
-	    {"h2d_sync", mode_h2d_sync},
-	    {"d2h_async", mode_d2h_async},
-	    {"d2h_sync", mode_d2h_sync},
-	};
-	return staged_main("late_pass", argc, argv, modes);
+	return late_dir_main("late_pass", argc, argv, run);
 }

@@ -185,6 +185,24 @@ zelog() {
 	echo "    fake driver:$why"; return 1
 }
 ZE1=$F/libfake_ze.so ZE2=$F/libfake_ze2.so
+# raceprog PROG LABEL NAME ENV... -- MODE ARGS: $B/PROG (a race driven
+# through the fake CUDA driver's late mode, FAKE_CUDA_LATE_DMA=1) under
+# hostpin, ENV last; "LABEL: NAME" passes on exit 0, the "PROG MODE: ok"
+# line and no overlapping registration in the fake's log.
+raceprog() {
+	local prog=$1 label=$2 name=$3; shift 3
+	local envs=() log out rc why=""
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+	log=$(mktemp)
+	out=$(timeout 240 env $P FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_LOG="$log" \
+		"${envs[@]}" "$B/$prog" "$@" 2>&1); rc=$?
+	[ $rc -eq 0 ] || why="$why rc=$rc"
+	echo "$out" | grep -q "$prog $1: ok" || why="$why no-ok-line"
+	grep -q OVERLAP "$log" && why="$why overlapping-registration"
+	rm -f "$log"
+	if [ -z "$why" ]; then ok "$label: $name"
+	else bad "$label: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+}
 # runq NAME ENV... -- CMD...: exit 0, hostpin said nothing ("cannot track",
 # "cannot pin"), and with FAKE_CUDA_LOG set the fake driver saw no
 # violation and nothing (RUNQ_LIVE: that many) stayed registered.

@@ -86,17 +86,25 @@ static void wait_sleeping(void)
 	ck_abort_msg("the waiting thread never slept");
 }
 
+/* A copy of A in flight (its ticket returned), fn on a thread of its own
+ * (*w) until it sleeps: waiting for that copy. */
+static unsigned start_waiter(void *(*fn)(void *), pthread_t *w)
+{
+	unsigned ta = hp_hold_add(ra);
+	atomic_store(&w_tid, 0);
+	atomic_store(&w_ret, -1);
+	ck_assert_int_eq(pthread_create(w, NULL, fn, NULL), 0);
+	wait_sleeping();
+	return ta;
+}
+
 /* A copy of A in flight; the step aside from A waits for it; then a copy
  * of B (another block of A's stripe) begins and stays: once A's copy
  * ends, the step aside ends (0), B's still in flight. */
 START_TEST(aside_waits_only_for_copies_counted_before)
 {
-	unsigned ta = hp_hold_add(ra);
-	atomic_store(&w_tid, 0);
-	atomic_store(&w_ret, -1);
 	pthread_t w;
-	ck_assert_int_eq(pthread_create(&w, NULL, aside, NULL), 0);
-	wait_sleeping();
+	unsigned ta = start_waiter(aside, &w);
 	ck_assert(hp_hold_waits(ra) & HP_F_ASIDE);
 	unsigned tb = hp_hold_add(rb);
 	ck_assert_uint_eq(hp_hold_waits(rb), 0);
@@ -114,12 +122,8 @@ END_TEST
  * holds no registration, but still a step aside. */
 START_TEST(registration_waits_only_for_passing_copies_before)
 {
-	unsigned ta = hp_hold_add(ra);
-	atomic_store(&w_tid, 0);
-	atomic_store(&w_ret, -1);
 	pthread_t w;
-	ck_assert_int_eq(pthread_create(&w, NULL, registrar, NULL), 0);
-	wait_sleeping();
+	unsigned ta = start_waiter(registrar, &w);
 	unsigned tb = hp_hold_add(rb);
 	hp_hold_sub(ta);
 	ck_assert_int_eq(pthread_join(w, NULL), 0);

@@ -7,22 +7,12 @@
 # registered blocks to the end, so nothing is asked of them at exit.
 F_FLAGS="-rdynamic -L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build claim_race claim_race.c $F_FLAGS || true
-# cr NAME ENV... -- MODE
+# cr NAME ENV... -- MODE (lib.sh's raceprog)
 cr() {
 	local name=$1; shift
-	local envs=() log out rc why=""
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	log=$(mktemp)
-	out=$(timeout 240 env $P HOSTPIN_THRESHOLD=8M HOSTPIN_PIN_AFTER=1 HOSTPIN_MMAP=off \
-		HOSTPIN_CACHE=256M HOSTPIN_CACHE_DECAY_MS=600000 HOSTPIN_STAGE_BUFFER=4M \
-		FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_REGISTER_GATE=16777216 FAKE_CUDA_LOG="$log" \
-		"${envs[@]}" "$B/claim_race" "$@" 2>&1); rc=$?
-	[ $rc -eq 0 ] || why="$why rc=$rc"
-	echo "$out" | grep -q "claim_race $1: ok" || why="$why no-ok-line"
-	grep -q OVERLAP "$log" && why="$why overlapping-registration"
-	rm -f "$log"
-	if [ -z "$why" ]; then ok "claim race: $name"
-	else bad "claim race: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	raceprog claim_race "claim race" "$name" HOSTPIN_THRESHOLD=8M HOSTPIN_PIN_AFTER=1 \
+		HOSTPIN_MMAP=off HOSTPIN_CACHE=256M HOSTPIN_CACHE_DECAY_MS=600000 \
+		HOSTPIN_STAGE_BUFFER=4M FAKE_CUDA_REGISTER_GATE=16777216 "$@"
 }
 if [ -x "$B/claim_race" ]; then
 # Must hold: an allocation that finds a fitting cached block held by the

@@ -6,21 +6,11 @@
 # 0, the "ok" line and no overlapping registration.
 F_FLAGS="-rdynamic -L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build ctx_capture ctx_capture.c $F_FLAGS || true
-# cc_run NAME ENV... -- MODE
+# cc_run NAME ENV... -- MODE (lib.sh's raceprog)
 cc_run() {
 	local name=$1; shift
-	local envs=() log out rc why=""
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-	log=$(mktemp)
-	out=$(timeout 240 env $P HOSTPIN_THRESHOLD=8M HOSTPIN_PIN_AFTER=0 HOSTPIN_MMAP=private \
-		HOSTPIN_REGISTER_CHUNK=8M FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_LOG="$log" \
-		"${envs[@]}" "$B/ctx_capture" "$@" 2>&1); rc=$?
-	[ $rc -eq 0 ] || why="$why rc=$rc"
-	echo "$out" | grep -q "ctx_capture $1: ok" || why="$why no-ok-line"
-	grep -q OVERLAP "$log" && why="$why overlapping-registration"
-	rm -f "$log"
-	if [ -z "$why" ]; then ok "context end in a capture: $name"
-	else bad "context end in a capture: $name:$why"; echo "$out" | tail -4 | sed 's/^/    /'; fi
+	raceprog ctx_capture "context end in a capture" "$name" HOSTPIN_THRESHOLD=8M \
+		HOSTPIN_PIN_AFTER=0 HOSTPIN_MMAP=private HOSTPIN_REGISTER_CHUNK=8M "$@"
 }
 if [ -x "$B/ctx_capture" ]; then
 # Must hold: device 0's primary context reset while a madvise(DONTNEED)
