@@ -7,6 +7,7 @@
  * whose streams and events the runtime's are: the CUDA backend's copy
  * fences (backend_cuda_calls.c) make the waits and events; this file decides. */
 #include <sched.h>
+#include <time.h>
 
 #include "../hooks.h"
 #include "../record.h"
@@ -17,6 +18,7 @@
 void hp_copy_init(hp_copy_t *c)
 {
 	c->n = c->overflow = c->held = 0;
+	c->all = 0;
 	c->bytes = 0;
 }
 
@@ -26,6 +28,7 @@ static void pass_go(hp_copy_t *c)
 {
 	for (int i = 0; i < c->held; i++)
 		c->pass[i] = hp_pass_sub(c->pass[i]);
+	c->all = hp_pass_sub(c->all);
 }
 
 /* The copy's blocks counted in flight until its end, so that hostpin's own
@@ -37,7 +40,34 @@ static void let_go(hp_copy_t *c)
 {
 	for (int i = 0; i < c->held; i++)
 		hp_hold_sub(c->pass[i]);
+	hp_hold_sub(c->all);
 	c->held = 0;
+	c->all = 0;
+}
+
+/* Until still(c) says no more, or a capture parks the registration
+ * thread, which may be this thread's own capture (a capture's end never
+ * waits for a copy's call: that copy then goes as it is, the one limit,
+ * docs/design.md): 1, or 0 if it gave up. */
+static int wait_while(int (*still)(const hp_copy_t *), const hp_copy_t *c)
+{
+	for (unsigned i = 0; still(c); i++) {
+		if (hp_capture_busy() && hp_register_parked())
+			return 0;
+		if (i < 100) {
+			sched_yield();
+			continue;
+		}
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+static int all_waits(const hp_copy_t *c)
+{
+	(void)c;
+	return hp_hold_all_waits();
 }
 
 /* Counted the same way, as a copy that may reach the driver with the
@@ -47,21 +77,64 @@ static void let_go(hp_copy_t *c)
  * aside is, and the copy then planned with the block as it left it. */
 static void hold(hp_copy_t *c)
 {
+	/* a copy of more blocks than it records: counted as one through
+	 * every block (passing.c's ALL), and it waits for a mark anywhere */
+	int all_ok = 1;
 	for (;;) {
 		for (; c->held < c->n; c->held++)
 			c->pass[c->held] = hp_hold_add(c->r[c->held]);
+		if (c->overflow && c->all == 0)
+			c->all = hp_hold_add_all();
 		int wait = -1;
 		unsigned why = 0;
 		hp_hold_fence();
 		for (int i = 0; i < c->n && wait < 0; i++)
 			if ((why = hp_hold_waits(c->r[i])) != 0)
 				wait = i;
-		if (wait < 0)
+		if (wait < 0 && !(c->all && all_ok && hp_hold_all_waits()))
 			return;
 		let_go(c);
-		while (hp_rflags(c->r[wait]) & why)
-			sched_yield();
+		if (wait < 0)
+			all_ok = wait_while(all_waits, c);
+		else
+			while (hp_rflags(c->r[wait]) & why)
+				sched_yield();
 	}
+}
+
+/* A block of c counted as passing that the registration thread made its
+ * own (overflow: any block). */
+static int taken(const hp_copy_t *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if ((i >= c->held || (c->pass[i] & 1u)) &&
+		    hp_register_taken(c->r[i]))
+			return 1;
+	return c->overflow && hp_register_taken(NULL);
+}
+
+static int passing(const hp_copy_t *c)
+{
+	for (int i = 0; i < c->held; i++)
+		if (c->pass[i] & 1u)
+			return 1;
+	return (c->all & 1u) != 0;
+}
+
+int hp_copy_pass_wait(hp_copy_t *c)
+{
+	/* a forked child: no registration thread; the counts after the
+	 * fence of hold() (hp_hold_fence) */
+	if (hp_in_child || !passing(c) || !taken(c))
+		return 0;
+	/* the thread's drain waits for the copies counted before its
+	 * block was its own; this one counted after and must not reach
+	 * the driver with it partly registered: its counts let go (the
+	 * thread may be waiting for them), waited out, counted again */
+	let_go(c);
+	int ok = wait_while(taken, c);
+	hold(c);
+	return ok;
 }
 
 static void copy_add(hp_copy_t *c, hp_rec_t *r)
@@ -306,9 +379,19 @@ void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok)
 			into->r[into->n++] = c->r[i];
 			continue;
 		}
+		/* into full: counted as a copy through every block before
+		 * its block's count goes (passing.c: a step aside drains
+		 * ALL after the block's stripe) */
+		if (!have && into->all == 0)
+			into->all = hp_pass_sub(hp_hold_add_all());
 		into->overflow |= !have;
 		hp_hold_sub(c->pass[i]);
 	}
+	if (into->all == 0)
+		into->all = c->all;
+	else
+		hp_hold_sub(c->all);
+	c->all = 0;
 	into->held = into->n;
 	into->overflow |= c->overflow;
 	into->bytes += c->bytes;
