@@ -65,14 +65,6 @@ HP_HIDDEN void hp_copy_sync_end(hp_copy_t *c, int ok);
 /* c's counts as a copy that may reach the driver with its blocks' memory
  * as it is (passing.c) let go: its plan never hands them over so. */
 HP_HIDDEN void hp_copy_passing_end(hp_copy_t *c);
-/* Before c goes to the driver with its memory as it is (a plan that passes
- * it, or a hook with no plan: copies to and from CUDA arrays, symbols):
- * while one of its blocks still counted as passing is the registration
- * thread's (hp_register_taken; overflow: any block), its counts are let go
- * and it waits for the thread to let go of it, then is counted again
- * (issue 39 item 10: a decision stays true until the driver has the
- * copy).  1 if it waited (a plan is made again), 0 if not. */
-HP_HIDDEN int hp_copy_pass_wait(hp_copy_t *c);
 /* Whether a block of c is registered now, or being registered (busy): the
  * driver may have had a call made since with its memory as registered
  * memory (its DMA late: the call owes the program a wait). */
@@ -97,7 +89,6 @@ HP_HIDDEN int hp_copy_maybe_registered(const hp_copy_t *c);
 	hp_copy_t c_;                                                         \
 	hp_copy_init(&c_);                                                    \
 	HOSTS;                                                                \
-	hp_copy_pass_wait(&c_);                                               \
 	rtype e_ = fn_ args;                                                  \
 	END;                                                                  \
 	return e_;

@@ -134,8 +134,8 @@ HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
 HP_HIDDEN int hp_register_holds(const hp_rec_t *r);
 /* 1 while the registration thread has made r (NULL: any block) its own
  * (register.c's pre.r, from before its drain of the passing copies to
- * its last piece): a copy counted since that reaches the driver with r's
- * memory as it is lets go and waits (copy.c: hp_copy_pass_wait).  Read
+ * its last piece): a copy of more blocks than it records (passing.c's
+ * ALL), counted since, lets go and waits (copy.c: hold).  Read
  * without a lock, seq_cst.  hp_register_parked: the thread sleeps between
  * two pieces for a capture's end. */
 HP_HIDDEN int hp_register_taken(const hp_rec_t *r);

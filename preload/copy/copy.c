@@ -102,41 +102,6 @@ static void hold(hp_copy_t *c)
 	}
 }
 
-/* A block of c counted as passing that the registration thread made its
- * own (overflow: any block). */
-static int taken(const hp_copy_t *c)
-{
-	for (int i = 0; i < c->n; i++)
-		if ((i >= c->held || (c->pass[i] & 1u)) &&
-		    hp_register_taken(c->r[i]))
-			return 1;
-	return c->overflow && hp_register_taken(NULL);
-}
-
-static int passing(const hp_copy_t *c)
-{
-	for (int i = 0; i < c->held; i++)
-		if (c->pass[i] & 1u)
-			return 1;
-	return (c->all & 1u) != 0;
-}
-
-int hp_copy_pass_wait(hp_copy_t *c)
-{
-	/* a forked child: no registration thread; the counts after the
-	 * fence of hold() (hp_hold_fence) */
-	if (hp_in_child || !passing(c) || !taken(c))
-		return 0;
-	/* the thread's drain waits for the copies counted before its
-	 * block was its own; this one counted after and must not reach
-	 * the driver with it partly registered: its counts let go (the
-	 * thread may be waiting for them), waited out, counted again */
-	let_go(c);
-	int ok = wait_while(taken, c);
-	hold(c);
-	return ok;
-}
-
 static void copy_add(hp_copy_t *c, hp_rec_t *r)
 {
 	for (int i = 0; i < c->n; i++)

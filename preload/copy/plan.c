@@ -139,12 +139,7 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  uintptr_t d, hp_cudaStream_t s, int htod, size_t rect,
 		  int how)
 {
-	/* passed as it is while the registration thread made a block of
-	 * it its own since it was counted: waited out, planned again
-	 * (hp_copy_pass_wait; a PASS plan holds nothing) */
-	do
-		plan_make(P, c, h, n, d, s, htod, rect, how);
-	while (P->kind == HP_PLAN_PASS && hp_copy_pass_wait(c));
+	plan_make(P, c, h, n, d, s, htod, rect, how);
 	if (P->kind != HP_PLAN_PASS &&
 	    (P->kind != HP_PLAN_STAGED || P->registering))
 		hp_copy_passing_end(c);
