@@ -45,13 +45,13 @@ static void let_go(hp_copy_t *c)
 	c->all = 0;
 }
 
-/* Until still(c) says no more, or a capture parks the registration
- * thread, which may be this thread's own capture (a capture's end never
- * waits for a copy's call: that copy then goes as it is, the one limit,
- * docs/design.md): 1, or 0 if it gave up. */
-static int wait_while(int (*still)(const hp_copy_t *), const hp_copy_t *c)
+/* A copy of more blocks than it records (overflow) counted after a mark
+ * anywhere (passing.c: hp_hold_all_waits): until it goes, 1; 0 at once
+ * if a capture parks the registration thread, which may be this thread's
+ * own capture (the copy then goes as it is: a limit, docs/design.md). */
+static int wait_all(void)
 {
-	for (unsigned i = 0; still(c); i++) {
+	for (unsigned i = 0; hp_hold_all_waits(); i++) {
 		if (hp_capture_busy() && hp_register_parked())
 			return 0;
 		if (i < 100) {
@@ -62,12 +62,6 @@ static int wait_while(int (*still)(const hp_copy_t *), const hp_copy_t *c)
 		nanosleep(&ts, NULL);
 	}
 	return 1;
-}
-
-static int all_waits(const hp_copy_t *c)
-{
-	(void)c;
-	return hp_hold_all_waits();
 }
 
 /* Counted the same way, as a copy that may reach the driver with the
@@ -95,7 +89,7 @@ static void hold(hp_copy_t *c)
 			return;
 		let_go(c);
 		if (wait < 0)
-			all_ok = wait_while(all_waits, c);
+			all_ok = wait_all();
 		else
 			while (hp_rflags(c->r[wait]) & why)
 				sched_yield();
