@@ -98,8 +98,8 @@ static struct {
 	uint32_t held_st;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-/* pre.r, read without the lock by copies about to reach the driver with
- * their memory as it is (hp_register_taken): seq_cst, written before the
+/* pre.r, read without the lock by copies of more blocks than they record
+ * (hp_register_taken, passing.c's ALL): seq_cst, written before the
  * thread's drain (its fence) and after its last piece. */
 static _Atomic(const hp_rec_t *) taken;
 
