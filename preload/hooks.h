@@ -45,6 +45,7 @@ typedef struct hp_copy {
 	int n, overflow; /* overflow: more blocks than r holds */
 	int held; /* r[0..held) counted in flight (hp_hold_add) */
 	unsigned pass[HP_COPY_RECS]; /* r[i]'s hp_hold_add token */
+	unsigned all; /* overflow: hp_hold_add_all's token (0: none) */
 	size_t bytes;
 } hp_copy_t;
 HP_HIDDEN void hp_copy_init(hp_copy_t *c);

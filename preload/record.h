@@ -80,7 +80,14 @@ HP_HIDDEN int hp_foreign_overlaps(uintptr_t base, size_t len);
  * stream may wait for the waiting thread).  Never from a thread that
  * holds a count on r itself (a copy's own path).  Copies counted after a
  * wait began never hold it (epochs, passing.c). */
+/* hp_hold_add_all: the token of a copy of more blocks than it records
+ * (HP_COPY_RECS), counted as a copy through every block; then, after
+ * hp_hold_fence, hp_hold_all_waits: 1 while a mark anywhere (HP_F_PINNING,
+ * HP_F_ASIDE, the registration thread's block) says such a copy must let
+ * go and wait (passing.c). */
 HP_HIDDEN unsigned hp_hold_add(hp_rec_t *r);
+HP_HIDDEN unsigned hp_hold_add_all(void);
+HP_HIDDEN int hp_hold_all_waits(void);
 HP_HIDDEN unsigned hp_pass_sub(unsigned token);
 HP_HIDDEN void hp_hold_sub(unsigned token);
 HP_HIDDEN void hp_hold_fence(void);
@@ -125,6 +132,14 @@ HP_HIDDEN void hp_pin_each(hp_rec_t *r, uintptr_t base, size_t len,
  * munmap is refused: maps.c).  hp_register_holds: 1 if the thread holds r. */
 HP_HIDDEN int hp_register_cancel(const hp_rec_t *r);
 HP_HIDDEN int hp_register_holds(const hp_rec_t *r);
+/* 1 while the registration thread has made r (NULL: any block) its own
+ * (register.c's pre.r, from before its drain of the passing copies to
+ * its last piece): a copy of more blocks than it records (passing.c's
+ * ALL), counted since, lets go and waits (copy.c: hold).  Read
+ * without a lock, seq_cst.  hp_register_parked: the thread sleeps between
+ * two pieces for a capture's end. */
+HP_HIDDEN int hp_register_taken(const hp_rec_t *r);
+HP_HIDDEN int hp_register_parked(void);
 /* The same for free(): while a capture parks the thread (the pieces made
  * cannot be undone before its end), 2 at once: the thread then undoes
  * them and releases the block itself (hp_block_release_freed). */

@@ -7,6 +7,7 @@
  * whose streams and events the runtime's are: the CUDA backend's copy
  * fences (backend_cuda_calls.c) make the waits and events; this file decides. */
 #include <sched.h>
+#include <time.h>
 
 #include "../hooks.h"
 #include "../record.h"
@@ -17,6 +18,7 @@
 void hp_copy_init(hp_copy_t *c)
 {
 	c->n = c->overflow = c->held = 0;
+	c->all = 0;
 	c->bytes = 0;
 }
 
@@ -26,6 +28,7 @@ static void pass_go(hp_copy_t *c)
 {
 	for (int i = 0; i < c->held; i++)
 		c->pass[i] = hp_pass_sub(c->pass[i]);
+	c->all = hp_pass_sub(c->all);
 }
 
 /* The copy's blocks counted in flight until its end, so that hostpin's own
@@ -37,7 +40,28 @@ static void let_go(hp_copy_t *c)
 {
 	for (int i = 0; i < c->held; i++)
 		hp_hold_sub(c->pass[i]);
+	hp_hold_sub(c->all);
 	c->held = 0;
+	c->all = 0;
+}
+
+/* A copy of more blocks than it records (overflow) counted after a mark
+ * anywhere (passing.c: hp_hold_all_waits): until it goes, 1; 0 at once
+ * if a capture parks the registration thread, which may be this thread's
+ * own capture (the copy then goes as it is: a limit, docs/design.md). */
+static int wait_all(void)
+{
+	for (unsigned i = 0; hp_hold_all_waits(); i++) {
+		if (hp_capture_busy() && hp_register_parked())
+			return 0;
+		if (i < 100) {
+			sched_yield();
+			continue;
+		}
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return 1;
 }
 
 /* Counted the same way, as a copy that may reach the driver with the
@@ -47,20 +71,28 @@ static void let_go(hp_copy_t *c)
  * aside is, and the copy then planned with the block as it left it. */
 static void hold(hp_copy_t *c)
 {
+	/* a copy of more blocks than it records: counted as one through
+	 * every block (passing.c's ALL), and it waits for a mark anywhere */
+	int all_ok = 1;
 	for (;;) {
 		for (; c->held < c->n; c->held++)
 			c->pass[c->held] = hp_hold_add(c->r[c->held]);
+		if (c->overflow && c->all == 0)
+			c->all = hp_hold_add_all();
 		int wait = -1;
 		unsigned why = 0;
 		hp_hold_fence();
 		for (int i = 0; i < c->n && wait < 0; i++)
 			if ((why = hp_hold_waits(c->r[i])) != 0)
 				wait = i;
-		if (wait < 0)
+		if (wait < 0 && !(c->all && all_ok && hp_hold_all_waits()))
 			return;
 		let_go(c);
-		while (hp_rflags(c->r[wait]) & why)
-			sched_yield();
+		if (wait < 0)
+			all_ok = wait_all();
+		else
+			while (hp_rflags(c->r[wait]) & why)
+				sched_yield();
 	}
 }
 
@@ -306,9 +338,19 @@ void hp_copy_join(hp_copy_t *into, hp_copy_t *c, int ok)
 			into->r[into->n++] = c->r[i];
 			continue;
 		}
+		/* into full: counted as a copy through every block before
+		 * its block's count goes (passing.c: a step aside drains
+		 * ALL after the block's stripe) */
+		if (!have && into->all == 0)
+			into->all = hp_pass_sub(hp_hold_add_all());
 		into->overflow |= !have;
 		hp_hold_sub(c->pass[i]);
 	}
+	if (into->all == 0)
+		into->all = c->all;
+	else
+		hp_hold_sub(c->all);
+	c->all = 0;
 	into->held = into->n;
 	into->overflow |= c->overflow;
 	into->bytes += c->bytes;

@@ -46,12 +46,22 @@
 #include "../record.h"
 
 #define STRIPES 512
+/* The stripe of copies of more blocks than a copy records (HP_COPY_RECS,
+ * c->overflow): counted there as copies through every block, the
+ * conservative count (docs/design.md): every drain waits for them too,
+ * every registration inside a program's call is put off while one may
+ * pass, and such a copy counted after a mark anywhere (marks: HP_F_PINNING,
+ * HP_F_ASIDE, the registration thread's block) waits for it to go before
+ * it reaches the driver (hp_hold_all_waits). */
+#define ALL STRIPES
 #define HOLD 1ull
 #define PASS (1ull << 32)
 #define HOLD_MASK (PASS - 1)
 #define PASS_MASK (~HOLD_MASK)
-static _Atomic uint64_t count_n[STRIPES * 2]; /* [stripe * 2 + word] */
-static _Atomic unsigned count_epoch[STRIPES];
+static _Atomic uint64_t count_n[(STRIPES + 1) * 2]; /* [stripe * 2 + word] */
+static _Atomic unsigned count_epoch[STRIPES + 1];
+/* blocks marked HP_F_PINNING or HP_F_ASIDE now, anywhere */
+static _Atomic int marks;
 
 unsigned hp_count_stripe(const hp_rec_t *r)
 {
@@ -59,10 +69,27 @@ unsigned hp_count_stripe(const hp_rec_t *r)
 	return (unsigned)(((k >> 4) ^ (k >> 12)) % STRIPES);
 }
 
+static unsigned add_at(unsigned s);
+
 /* A token: the word's index + 1, shifted, and bit 0 while passing. */
 unsigned hp_hold_add(hp_rec_t *r)
 {
-	unsigned s = hp_count_stripe(r);
+	return add_at(hp_count_stripe(r));
+}
+
+unsigned hp_hold_add_all(void)
+{
+	return add_at(ALL);
+}
+
+int hp_hold_all_waits(void)
+{
+	return !hp_in_child &&
+	       (atomic_load(&marks) != 0 || hp_register_taken(NULL));
+}
+
+static unsigned add_at(unsigned s)
+{
 	/* seq_cst: the epoch before the count; the count before the look at
 	 * the flags (hp_hold_waits) or the block (the plan, pre.mu) */
 	unsigned w = s * 2 + (atomic_load(&count_epoch[s]) & 1u);
@@ -103,17 +130,22 @@ int hp_pass_begin(hp_rec_t *r)
 {
 	unsigned s = hp_count_stripe(r);
 	hp_set_rflags(r, hp_rflags(r) | HP_F_PINNING);
+	atomic_fetch_add(&marks, 1);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (((atomic_load(&count_n[s * 2]) | atomic_load(&count_n[s * 2 + 1])) &
+	if (((atomic_load(&count_n[s * 2]) | atomic_load(&count_n[s * 2 + 1]) |
+	      atomic_load(&count_n[ALL * 2]) |
+	      atomic_load(&count_n[ALL * 2 + 1])) &
 	     PASS_MASK) == 0)
 		return 1;
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_PINNING);
+	atomic_fetch_sub(&marks, 1);
 	return 0;
 }
 
 void hp_pass_end(hp_rec_t *r)
 {
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_PINNING);
+	atomic_fetch_sub(&marks, 1);
 }
 
 struct stop {
@@ -170,9 +202,8 @@ static int pass_stop(struct stop *st, unsigned look)
 	return st->pass_stop();
 }
 
-int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void))
+static int pass_drain_at(unsigned s, uintptr_t base, int (*stop)(void))
 {
-	unsigned s = hp_count_stripe(r);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (((atomic_load(&count_n[s * 2]) | atomic_load(&count_n[s * 2 + 1])) &
 	     PASS_MASK) == 0)
@@ -181,6 +212,14 @@ int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void))
 	       "passed through to the driver before it", (void *)base);
 	struct stop st = {.fn = pass_stop, .pass_stop = stop};
 	return drain(s, PASS_MASK, 100, &st);
+}
+
+/* r's stripe, then the copies of more blocks than they record (the
+ * thread's pre.r, hp_register_taken, is the mark they see) */
+int hp_pass_drain(hp_rec_t *r, uintptr_t base, int (*stop)(void))
+{
+	return pass_drain_at(hp_count_stripe(r), base, stop) &&
+	       pass_drain_at(ALL, base, stop);
 }
 
 /* The step aside's bound (HP_ASIDE_WAIT_NS and as many looks, record.h):
@@ -196,17 +235,24 @@ static int aside_stop(struct stop *st, unsigned look)
 	       look - 1000 >= HP_ASIDE_WAIT_LOOKS;
 }
 
+/* r's stripe, then the copies of more blocks than they record (counted
+ * after the mark: they wait for it, hp_hold_all_waits); a copy's count
+ * moved to ALL (hp_copy_join) is there before its block's is let go. */
 int hp_hold_drain(hp_rec_t *r)
 {
 	hp_set_rflags(r, hp_rflags(r) | HP_F_ASIDE);
+	atomic_fetch_add(&marks, 1);
 	struct stop st = {.fn = aside_stop};
-	if (drain(hp_count_stripe(r), HOLD_MASK, 1000, &st))
+	if (drain(hp_count_stripe(r), HOLD_MASK, 1000, &st) &&
+	    drain(ALL, HOLD_MASK, 1000, &st))
 		return 0;
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
+	atomic_fetch_sub(&marks, 1);
 	return EBUSY;
 }
 
 void hp_hold_drain_end(hp_rec_t *r)
 {
 	hp_set_rflags(r, hp_rflags(r) & ~HP_F_ASIDE);
+	atomic_fetch_sub(&marks, 1);
 }

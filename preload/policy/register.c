@@ -98,6 +98,25 @@ static struct {
 	uint32_t held_st;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* pre.r, read without the lock by copies of more blocks than they record
+ * (hp_register_taken, passing.c's ALL): seq_cst, written before the
+ * thread's drain (its fence) and after its last piece. */
+static _Atomic(const hp_rec_t *) taken;
+
+int hp_register_taken(const hp_rec_t *r)
+{
+	const hp_rec_t *t = atomic_load(&taken);
+	return t != NULL && (r == NULL || t == r);
+}
+
+int hp_register_parked(void)
+{
+	pthread_mutex_lock(&pre.mu);
+	int k = pre.parked;
+	pthread_mutex_unlock(&pre.mu);
+	return k;
+}
+
 /* Under pre.mu: no copy reads the prefix any more. */
 static void pre_drain(void)
 {
@@ -287,6 +306,7 @@ static int run_job(const struct job *j)
 		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
 		pre.held = r, pre.held_st = st, pre.cancel = 0;
+		atomic_store(&taken, r);
 		pthread_mutex_unlock(&pre.mu);
 		/* the copies planned before as passed through (passing.c)
 		 * reach the driver before any piece is registered: a
@@ -298,6 +318,7 @@ static int run_job(const struct job *j)
 		 * let go */
 		pthread_mutex_lock(&pre.mu);
 		pre.r = NULL, pre.upto = pre.base;
+		atomic_store(&taken, NULL);
 		pre_drain();
 		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
@@ -476,6 +497,7 @@ void hp_register_fork_child(void)
 	pthread_mutex_init(&pre.mu, NULL);
 	pthread_cond_init(&pre.cv, NULL);
 	pre.r = NULL, pre.readers = 0;
+	atomic_store(&taken, NULL);
 	pre.held = NULL, pre.cancel = 0;
 	pre.parked = pre.handed = 0;
 	bg.on = bg.busy = 0;

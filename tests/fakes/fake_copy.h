@@ -744,10 +744,12 @@ COPY_FN2(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr sr, size_t n, stream_t *s),
 	 seg(&x, (void *)(uintptr_t)d, (const void *)(uintptr_t)sr, n))
 COPY_FN2(cuMemcpyHtoAAsync_v2,
 	 (CUarray a, size_t off, const void *h, size_t n, stream_t *s),
-	 (a, off, h, n, s), s, seg(&x, a->mem + off, h, n))
+	 (a, off, h, n, s), s,
+	 (gate_wait("FAKE_CUDA_HTOD_GATE", n), seg(&x, a->mem + off, h, n)))
 COPY_FN2(cuMemcpyAtoHAsync_v2,
 	 (void *h, CUarray a, size_t off, size_t n, stream_t *s),
-	 (h, a, off, n, s), s, seg(&x, h, a->mem + off, n))
+	 (h, a, off, n, s), s,
+	 (gate_wait("FAKE_CUDA_DTOH_GATE", n), seg(&x, h, a->mem + off, n)))
 
 typedef struct {
 	size_t srcXInBytes, srcY;

@@ -390,7 +390,8 @@ static void reg_hook(void *p, size_t n)
  * fake_cuda_open_gate_once lets exactly one held (or the next) such
  * registration through, the gate staying closed for the others.
  * FAKE_CUDA_HTOD_GATE=BYTES: an async H2D copy of BYTES or more waits at
- * the same gate (outside the fake's lock), before it is enqueued. */
+ * the same gate (outside the fake's lock), before it is enqueued; an H2A
+ * copy too (FAKE_CUDA_DTOH_GATE: a D2H or A2H copy). */
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static int gate_open, gate_waiters, gate_tokens;

@@ -98,11 +98,16 @@ if [ -x "$B/late_pass" ]; then
 # memory hostpin does not wait for; H2D and D2H, sync and async, the block
 # registered in the earning copy (HOSTPIN_STAGE_MIN above the block) or
 # by the registration thread (LP_BG=1: it waits for the copy at the door,
-# which its log says).
-for m in h2d_async h2d_sync d2h_async d2h_sync; do
+# which its log says).  The same for copies the engine does not plan (to
+# and from a CUDA array, cudaMemcpyToSymbol/FromSymbol: counted from their
+# hp_copy_host all the same) and for a copy of more blocks than a copy
+# records (many: the block is its ninth; counted as a copy through every
+# block, passing.c's ALL).
+for m in h2d_async h2d_sync d2h_async d2h_sync htoa atoh tosym fromsym many; do
 	for how in copy thread; do
 		if [ $how = copy ]; then E="HOSTPIN_STAGE_MIN=1G"
 		else E="HOSTPIN_STAGE_MIN=4M HOSTPIN_STAGE_BUFFER=512K LP_BG=1"; fi
+		[ $m = many ] && E="$E HOSTPIN_THRESHOLD=4M"
 		lpl=$(mktemp)
 		staged_case "late DMA" late_pass "a pass-through at the door while $how registers the block: $m" any \
 			FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=2 HOSTPIN_REGISTER_CHUNK=1M $E \
