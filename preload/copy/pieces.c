@@ -9,9 +9,22 @@
 #include "../record.h"
 #include "stage.h"
 
-/* A copy [h, h+n) inside the block [base, base+len): one DMA per
- * registration it crosses (hp_cells_piece_end), in order on s, up to the
- * first error (returned); *queued: whether any was enqueued. */
+/* The end of the part of [x, ...) the driver may get in one call, for
+ * the block [base, base+len): the registration of the block holding x;
+ * before the block, the block's start; past its end, none (memory
+ * hostpin does not track, the rest in one call). */
+static uintptr_t piece_end(uintptr_t base, size_t len, uintptr_t x)
+{
+	if (x >= base + len)
+		return UINTPTR_MAX;
+	return x < base ? base : hp_cells_piece_end(base, len, x);
+}
+
+/* A copy [h, h+n) overlapping the block [base, base+len): one DMA per
+ * registration it crosses (piece_end), and one for each part of it
+ * before or after the block (a copy running past its block's end), in
+ * order on s, up to the first error (returned); *queued: whether any was
+ * enqueued. */
 static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 		     size_t n, hp_cudaStream_t s, int htod, int *queued)
 {
@@ -20,15 +33,14 @@ static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 	*queued = 0;
 	/* several calls: what the driver would refuse whole is refused
 	 * before any byte moves (it goes to the driver as it is) */
-	if (hp_cells_piece_end(base, len, a) < a + n &&
-	    !hp_cuda_dev_fits(d, n)) {
+	if (piece_end(base, len, a) - a < n && !hp_cuda_dev_fits(d, n)) {
 		r = htod ? hp_cuda_htod_async(d, h, n, s)
 			 : hp_cuda_dtoh_async(h, d, n, s);
 		*queued = r == 0;
 		return r;
 	}
 	for (size_t off = 0; off < n && r == 0;) {
-		size_t l = hp_cells_piece_end(base, len, a + off) - (a + off);
+		size_t l = piece_end(base, len, a + off) - (a + off);
 		if (l > n - off)
 			l = n - off;
 		r = htod ? hp_cuda_htod_async(d + off, h + off, l, s)
@@ -39,11 +51,13 @@ static int per_piece(uintptr_t base, size_t len, uintptr_t d, char *h,
 	return r;
 }
 
+/* The rest of a staged copy that can no longer be staged (stage.c),
+ * cut at the block's registrations and ends (P->len 0: no block, as it
+ * is). */
 int hp_pieces_cut(const struct hp_plan *P, uintptr_t d, char *h, size_t n)
 {
-	uintptr_t a = (uintptr_t)h;
 	int queued;
-	if (P->len == 0 || a < P->base || n > P->base + P->len - a)
+	if (P->len == 0)
 		return P->htod ? hp_cuda_htod_async(d, h, n, P->s)
 			       : hp_cuda_dtoh_async(h, d, n, P->s);
 	return per_piece(P->base, P->len, d, h, n, P->s, P->htod, &queued);

@@ -115,14 +115,35 @@ static int driver_here(void)
 	return hp_cuda_stage_fns() && hp_cuda_ctx_current();
 }
 
-/* Whether [a, a+n) in a registered block of c crosses the end of one of
- * the block's registrations (a block over HP_REG_PIECE_MAX, cells of
- * HOSTPIN_REGISTER_CHUNK); *b: the block. */
+struct find_rec {
+	const hp_rec_t *r;
+	hp_snap_t *b;
+};
+
+static int find_rec(hp_rec_t *r, const hp_snap_t *sn, void *arg)
+{
+	struct find_rec *f = arg;
+	if (r != f->r)
+		return 0;
+	*f->b = *sn;
+	return 1;
+}
+
+/* Whether [a, a+n), which overlaps the registered block of c (its one),
+ * crosses the end of one of the block's registrations (a block over
+ * HP_REG_PIECE_MAX, cells of HOSTPIN_REGISTER_CHUNK) or either end of the
+ * block itself (it runs on into memory hostpin does not track: a
+ * MAP_FIXED survivor's neighbour, cases/batch-past-block-96571474);
+ * *b: the block.  Such a copy goes by pieces, cut at the block's ends
+ * and registrations (pieces.c, stage_rect.c), or staged: the driver never
+ * gets a range only partly registered. */
 static int across_pieces(const hp_copy_t *c, uintptr_t a, size_t n,
 			 hp_snap_t *b)
 {
-	return hp_registry_lookup(&hp_reg, a, b) == c->r[0] &&
-	       n <= b->base + b->len - a &&
+	struct find_rec f = {c->r[0], b};
+	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f))
+		return 0;
+	return a < b->base || n > b->base + b->len - a ||
 	       hp_cells_piece_end(b->base, b->len, a) < a + n;
 }
 
