@@ -161,8 +161,12 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  int how)
 {
 	plan_make(P, c, h, n, d, s, htod, rect, how);
+	/* (a copy of several blocks by pieces, P->len 0, hands the driver
+	 * the parts in blocks not registered as they are: counted until
+	 * its end, as one passed) */
 	if (P->kind != HP_PLAN_PASS &&
-	    (P->kind != HP_PLAN_STAGED || P->registering))
+	    (P->kind != HP_PLAN_STAGED || P->registering) &&
+	    (P->kind != HP_PLAN_PIECES || P->len != 0))
 		hp_copy_passing_end(c);
 }
 
@@ -212,6 +216,17 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	int split = 0, pre = 0;
 	uintptr_t base = 0;
 	size_t len = 0;
+	/* A copy of several blocks, one of them registered by hostpin: never to the driver whole, a range
+	 * across a registration's end (found/diff-c-96568487: from a
+	 * registered block on into the MAP_FIXED mapping next to it,
+	 * registered by this copy's count): a 1D copy by pieces cut at every
+	 * block's ends and registrations (P->len 0: pieces.c looks them up),
+	 * a 2D or 3D one staged */
+	for (int i = 0; i < c->n && !one && !split; i++)
+		split = (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) != 0;
+	if (split && !must && !rect)
+		goto pieces;
+	must |= split && rect;
 	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if (!across_pieces(c, a, n, &b))
