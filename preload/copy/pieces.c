@@ -22,8 +22,9 @@ static int first_rec(hp_rec_t *r, const hp_snap_t *sn, void *arg)
  * hostpin does not track, the rest in one call).  len 0: for whichever
  * blocks of hostpin's [x, e) crosses (a copy of several blocks,
  * plan.c), looked up: the registration of the one holding x, else the
- * next one's start (found/diff-c-96568487: a copy from a registered
- * block into the MAP_FIXED mapping next to it, registered as it ran). */
+ * next one's start (cases/mapfix-two-blocks-96568487: a copy from a
+ * registered block into the MAP_FIXED mapping next to it, registered as
+ * it ran). */
 uintptr_t hp_piece_end(uintptr_t base, size_t len, uintptr_t x, uintptr_t e)
 {
 	if (len == 0) {

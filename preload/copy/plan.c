@@ -216,12 +216,13 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	int split = 0, pre = 0;
 	uintptr_t base = 0;
 	size_t len = 0;
-	/* A copy of several blocks, one of them registered by hostpin: never to the driver whole, a range
-	 * across a registration's end (found/diff-c-96568487: from a
-	 * registered block on into the MAP_FIXED mapping next to it,
-	 * registered by this copy's count): a 1D copy by pieces cut at every
-	 * block's ends and registrations (P->len 0: pieces.c looks them up),
-	 * a 2D or 3D one staged */
+	/* A copy of several blocks, one of them registered by hostpin:
+	 * never to the driver whole, a range across a registration's end
+	 * (cases/mapfix-two-blocks-96568487: from a registered block on into
+	 * the MAP_FIXED mapping next to it, registered by this copy's
+	 * count): a 1D copy by pieces cut at every block's ends and
+	 * registrations (P->len 0: pieces.c looks them up), a 2D or 3D one
+	 * staged */
 	for (int i = 0; i < c->n && !one && !split; i++)
 		split = (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) != 0;
 	if (split && !must && !rect)
