@@ -115,14 +115,35 @@ static int driver_here(void)
 	return hp_cuda_stage_fns() && hp_cuda_ctx_current();
 }
 
-/* Whether [a, a+n) in a registered block of c crosses the end of one of
- * the block's registrations (a block over HP_REG_PIECE_MAX, cells of
- * HOSTPIN_REGISTER_CHUNK); *b: the block. */
+struct find_rec {
+	const hp_rec_t *r;
+	hp_snap_t *b;
+};
+
+static int find_rec(hp_rec_t *r, const hp_snap_t *sn, void *arg)
+{
+	struct find_rec *f = arg;
+	if (r != f->r)
+		return 0;
+	*f->b = *sn;
+	return 1;
+}
+
+/* Whether [a, a+n), which overlaps the registered block of c (its one),
+ * crosses the end of one of the block's registrations (a block over
+ * HP_REG_PIECE_MAX, cells of HOSTPIN_REGISTER_CHUNK) or either end of the
+ * block itself (it runs on into memory hostpin does not track: a
+ * MAP_FIXED survivor's neighbour, cases/batch-past-block-96571474);
+ * *b: the block.  Such a copy goes by pieces, cut at the block's ends
+ * and registrations (pieces.c, stage_rect.c), or staged: the driver never
+ * gets a range only partly registered. */
 static int across_pieces(const hp_copy_t *c, uintptr_t a, size_t n,
 			 hp_snap_t *b)
 {
-	return hp_registry_lookup(&hp_reg, a, b) == c->r[0] &&
-	       n <= b->base + b->len - a &&
+	struct find_rec f = {c->r[0], b};
+	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f))
+		return 0;
+	return a < b->base || n > b->base + b->len - a ||
 	       hp_cells_piece_end(b->base, b->len, a) < a + n;
 }
 
@@ -140,8 +161,12 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  int how)
 {
 	plan_make(P, c, h, n, d, s, htod, rect, how);
+	/* (a copy of several blocks by pieces, P->len 0, hands the driver
+	 * the parts in blocks not registered as they are: counted until
+	 * its end, as one passed) */
 	if (P->kind != HP_PLAN_PASS &&
-	    (P->kind != HP_PLAN_STAGED || P->registering))
+	    (P->kind != HP_PLAN_STAGED || P->registering) &&
+	    (P->kind != HP_PLAN_PIECES || P->len != 0))
 		hp_copy_passing_end(c);
 }
 
@@ -191,6 +216,18 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	int split = 0, pre = 0;
 	uintptr_t base = 0;
 	size_t len = 0;
+	/* A copy of several blocks, one of them registered by hostpin:
+	 * never to the driver whole, a range across a registration's end
+	 * (cases/mapfix-two-blocks-96568487: from a registered block on into
+	 * the MAP_FIXED mapping next to it, registered by this copy's
+	 * count): a 1D copy by pieces cut at every block's ends and
+	 * registrations (P->len 0: pieces.c looks them up), a 2D or 3D one
+	 * staged */
+	for (int i = 0; i < c->n && !one && !split; i++)
+		split = (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) != 0;
+	if (split && !must && !rect)
+		goto pieces;
+	must |= split && rect;
 	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if (!across_pieces(c, a, n, &b))

@@ -242,6 +242,11 @@ HP_HIDDEN int hp_stage_rect(struct hp_plan *P);
  * error's fence included, are hp_copy_plan_end's. */
 HP_HIDDEN int hp_pieces_run(struct hp_plan *P, uintptr_t d, char *h,
 			    size_t n);
+/* The end of the part of [x, e) the driver may get in one call: cut at
+ * the block [base, base+len)'s ends and registrations; len 0: at those
+ * of every block of hostpin's it crosses, looked up. */
+HP_HIDDEN uintptr_t hp_piece_end(uintptr_t base, size_t len, uintptr_t x,
+				 uintptr_t e);
 /* The rest [h, h+n) of a STAGED plan's copy to the driver unstaged: one
  * call per registration of the plan's block it crosses where the plan
  * names one (P->len: a copy that must not go as it is), else one call;

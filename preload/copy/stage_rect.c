@@ -151,18 +151,19 @@ static int rect_rows(const struct rect *j, size_t g, size_t t, size_t x,
 }
 
 /* The end of the registration of the block [base, base+len) that holds
- * host byte x (the block's start before it; none after it or with no
- * block: len 0). */
-static uintptr_t reg_end(uintptr_t base, size_t len, uintptr_t x)
+ * host byte x (the block's start before it; none after it); len 0: of
+ * whichever block of hostpin's holds x, else the next one's start in
+ * [x, e) (a copy of several blocks, pieces.c). */
+static uintptr_t reg_end(uintptr_t base, size_t len, uintptr_t x,
+			 uintptr_t e)
 {
-	if (len == 0 || x >= base + len)
-		return UINTPTR_MAX;
-	return x < base ? base : hp_cells_piece_end(base, len, x);
+	return hp_piece_end(base, len, x, e);
 }
 
 /* Chunk i direct between the program's memory and the device, as the
  * program's own 2D calls (one per host slice it spans), cut at the
- * registrations of the block [base, base+len) (len 0: none): each call's
+ * registrations of the block [base, base+len) (len 0: of every block of
+ * hostpin's it crosses, looked up): each call's
  * host side inside one registration or outside them all, a row across a
  * registration's end in one call per part (the driver never gets a range
  * only partly registered, issue 39 item 6).  The rest of a copy that can
@@ -177,10 +178,11 @@ static int rect_direct(const struct rect *j, size_t i, int htod,
 		size_t y = g % j->H, t = j->H - y < rows ? j->H - y : rows;
 		uintptr_t h = (uintptr_t)(j->h + g / j->H * j->hs +
 					  y * j->pitch);
-		uintptr_t e = reg_end(base, len, h);
+		uintptr_t e = reg_end(base, len, h,
+				      h + (t - 1) * j->pitch + j->w);
 		if (e < h + j->w) { /* this row across: cut */
 			for (size_t x = 0, l; x < j->w && r == 0; x += l) {
-				e = reg_end(base, len, h + x);
+				e = reg_end(base, len, h + x, h + j->w);
 				l = e - (h + x) < j->w - x ? e - (h + x)
 							   : j->w - x;
 				r = rect_rows(j, g, 1, x, l, htod);

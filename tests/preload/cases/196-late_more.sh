@@ -152,3 +152,22 @@ for m in h2d_async h2d_sync d2h_async d2h_sync; do
 		ok "late DMA: two blocks ($m): no range partly registered reached the driver"
 done
 fi
+build late_past late_past.c $F_FLAGS || true
+if [ -x "$B/late_past" ]; then
+# Must hold (issue 39 item 6; the engine tester's
+# diff-c-batch-past-block-96571474 and diff-c-96568487): a copy from a
+# registered block's last MiB on into the mapping after it, one hostpin
+# does not track (past_*) or another registered block (two_*), never
+# reaches the driver over a range only partly registered
+# (FAKE_CUDA_REFUSE_PARTIAL=1 refuses it): cut at the block's end, or
+# staged; 1D (sync, async), a batch's entry, a 2D copy's row.
+for m in past_h2d_sync past_h2d_async past_d2h_sync past_d2h_async past_batch \
+	past_2d_h2d past_2d_d2h two_h2d_sync two_h2d_async two_d2h_sync two_d2h_async two_batch; do
+	staged_case "late DMA" late_past "a copy past its registered block's end: $m" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=4M HOSTPIN_PIN_AFTER=1 HOSTPIN_REGISTER_CHUNK=8M \
+		HOSTPIN_STAGE_BUFFER=4M FAKE_CUDA_REFUSE_PARTIAL=1 -- "$m"
+	echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+		bad "late DMA: past its block's end ($m): a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+		ok "late DMA: past its block's end ($m): no range partly registered reached the driver"
+done
+fi
