@@ -47,9 +47,15 @@ typedef struct hp_copy {
 	unsigned pass[HP_COPY_RECS]; /* r[i]'s hp_hold_add token */
 	unsigned all; /* overflow: hp_hold_add_all's token (0: none) */
 	size_t bytes;
+	/* nowait: hp_copy_host never waits for a block being stepped aside
+	 * from or registered (the caller holds counts elsewhere: a batch's
+	 * entries passed through); it lets go and sets blocked instead, and
+	 * the caller waits with hp_copy_hold once it let its counts go */
+	int nowait, blocked;
 } hp_copy_t;
 HP_HIDDEN void hp_copy_init(hp_copy_t *c);
 HP_HIDDEN void hp_copy_host(hp_copy_t *c, const void *p, size_t n);
+HP_HIDDEN void hp_copy_hold(hp_copy_t *c);
 /* ptsz: stream 0 means the per-thread default stream.  ok: the call
  * succeeded. */
 HP_HIDDEN void hp_copy_end(hp_copy_t *c, hp_cudaStream_t stream, int ptsz,

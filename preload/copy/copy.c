@@ -19,6 +19,7 @@ void hp_copy_init(hp_copy_t *c)
 {
 	c->n = c->overflow = c->held = 0;
 	c->all = 0;
+	c->nowait = c->blocked = 0;
 	c->bytes = 0;
 }
 
@@ -88,12 +89,24 @@ static void hold(hp_copy_t *c)
 		if (wait < 0 && !(c->all && all_ok && hp_hold_all_waits()))
 			return;
 		let_go(c);
+		if (c->nowait) {
+			c->blocked = 1;
+			return;
+		}
 		if (wait < 0)
 			all_ok = wait_all();
 		else
 			while (hp_rflags(c->r[wait]) & why)
 				sched_yield();
 	}
+}
+
+/* c counted on its blocks, waiting first where hp_copy_host did not
+ * (nowait) */
+void hp_copy_hold(hp_copy_t *c)
+{
+	c->nowait = 0;
+	hold(c);
 }
 
 static void copy_add(hp_copy_t *c, hp_rec_t *r)

@@ -224,15 +224,33 @@ static int batch_entry(const struct hp_batch *b, size_t i, hp_copy_t *all,
 		return b->call(b, i, 1, &fail);
 	hp_copy_t c_;
 	hp_copy_init(&c_);
+	/* the entries passed before are counted in flight (all): this one
+	 * waits for no step aside or registration while they are (which
+	 * would wait for them: 10 s, then 712 to the program; issue 39,
+	 * cases/aside-batch-562614) */
+	c_.nowait = all->held > 0;
 	uintptr_t d, sr;
 	size_t n;
-	int r;
-	if (entry_1d(b, i, &d, &sr, &n)) {
+	int r, one = entry_1d(b, i, &d, &sr, &n);
+	if (one) {
 		hp_copy_host(&c_, (const void *)sr, n);
 		hp_copy_host(&c_, (const void *)d, n);
-		r = hp_stage_unified(&c_, d, sr, n, b->s, b->ptsz, b->how);
 	} else {
 		hp_copy_host_ops(&c_, b->ops + i, 1);
+	}
+	if (c_.blocked) {
+		/* so they end here, as the batch's end would end them */
+		hp_copy_end(all, b->s, b->ptsz, 1);
+		hp_copy_init(all);
+		if (!hp_hook_enter()) {
+			hp_copy_join(NULL, &c_, 0);
+			return b->call(b, i, 1, &fail);
+		}
+		hp_copy_hold(&c_);
+	}
+	if (one) {
+		r = hp_stage_unified(&c_, d, sr, n, b->s, b->ptsz, b->how);
+	} else {
 		r = stage_op(&c_, b->ops + i, b);
 		if (r == HP_COPY_PASSED)
 			r = stage_array_op(&c_, b->ops + i, b);
@@ -376,6 +394,8 @@ int hp_batch_run(const struct hp_batch *b, size_t n, size_t *fail)
 	hp_hook_leave();
 	int e = 0, joined = 0;
 	for (size_t i = 0; i < n && e == 0; i++) {
+		if (joined)
+			hp_test_pause("batch_next"); /* tests: all counted */
 		e = batch_entry(b, i, &all, &joined);
 		if (e != 0 && fail)
 			*fail = i;

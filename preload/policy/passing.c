@@ -7,7 +7,8 @@
  *   in flight (HOLD), until the copy's end: hostpin's own unregistration
  *   of a registered block (stepping aside for the program's registration,
  *   foreign.c; a context ended under a registration, pin.c) waits for
- *   them (hp_hold_drain; HP_F_ASIDE makes a copy counted after it wait);
+ *   them (hp_hold_drain; HP_F_ASIDE makes a copy counted after it wait,
+ *   holding no count: a batch's entries passed before end first, batch.c);
  *
  *   passing (PASS), until the copy's plan says it never reaches the
  *   driver with the block's memory as it is (hp_pass_sub; plan.c): a

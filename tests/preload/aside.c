@@ -17,6 +17,13 @@
  *   clock), and once the stream is let go it registers (0).  It was
  *   refused 712 at B's first look after the stall (issue 39,
  *   regress-diff-c-96518885.prog, 1 full run in 27).
+ * batch: thread A's batch of two H2D entries from the block, paused
+ *   between them (hostpin's pause point batch_next: the first entry
+ *   passed to the driver, counted in flight); B's registration of a piece
+ *   of the block steps aside and waits for it; then A goes on: its second
+ *   entry must not wait for the step aside while the first is counted (B
+ *   waited 10 s for it and got 712: issue 39, seed 562614); B registers
+ *   (0), the batch returns 0 and lands whole.
  * Outcomes never depend on timing: what the threads do is polled for. */
 #include <signal.h>
 #include <sys/wait.h>
@@ -25,6 +32,8 @@
 
 CUresult cuMemHostUnregister(void *);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+			       void *, size_t *, size_t, CUstream);
 
 static CUstream s;
 static char *blk;
@@ -178,9 +187,58 @@ static int mode_stall(void)
 	return 0;
 }
 
+static _Atomic int batch_rc = -1;
+static void *batcher(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUdeviceptr ds[2] = {d, d + 4 * MB};
+	CUdeviceptr ss[2] = {(CUdeviceptr)(uintptr_t)blk,
+			     (CUdeviceptr)(uintptr_t)(blk + 4 * MB)};
+	size_t sz[2] = {4 * MB, 4 * MB};
+	batch_rc = cuMemcpyBatchAsync_v2(ds, ss, sz, 2, NULL, NULL, 0, s);
+	return NULL;
+}
+
+static int mode_batch(void)
+{
+	size_t m = 32 * MB;
+	pthread_t a, b;
+	alarm(60);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	blk = malloc(m);
+	CHECK(blk != NULL && tp_flags(blk) != 0);
+	fill(blk, m, 72);
+	d = dev(m);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	wait_for(is_reg, blk, "the block registered");
+	pt_file("batch_next", "arm");
+	CHECK(pthread_create(&a, NULL, batcher, NULL) == 0);
+	wait_for(pt_paused, "batch_next", "A's first entry passed");
+	b_reg.at = blk + 16 * MB, b_reg.n = 4 * MB;
+	CHECK(pthread_create(&b, NULL, watched_thread, &b_reg.w) == 0);
+	wait_for(b_waits, NULL, "B waits for A's first entry");
+	pt_file("batch_next", "go");
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(pthread_join(b, NULL) == 0);
+	printf("register while a batch is between entries: %d (batch %d)\n",
+	       b_reg.rc, batch_rc);
+	CHECK(batch_rc == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), 8 * MB, 72));
+	finish(72);
+	if (b_reg.rc != 0) {
+		fprintf(stderr, "the program's registration was refused (%d) "
+			"while a batch's next entry waited for it\n", b_reg.rc);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {{"fork", mode_fork},
-						   {"stall", mode_stall}};
+						   {"stall", mode_stall},
+						   {"batch", mode_batch}};
 	return staged_main("aside", argc, argv, modes);
 }

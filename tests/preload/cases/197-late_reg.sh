@@ -91,6 +91,17 @@ if [ -x "$B/aside" ]; then
 	staged_case "late DMA" aside "a stall of the process while a registration steps aside for a copy in flight: registered once the copy ends" any \
 		FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_BACKGROUND=0 \
 		HOSTPIN_MMAP=off HOSTPIN_COPY=sync -- stall
+	# Must hold (issue 39, seed 562614: 712 under load): a batch's next
+	# entry never waits for a step aside while the entries before it are
+	# counted in flight (the step aside waits for them): they end first,
+	# and the program's registration returns 0.
+	for cm in sync async; do
+		pd=$(mktemp -d)
+		staged_case "late DMA" aside "a registration steps aside while a batch is between entries (HOSTPIN_COPY=$cm): registered" any \
+			FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_BACKGROUND=0 \
+			HOSTPIN_MMAP=off HOSTPIN_COPY=$cm HOSTPIN_TEST_PAUSE="$pd" -- batch
+		rm -rf "$pd"
+	done
 fi
 for pa in 0 1; do
 	lr "8 threads register and unregister pieces of one block (HOSTPIN_PIN_AFTER=$pa)" any \
