@@ -135,7 +135,7 @@ static void gen_hold(void)
 /* fresh: a capture section may begin with a block thread a allocates just
  * then and earns the registration of (FAKE_CUDA_REGISTER_DELAY_US,
  * HOSTPIN_REGISTER_CHUNK=1M: still being registered, part way, when the
- * capture begins), then copies it on the capturing stream itself, across
+ * capture begins; FAKE_CUDA_REFUSE_PARTIAL=1), then copies it on the capturing stream itself, across
  * 1 MiB registrations: a copy of a block being registered on a stream
  * capturing must go by pieces, never whole across the registered part's
  * end (issue 39 item 6).  Decided by the seed alone, no draw: the other
@@ -289,10 +289,10 @@ int fz_gen(int argc, char **argv)
 	/* the fake's settings */
 	printf("env FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_PTDS_PER_THREAD=1");
 	refuse = cl("partial") && chance(30);
-	if (refuse)
-		printf(" FAKE_CUDA_REFUSE_PARTIAL=1");
 	fresh = cl("capture") && cl("delay") && cl("config") &&
-		strtoull(argv[0], NULL, 0) % 4 == 1;
+		cl("partial") && strtoull(argv[0], NULL, 0) % 4 == 1;
+	if (refuse || fresh)
+		printf(" FAKE_CUDA_REFUSE_PARTIAL=1");
 	if (cl("delay") && chance(40))
 		printf(" FAKE_CUDA_REGISTER_DELAY_US=%u", 200 + rnd(3000));
 	else if (fresh)
