@@ -109,6 +109,18 @@ static int stream_enter_pieces(hp_cudaStream_t s)
 	return 1;
 }
 
+/* An async copy on s, a stream capturing now (any mode; a begin hostpin
+ * saw): entered as captured (P->captured: its calls graph nodes, never
+ * waited for; the capture's end on s waits for the copy,
+ * hp_capture_end_wait), so that it goes by pieces, never whole across a
+ * registration's end (issue 39 item 6). */
+static int enter_captured(struct hp_plan *P, hp_cudaStream_t s)
+{
+	return P->captured = !(P->how & HP_STAGE_SYNC) &&
+			     hp_cuda_capturing(s) &&
+			     hp_capture_stream_enter_captured(s);
+}
+
 /* The driver's staging calls are there and this thread has a context. */
 static int driver_here(void)
 {
@@ -252,7 +264,10 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	pre = one && !must ? hp_register_prefix(c->r[0], a, n, &base, &len) : 0;
 	P->registering = pre != 0;
 	if (pre == 2) {
-		if (!rect && driver_here() && stream_enter_pieces(s)) {
+		/* (on s capturing: captured pieces, the prefix's reader
+		 * until its calls returned, never a wait) */
+		if (!rect && driver_here() &&
+		    (stream_enter_pieces(s) || enter_captured(P, s))) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
 			return;
@@ -328,8 +343,12 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	 * the prefix */
 	if (pre && hp_register_prefix_all(c->r[0], a, &base, &len)) {
 		/* (a 1D copy wholly inside the block: pieces.c) */
+		/* (on s capturing, an async copy: captured pieces, the
+		 * registered part's as registered memory, the rest's as
+		 * pageable, a reader only until its calls returned: the
+		 * capture never waits for the registration thread) */
 		if ((rect || (a >= base && n <= base + len - a)) &&
-		    stream_enter_pieces(s)) {
+		    (stream_enter_pieces(s) || enter_captured(P, s))) {
 			P->kind = HP_PLAN_PREFIX;
 			P->base = base, P->len = len;
 		} else {

@@ -191,9 +191,8 @@ struct hp_plan {
 		     * it as registered memory, its DMA late: hp_copy_plan_end
 		     * waits for it (found/diff-dsum-7700192) */
 	int registering; /* the block queued or being registered (plan.c) */
-	int captured; /* PIECES: on a stream capturing now (plan.c): its
-		       * DMAs are graph
-		       * nodes, never waited for */
+	int captured; /* PIECES, PREFIX: on a stream capturing now (plan.c):
+		       * its DMAs are graph nodes, never waited for */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its
 	 * direction and geometry checked there, never again): depth slices
 	 * of H rows of w bytes, its rows numbered slice after slice.  q: a 2D

@@ -132,6 +132,68 @@ static void gen_hold(void)
 		printf("%d barrier\n", t);
 }
 
+/* fresh: a capture section may begin with a block thread a allocates just
+ * then and earns the registration of (FAKE_CUDA_REGISTER_DELAY_US,
+ * HOSTPIN_REGISTER_CHUNK=1M: still being registered, part way, when the
+ * capture begins; FAKE_CUDA_REFUSE_PARTIAL=1), then copies it on the capturing stream itself, across
+ * 1 MiB registrations: a copy of a block being registered on a stream
+ * capturing must go by pieces, never whole across the registered part's
+ * end (issue 39 item 6).  Decided by the seed alone (one in 8 of those
+ * with these classes), no draw: the other seeds' programs stay as they
+ * were; such a program registers in the background
+ * (HOSTPIN_PIN_AFTER=2: the second copy earns it, HOSTPIN_STAGE=1). */
+static int fresh;
+
+/* The fresh block for thread a, registration earned by whole-block copies
+ * on the legacy stream (synchronised before the capture); its slot and
+ * its device buffer's in *hs, *ds, or 0. */
+static int gen_fresh_block(int a, int *hs, int *ds, size_t *n)
+{
+	struct th *x = &T[a];
+	if (x->nh == 12 || x->nd == 8 || host_total > 300 * MB)
+		return 0;
+	struct hb *b = &x->h[x->nh++];
+	memset(b, 0, sizeof(*b));
+	b->slot = nslot_h++, b->n = 16 * MB + (size_t)rnd(24) * MB, b->live = 1;
+	b->kind = chance(50) ? 2 : 0;
+	host_total += b->n;
+	printf("%d alloc b%d %s %zu %u\n", a, b->slot,
+	       b->kind ? "memalign" : "malloc", b->n, rnd(1000));
+	struct db *d = &x->d[x->nd++];
+	d->slot = nslot_d++, d->n = b->n, d->last[0] = 0;
+	printf("%d dalloc d%d %zu %u\n", a, d->slot, d->n, rnd(1000));
+	/* (the second earns it, HOSTPIN_PIN_AFTER=2: the registration is
+	 * still under way when the capture begins, mostly) */
+	for (unsigned i = 1 + rnd(2); i > 0; i--)
+		printf("%d c h2d sync L b%d 0 d%d 0 %zu\n", a, b->slot, d->slot, b->n);
+	if (chance(50))
+		printf("%d nap %u\n", a, rnd(10));
+	*hs = b->slot, *ds = d->slot, *n = b->n;
+	return 1;
+}
+
+/* Copies on s, capturing, of the fresh block: async 1D, 2D or 3D across
+ * one of its 1 MiB boundaries */
+static void gen_fresh_copies(int a, const char *s, int hs, int ds, size_t n)
+{
+	for (unsigned i = 1 + rnd(3); i > 0; i--) {
+		size_t k = MB * (1 + rnd((unsigned)(n / MB - 1)));
+		int h2d = chance(50), r = (int)rnd(3);
+		if (r == 0 || !cl("c2d")) {
+			size_t w = 1 + rnd((unsigned)(2 * MB));
+			printf("%d c %s async %s b%d %zu d%d %zu %zu\n", a,
+			       h2d ? "h2d" : "d2h", s, hs, k - w / 2, ds,
+			       k - w / 2, w);
+			continue;
+		}
+		size_t w = 1 + rnd(64 * 1024), hp = w + rnd(8192),
+		       hh = 2 + rnd(16), off = k - hh / 2 * hp - w / 2;
+		printf("%d c %s %s %s b%d %zu d%d %zu %zu %zu %zu %zu\n", a,
+		       h2d ? "h2d" : "d2h", r == 2 && cl("c3d") ? "m3das" : "m2das",
+		       s, hs, off, ds, off, w, hh, hp, hp);
+	}
+}
+
 static void gen_section(void)
 {
 	int a = (int)rnd((unsigned)nth);
@@ -149,7 +211,9 @@ static void gen_section(void)
 			strcpy(s, "P");
 		else
 			goto out;
-		int mode = (int)rnd(3);
+		int mode = (int)rnd(3), hs = 0, ds = 0;
+		size_t fn = 0;
+		int fb = fresh && gen_fresh_block(a, &hs, &ds, &fn);
 		printf("%d syncall\n", a);
 		/* a's own buffers idle now: a copy on the capturing stream
 		 * needs no wait for another stream of theirs */
@@ -158,6 +222,8 @@ static void gen_section(void)
 		for (int i = 0; i < x->nh; i++)
 			x->h[i].last[0] = 0;
 		printf("%d capbegin %s %d\n", a, s, mode);
+		if (fb)
+			gen_fresh_copies(a, s, hs, ds, fn);
 		for (int t = 0; t < nth; t++) {
 			unsigned k = rnd(4);
 			for (unsigned i = 0; i < k; i++) {
@@ -227,10 +293,15 @@ int fz_gen(int argc, char **argv)
 	/* the fake's settings */
 	printf("env FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_PTDS_PER_THREAD=1");
 	refuse = cl("partial") && chance(30);
-	if (refuse)
+	fresh = cl("capture") && cl("delay") && cl("config") &&
+		cl("partial") && strtoull(argv[0], NULL, 0) % 8 == 1;
+	if (refuse || fresh)
 		printf(" FAKE_CUDA_REFUSE_PARTIAL=1");
 	if (cl("delay") && chance(40))
-		printf(" FAKE_CUDA_REGISTER_DELAY_US=%u", 200 + rnd(3000));
+		printf(" FAKE_CUDA_REGISTER_DELAY_US=%u",
+		       fresh ? 2000 : 200 + rnd(3000));
+	else if (fresh)
+		printf(" FAKE_CUDA_REGISTER_DELAY_US=2000");
 	printf("\n");
 	/* hostpin's */
 	printf("hostpin");
@@ -252,6 +323,9 @@ int fz_gen(int argc, char **argv)
 		if (chance(12)) printf(" HOSTPIN_REGISTER_BACKGROUND=0");
 		if (chance(15)) printf(" HOSTPIN_THRESHOLD=256K");
 	}
+	if (fresh) /* (after config's: the last one set wins) */
+		printf(" HOSTPIN_REGISTER_CHUNK=1M HOSTPIN_PIN_AFTER=2"
+		       " HOSTPIN_STAGE=1 HOSTPIN_REGISTER_BACKGROUND=1");
 	printf(" HOSTPIN_COPY=%s%s%s\n", relaxed && chance(70) ? "async" : "sync",
 	       extra ? " " : "", extra ? extra : "");
 	if (cl("shared") && nth > 1 && chance(50)) {

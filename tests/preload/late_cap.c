@@ -11,9 +11,13 @@
  * block registered whole in 8 MiB pieces, HOSTPIN_PIN_AFTER=0).
  * CAPTURE: local (this thread captures another stream in thread-local
  * mode) or global (another thread captures another stream in global
- * mode).  FORM: 1d (1 MiB), 2d (16 rows of 64 KiB, 128 KiB apart, one
+ * mode); or ownlocal, ownrelaxed (this thread captures the copies' stream
+ * itself, in thread-local or relaxed mode: the copies are captured, the
+ * fake drops them; their data not checked, a copy's range still the
+ * driver's to refuse).  FORM: 1d (1 MiB), 2d (16 rows of 64 KiB, 128 KiB apart, one
  * row across) or 3d (the same rows as 2 slices of 8); DIR: htod or dtoh.
- * In one capture, two such copies on a stream not capturing: across the
+ * In one capture, two such copies on a stream not capturing (own: on the
+ * stream capturing): across the
  * end of the block's first 8 MiB piece (inside the registered part while
  * registering) and across the end of the registered part (16 MiB, or
  * 24 MiB under a global capture, whose begin waits for the piece in
@@ -38,7 +42,7 @@ int fake_cuda_capture_broken(void);
 #define ROWS ((size_t)16)
 
 static CUstream cs; /* the stream captured */
-static int global_mode;
+static int global_mode, own_mode; /* own: 1 local, 2 relaxed */
 static _Atomic int cap_begun, cap_end;
 static _Atomic pid_t cap_tid;
 static pthread_t cap_thread;
@@ -73,7 +77,7 @@ static int began_or_waits(void *arg)
 static void capture_begin(int registering)
 {
 	if (!global_mode) {
-		CHECK(cuStreamBeginCapture_v2(cs, 1) == 0);
+		CHECK(cuStreamBeginCapture_v2(cs, own_mode ? own_mode : 1) == 0);
 		return;
 	}
 	CHECK(pthread_create(&cap_thread, NULL, capture_thread, NULL) == 0);
@@ -178,7 +182,10 @@ static int run(int registering, int form, int htod)
 		d = dev(4 * MB);
 		CHECK(cuStreamCreate(&s, 0) == 0);
 	}
-	CHECK(cuStreamCreate(&cs, 0) == 0);
+	if (own_mode)
+		cs = s;
+	else
+		CHECK(cuStreamCreate(&cs, 0) == 0);
 	/* the registered part's end: 24 MiB when the capture's begin let
 	 * the third piece through (capture_begin) */
 	size_t off[2] = {8 * MB, registering && global_mode ? 24 * MB : 16 * MB};
@@ -194,7 +201,7 @@ static int run(int registering, int form, int htod)
 	}
 	capture_end();
 	CHECK(cuStreamSynchronize(s) == 0);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2 && !own_mode; k++) /* (own: captured) */
 		data(form, htod, host_at(form, blk + off[k]), dv[k], 20 + 20 * k, 0);
 	if (registering) {
 		CHECK(!is_reg(blk)); /* still being registered throughout */
@@ -214,7 +221,10 @@ int main(int argc, char **argv)
 	int registering = strcmp(st, "registering") == 0;
 	CHECK(registering || strcmp(st, "registered") == 0);
 	global_mode = strcmp(cap, "global") == 0;
-	CHECK(global_mode || strcmp(cap, "local") == 0);
+	own_mode = strcmp(cap, "ownlocal") == 0	  ? 1
+		   : strcmp(cap, "ownrelaxed") == 0 ? 2
+						    : 0;
+	CHECK(global_mode || own_mode || strcmp(cap, "local") == 0);
 	int f = form[0] - '1', htod = strcmp(dir, "htod") == 0;
 	CHECK(f >= 0 && f < 3 && strcmp(form + 1, "d") == 0);
 	CHECK(htod || strcmp(dir, "dtoh") == 0);
