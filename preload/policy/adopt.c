@@ -255,9 +255,14 @@ static int event_drop(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 void hp_cuda_ctx_ending(void)
 {
+	/* no registration in the background across the end (issue 39
+	 * item 5): stopped and waited for first */
+	hp_register_ctx_ending();
 	if (hp_backend->quiesce && !hp_in_child)
 		hp_registry_each(&hp_reg, event_drop, NULL);
 }
+
+void hp_cuda_ctx_end_done(void) { hp_register_ctx_ended(); }
 
 void hp_cuda_device_reset(int dev)
 {

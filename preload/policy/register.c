@@ -96,12 +96,19 @@ static struct {
 	/* the held block's state before its busy claim (LIVE or CACHED):
 	 * what a forked child, where no thread ends the claim, puts back */
 	uint32_t held_st;
+	/* cancelled for a CUDA context's end (hp_register_ctx_ending): the
+	 * block goes back to pending, not left unregistered for good */
+	int restart;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* pre.r, read without the lock by copies of more blocks than they record
  * (hp_register_taken, passing.c's ALL): seq_cst, written before the
  * thread's drain (its fence) and after its last piece. */
 static _Atomic(const hp_rec_t *) taken;
+
+/* The program's calls that may end a CUDA context in progress
+ * (hp_register_ctx_ending .. hp_register_ctx_ended): no job begins. */
+static _Atomic int ctx_ending;
 
 int hp_register_taken(const hp_rec_t *r)
 {
@@ -217,6 +224,39 @@ int hp_register_cancel_realloc(const hp_rec_t *r) { return held_wait(r, 3); }
 
 int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
 
+void hp_register_ctx_ending(void)
+{
+	if (registrar || hp_in_child)
+		return;
+	atomic_fetch_add(&ctx_ending, 1);
+	pthread_mutex_lock(&pre.mu);
+	const hp_rec_t *r = pre.handed ? NULL : pre.held;
+	if (r != NULL) {
+		/* after the piece in flight, the pieces made are undone and
+		 * the block is pending again; one registered whole meets the
+		 * end's walk, no longer held */
+		pre.cancel = pre.restart = 1;
+		pthread_cond_broadcast(&pre.cv);
+	}
+	pthread_mutex_unlock(&pre.mu);
+	if (r == NULL)
+		return;
+	hp_test_pause("ctx_ending_wait");
+	pthread_mutex_lock(&pre.mu);
+	/* parked for a capture (which may be the caller's to end): not
+	 * waited for; the thread meets the end itself
+	 * (hp_pin_restart_if_ended) */
+	while (pre.held == r && !pre.parked)
+		pthread_cond_wait(&pre.cv, &pre.mu);
+	pthread_mutex_unlock(&pre.mu);
+}
+
+void hp_register_ctx_ended(void)
+{
+	if (!registrar && !hp_in_child)
+		atomic_fetch_sub(&ctx_ending, 1);
+}
+
 int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 		       uintptr_t *base, size_t *len)
 {
@@ -292,6 +332,8 @@ static int run_job(const struct job *j)
 	if (r != j->r || s.base != j->base || s.len != j->len ||
 	    !(hp_rflags(r) & HP_F_QUEUED))
 		return 0; /* released (or moved) before its turn */
+	if (atomic_load(&ctx_ending))
+		return 1; /* a context may end: begun after it */
 	uint32_t st = hp_busy_begin(r, &s);
 	if (!st) {
 		unsigned w = hp_word_state(s.word);
@@ -306,6 +348,7 @@ static int run_job(const struct job *j)
 		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
 		pre.held = r, pre.held_st = st, pre.cancel = 0;
+		pre.restart = 0;
 		atomic_store(&taken, r);
 		pthread_mutex_unlock(&pre.mu);
 		/* the copies planned before as passed through (passing.c)
@@ -320,8 +363,21 @@ static int run_job(const struct job *j)
 		pre.r = NULL, pre.upto = pre.base;
 		atomic_store(&taken, NULL);
 		pre_drain();
+		int restart = pre.restart;
+		pre.restart = 0;
 		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
+		if (restart && !(hp_rflags(r) & (HP_PIN_MASK | HOSTPIN_PENDING |
+						  HP_F_FOREIGN | HP_F_LAZY))) {
+			/* cancelled for a context's end: registered again by
+			 * its next copies or adoption (issue 39 item 5) */
+			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
+			HP_CTR_ADD(pending_blocks, 1);
+			hp_log(HP_LOG_INFO, "block %p (%zu bytes): a CUDA "
+			       "context may end: its registration in the "
+			       "background stopped, pending again",
+			       (void *)s.base, s.len);
+		}
 		hp_pin_restart_if_ended(r, s.base, s.len, ep, 1);
 		if (hp_rflags(r) & HOSTPIN_REGISTERED)
 			atomic_fetch_add_explicit(&bg_done, 1,
