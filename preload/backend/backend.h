@@ -96,9 +96,6 @@ void hp_cuda_ctx_destroyed(struct CUctx_st *ctx);
  * block's last-copy event is waited for and dropped (it may belong to the
  * context that ends, whoever registered the block). */
 void hp_cuda_ctx_ending(void);
-/* adopt.c, for the hooks, after that call (whatever it returned, and after
- * the policy's side above): the registration thread may begin again. */
-void hp_cuda_ctx_end_done(void);
 /* backend_cuda_calls.c, the copy fences the copy policy (copy.c) uses: resolve
  * the driver's stream and event entry points (1 waits and events, 2 waits
  * only, -1 none); whether s captures a graph; wait for s; make the event of

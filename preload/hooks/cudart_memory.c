@@ -66,7 +66,6 @@ HP_BODY hp_cudaError_t device_reset(void *f, const void *ra)
 	hp_cudaError_t e = fn();
 	if (e == 0 && dev >= 0)
 		HP_GUARDED(hp_cuda_device_reset(dev));
-	HP_GUARDED(hp_cuda_ctx_end_done());
 	hp_hook_leave();
 	return e;
 }

@@ -102,7 +102,6 @@ HP_BODY hp_CUresult ctx_primary_end(void *f, hp_CUdevice dev,
 	hp_CUresult e = fn(dev);
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(ended(dev));
-	HP_GUARDED(hp_cuda_ctx_end_done());
 	hp_hook_leave();
 	return e;
 }
@@ -125,7 +124,6 @@ HP_BODY hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
 	hp_CUresult e = fn(ctx);
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(hp_cuda_ctx_destroyed(ctx));
-	HP_GUARDED(hp_cuda_ctx_end_done());
 	hp_hook_leave();
 	return e;
 }

@@ -243,6 +243,8 @@ static void owners_lost(const uintptr_t *ended, int n)
 			hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
 			       "block(s) go back to pending", k);
 	}
+	if (n > 0)
+		hp_register_end_met();
 }
 
 static int event_drop(hp_rec_t *r, const hp_snap_t *s, void *arg)
@@ -255,14 +257,9 @@ static int event_drop(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 void hp_cuda_ctx_ending(void)
 {
-	/* no registration in the background across the end (issue 39
-	 * item 5): stopped and waited for first */
-	hp_register_ctx_ending();
 	if (hp_backend->quiesce && !hp_in_child)
 		hp_registry_each(&hp_reg, event_drop, NULL);
 }
-
-void hp_cuda_ctx_end_done(void) { hp_register_ctx_ended(); }
 
 void hp_cuda_device_reset(int dev)
 {

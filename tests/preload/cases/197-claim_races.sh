@@ -71,3 +71,19 @@ cr "a context reset in a registration's window, the block freed meanwhile: regis
 	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- recheck
 rm -rf "$pd"
 fi
+# ---- a context's end while the registration thread holds its block ----
+# reset_bg.c (issue 39 item 5, found by the engine tester:
+# reset-chunk-96575277): device 0's primary context reset while the
+# registration thread holds a block it has just registered whole (a pause
+# point inside hostpin, bg_settled): the reset's walk skips the held
+# block.  Must hold: the reset returns only once the thread met the end
+# (the block pending again, never flagged registered over its dead
+# pieces), and the copies after register it again, whole.
+build reset_bg reset_bg.c $F_FLAGS || true
+if [ -x "$B/reset_bg" ]; then
+pd=$(mktemp -d)
+raceprog reset_bg "context end" "a reset while the registration thread holds its block, registered: met before the reset returns" \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_TEST_PAUSE="$pd" -- settled
+rm -rf "$pd"
+fi

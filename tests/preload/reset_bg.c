@@ -1,0 +1,86 @@
+/* A CUDA context's end while the registration thread holds a block it has
+ * just registered whole (issue 39 item 5; the engine tester's
+ * reset-chunk-96575277), run under hostpin over the fake driver.
+ *   reset_bg MODE   (see main)
+ * The thread is held at hostpin's pause point bg_settled (HOSTPIN_TEST_PAUSE)
+ * after its last piece, the block flagged registered; nothing is timed. */
+#include <stdatomic.h>
+
+#include "late_common.h"
+
+CUresult cuDevicePrimaryCtxReset_v2(int);
+
+static _Atomic int rb_done;
+static void *rb_reset(void *arg)
+{
+	(void)arg;
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	rb_done = 1;
+	return NULL;
+}
+static int rb_returned_or_waits(void *arg)
+{
+	(void)arg;
+	return rb_done || pt_paused("end_met_wait");
+}
+
+/* Device 0's primary context reset in that window: the reset's walk skips
+ * the held block.  Its call returned while the block stayed flagged
+ * registered over its dead pieces (the thread met the end later: copies
+ * meanwhile went "direct" through dead registrations, the engine tester's
+ * probe saw STALE-REGISTERED).  The end must wait for the thread to meet
+ * it (the block pending again), then the block is registered again by the
+ * copies after. */
+static int mode_settled(void)
+{
+	size_t m = 32 * MB;
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	void *v = NULL;
+	CHECK(posix_memalign(&v, 8 * MB, m) == 0);
+	char *blk = v;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 30);
+	pt_file("bg_settled", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns: queued */
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for(pt_paused, "bg_settled", "the block registered whole, held");
+	CHECK(reg_whole(blk));
+	pt_file("end_met_wait", "arm");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
+	wait_for(rb_returned_or_waits, NULL, "the reset returned, or waits");
+	int stale = rb_done && is_reg(blk) && !whole(blk);
+	pt_file("bg_settled", "go");
+	pt_file("end_met_wait", "go");
+	CHECK(pthread_join(t, NULL) == 0);
+	if (stale) {
+		fprintf(stderr, "the reset returned with the block flagged "
+			"registered over its dead pieces\n");
+		return 1;
+	}
+	if (is_reg(blk) && !whole(blk)) {
+		fprintf(stderr, "flagged registered over a dead piece\n");
+		return 1;
+	}
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	d = dev(m);
+	copy_until_whole(blk, d, m, 40, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"settled", mode_settled},
+	};
+	return staged_main("reset_bg", argc, argv, modes);
+}
