@@ -285,6 +285,11 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	 * registration, which then lives in a context the table calls ended
 	 * (never pushed again: its unregistration would find none) */
 	uint64_t gen = hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0);
+	/* and the calls that may end its device's contexts begun: one the
+	 * driver had before this registration, which hostpin learns of only
+	 * once it returned (the generation unchanged until then) */
+	int edev = hp_cuda_ctx_dev((uintptr_t)hp_cu_entered_ctx);
+	unsigned begun = hp_cu_ends_begun(edev);
 	char *b = base;
 	size_t done = 0;
 	int e = 0;
@@ -311,8 +316,9 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
-	if (!e && gen &&
-	    hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0) != gen) {
+	if (!e && ((gen && hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx,
+					   0) != gen) ||
+		   hp_cu_ends_begun(edev) != begun)) {
 		/* it ended meanwhile: undone now, through the context still
 		 * current here (a dead one answers that it died with it; an
 		 * unloaded driver took it along), and pending; one the driver

@@ -249,6 +249,33 @@ int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen)
 	return 1;
 }
 
+/* The program's calls that may end a context, begun (before the driver
+ * has them), by device (modulo END_DEVS): a registration made across one
+ * may live in the context made again after it, though made through the
+ * one that ended, and hostpin learns of the end only once the call
+ * returned; cuda_pin undoes it (issue 39 item 5, reset-chunk-96575277). */
+#define END_DEVS 16
+static _Atomic unsigned ends_begun[END_DEVS];
+
+void hp_cuda_end_begins(int dev, struct CUctx_st *ctx)
+{
+	if (ctx != NULL)
+		dev = hp_cuda_ctx_dev((uintptr_t)ctx);
+	for (int i = 0; i < END_DEVS; i++)
+		if (dev < 0 || dev % END_DEVS == i)
+			atomic_fetch_add(&ends_begun[i], 1);
+}
+
+unsigned hp_cu_ends_begun(int dev)
+{
+	if (dev >= 0)
+		return atomic_load(&ends_begun[dev % END_DEVS]);
+	unsigned n = 0;
+	for (int i = 0; i < END_DEVS; i++)
+		n += atomic_load(&ends_begun[i]);
+	return n;
+}
+
 int hp_cuda_ctx_dev(uintptr_t ctx)
 {
 	int dev = -1;

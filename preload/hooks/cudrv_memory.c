@@ -98,8 +98,11 @@ HP_BODY hp_CUresult ctx_primary_end(void *f, hp_CUdevice dev,
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(dev);
+	HP_GUARDED(hp_cuda_end_begins(dev, NULL));
 	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_CUresult e = fn(dev);
+	/* the driver ended it, hostpin not yet (a test's pause point) */
+	hp_test_pause("end_called");
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(ended(dev));
 	hp_hook_leave();
@@ -120,6 +123,7 @@ HP_BODY hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(ctx);
+	HP_GUARDED(hp_cuda_end_begins(-1, ctx));
 	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_CUresult e = fn(ctx);
 	if (e == HP_CUDA_SUCCESS)

@@ -77,10 +77,63 @@ static int mode_settled(void)
 	return 0;
 }
 
+/* Device 0's primary context reset while the thread's second piece waits
+ * at the fake's gate (FAKE_CUDA_REGISTER_GATE=8M), pushed through that
+ * context: the piece reaches the driver after its reset (the program made
+ * the context again) but before hostpin learnt of the end (its pause point
+ * end_called, inside the reset's hook).  The piece lived in the context
+ * made again, counted as made through the one that ended: undone by
+ * nobody, registered over the block once it was unmapped (the engine
+ * tester's VIOLATION registered-range-unmapped).  It must be undone: once
+ * the registration ended, the block is registered whole or nothing of it
+ * is. */
+#include <malloc.h>
+static int piece_passed(void *blk)
+{
+	return gate_held(NULL) || (tp_flags(blk) & HOSTPIN_PENDING);
+}
+static int mode_straddle(void)
+{
+	size_t m = 32 * MB;
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(50, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pt_file("end_called", "arm");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
+	wait_for(pt_paused, "end_called", "the driver reset the context");
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	fake_cuda_open_gate_once(); /* the second piece goes on */
+	wait_for(piece_passed, blk, "the second piece returned");
+	pt_file("end_called", "go");
+	CHECK(pthread_join(t, NULL) == 0);
+	fake_cuda_open_gate();
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	size_t n = fake_cuda_registered_bytes(blk, m);
+	if (is_reg(blk) ? n != m : n != 0) {
+		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
+			is_reg(blk) ? "flagged registered" : "not flagged", n);
+		return 1;
+	}
+	ctx = c;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	d = dev(m);
+	copy_until_whole(blk, d, m, 60, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"settled", mode_settled},
+	    {"straddle", mode_straddle},
 	};
 	return staged_main("reset_bg", argc, argv, modes);
 }
