@@ -288,8 +288,8 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	/* and the calls that may end its device's contexts begun: one the
 	 * driver had before this registration, which hostpin learns of only
 	 * once it returned (the generation unchanged until then) */
-	int edev = hp_cuda_ctx_dev((uintptr_t)hp_cu_entered_ctx);
-	unsigned begun = hp_cu_ends_begun(edev);
+	int edev = hp_cuda_ctx_dev((uintptr_t)hp_cu_entered_ctx), active;
+	unsigned begun = hp_cu_ends_begun(edev, &active);
 	char *b = base;
 	size_t done = 0;
 	int e = 0;
@@ -318,7 +318,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 	}
 	if (!e && ((gen && hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx,
 					   0) != gen) ||
-		   hp_cu_ends_begun(edev) != begun)) {
+		   hp_cu_ends_begun(edev, &active) != begun || active)) {
 		/* it ended meanwhile: undone now, through the context still
 		 * current here (a dead one answers that it died with it; an
 		 * unloaded driver took it along), and pending; one the driver
