@@ -279,17 +279,23 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */
 	}
+	/* the calls that may end its device's contexts begun, read first:
+	 * one the driver had before this registration is learnt by hostpin
+	 * only once it returned (the generation unchanged until then) */
+	int edev = hp_cuda_ctx_dev((uintptr_t)hp_cu_entered_ctx), active;
+	unsigned begun = hp_cu_ends_begun(edev, &active);
 	/* the generation of the context registered through: one that ends
 	 * during the call (another thread's cuCtxDestroy or reset) may be
 	 * made again under the same handle before the driver sees the
 	 * registration, which then lives in a context the table calls ended
 	 * (never pushed again: its unregistration would find none) */
 	uint64_t gen = hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0);
-	/* and the calls that may end its device's contexts begun: one the
-	 * driver had before this registration, which hostpin learns of only
-	 * once it returned (the generation unchanged until then) */
-	int edev = hp_cuda_ctx_dev((uintptr_t)hp_cu_entered_ctx), active;
-	unsigned begun = hp_cu_ends_begun(edev, &active);
+	if (!gen && hp_cu_ctx_ended(hp_cu_entered_ctx)) {
+		/* it ended since it was pushed: not through it */
+		hp_cu_leave_ctx(pushed);
+		hp_capture_leave();
+		return EAGAIN;
+	}
 	char *b = base;
 	size_t done = 0;
 	int e = 0;

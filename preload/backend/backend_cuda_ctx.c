@@ -84,6 +84,8 @@ int hp_cu_learn_ctx(hp_CUcontext ctx)
 	return 1;
 }
 
+int hp_cu_ctx_ended(hp_CUcontext ctx) { return ctx_state(ctx) < 0; }
+
 void hp_cu_mark_ended(hp_CUcontext ctx)
 {
 	pthread_mutex_lock(&hp_cu_own_mu);
