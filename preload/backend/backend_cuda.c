@@ -279,6 +279,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		hp_capture_leave();
 		return EAGAIN; /* no context on this thread yet: pending */
 	}
+	hp_test_pause("pin_pushed");
 	/* the calls that may end its device's contexts begun, read first:
 	 * one the driver had before this registration is learnt by hostpin
 	 * only once it returned (the generation unchanged until then) */

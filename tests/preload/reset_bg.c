@@ -129,11 +129,58 @@ static int mode_straddle(void)
 	return 0;
 }
 
+/* The same reset, whole, while the thread has pushed device 0's primary
+ * context for its first piece and not yet registered it (hostpin's pause
+ * point pin_pushed); the program makes the context again (the same
+ * handle), then the thread goes on: its piece must not be registered
+ * through the context that ended (it would live in the one made again,
+ * counted as the ended one's, never undone).  Once the registration
+ * ended, the block is registered whole or nothing of it is. */
+static int mode_pushed(void)
+{
+	size_t m = 32 * MB;
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	void *v = NULL;
+	CHECK(posix_memalign(&v, 8 * MB, m) == 0);
+	char *blk = v;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 70);
+	pt_file("pin_pushed", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns: queued */
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for(pt_paused, "pin_pushed", "the first piece's context pushed");
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	pt_file("pin_pushed", "go");
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	size_t n = fake_cuda_registered_bytes(blk, m);
+	if (is_reg(blk) ? n != m : n != 0) {
+		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
+			is_reg(blk) ? "flagged registered" : "not flagged", n);
+		return 1;
+	}
+	ctx = c;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	d = dev(m);
+	copy_until_whole(blk, d, m, 80, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"settled", mode_settled},
 	    {"straddle", mode_straddle},
+	    {"pushed", mode_pushed},
 	};
 	return staged_main("reset_bg", argc, argv, modes);
 }

@@ -97,4 +97,14 @@ raceprog reset_bg "context end" "a piece registered across the driver's reset: u
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 HOSTPIN_TEST_PAUSE="$pd" -- straddle
 rm -rf "$pd"
+# Must hold: the whole reset while the thread has pushed the context for
+# its first piece, not yet registered it (pause point pin_pushed), the
+# program making the context again before it goes on: the piece is not
+# registered through the context that ended; the block is registered
+# whole or not at all, then registered again by the copies after.
+pd=$(mktemp -d)
+raceprog reset_bg "context end" "a reset between a piece's push and its registration: not through the ended context" \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_TEST_PAUSE="$pd" -- pushed
+rm -rf "$pd"
 fi
