@@ -153,6 +153,12 @@ HP_HIDDEN int hp_register_cancel_realloc(const hp_rec_t *r);
 HP_HIDDEN void hp_block_release_freed(hp_rec_t *r, uintptr_t base);
 /* The same, without cancelling: sleep until the thread let go of r. */
 HP_HIDDEN int hp_register_wait(const hp_rec_t *r);
+/* After a CUDA context's end and its walk (which skips a held block):
+ * if the registration thread holds a block whose last piece it made
+ * before the end, sleep until it met the end and let go (issue 39 item
+ * 5): no block stays flagged registered over a dead piece once the
+ * program's call returned. */
+HP_HIDDEN void hp_register_end_met(void);
 /* The registration thread between two pieces of a block: the capture gate
  * for the next piece, sleeping while a capture holds it: 1; 2: held, but
  * what is left was cancelled meanwhile (or the process exits): undo the

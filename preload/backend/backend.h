@@ -133,6 +133,13 @@ uint64_t hp_cuda_ctx_gen(uintptr_t ctx, int current);
 /* backend_cuda_ctx.c: the device of ctx as learnt (hp_cuda_ctx_gen with
  * current), -1 if not known; no driver call. */
 int hp_cuda_ctx_dev(uintptr_t ctx);
+/* For the hooks, before a call that may end device dev's contexts (-1:
+ * any device's) or ctx (not NULL), returning the device to pass to
+ * hp_cuda_end_done after the call and the policy's side of its end
+ * (whatever it returned): a registration the driver has across it, or
+ * while it is in progress, is undone (backend_cuda.c's cuda_pin). */
+int hp_cuda_end_begins(int dev, struct CUctx_st *ctx);
+void hp_cuda_end_done(int dev);
 /* backend_cuda_ctx.c: make ctx current on this thread for hostpin's own
  * calls (a thread of hostpin's: the ring's growth), if it is still what
  * it was at generation gen (hp_cuda_ctx_gen): 1 if pushed (undo with

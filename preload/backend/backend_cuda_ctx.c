@@ -84,6 +84,8 @@ int hp_cu_learn_ctx(hp_CUcontext ctx)
 	return 1;
 }
 
+int hp_cu_ctx_ended(hp_CUcontext ctx) { return ctx_state(ctx) < 0; }
+
 void hp_cu_mark_ended(hp_CUcontext ctx)
 {
 	pthread_mutex_lock(&hp_cu_own_mu);
@@ -247,6 +249,48 @@ int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen)
 	    hp_cu.cuCtxPushCurrent_v2((hp_CUcontext)ctx) != HP_CUDA_SUCCESS)
 		return -1;
 	return 1;
+}
+
+/* The program's calls that may end a context, by device (modulo
+ * END_DEVS): how many began (before the driver has them), how many are in
+ * progress (until hostpin dealt with the end).  A registration made
+ * across one, or while one is in progress, may live in the context made
+ * again after the end, though made through (and counted as of) the one
+ * that ended, which hostpin marks only once the driver's call returned;
+ * cuda_pin undoes it (issue 39 item 5, reset-chunk-96575277). */
+#define END_DEVS 16
+static _Atomic unsigned ends_begun[END_DEVS];
+static _Atomic int ends_active[END_DEVS];
+
+int hp_cuda_end_begins(int dev, struct CUctx_st *ctx)
+{
+	if (ctx != NULL)
+		dev = hp_cuda_ctx_dev((uintptr_t)ctx);
+	for (int i = 0; i < END_DEVS; i++)
+		if (dev < 0 || dev % END_DEVS == i) {
+			atomic_fetch_add(&ends_active[i], 1);
+			atomic_fetch_add(&ends_begun[i], 1);
+		}
+	return dev;
+}
+
+void hp_cuda_end_done(int dev)
+{
+	for (int i = 0; i < END_DEVS; i++)
+		if (dev < 0 || dev % END_DEVS == i)
+			atomic_fetch_sub(&ends_active[i], 1);
+}
+
+unsigned hp_cu_ends_begun(int dev, int *active)
+{
+	unsigned n = 0;
+	*active = 0;
+	for (int i = 0; i < END_DEVS; i++)
+		if (dev < 0 || dev % END_DEVS == i) {
+			*active |= atomic_load(&ends_active[i]) > 0;
+			n += atomic_load(&ends_begun[i]);
+		}
+	return n;
 }
 
 int hp_cuda_ctx_dev(uintptr_t ctx)

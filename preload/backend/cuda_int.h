@@ -35,6 +35,11 @@ HP_HIDDEN extern _Atomic int hp_cu_sf_state;
 /* Contexts that ended, drivers forgotten (unloaded): the staging ring is
  * made again after either. */
 HP_HIDDEN extern _Atomic unsigned hp_cu_ctx_epoch;
+/* backend_cuda_ctx.c: how many calls that may end a context of device dev
+ * (-1: any) began (hp_cuda_end_begins); *active: one is in progress */
+HP_HIDDEN unsigned hp_cu_ends_begun(int dev, int *active);
+/* backend_cuda_ctx.c: the table holds ctx ended (not alive again) */
+HP_HIDDEN int hp_cu_ctx_ended(hp_CUcontext ctx);
 HP_HIDDEN extern _Atomic unsigned hp_cu_drv_gen;
 /* The table of contexts learnt, and its length, under hp_cu_own_mu.  A
  * context that ended is marked so and never pushed again. */

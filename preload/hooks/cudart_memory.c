@@ -62,10 +62,13 @@ HP_BODY hp_cudaError_t device_reset(void *f, const void *ra)
 	    (hp_cudaGetDevice_t)hp_fwd(&next_cudaGetDevice, ra);
 	if (gd == NULL || gd(&dev) != 0)
 		dev = -1;
+	int edev;
+	HP_GUARDED(edev = hp_cuda_end_begins(dev, NULL));
 	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_cudaError_t e = fn();
 	if (e == 0 && dev >= 0)
 		HP_GUARDED(hp_cuda_device_reset(dev));
+	HP_GUARDED(hp_cuda_end_done(edev));
 	hp_hook_leave();
 	return e;
 }

@@ -98,10 +98,15 @@ HP_BODY hp_CUresult ctx_primary_end(void *f, hp_CUdevice dev,
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(dev);
+	int edev;
+	HP_GUARDED(edev = hp_cuda_end_begins(dev, NULL));
 	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_CUresult e = fn(dev);
+	/* the driver ended it, hostpin not yet (a test's pause point) */
+	hp_test_pause("end_called");
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(ended(dev));
+	HP_GUARDED(hp_cuda_end_done(edev));
 	hp_hook_leave();
 	return e;
 }
@@ -120,10 +125,13 @@ HP_BODY hp_CUresult ctx_destroy(void *f, hp_CUcontext ctx)
 		return HP_CUDA_ERROR_NOT_FOUND;
 	if (!hp_hook_enter())
 		return fn(ctx);
+	int edev;
+	HP_GUARDED(edev = hp_cuda_end_begins(-1, ctx));
 	HP_GUARDED(hp_cuda_ctx_ending());
 	hp_CUresult e = fn(ctx);
 	if (e == HP_CUDA_SUCCESS)
 		HP_GUARDED(hp_cuda_ctx_destroyed(ctx));
+	HP_GUARDED(hp_cuda_end_done(edev));
 	hp_hook_leave();
 	return e;
 }

@@ -243,6 +243,8 @@ static void owners_lost(const uintptr_t *ended, int n)
 			hp_log(HP_LOG_INFO, "a CUDA context ended: %d registered "
 			       "block(s) go back to pending", k);
 	}
+	if (n > 0)
+		hp_register_end_met();
 }
 
 static int event_drop(hp_rec_t *r, const hp_snap_t *s, void *arg)

@@ -96,6 +96,13 @@ static struct {
 	/* the held block's state before its busy claim (LIVE or CACHED):
 	 * what a forked child, where no thread ends the claim, puts back */
 	uint32_t held_st;
+	/* the contexts' epoch when the job began; its last piece made with
+	 * none of them ended since, or with its own living on (settled):
+	 * flagged registered next, so a context's end waits for the thread
+	 * to meet it (hp_register_end_met); one ended before, the pieces
+	 * undone and the block pending again (restart) */
+	unsigned ep;
+	int settled, restart;
 } pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* pre.r, read without the lock by copies of more blocks than they record
@@ -132,6 +139,19 @@ static int pre_progress(uintptr_t upto)
 	pthread_mutex_lock(&pre.mu);
 	/* the exit cancels what is left too (bg.exiting) */
 	int c = (pre.cancel || bg.exiting) && upto > pre.base;
+	if (!c && upto > pre.base && upto == pre.base + pre.len) {
+		/* the last piece: under pre.mu, as the end's look at
+		 * pre.settled (its epoch and the ended context's mark made
+		 * before it), so that the block is either flagged registered
+		 * and met by the end, or undone here (issue 39 item 5) */
+		if (hp_cuda_ctx_epoch() != pre.ep &&
+		    !((hp_backend == &hp_backend_cuda ||
+		       hp_backend_auto_chosen() == &hp_backend_cuda) &&
+		      hp_cuda_pin_intact(pre.base, pre.len)))
+			c = pre.restart = 1;
+		else
+			pre.settled = 1;
+	}
 	if (!c)
 		pre.upto = upto;
 	if (upto <= pre.base)
@@ -216,6 +236,27 @@ int hp_register_cancel_free(const hp_rec_t *r) { return held_wait(r, 2); }
 int hp_register_cancel_realloc(const hp_rec_t *r) { return held_wait(r, 3); }
 
 int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
+
+void hp_register_end_met(void)
+{
+	if (registrar || hp_in_child)
+		return;
+	pthread_mutex_lock(&pre.mu);
+	const hp_rec_t *r = pre.held;
+	/* its last piece made before the end's mark (pre_progress): the
+	 * thread meets the end (hp_pin_restart_if_ended) after no driver
+	 * call that waits for a registration; a capture parks it only
+	 * between pieces */
+	int wait = r != NULL && pre.settled && !pre.handed;
+	pthread_mutex_unlock(&pre.mu);
+	if (!wait)
+		return;
+	hp_test_pause("end_met_wait");
+	pthread_mutex_lock(&pre.mu);
+	while (pre.held == r && !pre.parked)
+		pthread_cond_wait(&pre.cv, &pre.mu);
+	pthread_mutex_unlock(&pre.mu);
+}
 
 int hp_register_prefix(const hp_rec_t *r, uintptr_t a, size_t n,
 		       uintptr_t *base, size_t *len)
@@ -306,6 +347,7 @@ static int run_job(const struct job *j)
 		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);
 		pre.r = r, pre.base = pre.upto = s.base, pre.len = s.len;
 		pre.held = r, pre.held_st = st, pre.cancel = 0;
+		pre.ep = ep, pre.settled = pre.restart = 0;
 		atomic_store(&taken, r);
 		pthread_mutex_unlock(&pre.mu);
 		/* the copies planned before as passed through (passing.c)
@@ -316,12 +358,24 @@ static int run_job(const struct job *j)
 		/* registered (copies now fenced as the block's: hp_copy_end)
 		 * or not: the prefix's readers are done before the block is
 		 * let go */
+		hp_test_pause("bg_settled");
 		pthread_mutex_lock(&pre.mu);
 		pre.r = NULL, pre.upto = pre.base;
 		atomic_store(&taken, NULL);
 		pre_drain();
+		int restart = pre.restart;
+		pre.restart = 0;
 		pthread_mutex_unlock(&pre.mu);
 		hp_backend_events_act();
+		if (restart && !(hp_rflags(r) & (HP_PIN_MASK | HOSTPIN_PENDING))) {
+			/* its last piece made after a context's end: undone,
+			 * registered again by its next copies or adoption */
+			hp_set_rflags(r, hp_rflags(r) | HOSTPIN_PENDING);
+			HP_CTR_ADD(pending_blocks, 1);
+			hp_log(HP_LOG_INFO, "block %p (%zu bytes): a CUDA "
+			       "context ended while it was being registered: "
+			       "pending again", (void *)s.base, s.len);
+		}
 		hp_pin_restart_if_ended(r, s.base, s.len, ep, 1);
 		if (hp_rflags(r) & HOSTPIN_REGISTERED)
 			atomic_fetch_add_explicit(&bg_done, 1,

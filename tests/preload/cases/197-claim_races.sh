@@ -71,3 +71,40 @@ cr "a context reset in a registration's window, the block freed meanwhile: regis
 	HOSTPIN_REGISTER_BACKGROUND=0 HOSTPIN_TEST_PAUSE="$pd" -- recheck
 rm -rf "$pd"
 fi
+# ---- a context's end while the registration thread holds its block ----
+# reset_bg.c (issue 39 item 5, found by the engine tester:
+# reset-chunk-96575277): device 0's primary context reset while the
+# registration thread holds a block it has just registered whole (a pause
+# point inside hostpin, bg_settled): the reset's walk skips the held
+# block.  Must hold: the reset returns only once the thread met the end
+# (the block pending again, never flagged registered over its dead
+# pieces), and the copies after register it again, whole.
+build reset_bg reset_bg.c $F_FLAGS || true
+if [ -x "$B/reset_bg" ]; then
+pd=$(mktemp -d)
+raceprog reset_bg "context end" "a reset while the registration thread holds its block, registered: met before the reset returns" \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_TEST_PAUSE="$pd" -- settled
+rm -rf "$pd"
+# Must hold: the same reset while the thread's next piece waits at the
+# fake's gate, which lets it on once the driver reset the context and the
+# program made it again, before hostpin learnt of the end (a pause point
+# inside the reset's hook, end_called): that piece, living in the context
+# made again, is undone; the block is registered whole or not at all once
+# the registration ended, and registered again by the copies after.
+pd=$(mktemp -d)
+raceprog reset_bg "context end" "a piece registered across the driver's reset: undone" \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 HOSTPIN_TEST_PAUSE="$pd" -- straddle
+rm -rf "$pd"
+# Must hold: the whole reset while the thread has pushed the context for
+# its first piece, not yet registered it (pause point pin_pushed), the
+# program making the context again before it goes on: the piece is not
+# registered through the context that ended; the block is registered
+# whole or not at all, then registered again by the copies after.
+pd=$(mktemp -d)
+raceprog reset_bg "context end" "a reset between a piece's push and its registration: not through the ended context" \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	HOSTPIN_TEST_PAUSE="$pd" -- pushed
+rm -rf "$pd"
+fi

@@ -1,0 +1,186 @@
+/* A CUDA context's end while the registration thread holds a block it has
+ * just registered whole (issue 39 item 5; the engine tester's
+ * reset-chunk-96575277), run under hostpin over the fake driver.
+ *   reset_bg MODE   (see main)
+ * The thread is held at hostpin's pause point bg_settled (HOSTPIN_TEST_PAUSE)
+ * after its last piece, the block flagged registered; nothing is timed. */
+#include <stdatomic.h>
+
+#include "late_common.h"
+
+CUresult cuDevicePrimaryCtxReset_v2(int);
+
+static _Atomic int rb_done;
+static void *rb_reset(void *arg)
+{
+	(void)arg;
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	rb_done = 1;
+	return NULL;
+}
+static int rb_returned_or_waits(void *arg)
+{
+	(void)arg;
+	return rb_done || pt_paused("end_met_wait");
+}
+
+/* Device 0's primary context reset in that window: the reset's walk skips
+ * the held block.  Its call returned while the block stayed flagged
+ * registered over its dead pieces (the thread met the end later: copies
+ * meanwhile went "direct" through dead registrations, the engine tester's
+ * probe saw STALE-REGISTERED).  The end must wait for the thread to meet
+ * it (the block pending again), then the block is registered again by the
+ * copies after. */
+static int mode_settled(void)
+{
+	size_t m = 32 * MB;
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	void *v = NULL;
+	CHECK(posix_memalign(&v, 8 * MB, m) == 0);
+	char *blk = v;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 30);
+	pt_file("bg_settled", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns: queued */
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for(pt_paused, "bg_settled", "the block registered whole, held");
+	CHECK(reg_whole(blk));
+	pt_file("end_met_wait", "arm");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
+	wait_for(rb_returned_or_waits, NULL, "the reset returned, or waits");
+	int stale = rb_done && is_reg(blk) && !whole(blk);
+	pt_file("bg_settled", "go");
+	pt_file("end_met_wait", "go");
+	CHECK(pthread_join(t, NULL) == 0);
+	if (stale) {
+		fprintf(stderr, "the reset returned with the block flagged "
+			"registered over its dead pieces\n");
+		return 1;
+	}
+	if (is_reg(blk) && !whole(blk)) {
+		fprintf(stderr, "flagged registered over a dead piece\n");
+		return 1;
+	}
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	d = dev(m);
+	copy_until_whole(blk, d, m, 40, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
+/* Device 0's primary context reset while the thread's second piece waits
+ * at the fake's gate (FAKE_CUDA_REGISTER_GATE=8M), pushed through that
+ * context: the piece reaches the driver after its reset (the program made
+ * the context again) but before hostpin learnt of the end (its pause point
+ * end_called, inside the reset's hook).  The piece lived in the context
+ * made again, counted as made through the one that ended: undone by
+ * nobody, registered over the block once it was unmapped (the engine
+ * tester's VIOLATION registered-range-unmapped).  It must be undone: once
+ * the registration ended, the block is registered whole or nothing of it
+ * is. */
+#include <malloc.h>
+static int piece_passed(void *blk)
+{
+	return gate_held(NULL) || (tp_flags(blk) & HOSTPIN_PENDING);
+}
+static int mode_straddle(void)
+{
+	size_t m = 32 * MB;
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(50, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pt_file("end_called", "arm");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
+	wait_for(pt_paused, "end_called", "the driver reset the context");
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	fake_cuda_open_gate_once(); /* the second piece goes on */
+	wait_for(piece_passed, blk, "the second piece returned");
+	pt_file("end_called", "go");
+	CHECK(pthread_join(t, NULL) == 0);
+	fake_cuda_open_gate();
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	size_t n = fake_cuda_registered_bytes(blk, m);
+	if (is_reg(blk) ? n != m : n != 0) {
+		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
+			is_reg(blk) ? "flagged registered" : "not flagged", n);
+		return 1;
+	}
+	ctx = c;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	d = dev(m);
+	copy_until_whole(blk, d, m, 60, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
+/* The same reset, whole, while the thread has pushed device 0's primary
+ * context for its first piece and not yet registered it (hostpin's pause
+ * point pin_pushed); the program makes the context again (the same
+ * handle), then the thread goes on: its piece must not be registered
+ * through the context that ended (it would live in the one made again,
+ * counted as the ended one's, never undone).  Once the registration
+ * ended, the block is registered whole or nothing of it is. */
+static int mode_pushed(void)
+{
+	size_t m = 32 * MB;
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	void *v = NULL;
+	CHECK(posix_memalign(&v, 8 * MB, m) == 0);
+	char *blk = v;
+	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 70);
+	pt_file("pin_pushed", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns: queued */
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for(pt_paused, "pin_pushed", "the first piece's context pushed");
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	pt_file("pin_pushed", "go");
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	size_t n = fake_cuda_registered_bytes(blk, m);
+	if (is_reg(blk) ? n != m : n != 0) {
+		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
+			is_reg(blk) ? "flagged registered" : "not flagged", n);
+		return 1;
+	}
+	ctx = c;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	d = dev(m);
+	copy_until_whole(blk, d, m, 80, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"settled", mode_settled},
+	    {"straddle", mode_straddle},
+	    {"pushed", mode_pushed},
+	};
+	return staged_main("reset_bg", argc, argv, modes);
+}
