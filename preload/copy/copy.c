@@ -65,6 +65,21 @@ static int wait_all(void)
 	return 1;
 }
 
+/* What a mark on r asks of a copy (hp_hold_waits), or nothing once r is
+ * back in the registry's pool: a copy whose host interval reached a block
+ * another thread freed after the walk (a huge one, to the end of the
+ * address space: issue 39, seed 113's `bogus` copies) holds a record
+ * whose flags word is then the pool's link, whose bits may read as a
+ * mark for ever. */
+static unsigned rec_waits(hp_rec_t *r)
+{
+	if (hp_word_state(atomic_load_explicit(&r->word,
+					       memory_order_acquire)) ==
+	    HP_REC_FREE)
+		return 0;
+	return hp_hold_waits(r);
+}
+
 /* Counted the same way, as a copy that may reach the driver with the
  * block's memory as it is (passing.c): a registration of the block
  * begun later waits for it, or is put off; one in progress inside
@@ -84,7 +99,7 @@ static void hold(hp_copy_t *c)
 		unsigned why = 0;
 		hp_hold_fence();
 		for (int i = 0; i < c->n && wait < 0; i++)
-			if ((why = hp_hold_waits(c->r[i])) != 0)
+			if ((why = rec_waits(c->r[i])) != 0)
 				wait = i;
 		if (wait < 0 && !(c->all && all_ok && hp_hold_all_waits()))
 			return;
@@ -96,7 +111,7 @@ static void hold(hp_copy_t *c)
 		if (wait < 0)
 			all_ok = wait_all();
 		else
-			while (hp_rflags(c->r[wait]) & why)
+			while (rec_waits(c->r[wait]) & why)
 				sched_yield();
 	}
 }
@@ -159,6 +174,7 @@ void hp_copy_host(hp_copy_t *c, const void *p, size_t n)
 	 * runs into one reaches registered memory too. */
 	struct copy_walk w = {.c = c};
 	hp_registry_each_overlap(&hp_reg, a, n ? n : 1, copy_one, &w);
+	hp_test_pause("copy_walked"); /* tests: a block freed meanwhile */
 	if (w.pending || w.nlazy) {
 		/* The program is copying: it has a device context now, so
 		 * pending blocks, and these if this copy makes them worth it

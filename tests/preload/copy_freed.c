@@ -1,0 +1,70 @@
+/* A copy whose host block another thread frees while the copy is between
+ * hostpin's walk of the registry and its wait for the block's marks
+ * (hostpin's pause point copy_walked), run under hostpin over the fake
+ * driver (late mode).  The freed record is back in the registry's pool,
+ * its flags word the pool's link to the record freed before it: hostpin
+ * read that link as flags and, where its bits happened to say "being
+ * registered" or "stepped aside from", waited for ever for them to go
+ * (issue 39: the tester's seed 113, whose `bogus` copies run to the end of
+ * the address space, through blocks other threads free).
+ *   copy_freed walk_free
+ * Blocks freed one by one, each while a copy from it is paused there: the
+ * links are records next to each other, so some have those bits.  The copy
+ * goes to device address 0, which the fake refuses whole, reading nothing
+ * of the freed block.  A hang is the alarm's. */
+#include <sys/mman.h>
+
+#include "late_common.h"
+
+#define NB 256
+#define BLK (2 * MB)
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+
+static void *copier(void *arg)
+{
+	/* refused (no device allocation at 0): the block is never read */
+	CUresult r = cuMemcpyHtoD_v2(0, arg, 4096);
+	return (void *)(uintptr_t)(r != 0);
+}
+
+static void pt_gone(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	unlink(p);
+}
+
+static int mode_walk_free(void)
+{
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	static char *b[NB];
+	for (int i = 0; i < NB; i++) {
+		b[i] = malloc(BLK);
+		CHECK(b[i] != NULL && tp_flags(b[i]) != 0);
+	}
+	for (int i = 0; i < NB; i++) {
+		pt_file("copy_walked", "arm");
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, copier, b[i]) == 0);
+		wait_for(pt_paused, "copy_walked", "the copy walked the registry");
+		free(b[i]); /* its record back in the pool */
+		pt_file("copy_walked", "go");
+		void *refused = NULL;
+		CHECK(pthread_join(t, &refused) == 0);
+		CHECK(refused != NULL);
+		pt_gone("copy_walked", "paused");
+		pt_gone("copy_walked", "go");
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct staged_mode modes[] = {
+	    {"walk_free", mode_walk_free},
+	};
+	return staged_main("copy_freed", argc, argv, modes);
+}
