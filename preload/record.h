@@ -111,7 +111,7 @@ HP_HIDDEN void hp_hold_drain_end(hp_rec_t *r);
  * regress-diff-c-96518885.prog, 712 in 1 full run in 27). */
 #define HP_ASIDE_WAIT_NS (10ull * 1000000000ull)
 #define HP_ASIDE_WAIT_LOOKS 10000u
-/* register.c: queue a block that earned registration (claimed by the
+/* register_queue.c: queue a block that earned registration (claimed by the
  * caller, HP_F_LAZY cleared) for the registration thread; 1 if queued, 0
  * if it must be registered now (HOSTPIN_REGISTER_BACKGROUND=0, no staging
  * for it, a forked child, no thread). */
@@ -166,6 +166,19 @@ HP_HIDDEN void hp_register_end_met(void);
  * hp_register_wake: a capture ended. */
 HP_HIDDEN int hp_register_piece_hold(void);
 HP_HIDDEN void hp_register_wake(void);
+/* register.c and register_queue.c between them: the job of the block
+ * base, len queued as jr, run by the thread (0: done or gone; 1: held by
+ * another thread now, try again); the thread's sleep while a capture
+ * prohibits its registrations (a capture's end, a cancel or the exit wakes
+ * it: hp_register_wake); whether the process exits (the registration in
+ * progress cancelled) or the queue stopped (the exit, a forked child); a
+ * forked child's reset of the queue; 1 on the registration thread. */
+HP_HIDDEN int hp_register_run(hp_rec_t *jr, uintptr_t base, size_t len);
+HP_HIDDEN void hp_register_capture_sleep(void);
+HP_HIDDEN int hp_register_exiting(void);
+HP_HIDDEN int hp_register_stopped(void);
+HP_HIDDEN void hp_register_queue_fork_child(void);
+HP_HIDDEN extern HP_TLS int hp_registrar;
 #define HP_KIND_MASK (HOSTPIN_KIND_MALLOC | HOSTPIN_KIND_MMAP)
 #define HP_PIN_MASK (HOSTPIN_LOCKED | HOSTPIN_REGISTERED)
 #define HP_SITE_SHIFT 32

@@ -45,30 +45,16 @@
  * copy).  Before any piece is unregistered again (a registration that
  * failed undoes the pieces made) and before the job ends, the prefix is
  * withdrawn and the readers are waited for, so that no piece is
- * unregistered under a DMA. */
+ * unregistered under a DMA.
+ *
+ * This file holds the job in progress: its registration piece by piece
+ * (hp_register_run), the prefix copies read, the cancels and waits of the
+ * program's threads, a context's end met, the capture gate between
+ * pieces.  The queue and the thread that runs the jobs: register_queue.c. */
 #include <pthread.h>
-#include <stdlib.h>
-#include <time.h>
 
 #include "../record.h"
 #include "../copy/stage.h"
-
-#define QUEUE 256
-
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* work queued, or the thread went idle */
-	int on; /* the thread runs */
-	_Atomic int stop; /* exit (or a forked child): begin nothing more */
-	_Atomic int exiting; /* the exit: cancel what is left */
-	int busy; /* a registration in progress */
-	int head, n;
-	struct job {
-		hp_rec_t *r;
-		uintptr_t base;
-		size_t len;
-	} q[QUEUE];
-} bg = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* statistics: blocks registered by the thread, and the copies that went
  * direct through a registered prefix (relaxed: counts) */
@@ -137,8 +123,8 @@ static void pre_drain(void)
 static int pre_progress(uintptr_t upto)
 {
 	pthread_mutex_lock(&pre.mu);
-	/* the exit cancels what is left too (bg.exiting) */
-	int c = (pre.cancel || bg.exiting) && upto > pre.base;
+	/* the exit cancels what is left too (hp_register_exiting) */
+	int c = (pre.cancel || hp_register_exiting()) && upto > pre.base;
 	if (!c && upto > pre.base && upto == pre.base + pre.len) {
 		/* the last piece: under pre.mu, as the end's look at
 		 * pre.settled (its epoch and the ended context's mark made
@@ -164,13 +150,10 @@ static int pre_progress(uintptr_t upto)
 static int drain_stop(void)
 {
 	pthread_mutex_lock(&pre.mu);
-	int c = pre.cancel || bg.exiting;
+	int c = pre.cancel || hp_register_exiting();
 	pthread_mutex_unlock(&pre.mu);
 	return c;
 }
-
-/* The registration thread itself (it never waits for its own block). */
-static __thread int registrar;
 
 /* If r is the block held by the thread: cancel (mode 1, 2) or not (0)
  * what is left, and sleep until the thread let go of it: 1; else 0.
@@ -179,7 +162,7 @@ static __thread int registrar;
  * 3 at once, the block still held (cancelled). */
 static int held_wait(const hp_rec_t *r, int mode)
 {
-	if (r == NULL || registrar)
+	if (r == NULL || hp_registrar)
 		return 0;
 	pthread_mutex_lock(&pre.mu);
 	int k = pre.held == r && !pre.handed;
@@ -223,7 +206,7 @@ int hp_register_cancel(const hp_rec_t *r) { return held_wait(r, 1); }
 
 int hp_register_holds(const hp_rec_t *r)
 {
-	if (r == NULL || registrar)
+	if (r == NULL || hp_registrar)
 		return 0;
 	pthread_mutex_lock(&pre.mu);
 	int k = pre.held == r;
@@ -239,7 +222,7 @@ int hp_register_wait(const hp_rec_t *r) { return held_wait(r, 0); }
 
 void hp_register_end_met(void)
 {
-	if (registrar || hp_in_child)
+	if (hp_registrar || hp_in_child)
 		return;
 	pthread_mutex_lock(&pre.mu);
 	const hp_rec_t *r = pre.held;
@@ -288,8 +271,8 @@ int hp_register_prefix_all(const hp_rec_t *r, uintptr_t a, uintptr_t *base,
 			   size_t *len)
 {
 	int k = 0;
-	/* a queued block's range, the job's (run_job: a record no longer
-	 * there, or moved, is not registered) */
+	/* a queued block's range, the job's (hp_register_run: a record no
+	 * longer there, or moved, is not registered) */
 	hp_snap_t b;
 	int at = r != NULL && hp_registry_lookup(&hp_reg, a, &b) == r;
 	pthread_mutex_lock(&pre.mu);
@@ -324,13 +307,14 @@ uint64_t hp_register_background_done(uint64_t *direct)
 	return atomic_load_explicit(&bg_done, memory_order_relaxed);
 }
 
-/* Register job j, if its record is still the block that was queued; 0 if
- * done (or gone), 1 if it must wait (held by another thread now). */
-static int run_job(const struct job *j)
+/* Register the job queued as jr at base, len (register_queue.c), if its
+ * record is still the block that was queued; 0 if done (or gone), 1 if it
+ * must wait (held by another thread now). */
+int hp_register_run(hp_rec_t *jr, uintptr_t base, size_t len)
 {
 	hp_snap_t s;
-	hp_rec_t *r = hp_registry_lookup(&hp_reg, j->base, &s);
-	if (r != j->r || s.base != j->base || s.len != j->len ||
+	hp_rec_t *r = hp_registry_lookup(&hp_reg, base, &s);
+	if (r != jr || s.base != base || s.len != len ||
 	    !(hp_rflags(r) & HP_F_QUEUED))
 		return 0; /* released (or moved) before its turn */
 	uint32_t st = hp_busy_begin(r, &s);
@@ -381,7 +365,7 @@ static int run_job(const struct job *j)
 			atomic_fetch_add_explicit(&bg_done, 1,
 						  memory_order_relaxed);
 	}
-	hp_pin_recheck_ended(r, st, j->base, j->len, ep, 1);
+	hp_pin_recheck_ended(r, st, base, len, ep, 1);
 	pthread_mutex_lock(&pre.mu);
 	int handed = pre.held == r && pre.handed;
 	if (pre.held == r) {
@@ -392,23 +376,17 @@ static int run_job(const struct job *j)
 	/* the program freed it during a capture: ours to free (not at an
 	 * exit during that capture: the pieces made may still be
 	 * registered, the memory stays mapped to the end) */
-	if (handed && !bg.exiting)
-		hp_block_release_freed(r, j->base);
+	if (handed && !hp_register_exiting())
+		hp_block_release_freed(r, base);
 	return 0;
-}
-
-static void pause_ms(long ms)
-{
-	struct timespec ts = {0, ms * 1000000L};
-	nanosleep(&ts, NULL);
 }
 
 /* Sleep (no spin) while a capture prohibits this thread's registrations;
  * a capture's end, a cancel or the exit wakes it (hp_register_wake). */
-static void capture_sleep(void)
+void hp_register_capture_sleep(void)
 {
 	pthread_mutex_lock(&pre.mu);
-	while (hp_capture_busy() && !bg.stop)
+	while (hp_capture_busy() && !hp_register_stopped())
 		pthread_cond_wait(&pre.cv, &pre.mu);
 	pthread_mutex_unlock(&pre.mu);
 }
@@ -425,110 +403,22 @@ int hp_register_piece_hold(void)
 	for (;;) {
 		if (hp_capture_hold()) {
 			pthread_mutex_lock(&pre.mu);
-			int c = pre.cancel || bg.exiting;
+			int c = pre.cancel || hp_register_exiting();
 			pthread_mutex_unlock(&pre.mu);
 			return c ? 2 : 1;
 		}
-		if (bg.exiting)
+		if (hp_register_exiting())
 			return 0;
 		pthread_mutex_lock(&pre.mu);
 		/* parked: a free() of the block waiting now returns (the
 		 * block is released here once the capture ended) */
 		pre.parked = 1;
 		pthread_cond_broadcast(&pre.cv);
-		while (hp_capture_busy() && !bg.exiting)
+		while (hp_capture_busy() && !hp_register_exiting())
 			pthread_cond_wait(&pre.cv, &pre.mu);
 		pre.parked = 0;
 		pthread_mutex_unlock(&pre.mu);
 	}
-}
-
-static void *registrar_main(void *arg)
-{
-	(void)arg;
-	hp_in_hook = 1; /* nothing this thread does is the program's */
-	registrar = 1;
-	pthread_mutex_lock(&bg.mu);
-	for (;;) {
-		if (bg.stop || bg.n == 0) {
-			bg.busy = 0;
-			pthread_cond_broadcast(&bg.cv);
-			pthread_cond_wait(&bg.cv, &bg.mu);
-			continue;
-		}
-		struct job j = bg.q[bg.head];
-		bg.head = (bg.head + 1) % QUEUE;
-		bg.n--;
-		bg.busy = 1;
-		pthread_mutex_unlock(&bg.mu);
-		/* A capture that prohibits other threads' registrations:
-		 * sleep until it ends (the block is only staged meanwhile). */
-		capture_sleep();
-		/* held by another thread (a free, a purge, a copy's claim):
-		 * tried again once it lets go */
-		while (run_job(&j) && !bg.stop)
-			pause_ms(1);
-		pthread_mutex_lock(&bg.mu);
-	}
-	return NULL;
-}
-
-/* Registered with atexit when the thread starts, so that it runs before
- * any library's destructor (the driver's): cancel the registration in
- * progress after its piece in flight (the pieces made are undone, so that
- * the exit waits for one piece, not the block) and begin no other; queued
- * blocks stay unregistered. */
-static void registrar_exit(void)
-{
-	if (hp_in_child)
-		return;
-	pthread_mutex_lock(&bg.mu);
-	bg.stop = 1;
-	bg.exiting = 1;
-	hp_register_wake();
-	pthread_cond_broadcast(&bg.cv);
-	while (bg.on && bg.busy)
-		pthread_cond_wait(&bg.cv, &bg.mu);
-	pthread_mutex_unlock(&bg.mu);
-}
-
-/* Under bg.mu: start the thread once. */
-static int registrar_start(void)
-{
-	if (bg.on)
-		return 1;
-	static int failed;
-	if (failed)
-		return 0;
-	if (hp_thread_start(registrar_main, NULL, 0) == 0) {
-		bg.on = 1;
-		static int exit_hook;
-		if (!exit_hook)
-			exit_hook = atexit(registrar_exit) == 0;
-	} else {
-		failed = 1;
-		hp_log(HP_LOG_WARN, "cannot start the registration thread: "
-		       "blocks are registered inside the copy that earns it");
-	}
-	return bg.on;
-}
-
-int hp_register_later(hp_rec_t *r, const hp_snap_t *s)
-{
-	if (!hp_opt[HP_OPT_REGISTER_BACKGROUND] || hp_in_child ||
-	    s->len < hp_opt[HP_OPT_STAGE_MIN] || !hp_stage_on())
-		return 0;
-	pthread_mutex_lock(&bg.mu);
-	int ok = !bg.stop && bg.n < QUEUE && registrar_start();
-	if (ok) {
-		bg.q[(bg.head + bg.n) % QUEUE] =
-		    (struct job){.r = r, .base = s->base, .len = s->len};
-		bg.n++;
-		hp_set_rflags(r, hp_rflags(r) | HP_F_QUEUED);
-		pthread_cond_broadcast(&bg.cv);
-	}
-	pthread_mutex_unlock(&bg.mu);
-	return ok;
 }
 
 void hp_register_fork_child(void)
@@ -546,17 +436,13 @@ void hp_register_fork_child(void)
 		hp_busy_end(h, pre.held_st);
 	}
 	/* the thread is the parent's; its lock may have been held */
-	pthread_mutex_init(&bg.mu, NULL);
-	pthread_cond_init(&bg.cv, NULL);
 	pthread_mutex_init(&pre.mu, NULL);
 	pthread_cond_init(&pre.cv, NULL);
 	pre.r = NULL, pre.readers = 0;
 	atomic_store(&taken, NULL);
 	pre.held = NULL, pre.cancel = 0;
 	pre.parked = pre.handed = 0;
-	bg.on = bg.busy = 0;
-	bg.head = bg.n = 0;
-	bg.stop = 1; /* a child registers nothing in the background */
+	hp_register_queue_fork_child();
 	hp_capture_stream_fork_child();
 	hp_pin_fork_unbusy();
 }
