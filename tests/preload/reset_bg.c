@@ -4,6 +4,7 @@
  *   reset_bg MODE   (see main)
  * The thread is held at hostpin's pause point bg_settled (HOSTPIN_TEST_PAUSE)
  * after its last piece, the block flagged registered; nothing is timed. */
+#include <malloc.h>
 #include <stdatomic.h>
 
 #include "late_common.h"
@@ -24,14 +25,9 @@ static int rb_returned_or_waits(void *arg)
 	return rb_done || pt_paused("end_met_wait");
 }
 
-/* Device 0's primary context reset in that window: the reset's walk skips
- * the held block.  Its call returned while the block stayed flagged
- * registered over its dead pieces (the thread met the end later: copies
- * meanwhile went "direct" through dead registrations, the engine tester's
- * probe saw STALE-REGISTERED).  The end must wait for the thread to meet
- * it (the block pending again), then the block is registered again by the
- * copies after. */
-static int mode_settled(void)
+/* A 32 MiB block earned by two copies, its registration queued for the
+ * thread, which is held at pause point POINT (armed first). */
+static char *queued(const char *point, int seed, const char *what)
 {
 	size_t m = 32 * MB;
 	alarm(120);
@@ -43,12 +39,56 @@ static int mode_settled(void)
 	CUdeviceptr d = dev(m);
 	CUstream s;
 	CHECK(cuStreamCreate(&s, 0) == 0);
-	fill(blk, m, 30);
-	pt_file("bg_settled", "arm");
+	fill(blk, m, seed);
+	pt_file(point, "arm");
 	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
 	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns: queued */
 	CHECK(cuStreamSynchronize(s) == 0);
-	wait_for(pt_paused, "bg_settled", "the block registered whole, held");
+	wait_for(pt_paused, (void *)point, what);
+	return blk;
+}
+
+/* After the end: through context C (made again), copies register the
+ * block again, whole; then it is freed. */
+static int again(char *blk, CUcontext c, int seed)
+{
+	size_t m = 32 * MB;
+	ctx = c;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CUdeviceptr d = dev(m);
+	copy_until_whole(blk, d, m, seed, 4);
+	wait_for(reg_whole, blk, "the block registered again, whole");
+	free(blk);
+	return 0;
+}
+
+/* Once the registration ended: the block registered whole or nothing of
+ * it (0), else 1, said. */
+static int whole_or_none(char *blk)
+{
+	size_t m = 32 * MB;
+	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
+	size_t n = fake_cuda_registered_bytes(blk, m);
+	if (is_reg(blk) ? n != m : n != 0) {
+		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
+			is_reg(blk) ? "flagged registered" : "not flagged", n);
+		return 1;
+	}
+	return 0;
+}
+
+/* Device 0's primary context reset in that window: the reset's walk skips
+ * the held block.  Its call returned while the block stayed flagged
+ * registered over its dead pieces (the thread met the end later: copies
+ * meanwhile went "direct" through dead registrations, the engine tester's
+ * probe saw STALE-REGISTERED).  The end must wait for the thread to meet
+ * it (the block pending again), then the block is registered again by the
+ * copies after. */
+static int mode_settled(void)
+{
+	char *blk = queued("bg_settled", 30, "the block registered whole, held");
 	CHECK(reg_whole(blk));
 	pt_file("end_met_wait", "arm");
 	pthread_t t;
@@ -67,14 +107,9 @@ static int mode_settled(void)
 		fprintf(stderr, "flagged registered over a dead piece\n");
 		return 1;
 	}
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	d = dev(m);
-	copy_until_whole(blk, d, m, 40, 4);
-	wait_for(reg_whole, blk, "the block registered again, whole");
-	free(blk);
-	return 0;
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	return again(blk, c, 40);
 }
 
 /* Device 0's primary context reset while the thread's second piece waits
@@ -87,14 +122,12 @@ static int mode_settled(void)
  * tester's VIOLATION registered-range-unmapped).  It must be undone: once
  * the registration ended, the block is registered whole or nothing of it
  * is. */
-#include <malloc.h>
 static int piece_passed(void *blk)
 {
 	return gate_held(NULL) || (tp_flags(blk) & HOSTPIN_PENDING);
 }
 static int mode_straddle(void)
 {
-	size_t m = 32 * MB;
 	alarm(120);
 	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
 	CUdeviceptr d;
@@ -112,21 +145,9 @@ static int mode_straddle(void)
 	pt_file("end_called", "go");
 	CHECK(pthread_join(t, NULL) == 0);
 	fake_cuda_open_gate();
-	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
-	size_t n = fake_cuda_registered_bytes(blk, m);
-	if (is_reg(blk) ? n != m : n != 0) {
-		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
-			is_reg(blk) ? "flagged registered" : "not flagged", n);
+	if (whole_or_none(blk))
 		return 1;
-	}
-	ctx = c;
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	d = dev(m);
-	copy_until_whole(blk, d, m, 60, 4);
-	wait_for(reg_whole, blk, "the block registered again, whole");
-	free(blk);
-	return 0;
+	return again(blk, c, 60);
 }
 
 /* The same reset, whole, while the thread has pushed device 0's primary
@@ -138,41 +159,15 @@ static int mode_straddle(void)
  * ended, the block is registered whole or nothing of it is. */
 static int mode_pushed(void)
 {
-	size_t m = 32 * MB;
-	alarm(120);
-	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
-	void *v = NULL;
-	CHECK(posix_memalign(&v, 8 * MB, m) == 0);
-	char *blk = v;
-	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
-	CUdeviceptr d = dev(m);
-	CUstream s;
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	fill(blk, m, 70);
-	pt_file("pin_pushed", "arm");
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
-	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns: queued */
-	CHECK(cuStreamSynchronize(s) == 0);
-	wait_for(pt_paused, "pin_pushed", "the first piece's context pushed");
+	char *blk = queued("pin_pushed", 70,
+			   "the first piece's context pushed");
 	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
 	CUcontext c;
 	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
 	pt_file("pin_pushed", "go");
-	CHECK(malloc_usable_size(blk) >= m); /* the registration ended */
-	size_t n = fake_cuda_registered_bytes(blk, m);
-	if (is_reg(blk) ? n != m : n != 0) {
-		fprintf(stderr, "%s, %zu bytes of it registered in the driver\n",
-			is_reg(blk) ? "flagged registered" : "not flagged", n);
+	if (whole_or_none(blk))
 		return 1;
-	}
-	ctx = c;
-	CHECK(cuCtxSetCurrent(ctx) == 0);
-	CHECK(cuStreamCreate(&s, 0) == 0);
-	d = dev(m);
-	copy_until_whole(blk, d, m, 80, 4);
-	wait_for(reg_whole, blk, "the block registered again, whole");
-	free(blk);
-	return 0;
+	return again(blk, c, 80);
 }
 
 int main(int argc, char **argv)
