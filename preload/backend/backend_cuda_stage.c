@@ -150,6 +150,9 @@ int hp_cuda_dev_fits(uintptr_t d, size_t n)
 
 int hp_cuda_ring_register(void *p, size_t n)
 {
+	/* the ring's context current (the growth thread pushed it), not yet
+	 * registered through (a test's pause point) */
+	hp_test_pause("ring_pushed");
 	if (!hp_capture_enter())
 		return -1;
 	hp_CUresult r = hp_cu.cuMemHostRegister_v2(p, n,
