@@ -258,7 +258,7 @@ int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen)
  * again after the end, though made through (and counted as of) the one
  * that ended, which hostpin marks only once the driver's call returned;
  * cuda_pin and hp_cuda_ring_register undo it (hp_cu_watch_ended; issue 39
- * item 5, reset-chunk-96575277, leak-reg-ring-reset-96581863). */
+ * item 5, reset-chunk-96575277, reset-ring-registered-96581863). */
 #define END_DEVS 16
 static _Atomic unsigned ends_begun[END_DEVS];
 static _Atomic int ends_active[END_DEVS];

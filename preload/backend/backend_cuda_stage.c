@@ -157,7 +157,7 @@ int hp_cuda_ring_register(void *p, size_t n, uintptr_t ctx, uint64_t gen)
 	 * for (gen), or ends during the call, may be made again under the
 	 * same handle and hold the registration as its new self, which the
 	 * ring, counted as the ended one's, would never release (the engine
-	 * tester's leak-reg-ring-reset-96581863) */
+	 * tester's reset-ring-registered-96581863) */
 	struct hp_cu_watch w;
 	if (hp_cu_watch_begin(&w, (hp_CUcontext)ctx) != gen)
 		return HP_RING_CTX_ENDED;

@@ -198,7 +198,7 @@ static int mode_must(void)
  * a first copy, at pause point ring_pushed, not yet registered through:
  * the ring must not be registered through the context made again as the
  * one that ended (it would stay live at exit: the engine tester's
- * leak-reg-ring-reset-96581863).  The case reads EXIT live=0. */
+ * reset-ring-registered-96581863).  The case reads EXIT live=0. */
 static void rr_reset(CUcontext *c)
 {
 	struct job a = {0};

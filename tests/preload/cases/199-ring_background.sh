@@ -37,7 +37,7 @@ staged_case "ring background" ring_bg "a copy that must be staged waits for the 
 echo "$STAGE_OUT" | grep -q "staged copies 1 (" &&
 	ok "ring background: the copy that waited for the ring was staged" ||
 	bad "ring background: the waiting copy was not staged: $(echo "$STAGE_OUT" | grep 'staged copies')"
-# (leak-reg-ring-reset-96581863) Device 0's primary context reset, and
+# (reset-ring-registered-96581863) Device 0's primary context reset, and
 # made again by the program (the same handle), while the growth thread has
 # pushed it for the H2D ring and not yet registered the ring (pause point
 # ring_pushed); or while the ring's registration waits at the gate, let on
