@@ -119,7 +119,11 @@ void hp_cuda_forget(struct hp_rec *r);
  * forgotten (what was registered and created through it died).
  * hp_cuda_host_known: 1 if the driver knows the host address p (registered
  * or allocated through it by anyone, managed): such memory is not staged.
- * hp_cuda_ring_register: register [p, p+n) through the current context.
+ * hp_cuda_ring_register: register [p, p+n) through ctx, current on this
+ * thread, while it is what it was at generation gen (hp_cuda_ctx_gen):
+ * HP_RING_CTX_ENDED if it ended before or during the registration (then
+ * nothing of it is left registered: one the driver may hold in the context
+ * made again under the same handle is undone, as cuda_pin's pieces are).
  * The rest: the driver's own entry points, returning its CUresult. */
 int hp_cuda_stage_fns(void);
 uintptr_t hp_cuda_ctx_current(void);
@@ -137,7 +141,8 @@ int hp_cuda_ctx_dev(uintptr_t ctx);
  * any device's) or ctx (not NULL), returning the device to pass to
  * hp_cuda_end_done after the call and the policy's side of its end
  * (whatever it returned): a registration the driver has across it, or
- * while it is in progress, is undone (backend_cuda.c's cuda_pin). */
+ * while it is in progress, is undone (backend_cuda.c's cuda_pin, a
+ * staging ring's: hp_cuda_ring_register). */
 int hp_cuda_end_begins(int dev, struct CUctx_st *ctx);
 void hp_cuda_end_done(int dev);
 /* backend_cuda_ctx.c: make ctx current on this thread for hostpin's own
@@ -172,7 +177,8 @@ int hp_cuda_wait_context(void);
 /* 0 if the driver says [d, d+n) runs past the end of the device
  * allocation holding d (it would refuse such a copy whole); else 1. */
 int hp_cuda_dev_fits(uintptr_t d, size_t n);
-int hp_cuda_ring_register(void *p, size_t n);
+#define HP_RING_CTX_ENDED (-2)
+int hp_cuda_ring_register(void *p, size_t n, uintptr_t ctx, uint64_t gen);
 /* Unregister the ring at p (through a context hostpin knows): 0, or the
  * driver's error (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED also when the
  * driver that registered it is gone), -1 if refused without a call (a

@@ -280,17 +280,13 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		return EAGAIN; /* no context on this thread yet: pending */
 	}
 	hp_test_pause("pin_pushed");
-	/* the calls that may end its device's contexts begun, read first:
-	 * one the driver had before this registration is learnt by hostpin
-	 * only once it returned (the generation unchanged until then) */
-	int edev = hp_cuda_ctx_dev((uintptr_t)hp_cu_entered_ctx), active;
-	unsigned begun = hp_cu_ends_begun(edev, &active);
-	/* the generation of the context registered through: one that ends
-	 * during the call (another thread's cuCtxDestroy or reset) may be
-	 * made again under the same handle before the driver sees the
-	 * registration, which then lives in a context the table calls ended
-	 * (never pushed again: its unregistration would find none) */
-	uint64_t gen = hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx, 0);
+	/* the generation of the context registered through, and its ends
+	 * begun: one that ends during the call (another thread's cuCtxDestroy
+	 * or reset) may be made again under the same handle before the driver
+	 * sees the registration, which then lives in a context the table calls
+	 * ended (never pushed again: its unregistration would find none) */
+	struct hp_cu_watch w;
+	uint64_t gen = hp_cu_watch_begin(&w, hp_cu_entered_ctx);
 	if (!gen && hp_cu_ctx_ended(hp_cu_entered_ctx)) {
 		/* it ended since it was pushed: not through it */
 		hp_cu_leave_ctx(pushed);
@@ -323,9 +319,7 @@ static int cuda_pin(void *base, size_t len, const char **why)
 		const char *w2;
 		cuda_unpin_n(b, done, &w2); /* undo the chunks that worked */
 	}
-	if (!e && ((gen && hp_cuda_ctx_gen((uintptr_t)hp_cu_entered_ctx,
-					   0) != gen) ||
-		   hp_cu_ends_begun(edev, &active) != begun || active)) {
+	if (!e && hp_cu_watch_ended(&w)) {
 		/* it ended meanwhile: undone now, through the context still
 		 * current here (a dead one answers that it died with it; an
 		 * unloaded driver took it along), and pending; one the driver

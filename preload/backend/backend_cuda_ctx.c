@@ -257,7 +257,8 @@ int hp_cuda_ctx_push(uintptr_t ctx, uint64_t gen)
  * across one, or while one is in progress, may live in the context made
  * again after the end, though made through (and counted as of) the one
  * that ended, which hostpin marks only once the driver's call returned;
- * cuda_pin undoes it (issue 39 item 5, reset-chunk-96575277). */
+ * cuda_pin and hp_cuda_ring_register undo it (hp_cu_watch_ended; issue 39
+ * item 5, reset-chunk-96575277, reset-ring-registered-96581863). */
 #define END_DEVS 16
 static _Atomic unsigned ends_begun[END_DEVS];
 static _Atomic int ends_active[END_DEVS];
@@ -291,6 +292,23 @@ unsigned hp_cu_ends_begun(int dev, int *active)
 			n += atomic_load(&ends_begun[i]);
 		}
 	return n;
+}
+
+uint64_t hp_cu_watch_begin(struct hp_cu_watch *w, hp_CUcontext ctx)
+{
+	int active;
+	w->ctx = ctx;
+	w->dev = hp_cuda_ctx_dev((uintptr_t)ctx);
+	w->begun = hp_cu_ends_begun(w->dev, &active);
+	w->gen = hp_cuda_ctx_gen((uintptr_t)ctx, 0);
+	return w->gen;
+}
+
+int hp_cu_watch_ended(const struct hp_cu_watch *w)
+{
+	int active;
+	return (w->gen && hp_cuda_ctx_gen((uintptr_t)w->ctx, 0) != w->gen) ||
+	       hp_cu_ends_begun(w->dev, &active) != w->begun || active;
 }
 
 int hp_cuda_ctx_dev(uintptr_t ctx)

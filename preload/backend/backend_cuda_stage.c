@@ -148,12 +148,40 @@ int hp_cuda_dev_fits(uintptr_t d, size_t n)
 	return d >= start && d - start <= size && n <= size - (d - start);
 }
 
-int hp_cuda_ring_register(void *p, size_t n)
+int hp_cuda_ring_register(void *p, size_t n, uintptr_t ctx, uint64_t gen)
 {
+	/* the ring's context current (the growth thread pushed it), not yet
+	 * registered through (a test's pause point) */
+	hp_test_pause("ring_pushed");
+	/* as cuda_pin's pieces: a context that ended since the ring was asked
+	 * for (gen), or ends during the call, may be made again under the
+	 * same handle and hold the registration as its new self, which the
+	 * ring, counted as the ended one's, would never release (the engine
+	 * tester's reset-ring-registered-96581863) */
+	struct hp_cu_watch w;
+	if (hp_cu_watch_begin(&w, (hp_CUcontext)ctx) != gen)
+		return HP_RING_CTX_ENDED;
 	if (!hp_capture_enter())
 		return -1;
-	hp_CUresult r = hp_cu.cuMemHostRegister_v2(p, n,
-						HP_CU_MEMHOSTREGISTER_PORTABLE);
+	int r = hp_cu.cuMemHostRegister_v2(p, n, HP_CU_MEMHOSTREGISTER_PORTABLE);
+	if (r == HP_CUDA_SUCCESS && hp_cu_watch_ended(&w)) {
+		/* undone through the context still current here (a dead one
+		 * answers that it died with it; an unloaded driver took it
+		 * along); one the driver refuses to undo stays: the ring made
+		 * of it is released as any whose context ended (ring_grow.c's
+		 * hp_ring_unmake) */
+		hp_CUresult u = hp_cu_driver_gone()
+				    ? HP_CUDA_SUCCESS
+				    : hp_cu.cuMemHostUnregister(p);
+		if (u == HP_CUDA_SUCCESS ||
+		    u == HP_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ||
+		    u == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		    u == HP_CUDA_ERROR_INVALID_CONTEXT)
+			r = HP_RING_CTX_ENDED;
+	} else if (r == HP_CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		   r == HP_CUDA_ERROR_INVALID_CONTEXT) {
+		r = HP_RING_CTX_ENDED;
+	}
 	hp_capture_leave();
 	return r;
 }

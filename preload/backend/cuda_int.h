@@ -38,6 +38,24 @@ HP_HIDDEN extern _Atomic unsigned hp_cu_ctx_epoch;
 /* backend_cuda_ctx.c: how many calls that may end a context of device dev
  * (-1: any) began (hp_cuda_end_begins); *active: one is in progress */
 HP_HIDDEN unsigned hp_cu_ends_begun(int dev, int *active);
+/* backend_cuda_ctx.c: a registration's watch on the end of the context
+ * it goes through (ctx, current on this thread): begun before it, asked
+ * after it (cuda_pin's pieces, hp_cuda_ring_register's rings).  Begun: the
+ * calls that may end its device's contexts begun, read first (one the
+ * driver had before the registration is learnt by hostpin only once it
+ * returned: the generation unchanged until then), then ctx's generation,
+ * returned (hp_cuda_ctx_gen; 0: not in the table alive).  Ended: 1 if ctx
+ * may have ended since, the registration perhaps held by the context made
+ * again under the same handle (its generation changed, a call that may
+ * end it began, or one is in progress). */
+struct hp_cu_watch {
+	hp_CUcontext ctx;
+	int dev;
+	unsigned begun;
+	uint64_t gen;
+};
+HP_HIDDEN uint64_t hp_cu_watch_begin(struct hp_cu_watch *w, hp_CUcontext ctx);
+HP_HIDDEN int hp_cu_watch_ended(const struct hp_cu_watch *w);
 /* backend_cuda_ctx.c: the table holds ctx ended (not alive again) */
 HP_HIDDEN int hp_cu_ctx_ended(hp_CUcontext ctx);
 HP_HIDDEN extern _Atomic unsigned hp_cu_drv_gen;

@@ -204,7 +204,7 @@ struct hp_ring *hp_ring_get(const struct hp_plan *P, int must)
 		 * picked (waited for here: the knob's choice) and can stage
 		 * this way (speed.c); else asked again at a later copy */
 		int can = must || hp_pool_can(P->htod);
-		int e = can ? hp_seg_make(dir, 0, &S) : -1;
+		int e = can ? hp_seg_make(dir, 0, &S, ctx, gen) : -1;
 		pthread_mutex_lock(&R->mu);
 		ok = hp_ring_first_made(R, e, !can, &S, ctx, gen);
 		undo = e == 0 && !ok;

@@ -17,13 +17,16 @@ struct hp_seg {
 	void *ev[HP_RING_SLOTS];
 };
 /* Make a segment of slots for a ring of direction dir (g: its segments
- * now, for the log) through the context current on this thread: 0 if
- * done; 1 if not now, for a moment; -1 if refused (nothing of it left). */
-HP_HIDDEN int hp_seg_make(int dir, int g, struct hp_seg *S);
+ * now, for the log) through its context ctx at generation gen, current on
+ * this thread: 0 if done; 1 if not now, for a moment; 2 if ctx ended
+ * before or while it was made; -1 if refused (nothing of it left but 0). */
+HP_HIDDEN int hp_seg_make(int dir, int g, struct hp_seg *S, uintptr_t ctx,
+			  uint64_t gen);
 /* A segment made but not installed: released. */
 HP_HIDDEN void hp_seg_undo(struct hp_seg *S);
 /* Under R->mu: the making of R's first segment S for context ctx at
- * generation gen ended (e: hp_seg_make's answer; gone: ctx ended first);
+ * generation gen ended (e: hp_seg_make's answer, 2: ctx ended meanwhile;
+ * gone: ctx ended first);
  * 1 if S is R's now, else the caller undoes S if it was made. */
 HP_HIDDEN int hp_ring_first_made(struct hp_ring *R, int e, int gone,
 				 const struct hp_seg *S, uintptr_t ctx,

@@ -88,13 +88,17 @@ void hp_ring_unmake(struct hp_ring *R)
 }
 
 /* Make a segment of slots for a ring of direction dir (g: its segments
- * now, for the log) through the context current on this thread, its
- * events first; 0 if done; 1 if not now, for a moment (the pinned-memory
- * caps full, a capture began); -1 if the driver or the system refused.
+ * now, for the log) through its context ctx at generation gen, current on
+ * this thread, its events first; 0 if done; 1 if not now, for a moment
+ * (the pinned-memory caps full, a capture began); 2 if ctx ended before
+ * or during its registration (hp_cuda_ring_register: none of it left
+ * registered; the ring is asked for again by a copy through the context
+ * current then); -1 if the driver or the system refused.
  * What it made is undone when it fails: no event outlives a refusal (a
  * ring refused for a moment and made after its context ended would record
  * events that died with it: issue 39). */
-int hp_seg_make(int dir, int g, struct hp_seg *S)
+int hp_seg_make(int dir, int g, struct hp_seg *S, uintptr_t ctx,
+		uint64_t gen)
 {
 	/* HOSTPIN_STAGE_BUFFER: both rings together */
 	size_t len = (size_t)hp_opt[HP_OPT_STAGE_BUFFER] / 2;
@@ -131,10 +135,11 @@ int hp_seg_make(int dir, int g, struct hp_seg *S)
 	}
 	if (r == 0) {
 		what = "registered";
-		if ((r = hp_cuda_ring_register(S->base, len)) != 0)
+		if ((r = hp_cuda_ring_register(S->base, len, ctx, gen)) != 0)
 			hp_real.munmap(S->base, len);
 		moment = r == -1; /* a capture began: not the driver's no */
 	}
+	int ended = r == HP_RING_CTX_ENDED;
 	if (r == 0)
 		return 0;
 	if (reserved)
@@ -145,12 +150,18 @@ int hp_seg_make(int dir, int g, struct hp_seg *S)
 	/* said once (the other direction's ring, if refused too, and a
 	 * growth refused: at info level) */
 	static _Atomic int said;
-	hp_log(g || atomic_exchange(&said, 1) ? HP_LOG_INFO : HP_LOG_WARN,
-	       "the staging ring (%s, %zu bytes) could not be %s (%d): "
-	       "large copies from unregistered memory go to the driver as "
-	       "they are%s", dir ? "D2H" : "H2D", len, what, r,
-	       g ? " when no slot is free" : "");
-	return moment ? 1 : -1;
+	if (ended)
+		hp_log(HP_LOG_INFO, "the staging ring (%s, %zu bytes): its "
+		       "context ended while it was made: asked for again",
+		       dir ? "D2H" : "H2D", len);
+	else
+		hp_log(g || atomic_exchange(&said, 1) ? HP_LOG_INFO
+						      : HP_LOG_WARN,
+		       "the staging ring (%s, %zu bytes) could not be %s "
+		       "(%d): large copies from unregistered memory go to "
+		       "the driver as they are%s", dir ? "D2H" : "H2D", len,
+		       what, r, g ? " when no slot is free" : "");
+	return ended ? 2 : moment ? 1 : -1;
 }
 
 /* Under R->mu: S becomes R's next segment. */
@@ -243,7 +254,7 @@ static void grow_one(struct hp_ring *R)
 	}
 	struct hp_seg S;
 	int pushed = hp_cuda_ctx_push(ctx, gen);
-	int e = pushed < 0 ? -1 : hp_seg_make(dir, g, &S);
+	int e = pushed < 0 ? -1 : hp_seg_make(dir, g, &S, ctx, gen);
 	hp_cuda_ctx_pop(pushed);
 	pthread_mutex_lock(&R->mu);
 	R->grow = 0;
@@ -304,8 +315,9 @@ static void make_done(struct hp_ring *R, const struct hp_seg *S)
 }
 
 /* Under R->mu: the making of R's first segment S for context ctx at
- * generation gen ended (e: hp_seg_make's answer; gone: ctx ended first).  1
- * if S is R's now; else the caller undoes S if it was made. */
+ * generation gen ended (e: hp_seg_make's answer, 2: ctx ended meanwhile;
+ * gone: ctx ended first).  1 if S is R's now; else the caller undoes S if
+ * it was made. */
 int hp_ring_first_made(struct hp_ring *R, int e, int gone,
 		      const struct hp_seg *S, uintptr_t ctx, uint64_t gen)
 {
@@ -317,7 +329,7 @@ int hp_ring_first_made(struct hp_ring *R, int e, int gone,
 		make_done(R, S);
 		return 1;
 	}
-	if (gone)
+	if (gone || e == 2)
 		R->state = 0; /* asked again at the next copy */
 	else
 		make_refused(R, e);

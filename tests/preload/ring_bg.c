@@ -16,15 +16,27 @@
  *       plan's last driver question before the ring), waits for the ring;
  *       the gate opened, its wait ends with the growth: staged, with its
  *       data (the case reads the staged count).
+ *   ring_bg reset       HOSTPIN_STAGE_RING_BACKGROUND=1, HOSTPIN_TEST_PAUSE:
+ *       device 0's primary context reset, and made again (the same
+ *       handle), while the growth thread has pushed it for the H2D ring
+ *       and not yet registered the ring (pause point ring_pushed); then
+ *       the program exits (the exit waits for the growth).
+ *   ring_bg reset_straddle  the same, the ring's registration held at
+ *       the fake's gate: the reset's driver call done and the context made
+ *       again (pause point end_called, inside the reset's hook) before the
+ *       registration goes on; the reset returns after it.
+ *   ring_bg reset_again  mode reset, then copies through the context made
+ *       again until the growth thread pushes it for a ring again (the
+ *       point armed again, not held): the rings are made again for it.
  * A copy that does not complete while the registration is held is a
  * failure (60 s: a hang), never a timing.  Without hostpin (no ring, no
  * gate) the copies' data alone is checked. */
 #include <pthread.h>
 
-#include "staged_common.h"
+#include "late_common.h"
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
-void fake_cuda_open_gate(void);
+CUresult cuDevicePrimaryCtxReset_v2(int);
 
 struct job {
 	CUstream s;
@@ -181,12 +193,126 @@ static int mode_must(void)
 	return 0;
 }
 
+/* Device 0's primary context reset and made again (the same handle)
+ * while the growth thread holds it pushed for the H2D ring asked for by
+ * a first copy, at pause point ring_pushed, not yet registered through:
+ * the ring must not be registered through the context made again as the
+ * one that ended (it would stay live at exit: the engine tester's
+ * reset-ring-registered-96581863).  The case reads EXIT live=0. */
+static void rr_reset(CUcontext *c)
+{
+	struct job a = {0};
+	pthread_t t;
+	int hp = hosted();
+	if (hp)
+		pt_file("ring_pushed", "arm");
+	job_start(&a, &t, 6);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(same(D(a.d), a.n, 6));
+	if (hp)
+		wait_for(pt_paused, "ring_pushed", "the ring's context pushed");
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	CHECK(cuDevicePrimaryCtxRetain(c, 0) == 0);
+	if (hp)
+		pt_file("ring_pushed", "go");
+}
+
+static int mode_reset(void)
+{
+	CUcontext c;
+	rr_reset(&c);
+	return 0;
+}
+
+static _Atomic int rs_done;
+static void *rs_reset(void *arg)
+{
+	(void)arg;
+	CHECK(cuDevicePrimaryCtxReset_v2(0) == 0);
+	rs_done = 1;
+	return NULL;
+}
+
+/* The ring's registration held at the fake's gate (33554432) while the
+ * driver resets the context and the program makes it again, before
+ * hostpin learnt of the end (end_called): the registration, let on then,
+ * lives in the context made again; it must be undone (the case reads
+ * EXIT live=0). */
+static int mode_reset_straddle(void)
+{
+	struct job a = {0};
+	pthread_t t, r;
+	job_start(&a, &t, 7);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(same(D(a.d), a.n, 7));
+	if (!hosted())
+		return 0;
+	wait_for(gate_held, NULL, "the ring's registration reached the gate");
+	pt_file("end_called", "arm");
+	CHECK(pthread_create(&r, NULL, rs_reset, NULL) == 0);
+	wait_for(pt_paused, "end_called", "the driver reset the context");
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	fake_cuda_open_gate(); /* the ring's registration goes on */
+	pt_file("end_called", "go");
+	CHECK(pthread_join(r, NULL) == 0 && rs_done);
+	return 0;
+}
+
+/* 16 MiB through the context made again, on stream s; 1 once the growth
+ * thread pushed the context for the ring again */
+struct again {
+	CUstream s;
+	char *h;
+	CUdeviceptr d;
+};
+static int copied_until_pushed(void *arg)
+{
+	struct again *g = arg;
+	fill(g->h, 16 * MB, 8);
+	CHECK(cuMemcpyHtoDAsync_v2(g->d, g->h, 16 * MB, g->s) == 0);
+	memset(g->h, 0, 16 * MB);
+	CHECK(cuStreamSynchronize(g->s) == 0);
+	CHECK(same(D(g->d), 16 * MB, 8));
+	return !hosted() || pt_paused("ring_pushed");
+}
+/* the point armed again: its .go left in place (the first thread may
+ * still be about to see it), so the next thread there only says it came */
+static void pt_rearm(const char *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
+		 name);
+	CHECK(unlink(p) == 0);
+	pt_file(name, "arm");
+}
+
+static int mode_reset_again(void)
+{
+	CUcontext c;
+	rr_reset(&c);
+	ctx = c;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	struct again g;
+	CHECK(cuStreamCreate(&g.s, 0) == 0);
+	g.h = plain(16 * MB);
+	g.d = dev(16 * MB);
+	if (hosted())
+		pt_rearm("ring_pushed");
+	wait_for(copied_until_pushed, &g,
+		 "the ring asked for again through the context made again");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"background", mode_background},
 	    {"inline", mode_inline},
 	    {"must", mode_must},
+	    {"reset", mode_reset},
+	    {"reset_straddle", mode_reset_straddle},
+	    {"reset_again", mode_reset_again},
 	};
 	return staged_main("ring_bg", argc, argv, modes);
 }

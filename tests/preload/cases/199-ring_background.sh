@@ -14,7 +14,7 @@ F_FLAGS="-L$F -l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,$F"
 build ring_bg ring_bg.c $F_FLAGS -lpthread || true
 . ./staged_lib.sh
 if [ -x "$B/ring_bg" ]; then
-for m in background inline must; do
+for m in background inline must reset reset_straddle reset_again; do
 	out=$(timeout 120 env FAKE_CUDA_LOG=/dev/null "$B/ring_bg" $m 2>&1) ||
 		bad "ring_bg $m fails without hostpin: $out"
 done
@@ -37,4 +37,24 @@ staged_case "ring background" ring_bg "a copy that must be staged waits for the 
 echo "$STAGE_OUT" | grep -q "staged copies 1 (" &&
 	ok "ring background: the copy that waited for the ring was staged" ||
 	bad "ring background: the waiting copy was not staged: $(echo "$STAGE_OUT" | grep 'staged copies')"
+# (reset-ring-registered-96581863) Device 0's primary context reset, and
+# made again by the program (the same handle), while the growth thread has
+# pushed it for the H2D ring and not yet registered the ring (pause point
+# ring_pushed); or while the ring's registration waits at the gate, let on
+# once the driver reset the context and the program made it again, before
+# hostpin learnt of the end (pause point end_called).  Must hold: the ring
+# is not left registered in the context made again as the one that ended
+# (EXIT live=0: it was live at exit, the ring's registration counted as the
+# ended context's, never released); and copies through the context made
+# again ask for the ring again (the growth thread pushes it for them).
+pd=$(mktemp -d)
+staged_case "ring background" ring_bg "a reset between the ring's push and its registration: nothing left registered" \
+	any HOSTPIN_STAGE_RING_BACKGROUND=1 HOSTPIN_TEST_PAUSE="$pd" -- reset
+rm -rf "$pd"; pd=$(mktemp -d)
+staged_case "ring background" ring_bg "a ring registered across the driver's reset: undone" \
+	any FAKE_CUDA_REGISTER_GATE=33554432 HOSTPIN_STAGE_RING_BACKGROUND=1 HOSTPIN_TEST_PAUSE="$pd" -- reset_straddle
+rm -rf "$pd"; pd=$(mktemp -d)
+staged_case "ring background" ring_bg "the ring dropped by a reset is made again through the context made again" \
+	any HOSTPIN_STAGE_RING_BACKGROUND=1 HOSTPIN_TEST_PAUSE="$pd" -- reset_again
+rm -rf "$pd"
 else bad "ring background: build"; fi
