@@ -1,6 +1,7 @@
 /* Shared by the late-mode programs (late.c, late_more.c, late_pass.c,
  * late_multi.c, late_past.c, late_reg.c, late_fix.c, late_array.c, late_cap.c,
- * claim_race.c, aside.c, hold_leak.c, reset_bg.c, copy_freed.c, ring_bg.c; the fake
+ * claim_race.c, aside.c, hold_leak.c, reset_bg.c, copy_freed.c, ring_bg.c,
+ * batch_join.c; the fake
  * driver's late mode: FAKE_CUDA_LATE_DMA=1, fake_late.h): the fake's controls
  * they call, one staged round trip, a block half registered in the background, a block
  * registered whole, two copies at the driver's door, what a thread's system
