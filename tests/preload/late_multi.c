@@ -21,7 +21,8 @@
  * across X's first piece's end (before: passed as it is, refused).
  * LM_2D=1 (async modes): A's copy a 2D one (cuMemcpy2DAsync_v2) of 5 rows
  * of 384 KiB, pitch 384 KiB on both sides, from x + AT: its third row
- * across X's first piece's end, its fifth in Y. */
+ * across X's first piece's end, its fifth in Y; LM_2D=3: the same as a
+ * 3D copy (cuMemcpy3DAsync_v2) of 5 slices of one row. */
 #include <pthread.h>
 
 #include "late_common.h"
@@ -29,6 +30,7 @@
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
+CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
 int fake_cuda_registrations_held(void);
 void fake_cuda_release_registration(void);
 size_t fake_cuda_registered_bytes(const void *, size_t);
@@ -58,7 +60,19 @@ static CUresult copy_2d(int h2d, CUdeviceptr d, char *h, CUstream s,
 		q.dstMemoryType = HOST, q.dstHost = h, q.dstPitch = RW;
 	}
 	q.WidthInBytes = RW, q.Height = 5;
-	CUresult r = cuMemcpy2DAsync_v2(&q, s);
+	CUresult r;
+	if (rect == 3) { /* 5 slices of one row */
+		M3D t;
+		memset(&t, 0, sizeof(t));
+		t.srcMemoryType = q.srcMemoryType, t.srcHost = q.srcHost;
+		t.srcDevice = q.srcDevice, t.srcPitch = RW, t.srcHeight = 1;
+		t.dstMemoryType = q.dstMemoryType, t.dstHost = q.dstHost;
+		t.dstDevice = q.dstDevice, t.dstPitch = RW, t.dstHeight = 1;
+		t.WidthInBytes = RW, t.Height = 1, t.Depth = 5;
+		r = cuMemcpy3DAsync_v2(&t, s);
+	} else {
+		r = cuMemcpy2DAsync_v2(&q, s);
+	}
 	if (h2d)
 		memset(h, 0, 5 * RW);
 	if (r == 0)
@@ -109,7 +123,7 @@ static int run(int h2d, int async)
 {
 	htod = h2d, async_ = async;
 	const char *r2 = getenv("LM_2D");
-	rect = r2 && *r2 == '1';
+	rect = r2 ? atoi(r2) : 0;
 	CHECK(!rect || async);
 	alarm(60);
 	/* X then Y, adjacent, X 8 MiB aligned (its pieces: the cells) */

@@ -155,8 +155,8 @@ done
 # device 1 while device 0 is current, no ring for device 1): cut at the
 # registering block's registered part instead (plan.c: the registering
 # block's reader count), never whole; a 2D copy there (LM_2D=1, a row
-# across the piece's end) the same, its rows cut.
-for v in LM_DEV1=1 "LM_DEV1=1 LM_2D=1"; do
+# across the piece's end) or a 3D one (LM_2D=3) the same, its rows cut.
+for v in LM_DEV1=1 "LM_DEV1=1 LM_2D=1" "LM_DEV1=1 LM_2D=3"; do
 for m in h2d_async d2h_async; do
 	lpl=$(mktemp)
 	staged_case "late DMA" late_multi "a copy of two blocks ($v) while the registration thread registers one: $m" any \
