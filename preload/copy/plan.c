@@ -231,8 +231,9 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	/* A copy of several blocks, one of them the registration thread's
 	 * or queued for it: nothing below cuts it at that block's registered
 	 * part, and the thread began it (or may) after this copy was counted
-	 * (passing.c: its drain did not wait for it): staged, never handed
-	 * to the driver only partly registered (hp_register_prefix: 1 for
+	 * (passing.c: its drain did not wait for it): staged, or where it
+	 * cannot be cut as that block's prefix reader (plan_several), never
+	 * handed to the driver only partly registered (hp_register_prefix: 1 for
 	 * such a block, no reader counted where no copy lies in a prefix) */
 	int reg = -1; /* that block's index */
 	for (int i = 0; i < c->n && !one && !must; i++) {
