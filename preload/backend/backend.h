@@ -196,6 +196,12 @@ int hp_cuda_2d_async(const struct hp_CUDA_MEMCPY2D *p, struct CUstream_st *s);
 struct hp_CUDA_MEMCPY3D;
 int hp_cuda_3d_fn(void);
 int hp_cuda_3d_async(const struct hp_CUDA_MEMCPY3D *p, struct CUstream_st *s);
+/* 1D array copies (cuMemcpyHtoAAsync_v2, cuMemcpyAtoHAsync_v2): 1 if the
+ * driver has both; n bytes between host memory h and the array a from
+ * byte off, H2D (htod) or D2H, on s. */
+int hp_cuda_array_1d_fns(void);
+int hp_cuda_array_1d_async(int htod, void *a, size_t off, void *h, size_t n,
+			   struct CUstream_st *s);
 /* A CUDA array's geometry as the driver describes it
  * (cuArray3DGetDescriptor_v2, else cuArrayGetDescriptor_v2): es, bytes
  * per element (a channel's bytes times the channels); w, h, d: its extent

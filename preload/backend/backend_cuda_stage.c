@@ -27,12 +27,18 @@ typedef hp_CUresult (*dtoh_fn)(void *, hp_CUdeviceptr, size_t,
 typedef hp_CUresult (*ptrattr_fn)(void *, int, hp_CUdeviceptr);
 typedef hp_CUresult (*m2d_fn)(const hp_CUDA_MEMCPY2D *, hp_cudaStream_t);
 typedef hp_CUresult (*m3d_fn)(const hp_CUDA_MEMCPY3D *, hp_cudaStream_t);
+typedef hp_CUresult (*htoa_fn)(hp_CUarray, size_t, const void *, size_t,
+			       hp_cudaStream_t);
+typedef hp_CUresult (*atoh_fn)(void *, hp_CUarray, size_t, size_t,
+			       hp_cudaStream_t);
 static struct {
 	htod_fn htod;
 	dtoh_fn dtoh;
 	ptrattr_fn attr;
 	m2d_fn m2d; /* optional: without it 2D copies are not staged */
 	m3d_fn m3d; /* optional: a 3D array's layers (hp_cuda_3d_async) */
+	htoa_fn htoa; /* optional: 1D array copies */
+	atoh_fn atoh;
 	hp_cuArray3DGetDescriptor_v2_t a3d; /* optional: arrays' geometry */
 	hp_cuArrayGetDescriptor_v2_t a2d;
 	hp_CUresult (*query)(hp_cudaEvent_t); /* optional: slots reused by
@@ -52,6 +58,8 @@ int hp_cuda_stage_fns(void)
 	*(void **)&sf.attr = hp_cuda_sym("cuPointerGetAttribute");
 	*(void **)&sf.m2d = hp_cuda_sym("cuMemcpy2DAsync_v2");
 	*(void **)&sf.m3d = hp_cuda_sym("cuMemcpy3DAsync_v2");
+	*(void **)&sf.htoa = hp_cuda_sym("cuMemcpyHtoAAsync_v2");
+	*(void **)&sf.atoh = hp_cuda_sym("cuMemcpyAtoHAsync_v2");
 	*(void **)&sf.a3d = hp_cuda_sym("cuArray3DGetDescriptor_v2");
 	*(void **)&sf.a2d = hp_cuda_sym("cuArrayGetDescriptor_v2");
 	*(void **)&sf.query = hp_cuda_sym("cuEventQuery");
@@ -233,6 +241,18 @@ int hp_cuda_3d_fn(void)
 int hp_cuda_3d_async(const hp_CUDA_MEMCPY3D *p, hp_cudaStream_t s)
 {
 	return sf.m3d(p, s);
+}
+
+int hp_cuda_array_1d_fns(void)
+{
+	return sf.htoa != NULL && sf.atoh != NULL;
+}
+
+int hp_cuda_array_1d_async(int htod, void *a, size_t off, void *h, size_t n,
+			   hp_cudaStream_t s)
+{
+	return htod ? sf.htoa((hp_CUarray)a, off, h, n, s)
+		    : sf.atoh(h, (hp_CUarray)a, off, n, s);
 }
 
 /* Bytes of one channel of format f, 0 for a format hostpin does not

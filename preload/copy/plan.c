@@ -163,6 +163,31 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 		      size_t n, uintptr_t d, hp_cudaStream_t s, int htod,
 		      size_t rect, int how);
 
+/* A copy [a, a+n) of several blocks, r among them the registration
+ * thread's block or one queued for it, that cannot be staged (no ring for
+ * its stream's context, a capture that prohibits the ring's calls): a
+ * reader of r's prefix (hp_register_prefix_all: no piece unregistered
+ * under it, nor another block's job begun before it ends), direct by
+ * pieces cut at every block's ends and registrations (P->len 0), each
+ * piece registered or not, whole, when the driver gets it; then a wait,
+ * as a copy of the one block across its prefix's end.  Its passing count
+ * is kept to its end (hp_copy_plan). */
+static void plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
+			 size_t n, hp_cudaStream_t s)
+{
+	hp_snap_t b;
+	struct find_rec f = {r, &b};
+	uintptr_t base;
+	size_t len;
+	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f) ||
+	    !hp_register_prefix_all(r, a > b.base ? a : b.base, &base, &len))
+		return;
+	if (stream_enter_pieces(s) || enter_captured(P, s))
+		P->kind = HP_PLAN_PREFIX, P->base = 0, P->len = 0;
+	else
+		hp_register_prefix_leave();
+}
+
 /* The plan; a copy that never reaches the driver with its block's memory
  * as it is (by pieces, in a registering block's prefix, or staged as a
  * block being registered, its rest cut at the pieces) lets go of its
@@ -173,12 +198,12 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  int how)
 {
 	plan_make(P, c, h, n, d, s, htod, rect, how);
-	/* (a copy of several blocks by pieces, P->len 0, hands the driver
-	 * the parts in blocks not registered as they are: counted until
-	 * its end, as one passed) */
+	/* (a copy of several blocks by pieces or as a prefix's reader,
+	 * P->len 0, hands the driver the parts in blocks not registered as
+	 * they are: counted until its end, as one passed) */
 	if (P->kind != HP_PLAN_PASS &&
 	    (P->kind != HP_PLAN_STAGED || P->registering) &&
-	    (P->kind != HP_PLAN_PIECES || P->len != 0))
+	    (P->kind == HP_PLAN_STAGED || P->len != 0))
 		hp_copy_passing_end(c);
 }
 
@@ -206,13 +231,16 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	/* A copy of several blocks, one of them the registration thread's
 	 * or queued for it: nothing below cuts it at that block's registered
 	 * part, and the thread began it (or may) after this copy was counted
-	 * (passing.c: its drain did not wait for it): staged, never handed
-	 * to the driver only partly registered (hp_register_prefix: 1 for
+	 * (passing.c: its drain did not wait for it): staged, or where it
+	 * cannot be cut as that block's prefix reader (plan_several), never
+	 * handed to the driver only partly registered (hp_register_prefix: 1 for
 	 * such a block, no reader counted where no copy lies in a prefix) */
+	int reg = -1; /* that block's index */
 	for (int i = 0; i < c->n && !one && !must; i++) {
 		uintptr_t b0;
 		size_t l0;
 		must = hp_register_prefix(c->r[i], 0, SIZE_MAX, &b0, &l0) != 0;
+		reg = must ? i : -1;
 	}
 
 	/* A registered block: registered memory, the driver's, unless the
@@ -282,6 +310,8 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 		P->base = base, P->len = len;
 	}
 	must |= pre == 1 || (pre == 2 && rect);
+	if (how & HP_STAGE_DIRECT) /* no ring carries it: cut, or as it is */
+		goto pieces;
 
 	/* Staged: HOSTPIN_STAGE_MIN bytes or more whose host side is not
 	 * registered (a hostpin block pending or not yet worth registering,
@@ -335,6 +365,13 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	if (!driver_here())
 		return;
+	/* of several blocks, one the registration thread's or queued for it
+	 * (reg): as below, a reader of that block's prefix, cut at every
+	 * block's ends and registrations (P->len 0, pieces.c) */
+	if (reg >= 0) {
+		plan_several(P, c->r[reg], a, n, s);
+		return;
+	}
 	/* across the end of the registered prefix of a block being
 	 * registered, or in a block queued for it (the thread may begin it
 	 * before the driver gets the copy): direct by pieces as a reader of

@@ -30,6 +30,8 @@ enum { HP_COPY_PASSED = -1 };
 			  * the caller's own call makes it whole again, in
 			  * its own terms (the runtime's; queued after what
 			  * was staged) */
+#define HP_STAGE_DIRECT 4 /* never staged (no ring carries it: a 1D
+			   * array copy); cut where it must not go whole */
 HP_HIDDEN int hp_stage_htod(hp_copy_t *c, uintptr_t d, const void *h,
 			    size_t n, hp_cudaStream_t s, int ptsz, int how);
 HP_HIDDEN int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
@@ -44,6 +46,19 @@ HP_HIDDEN int hp_stage_dtoh(hp_copy_t *c, void *h, uintptr_t d, size_t n,
  * side). */
 HP_HIDDEN int hp_stage_unified(hp_copy_t *c, uintptr_t d, uintptr_t s,
 			       size_t n, hp_cudaStream_t st, int ptsz, int how);
+
+/* A 1D array copy (cuMemcpyHtoA, cuMemcpyAtoH and their async forms):
+ * n bytes between host memory h and the 1D CUDA array a from byte off
+ * (array1d.c).  Planned as a 1D copy that is never staged
+ * (HP_STAGE_DIRECT): where it must not reach the driver as it is (across
+ * a registration's end, or the registered part's of a block being
+ * registered), one driver call per part, the array's offset advanced by
+ * the bytes before; as above, the result or HP_COPY_PASSED (and: an array
+ * that is not 1D, its geometry unknown, or the copy past its end: the
+ * driver's to refuse whole). */
+HP_HIDDEN int hp_stage_array_1d(hp_copy_t *c, hp_CUarray a, size_t off,
+				char *h, size_t n, hp_cudaStream_t s,
+				int ptsz, int htod, int how);
 
 /* A 2D copy (CUDA_MEMCPY2D) between pitched host memory and device memory
  * or a CUDA array (its geometry asked of the driver: hp_cuda_array_geom),

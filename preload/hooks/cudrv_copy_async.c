@@ -65,13 +65,19 @@ HP_BODY hp_CUresult htoa_async(void *f, int ptsz, hp_CUarray a, size_t off,
 			      const void *h, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoAAsync_v2_t, hp_CUresult,
-		     (a, off, h, n, s), hp_copy_host(&c_, h, n), ASYNC_END)
+		     (a, off, h, n, s), hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_array_1d(&c_, a, off, (char *)(uintptr_t)h,
+					      n, s, ptsz, 1, 0)),
+		     ASYNC_END)
 }
 HP_BODY hp_CUresult atoh_async(void *f, int ptsz, void *h, hp_CUarray a,
 			      size_t off, size_t n, hp_cudaStream_t s)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAtoHAsync_v2_t, hp_CUresult,
-		     (h, a, off, n, s), hp_copy_host(&c_, h, n), ASYNC_END)
+		     (h, a, off, n, s), hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_array_1d(&c_, a, off, h, n, s, ptsz, 0,
+					      0)),
+		     ASYNC_END)
 }
 
 /* ---- asynchronous copies ----

@@ -78,17 +78,24 @@ HP_BODY hp_CUresult copy3dpeer_sync(void *f, int ptsz,
 					     HP_STAGE_SYNC)),
 		     SYNC_END)
 }
-HP_BODY hp_CUresult htoa_sync(void *f, hp_CUarray a, size_t off,
+/* A 1D array copy: cut where it must not go whole (hp_stage_array_1d). */
+HP_BODY hp_CUresult htoa_sync(void *f, int ptsz, hp_CUarray a, size_t off,
 			     const void *h, size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyHtoA_v2_t, hp_CUresult, (a, off, h, n),
-		     hp_copy_host(&c_, h, n), SYNC_END)
+		     hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_array_1d(&c_, a, off, (char *)(uintptr_t)h,
+					      n, NULL, ptsz, 1, HP_STAGE_SYNC)),
+		     SYNC_END)
 }
-HP_BODY hp_CUresult atoh_sync(void *f, void *h, hp_CUarray a, size_t off,
-			     size_t n)
+HP_BODY hp_CUresult atoh_sync(void *f, int ptsz, void *h, hp_CUarray a,
+			     size_t off, size_t n)
 {
 	HP_COPY_BODY(f, hp_cuMemcpyAtoH_v2_t, hp_CUresult, (h, a, off, n),
-		     hp_copy_host(&c_, h, n), SYNC_END)
+		     hp_copy_host(&c_, h, n);
+		     STAGED(hp_stage_array_1d(&c_, a, off, h, n, NULL, ptsz, 0,
+					      HP_STAGE_SYNC)),
+		     SYNC_END)
 }
 
 /* ---- synchronous copies ----
@@ -241,49 +248,49 @@ static hp_CUresult lk_cuMemcpy3DPeer_ptds(const hp_CUDA_MEMCPY3D_PEER *p)
 HP_EXPORT hp_CUresult cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,
 				      size_t n)
 {
-	return htoa_sync(NEXT(cuMemcpyHtoA_v2), a, off, h, n);
+	return htoa_sync(NEXT(cuMemcpyHtoA_v2), 0, a, off, h, n);
 }
 
 static hp_CUresult lk_cuMemcpyHtoA_v2(hp_CUarray a, size_t off, const void *h,
 				      size_t n)
 {
-	return htoa_sync(LOOKED_UP(cuMemcpyHtoA_v2), a, off, h, n);
+	return htoa_sync(LOOKED_UP(cuMemcpyHtoA_v2), 0, a, off, h, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyHtoA_v2_ptds(hp_CUarray a, size_t off,
 					   const void *h, size_t n)
 {
-	return htoa_sync(NEXT(cuMemcpyHtoA_v2_ptds), a, off, h, n);
+	return htoa_sync(NEXT(cuMemcpyHtoA_v2_ptds), 1, a, off, h, n);
 }
 
 static hp_CUresult lk_cuMemcpyHtoA_v2_ptds(hp_CUarray a, size_t off,
 					   const void *h, size_t n)
 {
-	return htoa_sync(LOOKED_UP(cuMemcpyHtoA_v2_ptds), a, off, h, n);
+	return htoa_sync(LOOKED_UP(cuMemcpyHtoA_v2_ptds), 1, a, off, h, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyAtoH_v2(void *h, hp_CUarray a, size_t off,
 				      size_t n)
 {
-	return atoh_sync(NEXT(cuMemcpyAtoH_v2), h, a, off, n);
+	return atoh_sync(NEXT(cuMemcpyAtoH_v2), 0, h, a, off, n);
 }
 
 static hp_CUresult lk_cuMemcpyAtoH_v2(void *h, hp_CUarray a, size_t off,
 				      size_t n)
 {
-	return atoh_sync(LOOKED_UP(cuMemcpyAtoH_v2), h, a, off, n);
+	return atoh_sync(LOOKED_UP(cuMemcpyAtoH_v2), 0, h, a, off, n);
 }
 
 HP_EXPORT hp_CUresult cuMemcpyAtoH_v2_ptds(void *h, hp_CUarray a, size_t off,
 					   size_t n)
 {
-	return atoh_sync(NEXT(cuMemcpyAtoH_v2_ptds), h, a, off, n);
+	return atoh_sync(NEXT(cuMemcpyAtoH_v2_ptds), 1, h, a, off, n);
 }
 
 static hp_CUresult lk_cuMemcpyAtoH_v2_ptds(void *h, hp_CUarray a, size_t off,
 					   size_t n)
 {
-	return atoh_sync(LOOKED_UP(cuMemcpyAtoH_v2_ptds), h, a, off, n);
+	return atoh_sync(LOOKED_UP(cuMemcpyAtoH_v2_ptds), 1, h, a, off, n);
 }
 
 /* This family's part of the lookup table (cudrv_lookup.c). */

@@ -348,11 +348,67 @@ static int mode_refused(void)
 	return 0;
 }
 
+/* The 1D array copies (cuMemcpyHtoA_v2, cuMemcpyHtoAAsync_v2; htoa) and
+ * (cuMemcpyAtoH_v2, cuMemcpyAtoHAsync_v2; atoh) of 256 KiB between a 1D
+ * array (FLOAT, 2 channels, 64 Ki elements) at byte offset AO and host
+ * memory across the end of the block's registered part (its 8 MiB): each
+ * went to the driver whole and was refused. */
+CUresult cuMemcpyHtoA_v2(void *, size_t, const void *, size_t);
+CUresult cuMemcpyHtoAAsync_v2(void *, size_t, const void *, size_t, CUstream);
+CUresult cuMemcpyAtoH_v2(void *, void *, size_t, size_t);
+CUresult cuMemcpyAtoHAsync_v2(void *, void *, size_t, size_t, CUstream);
+#define AN1 (256 * 1024)
+#define AO 40960
+static int array_1d(int htod)
+{
+	alarm(30);
+	CUdeviceptr dv;
+	CUstream s;
+	char *blk = half_registered(25, &dv, &s), *h0 = blk + 8 * MB - 96 * 1024;
+	struct { size_t w, h; int fmt; unsigned ch; } a1 = {64 * 1024, 0, 0x20, 2};
+	void *arr = NULL;
+	CHECK(cuArrayCreate_v2(&arr, &a1) == 0);
+	char *am = *(char **)arr + AO;
+	for (int async = 0; async < 2; async++) {
+		unsigned seed = 8000u + 100u * (unsigned)async;
+		CUresult r;
+		if (htod) {
+			fill(h0, AN1, seed);
+			memset(am, 0, AN1);
+			r = async ? cuMemcpyHtoAAsync_v2(arr, AO, h0, AN1, s)
+				  : cuMemcpyHtoA_v2(arr, AO, h0, AN1);
+			printf("cuMemcpyHtoA%s_v2 across the registered part's end: %d\n",
+			       async ? "Async" : "", r);
+			CHECK(r == 0);
+			memset(h0, 0, AN1); /* after the call: changes nothing */
+			CHECK(cuStreamSynchronize(s) == 0);
+			CHECK(same(am, AN1, seed));
+		} else {
+			fill(am, AN1, seed);
+			memset(h0, 0, AN1);
+			r = async ? cuMemcpyAtoHAsync_v2(h0, arr, AO, AN1, s)
+				  : cuMemcpyAtoH_v2(h0, arr, AO, AN1);
+			printf("cuMemcpyAtoH%s_v2 across the registered part's end: %d\n",
+			       async ? "Async" : "", r);
+			CHECK(r == 0);
+			CHECK(same(h0, AN1, seed)); /* there on return */
+			CHECK(cuStreamSynchronize(s) == 0);
+		}
+	}
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+static int mode_htoa(void) { return array_1d(1); }
+static int mode_atoh(void) { return array_1d(0); }
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"batch", mode_batch}, {"single", mode_single},
 	    {"runtime", mode_runtime}, {"unknown", mode_unknown},
-	    {"refused", mode_refused}};
+	    {"refused", mode_refused}, {"htoa", mode_htoa},
+	    {"atoh", mode_atoh}};
 	return staged_main("late_array", argc, argv, modes);
 }

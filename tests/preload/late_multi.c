@@ -14,13 +14,23 @@
  * into Y: one copy of two blocks, under HOSTPIN_STAGE_MIN.  It must succeed
  * with pageable semantics: never reach the driver over a range partly
  * registered (before: passed as it is, refused).  Then X is registered
- * whole. */
+ * whole.
+ * LM_DEV1=1 (async modes): A's copy on a stream of device 1 (and into
+ * device 1's memory) while device 0 is current: no ring for device 1, so
+ * the copy cannot be staged; it must still never reach the driver whole
+ * across X's first piece's end (before: passed as it is, refused).
+ * LM_2D=1 (async modes): A's copy a 2D one (cuMemcpy2DAsync_v2) of 5 rows
+ * of 384 KiB, pitch 384 KiB on both sides, from x + AT: its third row
+ * across X's first piece's end, its fifth in Y; LM_2D=3: the same as a
+ * 3D copy (cuMemcpy3DAsync_v2) of 5 slices of one row. */
 #include <pthread.h>
 
 #include "late_common.h"
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
+CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
 int fake_cuda_registrations_held(void);
 void fake_cuda_release_registration(void);
 size_t fake_cuda_registered_bytes(const void *, size_t);
@@ -33,7 +43,44 @@ size_t fake_cuda_registered_bytes(const void *, size_t);
 static char *x;
 static CUdeviceptr dA;
 static CUstream sA;
-static int htod, async_;
+static int htod, async_, rect;
+#define RW (384 * 1024) /* LM_2D: a row; 5 of them */
+
+/* A's copy as a 2D one of 5 rows (LM_2D), checked as copy_checked */
+static CUresult copy_2d(int h2d, CUdeviceptr d, char *h, CUstream s,
+			unsigned seed)
+{
+	M2D q;
+	memset(&q, 0, sizeof(q));
+	if (h2d) {
+		q.srcMemoryType = HOST, q.srcHost = h, q.srcPitch = RW;
+		q.dstMemoryType = DEVICE, q.dstDevice = d, q.dstPitch = RW;
+	} else {
+		q.srcMemoryType = DEVICE, q.srcDevice = d, q.srcPitch = RW;
+		q.dstMemoryType = HOST, q.dstHost = h, q.dstPitch = RW;
+	}
+	q.WidthInBytes = RW, q.Height = 5;
+	CUresult r;
+	if (rect == 3) { /* 5 slices of one row */
+		M3D t;
+		memset(&t, 0, sizeof(t));
+		t.srcMemoryType = q.srcMemoryType, t.srcHost = q.srcHost;
+		t.srcDevice = q.srcDevice, t.srcPitch = RW, t.srcHeight = 1;
+		t.dstMemoryType = q.dstMemoryType, t.dstHost = q.dstHost;
+		t.dstDevice = q.dstDevice, t.dstPitch = RW, t.dstHeight = 1;
+		t.WidthInBytes = RW, t.Height = 1, t.Depth = 5;
+		r = cuMemcpy3DAsync_v2(&t, s);
+	} else {
+		r = cuMemcpy2DAsync_v2(&q, s);
+	}
+	if (h2d)
+		memset(h, 0, 5 * RW);
+	if (r == 0)
+		r = cuStreamSynchronize(s);
+	if (r == 0 && !same(h2d ? D(d) : h, 5 * RW, h2d ? seed : seed + 1))
+		r = (CUresult)-1;
+	return r;
+}
 static volatile int a_done;
 static CUresult a_r = -2;
 
@@ -41,7 +88,8 @@ static void *copy_a(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	a_r = copy_checked(htod, async_, dA, x + AT, AN, sA, 41);
+	a_r = rect ? copy_2d(htod, dA, x + AT, sA, 41)
+		   : copy_checked(htod, async_, dA, x + AT, AN, sA, 41);
 	a_done = 1;
 	return NULL;
 }
@@ -74,6 +122,9 @@ static int registered_all(void *arg)
 static int run(int h2d, int async)
 {
 	htod = h2d, async_ = async;
+	const char *r2 = getenv("LM_2D");
+	rect = r2 ? atoi(r2) : 0;
+	CHECK(!rect || async);
 	alarm(60);
 	/* X then Y, adjacent, X 8 MiB aligned (its pieces: the cells) */
 	char *raw = mmap(NULL, XN + YN + 8 * MB, PROT_NONE,
@@ -90,10 +141,23 @@ static int run(int h2d, int async)
 	if (h2d)
 		fill(x + AT, AN, 41);
 	CUdeviceptr dx = dev(XN);
-	dA = dev(AN);
-	fill(D(dA), AN, 42);
 	CUstream sx;
-	CHECK(cuStreamCreate(&sx, 0) == 0 && cuStreamCreate(&sA, 0) == 0);
+	CHECK(cuStreamCreate(&sx, 0) == 0);
+	const char *d1 = getenv("LM_DEV1");
+	if (d1 && *d1 == '1') {
+		/* A's stream and memory device 1's; device 0 current */
+		CUcontext c1;
+		CHECK(async);
+		CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+		CHECK(cuCtxSetCurrent(c1) == 0);
+		dA = dev(AN);
+		CHECK(cuStreamCreate(&sA, 0) == 0);
+		CHECK(cuCtxSetCurrent(ctx) == 0);
+	} else {
+		dA = dev(AN);
+		CHECK(cuStreamCreate(&sA, 0) == 0);
+	}
+	fill(D(dA), AN, 42);
 	/* two staged copies: X earns registration, in the background */
 	CHECK(cuMemcpyHtoDAsync_v2(dx, x, XN, sx) == 0);
 	CHECK(cuMemcpyHtoDAsync_v2(dx, x, XN, sx) == 0);

@@ -112,6 +112,11 @@ if [ -x "$B/late_array" ]; then
 	# refused before its first op moved (it was staged, then the second
 	# refused: the array written after the error)
 	la "a batch with an op past its array's end: refused whole, nothing moved" refused
+	# the 1D array copies (cuMemcpyHtoA/AtoH, sync and async) across the
+	# registered part's end: cut there into several calls (the array's
+	# offset advanced by bytes); they went to the driver whole, refused
+	la "cuMemcpyHtoA(Async) from host bytes across a block's registered part" htoa
+	la "cuMemcpyAtoH(Async) into host bytes across a block's registered part" atoh
 	# an array whose format hostpin cannot size (NV12): its ops go to the
 	# driver as they are, said once
 	staged_case "late DMA" late_array "an array of an unknown format: its ops go as they are" any \

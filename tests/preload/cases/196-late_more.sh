@@ -151,6 +151,24 @@ for m in h2d_async h2d_sync d2h_async d2h_sync; do
 		bad "late DMA: two blocks ($m): a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
 		ok "late DMA: two blocks ($m): no range partly registered reached the driver"
 done
+# The same where A's copy cannot be staged (LM_DEV1=1: on a stream of
+# device 1 while device 0 is current, no ring for device 1): cut at the
+# registering block's registered part instead (plan.c: the registering
+# block's reader count), never whole; a 2D copy there (LM_2D=1, a row
+# across the piece's end) or a 3D one (LM_2D=3) the same, its rows cut.
+for v in LM_DEV1=1 "LM_DEV1=1 LM_2D=1" "LM_DEV1=1 LM_2D=3"; do
+for m in h2d_async d2h_async; do
+	lpl=$(mktemp)
+	staged_case "late DMA" late_multi "a copy of two blocks ($v) while the registration thread registers one: $m" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=4M HOSTPIN_PIN_AFTER=2 HOSTPIN_REGISTER_CHUNK=8M \
+		HOSTPIN_STAGE_MIN=4M HOSTPIN_STAGE_BUFFER=4M HOSTPIN_LOG=debug HOSTPIN_LOG_FILE=$lpl \
+		FAKE_CUDA_REFUSE_PARTIAL=1 FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 $v -- "$m"
+	rm -f "$lpl"
+	echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+		bad "late DMA: two blocks, unstaged ($v, $m): a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+		ok "late DMA: two blocks, unstaged ($v, $m): no range partly registered reached the driver"
+done
+done
 fi
 build late_past late_past.c $F_FLAGS || true
 if [ -x "$B/late_past" ]; then
