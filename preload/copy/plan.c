@@ -173,6 +173,10 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  int how)
 {
 	plan_make(P, c, h, n, d, s, htod, rect, how);
+	/* a copy the driver must not get as it is: never made again whole
+	 * after an error (HP_STAGE_RETRY; hp_copy_plan_end) */
+	P->whole_no = P->kind != HP_PLAN_PASS &&
+		      (P->kind != HP_PLAN_STAGED || P->must || P->registering);
 	/* (a copy of several blocks by pieces, P->len 0, hands the driver
 	 * the parts in blocks not registered as they are: counted until
 	 * its end, as one passed) */
@@ -330,6 +334,7 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 		goto pieces;
 	}
 	P->kind = HP_PLAN_STAGED;
+	P->must = must;
 	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
 	return;
 pieces: /* unstaged, one that must not go as it is: cut at registrations */
@@ -432,11 +437,16 @@ int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 	}
 	/* The end of a copy made here (its waits and fence: plan_wait): an
 	 * error the caller makes again in its own terms
-	 * passes (HP_STAGE_RETRY: its call ends the copy); one through a
+	 * passes (HP_STAGE_RETRY: its call ends the copy), unless the driver
+	 * must not get the copy whole (whole_no: the caller's call would
+	 * hand it over across a registration's end, a registration of its
+	 * block free to begin or end under it: the error is returned,
+	 * cases/187-chunk_dma.sh chunks_redo); one through a
 	 * registered block by pieces ends as a copy through registered
 	 * memory (an async form: the wait or event of HOSTPIN_COPY); the
 	 * others as a copy through unregistered memory, counted. */
-	if (r == HP_COPY_PASSED || (r != 0 && (P->how & HP_STAGE_RETRY)))
+	if (r == HP_COPY_PASSED ||
+	    (r != 0 && (P->how & HP_STAGE_RETRY) && !P->whole_no))
 		return HP_COPY_PASSED;
 	if (P->kind == HP_PLAN_PIECES && !(P->how & HP_STAGE_SYNC))
 		hp_copy_end(P->c, P->s, 0, r == 0);

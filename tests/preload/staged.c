@@ -691,6 +691,45 @@ static int mode_chunks_fail(void)
 	return 0;
 }
 
+/* The runtime's copy made again after an engine error (HP_STAGE_RETRY)
+ * must not reach the driver whole where the plan said it must not go as
+ * it is: staged across the first registered piece's end while the second
+ * is held (the block being registered), then by pieces across a
+ * registered block's cells.  The staged DMA or the first piece fails
+ * (armed: 700 H2D, 701 D2H); the call returns that error, and nothing of
+ * the copy reaches the driver across a registration's end (the case: no
+ * pageable copy, no PARTIAL refused).  Prints "htod CODE", "dtoh CODE"
+ * for each. */
+void fake_cuda_fail_arm(const char *fn, int n, int code);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+static void redo_pair(CUdeviceptr d, CUstream s, char *across, size_t n)
+{
+	fill(across, n, 83);
+	fake_cuda_fail_arm("cuMemcpyHtoDAsync_v2", 1, 700);
+	int e = cudaMemcpyAsync(D(d), across, n, H2D, s);
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("htod %d\n", e);
+	CHECK(cuStreamSynchronize(s) == 0);
+	fake_cuda_fail_arm("cuMemcpyDtoHAsync_v2", 1, 701);
+	e = cudaMemcpyAsync(across, D(d), n, D2H, s);
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("dtoh %d\n", e);
+	CHECK(cuStreamSynchronize(s) == 0);
+}
+static int mode_chunks_redo(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = chunks_begin(&d, &s);
+	redo_pair(d, s, blk + 6 * MB, 6 * MB); /* staged (registering) */
+	CHECK(!is_reg(blk));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	redo_pair(d, s, blk + 6 * MB, 6 * MB); /* by pieces (registered) */
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -704,6 +743,7 @@ int main(int argc, char **argv)
 	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
+	    {"chunks_redo", mode_chunks_redo},
 	    {"duplex", mode_duplex},   {"d2h_fresh", mode_d2h_fresh},
 	    {"d2h_warm", mode_d2h_warm},
 	};
