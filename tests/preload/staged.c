@@ -699,7 +699,7 @@ static int mode_chunks_fail(void)
  * (armed: 700 H2D, 701 D2H); the call returns that error, and nothing of
  * the copy reaches the driver across a registration's end (the case: no
  * pageable copy, no PARTIAL refused).  Prints "htod CODE", "dtoh CODE"
- * for each. */
+ * and "sync CODE" (cudaMemcpy, 702) for each. */
 void fake_cuda_fail_arm(const char *fn, int n, int code);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 static void redo_pair(CUdeviceptr d, CUstream s, char *across, size_t n)
@@ -715,6 +715,10 @@ static void redo_pair(CUdeviceptr d, CUstream s, char *across, size_t n)
 	fake_cuda_fail_arm(NULL, 0, 0);
 	printf("dtoh %d\n", e);
 	CHECK(cuStreamSynchronize(s) == 0);
+	fake_cuda_fail_arm("cuMemcpyHtoDAsync_v2", 1, 702);
+	e = cudaMemcpy(D(d), across, n, H2D); /* the synchronous form */
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("sync %d\n", e);
 }
 static int mode_chunks_redo(void)
 {

@@ -57,13 +57,14 @@ echo "$CD_LOG" | grep -q "INJECT cuMemHostRegister_v2" &&
 # across its cells) fails is not made again whole by the runtime: the
 # driver never gets it across a registration's end (the fake refuses that:
 # FAKE_CUDA_REFUSE_PARTIAL=1; nor as pageable); the call returns the
-# error (700 H2D, 701 D2H), both times.
+# error (700 H2D, 701 D2H, 702 cudaMemcpy's H2D), both times.
 cd_run "a runtime copy the engine failed is not made again whole across a registration's end" \
 	FAKE_CUDA_REFUSE_PARTIAL=1 -- chunks_redo
 echo "$CD_LOG" | grep -q "PARTIAL refused" &&
 	bad "chunk DMA: runtime redo: a range partly registered reached the driver: $(echo "$CD_LOG" | grep -m1 'PARTIAL refused')" ||
 	ok "chunk DMA: runtime redo: no range partly registered reached the driver"
 [ "$(echo "$CD_OUT" | grep -cx 'htod 700')" = 2 ] && [ "$(echo "$CD_OUT" | grep -cx 'dtoh 701')" = 2 ] &&
-	ok "chunk DMA: runtime redo: the engine's errors returned (700, 701; staged and by pieces)" ||
-	bad "chunk DMA: runtime redo: results: $(echo "$CD_OUT" | grep -E '^(htod|dtoh)' | tr '\n' ' ')"
+	[ "$(echo "$CD_OUT" | grep -cx 'sync 702')" = 2 ] &&
+	ok "chunk DMA: runtime redo: the engine's errors returned (700, 701, 702; staged and by pieces)" ||
+	bad "chunk DMA: runtime redo: results: $(echo "$CD_OUT" | grep -E '^(htod|dtoh|sync)' | tr '\n' ' ')"
 fi
