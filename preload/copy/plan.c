@@ -60,7 +60,7 @@ static int own_block(const hp_copy_t *c, const void *h)
 {
 	hp_snap_t b;
 	for (int i = 0; i < c->n; i++)
-		if (!(hp_rflags(c->r[i]) & (HOSTPIN_REGISTERED | HP_F_FOREIGN)) &&
+		if (!(hp_rflags_live(c->r[i]) & (HOSTPIN_REGISTERED | HP_F_FOREIGN)) &&
 		    hp_registry_lookup(&hp_reg, (uintptr_t)h, &b) == c->r[i])
 			return 1;
 	return 0;
@@ -240,11 +240,11 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * registrations (P->len 0: pieces.c looks them up), a 2D or 3D one
 	 * staged */
 	for (int i = 0; i < c->n && !one && !split; i++)
-		split = (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) != 0;
+		split = (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED) != 0;
 	if (split && !must && !rect)
 		goto pieces;
 	must |= split && rect;
-	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+	if (one && (hp_rflags_live(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if (!across_pieces(c, a, n, &b))
 			return;
@@ -299,7 +299,7 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	     !hp_pool_worth_at(htod, rect ? NULL : h, n)) && !must)
 		return;
 	for (int i = 0; i < c->n && !must; i++)
-		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+		if (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED)
 			return; /* a hostpin block registered now: direct */
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
@@ -362,7 +362,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		return;
 	}
 	/* a registered block's (registered meanwhile, too) */
-	if (pre && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+	if (pre && (hp_rflags_live(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if ((split = across_pieces(c, a, n, &b)))
 			P->base = b.base, P->len = b.len;
