@@ -734,6 +734,57 @@ static int mode_chunks_redo(void)
 	return 0;
 }
 
+/* chunks_rest: a copy that must be staged (across the first registered
+ * piece's end, the second held) finds no slot it may take: every slot of
+ * the ring (one segment, 4 slots of 512 KiB: HOSTPIN_STAGE_BUFFER=4M)
+ * holds a DMA of another stream queued behind the fake's hold of it (the
+ * late driver: FAKE_CUDA_LATE_DMA=1), and the ring's growth is held at
+ * hostpin's pause point ring_grow (HOSTPIN_TEST_PAUSE).  Nothing staged:
+ * the copy must still never reach the driver whole across the piece's end
+ * (the case: no PARTIAL refused, FAKE_CUDA_REFUSE_PARTIAL=1); it
+ * succeeds, its data right. */
+void fake_cuda_stream_release(CUstream);
+int fake_cuda_stream_hold(CUstream);
+static void pt(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static int mode_chunks_rest(void)
+{
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	CUdeviceptr d;
+	CUstream s, a;
+	char *blk = chunks_begin(&d, &s);
+	CHECK(cuStreamCreate(&a, 0) == 0);
+	CHECK(cuStreamSynchronize(s) == 0); /* every slot's last DMA done */
+	pt("ring_grow", "arm");
+	CHECK(fake_cuda_stream_hold(a) == 0);
+	/* on a, behind the hold: 3 slots (a copy leaves the last one), then
+	 * the last (its growth asked, held at the pause point) */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk + 7 * MB, 3 * MB / 2, a) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d + 2 * MB, blk + 8 * MB - MB / 4, MB / 2,
+				   a) == 0);
+	int e = cuMemcpyHtoDAsync_v2(d + 4 * MB, blk + 6 * MB, 6 * MB, s);
+	printf("rest htod %d\n", e);
+	CHECK(e == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(memcmp(D(d + 4 * MB), blk + 6 * MB, 6 * MB) == 0);
+	pt("ring_grow", "go");
+	fake_cuda_stream_release(a);
+	CHECK(cuStreamSynchronize(a) == 0);
+	CHECK(memcmp(D(d), blk + 7 * MB, 3 * MB / 2) == 0);
+	CHECK(!is_reg(blk));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -747,7 +798,7 @@ int main(int argc, char **argv)
 	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
-	    {"chunks_redo", mode_chunks_redo},
+	    {"chunks_redo", mode_chunks_redo}, {"chunks_rest", mode_chunks_rest},
 	    {"duplex", mode_duplex},   {"d2h_fresh", mode_d2h_fresh},
 	    {"d2h_warm", mode_d2h_warm},
 	};

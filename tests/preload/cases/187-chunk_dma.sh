@@ -67,4 +67,18 @@ echo "$CD_LOG" | grep -q "PARTIAL refused" &&
 	[ "$(echo "$CD_OUT" | grep -cx 'sync 702')" = 2 ] &&
 	ok "chunk DMA: runtime redo: the engine's errors returned (700, 701, 702; staged and by pieces)" ||
 	bad "chunk DMA: runtime redo: results: $(echo "$CD_OUT" | grep -E '^(htod|dtoh|sync)' | tr '\n' ' ')"
+# Must hold (issue 39, "decided once"): a copy staged because it must be
+# (across the registered piece's end) that finds no slot it may take (each
+# another stream's, its DMA pending: the late driver's hold; the ring's
+# growth held at the pause point ring_grow) goes by pieces, never whole
+# across the piece's end (FAKE_CUDA_REFUSE_PARTIAL=1 refuses that); its
+# part past the piece, 4 MiB, pageable (FAKE_CUDA_NO_PAGEABLE above it).
+pd=$(mktemp -d)
+cd_run "a copy that must be staged and finds no slot goes by pieces" \
+	FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_REFUSE_PARTIAL=1 FAKE_CUDA_NO_PAGEABLE=5242880 \
+	HOSTPIN_TEST_PAUSE="$pd" -- chunks_rest
+rm -rf "$pd"
+echo "$CD_LOG" | grep -q "PARTIAL refused" &&
+	bad "chunk DMA: no slot: a range partly registered reached the driver: $(echo "$CD_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "chunk DMA: no slot: no range partly registered reached the driver"
 fi
