@@ -203,6 +203,38 @@ static inline unsigned hp_rflags(hp_rec_t *r)
 					      memory_order_relaxed);
 }
 
+/* r's flags (or read(r), of its words) for a thread that holds no claim
+ * on r and may find it back in the registry's pool: a copy's record
+ * (hp_copy_t), whose block another thread freed after the copy's walk.
+ * 0 while r is FREE: its flags word is then the pool's link (registry.c,
+ * put_rec), whose bits may read as any flag (cases/197-copy_freed.sh).  A
+ * record reused meanwhile reads as the block it holds now (another
+ * generation: which may be the memory the copy reaches, at the same
+ * address, so never taken for gone).  The word read again after the
+ * flags: a change means they may be the link; read again. */
+static inline unsigned hp_rec_read_live(hp_rec_t *r,
+					unsigned (*read)(hp_rec_t *))
+{
+	for (;;) {
+		/* acquire: the block's flags as the word's writer left them */
+		uint64_t w = atomic_load_explicit(&r->word,
+						  memory_order_acquire);
+		if (hp_word_state(w) == HP_REC_FREE)
+			return 0;
+		unsigned f = read(r);
+		/* pairs with put_rec's release store of the link: a link
+		 * read here, the word's FREE (or a reuse) is seen below */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&r->word, memory_order_relaxed) == w)
+			return f;
+	}
+}
+
+static inline unsigned hp_rflags_live(hp_rec_t *r)
+{
+	return hp_rec_read_live(r, hp_rflags);
+}
+
 static inline void hp_set_rflags(hp_rec_t *r, unsigned f)
 {
 	atomic_store_explicit(&r->user[HP_U_FLAGS],

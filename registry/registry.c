@@ -85,8 +85,11 @@ static hp_rec_t *rec_alloc(hp_registry_t *r)
 /* Writer only. */
 static void put_rec(hp_registry_t *r, hp_rec_t *rec)
 {
+	/* release: a reader without a claim that reads this link as the
+	 * record's first user word sees its FREE word after it (hostpin's
+	 * record.h, hp_rec_read_live) */
 	atomic_store_explicit(&rec->user[0], (uintptr_t)r->free_recs,
-			      memory_order_relaxed);
+			      memory_order_release);
 	r->free_recs = rec;
 }
 

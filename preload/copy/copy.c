@@ -70,14 +70,11 @@ static int wait_all(void)
  * another thread freed after the walk (a huge one, to the end of the
  * address space: issue 39, seed 113's `bogus` copies) holds a record
  * whose flags word is then the pool's link, whose bits may read as a
- * mark for ever. */
+ * mark for ever.  Every read of a copy's record's flags after the walk
+ * goes so (hp_rflags_live: registered(), the plan's). */
 static unsigned rec_waits(hp_rec_t *r)
 {
-	if (hp_word_state(atomic_load_explicit(&r->word,
-					       memory_order_acquire)) ==
-	    HP_REC_FREE)
-		return 0;
-	return hp_hold_waits(r);
+	return hp_rec_read_live(r, hp_hold_waits);
 }
 
 /* Counted the same way, as a copy that may reach the driver with the
@@ -198,7 +195,7 @@ static int registered(const hp_copy_t *c)
 {
 	int reg = c->overflow; /* blocks not looked at: assume registered */
 	for (int i = 0; i < c->n; i++)
-		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+		if (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED)
 			reg++;
 	return reg;
 }
@@ -314,7 +311,8 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			return;
 		} else {
 			for (int i = 0; i < c->n; i++)
-				if ((hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) &&
+				if ((hp_rflags_live(c->r[i]) &
+				     HOSTPIN_REGISTERED) &&
 				    hp_cuda_track_event(c->r[i], s,
 							hp_stream_key(s))) {
 					hp_cuda_wait_stream(s); /* no event: the safe

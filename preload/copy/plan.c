@@ -60,7 +60,7 @@ static int own_block(const hp_copy_t *c, const void *h)
 {
 	hp_snap_t b;
 	for (int i = 0; i < c->n; i++)
-		if (!(hp_rflags(c->r[i]) & (HOSTPIN_REGISTERED | HP_F_FOREIGN)) &&
+		if (!(hp_rflags_live(c->r[i]) & (HOSTPIN_REGISTERED | HP_F_FOREIGN)) &&
 		    hp_registry_lookup(&hp_reg, (uintptr_t)h, &b) == c->r[i])
 			return 1;
 	return 0;
@@ -198,6 +198,10 @@ void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h, size_t n,
 		  int how)
 {
 	plan_make(P, c, h, n, d, s, htod, rect, how);
+	/* a copy the driver must not get as it is: never made again whole
+	 * after an error (HP_STAGE_RETRY; hp_copy_plan_end) */
+	P->whole_no = P->kind != HP_PLAN_PASS &&
+		      (P->kind != HP_PLAN_STAGED || P->must || P->registering);
 	/* (a copy of several blocks by pieces or as a prefix's reader,
 	 * P->len 0, hands the driver the parts in blocks not registered as
 	 * they are: counted until its end, as one passed) */
@@ -264,11 +268,11 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * registrations (P->len 0: pieces.c looks them up), a 2D or 3D one
 	 * staged */
 	for (int i = 0; i < c->n && !one && !split; i++)
-		split = (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) != 0;
+		split = (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED) != 0;
 	if (split && !must && !rect)
 		goto pieces;
 	must |= split && rect;
-	if (one && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+	if (one && (hp_rflags_live(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if (!across_pieces(c, a, n, &b))
 			return;
@@ -325,7 +329,7 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	     !hp_pool_worth_at(htod, rect ? NULL : h, n)) && !must)
 		return;
 	for (int i = 0; i < c->n && !must; i++)
-		if (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED)
+		if (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED)
 			return; /* a hostpin block registered now: direct */
 	uintptr_t ctx;
 	if (!hp_cuda_stage_fns() || !(ctx = hp_cuda_ctx_current()) ||
@@ -360,6 +364,7 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 		goto pieces;
 	}
 	P->kind = HP_PLAN_STAGED;
+	P->must = must;
 	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
 	return;
 pieces: /* unstaged, one that must not go as it is: cut at registrations */
@@ -394,7 +399,7 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 		return;
 	}
 	/* a registered block's (registered meanwhile, too) */
-	if (pre && (hp_rflags(c->r[0]) & HOSTPIN_REGISTERED)) {
+	if (pre && (hp_rflags_live(c->r[0]) & HOSTPIN_REGISTERED)) {
 		hp_snap_t b;
 		if ((split = across_pieces(c, a, n, &b)))
 			P->base = b.base, P->len = b.len;
@@ -469,11 +474,16 @@ int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 	}
 	/* The end of a copy made here (its waits and fence: plan_wait): an
 	 * error the caller makes again in its own terms
-	 * passes (HP_STAGE_RETRY: its call ends the copy); one through a
+	 * passes (HP_STAGE_RETRY: its call ends the copy), unless the driver
+	 * must not get the copy whole (whole_no: the caller's call would
+	 * hand it over across a registration's end, a registration of its
+	 * block free to begin or end under it: the error is returned,
+	 * cases/187-chunk_dma.sh chunks_redo); one through a
 	 * registered block by pieces ends as a copy through registered
 	 * memory (an async form: the wait or event of HOSTPIN_COPY); the
 	 * others as a copy through unregistered memory, counted. */
-	if (r == HP_COPY_PASSED || (r != 0 && (P->how & HP_STAGE_RETRY)))
+	if (r == HP_COPY_PASSED ||
+	    (r != 0 && (P->how & HP_STAGE_RETRY) && !P->whole_no))
 		return HP_COPY_PASSED;
 	if (P->kind == HP_PLAN_PIECES && !(P->how & HP_STAGE_SYNC))
 		hp_copy_end(P->c, P->s, 0, r == 0);

@@ -252,6 +252,8 @@ static void grow_one(struct hp_ring *R)
 		pthread_mutex_unlock(&R->mu);
 		return;
 	}
+	if (!first)
+		hp_test_pause("ring_grow"); /* tests: every slot held */
 	struct hp_seg S;
 	int pushed = hp_cuda_ctx_push(ctx, gen);
 	int e = pushed < 0 ? -1 : hp_seg_make(dir, g, &S, ctx, gen);

@@ -382,9 +382,11 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		if (r == HP_STAGE_REST) {
 			/* the rest as the program's own call, in order on its
 			 * stream after what was staged; nothing done: passed
-			 * through */
+			 * through, unless the driver must not get it whole
+			 * (plan.c: whole_no): then cut at the registrations,
+			 * as stage_rect.c does (chunk_dma's chunks_rest) */
 			size_t o = off + done * R->slot;
-			if (o == 0)
+			if (o == 0 && !P->whole_no)
 				return HP_COPY_PASSED;
 			r = lin_pass(P, d, h, n, o);
 			passed = 1;

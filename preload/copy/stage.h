@@ -29,7 +29,8 @@ enum { HP_COPY_PASSED = -1 };
 #define HP_STAGE_RETRY 2 /* an error is not returned: the copy is passed,
 			  * the caller's own call makes it whole again, in
 			  * its own terms (the runtime's; queued after what
-			  * was staged) */
+			  * was staged); unless the driver must not get the
+			  * copy whole (plan.c: whole_no): then returned */
 #define HP_STAGE_DIRECT 4 /* never staged (no ring carries it: a 1D
 			   * array copy); cut where it must not go whole */
 HP_HIDDEN int hp_stage_htod(hp_copy_t *c, uintptr_t d, const void *h,
@@ -206,6 +207,13 @@ struct hp_plan {
 		     * it as registered memory, its DMA late: hp_copy_plan_end
 		     * waits for it (found/diff-dsum-7700192) */
 	int registering; /* the block queued or being registered (plan.c) */
+	int must; /* STAGED: the driver must not get the copy as it is */
+	int whole_no; /* the driver must not get the copy as it is (PIECES,
+		       * PREFIX; STAGED: must, or registering): an error
+		       * is returned, even with HP_STAGE_RETRY, never made
+		       * again whole by the caller (the runtime's call would
+		       * hand the driver the range across a registration's
+		       * end, its count as one passing let go) */
 	int captured; /* PIECES, PREFIX: on a stream capturing now (plan.c):
 		       * its DMAs are graph nodes, never waited for */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its

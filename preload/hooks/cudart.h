@@ -195,11 +195,15 @@ static inline int stage_unified(hp_copy_t *c, void *dst, const void *src,
 				RT_HOW(0));
 }
 /* CALL: stage_kind and the others: a copy the engine made (and ended, as
- * its plan says: with HP_STAGE_RETRY only a success) returns; a passed
- * one (HP_COPY_PASSED) is the hook's own call. */
+ * its plan says: with HP_STAGE_RETRY a success, or an error of a copy the
+ * driver must not get whole, which the runtime's call would hand it:
+ * the driver's code, which the runtime's numbering of a copy's errors
+ * shares) returns its result; a passed one (HP_COPY_PASSED) is the
+ * hook's own call. */
 #define STAGED_BY(CALL)                                                       \
-	if ((CALL) != HP_COPY_PASSED)                                         \
-		return 0;
+	int st_ = (CALL);                                                     \
+	if (st_ != HP_COPY_PASSED)                                            \
+		return (hp_cudaError_t)st_;
 #define STAGED_KIND(sync) STAGED_BY(stage_kind(&c_, dst, src, n, kind, s, ptsz, sync))
 
 /* A 2D copy whose kind names its direction (stage.c): its descriptor in

@@ -47,7 +47,7 @@ static void copy_end(hp_copy_t *c, hp_ze_h l, hp_ze_h ev, hp_ze_result_t r,
 {
 	int imp = c->overflow;
 	for (int i = 0; i < c->n; i++)
-		imp |= (hp_rflags(c->r[i]) & HOSTPIN_REGISTERED) != 0;
+		imp |= (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED) != 0;
 	hp_copy_sync_end(c, r == HP_ZE_RESULT_SUCCESS);
 	if (r != HP_ZE_RESULT_SUCCESS || !imp)
 		return;

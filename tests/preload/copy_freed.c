@@ -61,10 +61,66 @@ static int mode_walk_free(void)
 	return 0;
 }
 
+/* walk_remap: as walk_free, but the freed block's pages mapped again at
+ * once, unknown to hostpin (a raw mmap): the copy, an async H2D to a
+ * device allocation, then succeeds through pageable memory.  No block is
+ * registered (HOSTPIN_PIN_AFTER large): no copy may count as one through
+ * registered memory (a freed record's flags word, the pool's link, read
+ * as a block's flags, said "registered" where its bits happened to:
+ * counted so, an event tracked on the pool's record, or a wait). */
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+static CUdeviceptr remap_dev;
+static void *remap_copier(void *arg)
+{
+	CUresult r = cuMemcpyHtoDAsync_v2(remap_dev, arg, 4096, NULL);
+	if (r == 0)
+		r = cuStreamSynchronize(NULL);
+	return (void *)(uintptr_t)(r == 0);
+}
+
+static int mode_walk_remap(void)
+{
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	remap_dev = dev(4096);
+	static char *b[NB];
+	for (int i = 0; i < NB; i++) {
+		b[i] = malloc(BLK);
+		CHECK(b[i] != NULL && tp_flags(b[i]) != 0);
+		CHECK(!(tp_flags(b[i]) & HOSTPIN_REGISTERED));
+	}
+	for (int i = 0; i < NB; i++) {
+		pt_file("copy_walked", "arm");
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, remap_copier, b[i]) == 0);
+		wait_for(pt_paused, "copy_walked", "the copy walked the registry");
+		free(b[i]); /* its record back in the pool */
+		void *m = (void *)syscall(SYS_mmap, b[i], (size_t)4096,
+					  PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS |
+					      MAP_FIXED_NOREPLACE,
+					  -1, 0);
+		CHECK(m == b[i] && tp_flags(b[i]) == 0);
+		pt_file("copy_walked", "go");
+		void *done = NULL;
+		CHECK(pthread_join(t, &done) == 0);
+		CHECK(done != NULL);
+		pt_gone("copy_walked", "paused");
+		pt_gone("copy_walked", "go");
+	}
+	struct hostpin_stats st;
+	CHECK(tp_stats(&st) == 0);
+	printf("copies seen %llu, through registered memory %llu\n",
+	       (unsigned long long)st.copies_seen,
+	       (unsigned long long)st.copies_registered);
+	CHECK(st.copies_registered == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
-	    {"walk_free", mode_walk_free},
+	    {"walk_free", mode_walk_free}, {"walk_remap", mode_walk_remap},
 	};
 	return staged_main("copy_freed", argc, argv, modes);
 }

@@ -691,6 +691,100 @@ static int mode_chunks_fail(void)
 	return 0;
 }
 
+/* The runtime's copy made again after an engine error (HP_STAGE_RETRY)
+ * must not reach the driver whole where the plan said it must not go as
+ * it is: staged across the first registered piece's end while the second
+ * is held (the block being registered), then by pieces across a
+ * registered block's cells.  The staged DMA or the first piece fails
+ * (armed: 700 H2D, 701 D2H); the call returns that error, and nothing of
+ * the copy reaches the driver across a registration's end (the case: no
+ * pageable copy, no PARTIAL refused).  Prints "htod CODE", "dtoh CODE"
+ * and "sync CODE" (cudaMemcpy, 702) for each. */
+void fake_cuda_fail_arm(const char *fn, int n, int code);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+static void redo_pair(CUdeviceptr d, CUstream s, char *across, size_t n)
+{
+	fill(across, n, 83);
+	fake_cuda_fail_arm("cuMemcpyHtoDAsync_v2", 1, 700);
+	int e = cudaMemcpyAsync(D(d), across, n, H2D, s);
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("htod %d\n", e);
+	CHECK(cuStreamSynchronize(s) == 0);
+	fake_cuda_fail_arm("cuMemcpyDtoHAsync_v2", 1, 701);
+	e = cudaMemcpyAsync(across, D(d), n, D2H, s);
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("dtoh %d\n", e);
+	CHECK(cuStreamSynchronize(s) == 0);
+	fake_cuda_fail_arm("cuMemcpyHtoDAsync_v2", 1, 702);
+	e = cudaMemcpy(D(d), across, n, H2D); /* the synchronous form */
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("sync %d\n", e);
+}
+static int mode_chunks_redo(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = chunks_begin(&d, &s);
+	redo_pair(d, s, blk + 6 * MB, 6 * MB); /* staged (registering) */
+	CHECK(!is_reg(blk));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	redo_pair(d, s, blk + 6 * MB, 6 * MB); /* by pieces (registered) */
+	free(blk);
+	return 0;
+}
+
+/* chunks_rest: a copy that must be staged (across the first registered
+ * piece's end, the second held) finds no slot it may take: every slot of
+ * the ring (one segment, 4 slots of 512 KiB: HOSTPIN_STAGE_BUFFER=4M)
+ * holds a DMA of another stream queued behind the fake's hold of it (the
+ * late driver: FAKE_CUDA_LATE_DMA=1), and the ring's growth is held at
+ * hostpin's pause point ring_grow (HOSTPIN_TEST_PAUSE).  Nothing staged:
+ * the copy must still never reach the driver whole across the piece's end
+ * (the case: no PARTIAL refused, FAKE_CUDA_REFUSE_PARTIAL=1); it
+ * succeeds, its data right. */
+void fake_cuda_stream_release(CUstream);
+int fake_cuda_stream_hold(CUstream);
+static void pt(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static int mode_chunks_rest(void)
+{
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	CUdeviceptr d;
+	CUstream s, a;
+	char *blk = chunks_begin(&d, &s);
+	CHECK(cuStreamCreate(&a, 0) == 0);
+	CHECK(cuStreamSynchronize(s) == 0); /* every slot's last DMA done */
+	pt("ring_grow", "arm");
+	CHECK(fake_cuda_stream_hold(a) == 0);
+	/* on a, behind the hold: 3 slots (a copy leaves the last one), then
+	 * the last (its growth asked, held at the pause point) */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk + 7 * MB, 3 * MB / 2, a) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d + 2 * MB, blk + 8 * MB - MB / 4, MB / 2,
+				   a) == 0);
+	int e = cuMemcpyHtoDAsync_v2(d + 4 * MB, blk + 6 * MB, 6 * MB, s);
+	printf("rest htod %d\n", e);
+	CHECK(e == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(memcmp(D(d + 4 * MB), blk + 6 * MB, 6 * MB) == 0);
+	pt("ring_grow", "go");
+	fake_cuda_stream_release(a);
+	CHECK(cuStreamSynchronize(a) == 0);
+	CHECK(memcmp(D(d), blk + 7 * MB, 3 * MB / 2) == 0);
+	CHECK(!is_reg(blk));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -704,6 +798,7 @@ int main(int argc, char **argv)
 	    {"earn_capture", mode_earn_capture}, {"pieces", mode_pieces},
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
+	    {"chunks_redo", mode_chunks_redo}, {"chunks_rest", mode_chunks_rest},
 	    {"duplex", mode_duplex},   {"d2h_fresh", mode_d2h_fresh},
 	    {"d2h_warm", mode_d2h_warm},
 	};

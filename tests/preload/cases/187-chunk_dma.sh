@@ -51,4 +51,34 @@ echo "$CD_LOG" | grep -q "INJECT cuMemHostRegister_v2" &&
 	[ "$(echo "$CD_LOG" | grep -c '^[0-9]* UNREG .* 8388608$')" -ge 2 ] &&
 	ok "chunk DMA: the failure was injected, the two pieces made unregistered" ||
 	bad "chunk DMA: injected failure: $(echo "$CD_LOG" | grep -E 'INJECT|UNREG' | head -4 | tr '\n' ' ')"
+# Must hold (issue 39, "decided once"; HP_STAGE_RETRY): the runtime's
+# copy whose staged DMA (the block being registered, the copy across the
+# registered piece's end) or first piece (the block registered, the copy
+# across its cells) fails is not made again whole by the runtime: the
+# driver never gets it across a registration's end (the fake refuses that:
+# FAKE_CUDA_REFUSE_PARTIAL=1; nor as pageable); the call returns the
+# error (700 H2D, 701 D2H, 702 cudaMemcpy's H2D), both times.
+cd_run "a runtime copy the engine failed is not made again whole across a registration's end" \
+	FAKE_CUDA_REFUSE_PARTIAL=1 -- chunks_redo
+echo "$CD_LOG" | grep -q "PARTIAL refused" &&
+	bad "chunk DMA: runtime redo: a range partly registered reached the driver: $(echo "$CD_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "chunk DMA: runtime redo: no range partly registered reached the driver"
+[ "$(echo "$CD_OUT" | grep -cx 'htod 700')" = 2 ] && [ "$(echo "$CD_OUT" | grep -cx 'dtoh 701')" = 2 ] &&
+	[ "$(echo "$CD_OUT" | grep -cx 'sync 702')" = 2 ] &&
+	ok "chunk DMA: runtime redo: the engine's errors returned (700, 701, 702; staged and by pieces)" ||
+	bad "chunk DMA: runtime redo: results: $(echo "$CD_OUT" | grep -E '^(htod|dtoh|sync)' | tr '\n' ' ')"
+# Must hold (issue 39, "decided once"): a copy staged because it must be
+# (across the registered piece's end) that finds no slot it may take (each
+# another stream's, its DMA pending: the late driver's hold; the ring's
+# growth held at the pause point ring_grow) goes by pieces, never whole
+# across the piece's end (FAKE_CUDA_REFUSE_PARTIAL=1 refuses that); its
+# part past the piece, 4 MiB, pageable (FAKE_CUDA_NO_PAGEABLE above it).
+pd=$(mktemp -d)
+cd_run "a copy that must be staged and finds no slot goes by pieces" \
+	FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_REFUSE_PARTIAL=1 FAKE_CUDA_NO_PAGEABLE=5242880 \
+	HOSTPIN_TEST_PAUSE="$pd" -- chunks_rest
+rm -rf "$pd"
+echo "$CD_LOG" | grep -q "PARTIAL refused" &&
+	bad "chunk DMA: no slot: a range partly registered reached the driver: $(echo "$CD_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "chunk DMA: no slot: no range partly registered reached the driver"
 fi

@@ -16,4 +16,13 @@ raceprog copy_freed "copy freed" "a copy whose block is freed after the walk ret
 	HOSTPIN_THRESHOLD=1M HOSTPIN_PIN_AFTER=2 HOSTPIN_CACHE=0 \
 	HOSTPIN_TEST_PAUSE="$pd" -- walk_free
 rm -rf "$pd"
+# Must hold: the same, the freed block's pages mapped again at once
+# (unknown to hostpin), so that each copy succeeds through pageable
+# memory: none counts as a copy through registered memory (nothing is
+# registered), none tracked or waited for as one.
+pd=$(mktemp -d)
+raceprog copy_freed "copy freed" "a copy whose block is freed and mapped again after the walk is pageable" \
+	HOSTPIN_THRESHOLD=1M HOSTPIN_PIN_AFTER=1000000 HOSTPIN_CACHE=0 HOSTPIN_COPY=async \
+	HOSTPIN_TEST_PAUSE="$pd" -- walk_remap
+rm -rf "$pd"
 fi
