@@ -367,6 +367,7 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		int warm = P->htod || hp_speed_resident(h + off, len);
 		if (off > 0 && !hp_pool_worth_at(P->htod, warm ? NULL : h + off,
 						  len)) {
+			hp_plan_rest(P);
 			r = lin_pass(P, d, h, n, off);
 			passed = 1;
 			break;
@@ -384,7 +385,7 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 			 * stream after what was staged; nothing done: passed
 			 * through */
 			size_t o = off + done * R->slot;
-			if (o == 0)
+			if (!hp_plan_rest(P) && o == 0)
 				return HP_COPY_PASSED;
 			r = lin_pass(P, d, h, n, o);
 			passed = 1;
