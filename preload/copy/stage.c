@@ -383,7 +383,8 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		if (r == HP_STAGE_REST) {
 			/* the rest as the program's own call, in order on its
 			 * stream after what was staged; nothing done: passed
-			 * through */
+			 * through, unless the driver must not get it as it is
+			 * (hp_plan_rest: cut, the registering block's reader) */
 			size_t o = off + done * R->slot;
 			if (!hp_plan_rest(P) && o == 0)
 				return HP_COPY_PASSED;

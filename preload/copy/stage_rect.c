@@ -234,7 +234,8 @@ int hp_stage_rect(struct hp_plan *P)
 	int r = htod ? hp_stage_run_htod(P, m, rect_in, rect_htod, &j, &done)
 		     : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
 	/* nothing done: passed (unless across a registered block's
-	 * registrations: cut at them below) */
+	 * registrations, or one the driver must not get as it is,
+	 * hp_plan_rest: cut at them below) */
 	if (r == HP_STAGE_REST && done == 0 && P->len == 0 &&
 	    !hp_plan_rest(P))
 		return HP_COPY_PASSED;
