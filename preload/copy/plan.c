@@ -364,8 +364,16 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 		goto pieces;
 	}
 	P->kind = HP_PLAN_STAGED;
-	P->must = must;
 	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
+	P->must = must;
+	if (reg >= 0) { /* (as plan_several) */
+		hp_snap_t b;
+		struct find_rec f = {c->r[reg], &b};
+		if (hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f))
+			P->reg = c->r[reg], P->rega = a > b.base ? a : b.base;
+	} else if (pre) {
+		P->reg = c->r[0], P->rega = a;
+	}
 	return;
 pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	if (!driver_here())
@@ -442,7 +450,7 @@ static int plan_wait(const struct hp_plan *P, int r)
 	else if (P->kind == HP_PLAN_PIECES)
 		wait = sync;
 	else
-		wait = (sync && P->htod) ||
+		wait = (sync && P->htod) || P->reader ||
 		       (P->passed && hp_copy_maybe_registered(P->c));
 	if (wait) {
 		int w = hp_stage_wait_stream(P->s);
@@ -450,6 +458,18 @@ static int plan_wait(const struct hp_plan *P, int r)
 			r = w;
 	}
 	return r;
+}
+
+int hp_plan_rest(struct hp_plan *P)
+{
+	uintptr_t base;
+	size_t len;
+	if (!P->must)
+		return 0;
+	if (P->reg != NULL && !P->reader)
+		P->reader = hp_register_prefix_all(P->reg, P->rega, &base,
+						   &len);
+	return 1;
 }
 
 int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
@@ -468,6 +488,8 @@ int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 	case HP_PLAN_STAGED:
 		hp_ring_put(P->R);
 		stream_leave(P->s);
+		if (P->reader) /* its rest's DMAs completed (plan_wait) */
+			hp_register_prefix_leave();
 		if (r != HP_COPY_PASSED)
 			hp_stat_staged(n);
 		break;

@@ -367,6 +367,7 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		int warm = P->htod || hp_speed_resident(h + off, len);
 		if (off > 0 && !hp_pool_worth_at(P->htod, warm ? NULL : h + off,
 						  len)) {
+			hp_plan_rest(P);
 			r = lin_pass(P, d, h, n, off);
 			passed = 1;
 			break;
@@ -382,11 +383,12 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 		if (r == HP_STAGE_REST) {
 			/* the rest as the program's own call, in order on its
 			 * stream after what was staged; nothing done: passed
-			 * through, unless the driver must not get it whole
-			 * (plan.c: whole_no): then cut at the registrations,
-			 * as stage_rect.c does (chunk_dma's chunks_rest) */
+			 * through, unless the driver must not get it as it is:
+			 * then cut at the registrations (plan.c: whole_no;
+			 * must: hp_plan_rest, the registering block's reader;
+			 * chunk_dma's chunks_rest) */
 			size_t o = off + done * R->slot;
-			if (o == 0 && !P->whole_no)
+			if (!hp_plan_rest(P) && !P->whole_no && o == 0)
 				return HP_COPY_PASSED;
 			r = lin_pass(P, d, h, n, o);
 			passed = 1;

@@ -207,13 +207,20 @@ struct hp_plan {
 		     * it as registered memory, its DMA late: hp_copy_plan_end
 		     * waits for it (found/diff-dsum-7700192) */
 	int registering; /* the block queued or being registered (plan.c) */
-	int must; /* STAGED: the driver must not get the copy as it is */
+	int must; /* STAGED: the driver must not get it as it is (plan.c):
+		   * what cannot be staged goes direct, cut (hp_plan_rest) */
 	int whole_no; /* the driver must not get the copy as it is (PIECES,
 		       * PREFIX; STAGED: must, or registering): an error
 		       * is returned, even with HP_STAGE_RETRY, never made
 		       * again whole by the caller (the runtime's call would
 		       * hand the driver the range across a registration's
 		       * end, its count as one passing let go) */
+	const hp_rec_t *reg; /* STAGED: the block queued or being registered
+			      * it crosses, if any; rega: an address of it in
+			      * the copy (hp_register_prefix_all) */
+	uintptr_t rega;
+	int reader; /* STAGED: a reader of reg's prefix since its rest went
+		     * direct (hp_plan_rest): left at the plan's end */
 	int captured; /* PIECES, PREFIX: on a stream capturing now (plan.c):
 		       * its DMAs are graph nodes, never waited for */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its
@@ -252,6 +259,14 @@ HP_HIDDEN void hp_copy_plan(struct hp_plan *P, hp_copy_t *c, const void *h,
 			    size_t n, uintptr_t d, hp_cudaStream_t s, int htod,
 			    size_t rect, int how);
 HP_HIDDEN int hp_copy_plan_end(struct hp_plan *P, size_t n, int r);
+/* A staged copy whose rest (all of it: no slot could be taken) can no
+ * longer be staged (stage.c, stage_rect.c): 0 if that rest may go to the
+ * driver as it is; 1 if it must not (P->must), and so goes direct, cut at
+ * registrations, as a reader of the prefix of the block being registered
+ * (P->reg: what plan_several does for a copy that cannot be staged), so
+ * that no piece is undone or finished under its DMAs; hp_copy_plan_end
+ * waits for them and lets go. */
+HP_HIDDEN int hp_plan_rest(struct hp_plan *P);
 /* the stream a copy runs on (ptsz: stream 0 is the per-thread one) */
 HP_HIDDEN hp_cudaStream_t hp_program_stream(hp_cudaStream_t s, int ptsz);
 

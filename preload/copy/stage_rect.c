@@ -234,11 +234,14 @@ int hp_stage_rect(struct hp_plan *P)
 	int r = htod ? hp_stage_run_htod(P, m, rect_in, rect_htod, &j, &done)
 		     : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
 	/* nothing done: passed (unless across a registered block's
-	 * registrations: cut at them below) */
-	if (r == HP_STAGE_REST && done == 0 && P->len == 0)
+	 * registrations, or one the driver must not get as it is,
+	 * hp_plan_rest: cut at them below) */
+	if (r == HP_STAGE_REST && done == 0 && P->len == 0 &&
+	    !hp_plan_rest(P))
 		return HP_COPY_PASSED;
 	P->passed = r == HP_STAGE_REST;
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
+		hp_plan_rest(P);
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
 			r = rect_direct(&j, i, htod, P->base, P->len);

@@ -22,7 +22,17 @@
  * LM_2D=1 (async modes): A's copy a 2D one (cuMemcpy2DAsync_v2) of 5 rows
  * of 384 KiB, pitch 384 KiB on both sides, from x + AT: its third row
  * across X's first piece's end, its fifth in Y; LM_2D=3: the same as a
- * 3D copy (cuMemcpy3DAsync_v2) of 5 slices of one row. */
+ * 3D copy (cuMemcpy3DAsync_v2) of 5 slices of one row.
+ * LM_HOLD=1 (h2d_async; HOSTPIN_STAGE_BUFFER=14M: 4 slots of 1.75 MiB a
+ * direction, a ring under FAKE_CUDA_REGISTER_HOLD_AFTER; HOSTPIN_TEST_PAUSE=
+ * DIR): before A's copy, every slot of the
+ * H2D ring held by three other streams' staged copies of 6 MiB, each at
+ * the fake's gate (FAKE_CUDA_HTOD_GATE, set then), and the ring's growth
+ * they ask for held at its pause point (ring_pushed): A's copy, which
+ * must be staged, can take no slot; it must still never reach the driver
+ * whole (before: passed as it is, refused).  A 1D copy there is of 1 MiB
+ * (under the gate), [x + 7.5 MiB, x + 8.5 MiB): wholly in X across its
+ * first piece's end; a 2D or 3D one (LM_2D) as above, of X and Y. */
 #include <pthread.h>
 
 #include "late_common.h"
@@ -42,6 +52,7 @@ size_t fake_cuda_registered_bytes(const void *, size_t);
 
 static char *x;
 static CUdeviceptr dA;
+static size_t at = AT, an = AN; /* LM_HOLD (1D): 1 MiB */
 static CUstream sA;
 static int htod, async_, rect;
 #define RW (384 * 1024) /* LM_2D: a row; 5 of them */
@@ -81,6 +92,60 @@ static CUresult copy_2d(int h2d, CUdeviceptr d, char *h, CUstream s,
 		r = (CUresult)-1;
 	return r;
 }
+/* LM_HOLD: the copies that hold the ring's slots, each on its stream */
+#define HN (6 * MB)
+struct holder {
+	pthread_t t;
+	char *h;
+	CUdeviceptr d;
+	CUstream s;
+	CUresult r;
+};
+static struct holder hold[3];
+
+static void *copy_hold(void *arg)
+{
+	struct holder *w = arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	w->r = copy_checked(1, 1, w->d, w->h, HN, w->s, 43);
+	return NULL;
+}
+
+static int gated(void *arg)
+{
+	return fake_cuda_gate_waiters() == *(int *)arg;
+}
+
+static void holders_start(void)
+{
+	pt_file("ring_pushed", "arm");
+	setenv("FAKE_CUDA_HTOD_GATE", "1835008", 1); /* a slot */
+	for (int i = 0; i < 3; i++) {
+		struct holder *w = &hold[i];
+		w->h = mmap(NULL, HN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(w->h != MAP_FAILED);
+		fill(w->h, HN, 43);
+		w->d = dev(HN);
+		CHECK(cuStreamCreate(&w->s, 0) == 0);
+		CHECK(pthread_create(&w->t, NULL, copy_hold, w) == 0);
+		int n = i + 1;
+		wait_for(gated, &n, "a holder's copy at the fake's gate");
+	}
+	wait_for(pt_paused, "ring_pushed", "the ring's growth held");
+}
+
+static void holders_end(void)
+{
+	fake_cuda_open_gate();
+	pt_file("ring_pushed", "go");
+	for (int i = 0; i < 3; i++) {
+		CHECK(pthread_join(hold[i].t, NULL) == 0);
+		printf("holder %d: %d\n", i, hold[i].r);
+		CHECK(hold[i].r == 0);
+	}
+}
+
 static volatile int a_done;
 static CUresult a_r = -2;
 
@@ -88,8 +153,8 @@ static void *copy_a(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	a_r = rect ? copy_2d(htod, dA, x + AT, sA, 41)
-		   : copy_checked(htod, async_, dA, x + AT, AN, sA, 41);
+	a_r = rect ? copy_2d(htod, dA, x + at, sA, 41)
+		   : copy_checked(htod, async_, dA, x + at, an, sA, 41);
 	a_done = 1;
 	return NULL;
 }
@@ -125,6 +190,11 @@ static int run(int h2d, int async)
 	const char *r2 = getenv("LM_2D");
 	rect = r2 ? atoi(r2) : 0;
 	CHECK(!rect || async);
+	const char *lh = getenv("LM_HOLD");
+	int holding = lh ? atoi(lh) : 0;
+	CHECK(!holding || (h2d && async));
+	if (holding && !rect) /* under a slot: passed whole, never gated */
+		an = MB;
 	alarm(60);
 	/* X then Y, adjacent, X 8 MiB aligned (its pieces: the cells) */
 	char *raw = mmap(NULL, XN + YN + 8 * MB, PROT_NONE,
@@ -139,7 +209,7 @@ static int run(int h2d, int async)
 	fill(x, XN, 40);
 	fill(x + XN, YN, 40);
 	if (h2d)
-		fill(x + AT, AN, 41);
+		fill(x + at, an, 41);
 	CUdeviceptr dx = dev(XN);
 	CUstream sx;
 	CHECK(cuStreamCreate(&sx, 0) == 0);
@@ -162,12 +232,18 @@ static int run(int h2d, int async)
 	CHECK(cuMemcpyHtoDAsync_v2(dx, x, XN, sx) == 0);
 	CHECK(cuMemcpyHtoDAsync_v2(dx, x, XN, sx) == 0);
 	wait_for(held_one, NULL, "X's first piece made, its thread held");
+	if (holding) {
+		CHECK(cuStreamSynchronize(sx) == 0);
+		holders_start();
+	}
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, copy_a, NULL) == 0);
 	wait_for(a_there, NULL, "A's copy returned or waiting");
 	fake_cuda_release_registration();
 	CHECK(pthread_join(a, NULL) == 0);
 	printf("A's copy of X and Y during X's registration: %d\n", a_r);
+	if (holding)
+		holders_end();
 	CHECK(a_r == 0);
 	CHECK(cuStreamSynchronize(sx) == 0);
 	wait_for(registered_all, NULL, "X registered");

@@ -169,6 +169,23 @@ for m in h2d_async d2h_async; do
 		ok "late DMA: two blocks, unstaged ($v, $m): no range partly registered reached the driver"
 done
 done
+# The same where A's copy, which must be staged, finds no slot (LM_HOLD:
+# every slot of the ring held by three other streams' copies at the
+# fake's gate, the ring's growth held at its pause point): cut as the
+# registering block's reader (stage.c, stage_rect.c), never passed whole:
+# 1 MiB across X's first piece's end, or the 2D and 3D copies of X and Y.
+for v in LM_HOLD=1 "LM_HOLD=1 LM_2D=1" "LM_HOLD=1 LM_2D=3"; do
+	lpl=$(mktemp) pd=$(mktemp -d)
+	staged_case "late DMA" late_multi "a copy that must be staged finds no slot ($v)" any \
+		FAKE_CUDA_LATE_DMA=1 HOSTPIN_THRESHOLD=4M HOSTPIN_PIN_AFTER=2 HOSTPIN_REGISTER_CHUNK=8M \
+		HOSTPIN_STAGE_MIN=4M HOSTPIN_STAGE_BUFFER=14M HOSTPIN_STAGE_LINK=0 HOSTPIN_STAGE_RING_BACKGROUND=0 HOSTPIN_LOG=debug HOSTPIN_LOG_FILE=$lpl \
+		HOSTPIN_TEST_PAUSE="$pd" FAKE_CUDA_REFUSE_PARTIAL=1 \
+		FAKE_CUDA_REGISTER_HOLD_AFTER=8388608 $v -- h2d_async
+	rm -rf "$lpl" "$pd"
+	echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+		bad "late DMA: no slot ($v): a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+		ok "late DMA: no slot ($v): no range partly registered reached the driver"
+done
 fi
 build late_past late_past.c $F_FLAGS || true
 if [ -x "$B/late_past" ]; then
