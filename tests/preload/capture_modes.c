@@ -287,13 +287,15 @@ static int cap_asleep(void) /* in a futex: waiting at hostpin's gate */
 	fclose(f);
 	return ok && atoi(buf) == SYS_futex;
 }
+/* pred's first true look taken (as wait_for's, staged_common.h) */
 static void poll_until(int (*pred)(void), const char *what)
 {
-	for (int i = 0; i < 60000 && !pred(); i++)
+	for (int i = 0; !pred(); i++) {
+		if (i == 60000) {
+			fprintf(stderr, "never: %s\n", what);
+			exit(1);
+		}
 		usleep(1000);
-	if (!pred()) {
-		fprintf(stderr, "never: %s\n", what);
-		exit(1);
 	}
 }
 static int regd_cells(const char *p, size_t n) /* registered in cells */

@@ -77,11 +77,20 @@ struct staged_mode {
 	const char *name;
 	int (*fn)(void);
 };
+static inline void wait_for(int (*pred)(void *), void *arg, const char *what);
+/* wait_for's own check: true at its first look only (a sampled state, a
+ * thread asleep between a loop's looks, may not hold at a second look) */
+static inline int true_once(void *arg)
+{
+	return !(*(int *)arg)++;
+}
 static inline int staged_run(const char *prog, int argc, char **argv,
 			     const struct staged_mode *modes, size_t n)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	CHECK(argc == 2);
+	int looks = 0;
+	wait_for(true_once, &looks, "wait_for takes a predicate's first true look");
 	CHECK(cuInit(0) == 0);
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
 	CHECK(cuCtxSetCurrent(ctx) == 0);
@@ -111,13 +120,16 @@ static inline int is_reg(void *p)
 {
 	return (tp_flags(p) & HOSTPIN_REGISTERED) != 0;
 }
+/* pred looked at until its first true look, which is taken (never looked
+ * at again: a thread seen asleep may be awake at the next look) */
 static inline void wait_for(int (*pred)(void *), void *arg, const char *what)
 {
-	for (int i = 0; i < 60000 && !pred(arg); i++)
+	for (int i = 0; !pred(arg); i++) {
+		if (i == 60000) {
+			fprintf(stderr, "never: %s\n", what);
+			exit(1);
+		}
 		usleep(1000);
-	if (!pred(arg)) {
-		fprintf(stderr, "never: %s\n", what);
-		exit(1);
 	}
 }
 
