@@ -348,17 +348,23 @@ static int refuse_partial(void)
 	return on;
 }
 
-/* Does [p, p+n) overlap a registration (held range)? */
-static int held_overlaps(const void *p, size_t n)
+/* Does [p, p+n) overlap a registration (held range) without one covering
+ * it?  One look under the lock: a registration made between two looks
+ * (a covering one beside the copy's row) must not read as partial
+ * (the engine tester's diff-c-partial-rect-race-61731471). */
+static int held_partly(const void *p, size_t n)
 {
 	pthread_mutex_lock(&mu);
-	int yes = 0;
-	for (int i = 0; i < nheld; i++)
-		if ((const char *)p < held[i].base + held[i].len &&
-		    held[i].base < (const char *)p + n)
-			yes = 1;
+	int over = 0, cover = 0;
+	for (int i = 0; i < nheld; i++) {
+		const char *b = held[i].base, *e = b + held[i].len;
+		if ((const char *)p < e && b < (const char *)p + n)
+			over = 1;
+		if ((const char *)p >= b && (const char *)p + n <= e)
+			cover = 1;
+	}
 	pthread_mutex_unlock(&mu);
-	return yes;
+	return over && !cover;
 }
 
 static void seg(struct xfer *x, void *dst, const void *src, size_t n)
@@ -374,9 +380,9 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 	/* FAKE_CUDA_REFUSE_PARTIAL=1: a host side only partly registered
 	 * (overlapping a registration without one covering it) is refused
 	 * whole (CUDA_ERROR_INVALID_VALUE), as a driver may. */
-	if (refuse_partial() && ((hs && !ps && held_overlaps(src, n)) ||
-				 (hd && !pd && held_overlaps(dst, n)))) {
-		logf_("PARTIAL refused %p %zu", hs && !ps ? src : dst, n);
+	int qs = hs && refuse_partial() && held_partly(src, n);
+	if (qs || (hd && refuse_partial() && held_partly(dst, n))) {
+		logf_("PARTIAL refused %p %zu", qs ? src : dst, n);
 		x->refused = 1;
 	}
 	if (x->refused)
