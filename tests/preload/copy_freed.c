@@ -36,6 +36,38 @@ static void pt_gone(const char *name, const char *ext)
 	unlink(p);
 }
 
+/* Each block's copy (fn, on a thread of its own) paused after its walk
+ * while the block is freed (then after_free(block), if any); the copy
+ * must then return what fn expects (its result not NULL). */
+static void walk_each(char **b, void *(*fn)(void *), void (*after_free)(char *))
+{
+	for (int i = 0; i < NB; i++) {
+		pt_file("copy_walked", "arm");
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, fn, b[i]) == 0);
+		wait_for(pt_paused, "copy_walked", "the copy walked the registry");
+		free(b[i]); /* its record back in the pool */
+		if (after_free)
+			after_free(b[i]);
+		pt_file("copy_walked", "go");
+		void *ok = NULL;
+		CHECK(pthread_join(t, &ok) == 0);
+		CHECK(ok != NULL);
+		pt_gone("copy_walked", "paused");
+		pt_gone("copy_walked", "go");
+	}
+}
+
+/* the freed block's pages mapped again at once, unknown to hostpin */
+static void remap(char *at)
+{
+	void *m = (void *)syscall(SYS_mmap, at, (size_t)4096,
+				  PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+				  -1, 0);
+	CHECK(m == at && tp_flags(at) == 0);
+}
+
 static int mode_walk_free(void)
 {
 	alarm(120);
@@ -45,19 +77,7 @@ static int mode_walk_free(void)
 		b[i] = malloc(BLK);
 		CHECK(b[i] != NULL && tp_flags(b[i]) != 0);
 	}
-	for (int i = 0; i < NB; i++) {
-		pt_file("copy_walked", "arm");
-		pthread_t t;
-		CHECK(pthread_create(&t, NULL, copier, b[i]) == 0);
-		wait_for(pt_paused, "copy_walked", "the copy walked the registry");
-		free(b[i]); /* its record back in the pool */
-		pt_file("copy_walked", "go");
-		void *refused = NULL;
-		CHECK(pthread_join(t, &refused) == 0);
-		CHECK(refused != NULL);
-		pt_gone("copy_walked", "paused");
-		pt_gone("copy_walked", "go");
-	}
+	walk_each(b, copier, NULL);
 	return 0;
 }
 
@@ -89,25 +109,7 @@ static int mode_walk_remap(void)
 		CHECK(b[i] != NULL && tp_flags(b[i]) != 0);
 		CHECK(!(tp_flags(b[i]) & HOSTPIN_REGISTERED));
 	}
-	for (int i = 0; i < NB; i++) {
-		pt_file("copy_walked", "arm");
-		pthread_t t;
-		CHECK(pthread_create(&t, NULL, remap_copier, b[i]) == 0);
-		wait_for(pt_paused, "copy_walked", "the copy walked the registry");
-		free(b[i]); /* its record back in the pool */
-		void *m = (void *)syscall(SYS_mmap, b[i], (size_t)4096,
-					  PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS |
-					      MAP_FIXED_NOREPLACE,
-					  -1, 0);
-		CHECK(m == b[i] && tp_flags(b[i]) == 0);
-		pt_file("copy_walked", "go");
-		void *done = NULL;
-		CHECK(pthread_join(t, &done) == 0);
-		CHECK(done != NULL);
-		pt_gone("copy_walked", "paused");
-		pt_gone("copy_walked", "go");
-	}
+	walk_each(b, remap_copier, remap);
 	struct hostpin_stats st;
 	CHECK(tp_stats(&st) == 0);
 	printf("copies seen %llu, through registered memory %llu\n",

@@ -105,26 +105,6 @@ static inline CUresult copy_checked(int htod, int async, CUdeviceptr d,
 	return r;
 }
 
-/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
- * armed (NAME.arm), watched (NAME.paused) and opened (NAME.go) by
- * the test. */
-static inline void pt_file(const char *name, const char *ext)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
-		 ext);
-	FILE *f = fopen(p, "w");
-	CHECK(f != NULL);
-	fclose(f);
-}
-static inline int pt_paused(void *name)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
-		 (const char *)name);
-	return access(p, F_OK) == 0;
-}
-
 /* hostpin's log (HOSTPIN_LOG_FILE, HOSTPIN_LOG=debug) has a line with
  * what in it */
 static inline int log_says(const char *what)

@@ -745,15 +745,6 @@ static int mode_chunks_redo(void)
  * succeeds, its data right. */
 void fake_cuda_stream_release(CUstream);
 int fake_cuda_stream_hold(CUstream);
-static void pt(const char *name, const char *ext)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
-		 ext);
-	FILE *f = fopen(p, "w");
-	CHECK(f != NULL);
-	fclose(f);
-}
 static int mode_chunks_rest(void)
 {
 	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
@@ -762,7 +753,7 @@ static int mode_chunks_rest(void)
 	char *blk = chunks_begin(&d, &s);
 	CHECK(cuStreamCreate(&a, 0) == 0);
 	CHECK(cuStreamSynchronize(s) == 0); /* every slot's last DMA done */
-	pt("ring_grow", "arm");
+	pt_file("ring_grow", "arm");
 	CHECK(fake_cuda_stream_hold(a) == 0);
 	/* on a, behind the hold: 3 slots (a copy leaves the last one), then
 	 * the last (its growth asked, held at the pause point) */
@@ -774,7 +765,7 @@ static int mode_chunks_rest(void)
 	CHECK(e == 0);
 	CHECK(cuStreamSynchronize(s) == 0);
 	CHECK(memcmp(D(d + 4 * MB), blk + 6 * MB, 6 * MB) == 0);
-	pt("ring_grow", "go");
+	pt_file("ring_grow", "go");
 	fake_cuda_stream_release(a);
 	CHECK(cuStreamSynchronize(a) == 0);
 	CHECK(memcmp(D(d), blk + 7 * MB, 3 * MB / 2) == 0);

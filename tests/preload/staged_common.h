@@ -133,4 +133,24 @@ static inline void wait_for(int (*pred)(void *), void *arg, const char *what)
 	}
 }
 
+/* Pause points inside hostpin (HOSTPIN_TEST_PAUSE=DIR, base/testpause.c):
+ * armed (NAME.arm), watched (NAME.paused) and opened (NAME.go) by
+ * the test. */
+static inline void pt_file(const char *name, const char *ext)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.%s", getenv("HOSTPIN_TEST_PAUSE"), name,
+		 ext);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	fclose(f);
+}
+static inline int pt_paused(void *name)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s.paused", getenv("HOSTPIN_TEST_PAUSE"),
+		 (const char *)name);
+	return access(p, F_OK) == 0;
+}
+
 #endif
