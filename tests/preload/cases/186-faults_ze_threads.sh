@@ -58,8 +58,13 @@ EOF
 		! echo "$out" | grep -q "window_mmap: held=1"; then
 		bad "level zero $name: gdb did not hold the worker where asked"
 		echo "$out" | grep -v "^\[\|^$" | tail -8 | sed 's/^/    /'
-	elif echo "$out" | grep -q "exited normally" && echo "$out" | grep -q "ze_prog window_mmap: ok" &&
-		zelog "$log"; then
+	# gdb's last continue may lose the race with the exiting process's
+	# threads ("Couldn't get registers: No such process", 2 runs in 18
+	# under load, on older code too): then the fake's EXIT line (zelog:
+	# nothing imported at exit) says the program reached its end
+	elif { echo "$out" | grep -q "exited normally" ||
+		echo "$out" | grep -q "Couldn't get registers: No such process"; } &&
+		echo "$out" | grep -q "ze_prog window_mmap: ok" && zelog "$log"; then
 		ok "level zero $name"
 	else
 		bad "level zero $name: $(echo "$out" | grep -E "window_mmap:|CHECK|exited" | tr '\n' ' ')"
