@@ -171,21 +171,28 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
  * pieces cut at every block's ends and registrations (P->len 0), each
  * piece registered or not, whole, when the driver gets it; then a wait,
  * as a copy of the one block across its prefix's end.  Its passing count
- * is kept to its end (hp_copy_plan). */
-static void plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
-			 size_t n, hp_cudaStream_t s)
+ * is kept to its end (hp_copy_plan).  0: r is neither (its registration
+ * ended, or a piece was undone, since plan_make looked): the caller cuts
+ * it by pieces all the same (never whole: r registered now, its
+ * neighbour not, is a range only partly registered; cases/196-late_more.sh
+ * LM_END), each piece as it is when the driver gets it, the copy still
+ * counted as passing (a job of r begun again waits for it). */
+static int plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
+			size_t n, hp_cudaStream_t s)
 {
 	hp_snap_t b;
 	struct find_rec f = {r, &b};
 	uintptr_t base;
 	size_t len;
+	hp_test_pause("several_look"); /* tests: r's job ends meanwhile */
 	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f) ||
 	    !hp_register_prefix_all(r, a > b.base ? a : b.base, &base, &len))
-		return;
+		return 0;
 	if (stream_enter_pieces(s) || enter_captured(P, s))
 		P->kind = HP_PLAN_PREFIX, P->base = 0, P->len = 0;
 	else
 		hp_register_prefix_leave();
+	return 1;
 }
 
 /* The plan; a copy that never reaches the driver with its block's memory
@@ -381,10 +388,10 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	/* of several blocks, one the registration thread's or queued for it
 	 * (reg): as below, a reader of that block's prefix, cut at every
 	 * block's ends and registrations (P->len 0, pieces.c) */
-	if (reg >= 0) {
-		plan_several(P, c->r[reg], a, n, s);
+	if (reg >= 0 && plan_several(P, c->r[reg], a, n, s))
 		return;
-	}
+	if (reg >= 0) /* (refused: cut, as one across a registered block) */
+		split = 1, P->base = 0, P->len = 0;
 	/* across the end of the registered prefix of a block being
 	 * registered, or in a block queued for it (the thread may begin it
 	 * before the driver gets the copy): direct by pieces as a reader of

@@ -32,7 +32,13 @@
  * must be staged, can take no slot; it must still never reach the driver
  * whole (before: passed as it is, refused).  A 1D copy there is of 1 MiB
  * (under the gate), [x + 7.5 MiB, x + 8.5 MiB): wholly in X across its
- * first piece's end; a 2D or 3D one (LM_2D) as above, of X and Y. */
+ * first piece's end; a 2D or 3D one (LM_2D) as above, of X and Y.
+ * LM_END=1 (with LM_DEV1=1; HOSTPIN_TEST_PAUSE=DIR): A's copy held at
+ * the plan's pause point several_look (after the plan saw X being
+ * registered, before it counts itself a reader of X's prefix) while X's
+ * registration ends, X registered whole: the copy, X's both pieces and
+ * Y, must still never reach the driver whole (before: passed as it is,
+ * refused). */
 #include <pthread.h>
 
 #include "late_common.h"
@@ -236,10 +242,23 @@ static int run(int h2d, int async)
 		CHECK(cuStreamSynchronize(sx) == 0);
 		holders_start();
 	}
+	const char *le = getenv("LM_END");
+	int ending = le && *le == '1';
+	CHECK(!ending || (d1 && *d1 == '1'));
+	if (ending)
+		pt_file("several_look", "arm");
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, copy_a, NULL) == 0);
-	wait_for(a_there, NULL, "A's copy returned or waiting");
-	fake_cuda_release_registration();
+	if (ending) {
+		/* X's registration ends between the plan's looks */
+		wait_for(pt_paused, "several_look", "A's copy at the plan");
+		fake_cuda_release_registration();
+		wait_for(registered_all, NULL, "X registered");
+		pt_file("several_look", "go");
+	} else {
+		wait_for(a_there, NULL, "A's copy returned or waiting");
+		fake_cuda_release_registration();
+	}
 	CHECK(pthread_join(a, NULL) == 0);
 	printf("A's copy of X and Y during X's registration: %d\n", a_r);
 	if (holding)
