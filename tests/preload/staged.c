@@ -699,9 +699,13 @@ static int mode_chunks_fail(void)
  * (armed: 700 H2D, 701 D2H); the call returns that error, and nothing of
  * the copy reaches the driver across a registration's end (the case: no
  * pageable copy, no PARTIAL refused).  Prints "htod CODE", "dtoh CODE"
- * and "sync CODE" (cudaMemcpy, 702) for each. */
+ * and "sync CODE" (cudaMemcpy, 702) for each, and "batch CODE FAILIDX"
+ * (the runtime's cudaMemcpyBatchAsync of one H2D entry, 703: the entry is
+ * not made again whole through the runtime either). */
 void fake_cuda_fail_arm(const char *fn, int n, int code);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+cudaError_t cudaMemcpyBatchAsync(void **, void **, size_t *, size_t, void *,
+				 size_t *, size_t, size_t *, CUstream);
 static void redo_pair(CUdeviceptr d, CUstream s, char *across, size_t n)
 {
 	fill(across, n, 83);
@@ -719,6 +723,13 @@ static void redo_pair(CUdeviceptr d, CUstream s, char *across, size_t n)
 	e = cudaMemcpy(D(d), across, n, H2D); /* the synchronous form */
 	fake_cuda_fail_arm(NULL, 0, 0);
 	printf("sync %d\n", e);
+	void *bd[1] = {D(d)}, *bs[1] = {across};
+	size_t bn[1] = {n}, fail = 9;
+	fake_cuda_fail_arm("cuMemcpyHtoDAsync_v2", 1, 703);
+	e = cudaMemcpyBatchAsync(bd, bs, bn, 1, NULL, NULL, 0, &fail, s);
+	fake_cuda_fail_arm(NULL, 0, 0);
+	printf("batch %d %zu\n", e, fail);
+	CHECK(cuStreamSynchronize(s) == 0);
 }
 static int mode_chunks_redo(void)
 {

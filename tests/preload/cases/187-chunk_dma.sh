@@ -57,7 +57,8 @@ echo "$CD_LOG" | grep -q "INJECT cuMemHostRegister_v2" &&
 # across its cells) fails is not made again whole by the runtime: the
 # driver never gets it across a registration's end (the fake refuses that:
 # FAKE_CUDA_REFUSE_PARTIAL=1; nor as pageable); the call returns the
-# error (700 H2D, 701 D2H, 702 cudaMemcpy's H2D), both times.
+# error (700 H2D, 701 D2H, 702 cudaMemcpy's H2D, 703 a
+# cudaMemcpyBatchAsync's H2D entry, its failIdx 0), both times.
 cd_run "a runtime copy the engine failed is not made again whole across a registration's end" \
 	FAKE_CUDA_REFUSE_PARTIAL=1 -- chunks_redo
 echo "$CD_LOG" | grep -q "PARTIAL refused" &&
@@ -65,8 +66,9 @@ echo "$CD_LOG" | grep -q "PARTIAL refused" &&
 	ok "chunk DMA: runtime redo: no range partly registered reached the driver"
 [ "$(echo "$CD_OUT" | grep -cx 'htod 700')" = 2 ] && [ "$(echo "$CD_OUT" | grep -cx 'dtoh 701')" = 2 ] &&
 	[ "$(echo "$CD_OUT" | grep -cx 'sync 702')" = 2 ] &&
-	ok "chunk DMA: runtime redo: the engine's errors returned (700, 701, 702; staged and by pieces)" ||
-	bad "chunk DMA: runtime redo: results: $(echo "$CD_OUT" | grep -E '^(htod|dtoh|sync)' | tr '\n' ' ')"
+	[ "$(echo "$CD_OUT" | grep -cx 'batch 703 0')" = 2 ] &&
+	ok "chunk DMA: runtime redo: the engine's errors returned (700, 701, 702, the batch's 703; staged and by pieces)" ||
+	bad "chunk DMA: runtime redo: results: $(echo "$CD_OUT" | grep -E '^(htod|dtoh|sync|batch)' | tr '\n' ' ')"
 # Must hold (issue 39, "decided once"): a copy staged because it must be
 # (across the registered piece's end) that finds no slot it may take (each
 # another stream's, its DMA pending: the late driver's hold; the ring's
