@@ -563,17 +563,17 @@ static int mode_split(void)
  * cells (the block aligned to 8 MiB) are held in the driver, the ring is
  * not.  The gate lets the first cell through and holds the second: the
  * block is registered in [blk, blk+8M) only. */
+static size_t piece = 8 * MB; /* HOSTPIN_REGISTER_CHUNK, the gate's */
 static int first_piece(void *p)
 {
-	return fake_cuda_is_registered(p, 8 * MB) &&
+	return fake_cuda_is_registered(p, piece) &&
 	       fake_cuda_gate_waiters() == 1;
 }
-static char *chunks_begin(CUdeviceptr *d, CUstream *s)
+static char *chunks_begin_m(CUdeviceptr *d, CUstream *s, size_t m)
 {
-	size_t m = 32 * MB;
 	alarm(60);
 	void *p = NULL;
-	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	CHECK(posix_memalign(&p, piece, m) == 0);
 	char *blk = p;
 	CHECK(tp_flags(blk) != 0 && !is_reg(blk));
 	*d = dev(m);
@@ -585,9 +585,13 @@ static char *chunks_begin(CUdeviceptr *d, CUstream *s)
 	CHECK(!fake_cuda_is_registered(blk, 1));
 	fake_cuda_open_gate_once();
 	wait_for(first_piece, blk, "the first piece registered, the second held");
-	CHECK(!is_reg(blk) && !fake_cuda_is_registered(blk + 8 * MB, 1));
+	CHECK(!is_reg(blk) && !fake_cuda_is_registered(blk + piece, 1));
 	printf("first piece registered, the second held\n");
 	return blk;
+}
+static char *chunks_begin(CUdeviceptr *d, CUstream *s)
+{
+	return chunks_begin_m(d, s, 32 * MB);
 }
 
 /* Copies wholly inside the first piece go direct (the fake sees the
@@ -787,6 +791,37 @@ static int mode_chunks_rest(void)
 	return 0;
 }
 
+/* chunks_part (HOSTPIN_REGISTER_CHUNK=128M and the gate's the same, a
+ * block of 256 MiB: its first 128 MiB piece registered, the second held;
+ * HOSTPIN_STAGE_LINK=100000 and one copy thread: after a copy's first
+ * round, 64 MiB, staging is not worth it, its rest goes to the driver
+ * (stage.c)): an H2D of 104 MiB from 32 MiB in, across the first piece's
+ * end, must be staged: its first round is, its rest, [96, 136) MiB, is
+ * refused staging and must still never reach the driver whole across the
+ * piece's end (the case: no PARTIAL refused, FAKE_CUDA_REFUSE_PARTIAL=1):
+ * cut there, 32 MiB registered then 8 MiB pageable; its data right. */
+static int mode_chunks_part(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	piece = 128 * MB;
+	char *blk = chunks_begin_m(&d, &s, 256 * MB), *h = blk + 32 * MB;
+	size_t n = 104 * MB;
+	CHECK(cuStreamSynchronize(s) == 0);
+	fill(h, n, 84);
+	int e = cuMemcpyHtoDAsync_v2(d, h, n, s);
+	printf("part htod %d\n", e);
+	CHECK(e == 0);
+	memset(h, 0, n); /* after the call: changes nothing */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(D(d), n, 84));
+	CHECK(!is_reg(blk));
+	fake_cuda_open_gate();
+	wait_for(is_reg, blk, "the block registered");
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -801,6 +836,7 @@ int main(int argc, char **argv)
 	    {"earn_inline", mode_earn_inline}, {"split", mode_split},
 	    {"chunks", mode_chunks}, {"chunks_fail", mode_chunks_fail},
 	    {"chunks_redo", mode_chunks_redo}, {"chunks_rest", mode_chunks_rest},
+	    {"chunks_part", mode_chunks_part},
 	    {"duplex", mode_duplex},   {"d2h_fresh", mode_d2h_fresh},
 	    {"d2h_warm", mode_d2h_warm},
 	};

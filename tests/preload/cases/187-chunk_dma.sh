@@ -83,4 +83,18 @@ rm -rf "$pd"
 echo "$CD_LOG" | grep -q "PARTIAL refused" &&
 	bad "chunk DMA: no slot: a range partly registered reached the driver: $(echo "$CD_LOG" | grep -m1 'PARTIAL refused')" ||
 	ok "chunk DMA: no slot: no range partly registered reached the driver"
+# Must hold (issue 39, "decided once"): a copy staged because it must be
+# (across the registered piece's end) whose first round was staged and
+# whose rest is then refused staging (the copy threads slower than the
+# link: HOSTPIN_STAGE_LINK=100000, one thread; stage.c's gate before each
+# round but the first) goes on by pieces, never whole across the piece's
+# end (FAKE_CUDA_REFUSE_PARTIAL=1 refuses that); pieces of 128 MiB, the
+# rounds 64 MiB; the rest's part past the piece, 8 MiB, pageable.
+staged_case "chunk DMA" staged "a copy that must be staged, partly staged, its rest refused staging, goes on by pieces" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=128M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=134217728 FAKE_CUDA_REFUSE_PARTIAL=1 FAKE_CUDA_NO_PAGEABLE=268435456 \
+	HOSTPIN_STAGE_LINK=100000 HOSTPIN_STAGE_THREADS=1 -- chunks_part
+echo "$STAGE_LOG" | grep -q "PARTIAL refused" &&
+	bad "chunk DMA: partly staged: a range partly registered reached the driver: $(echo "$STAGE_LOG" | grep -m1 'PARTIAL refused')" ||
+	ok "chunk DMA: partly staged: no range partly registered reached the driver"
 fi
