@@ -414,9 +414,13 @@ HP_HIDDEN const char *hp_stat_reason(int i, uint64_t *n);
 HP_HIDDEN uint64_t hp_stat_fail_total(void);
 /* Copies staged (the copy engine's, copy/plan.c) and their bytes: counted
  * by hp_stat_staged, read by hp_stat_staged_get (not in the ledger slot:
- * its layout is unchanged). */
+ * its layout is unchanged); those planned as staged that found no slot
+ * and went direct, cut at the registrations, none of them staged:
+ * hp_stat_cut, hp_stat_cut_get. */
 HP_HIDDEN void hp_stat_staged(uint64_t bytes);
 HP_HIDDEN void hp_stat_staged_get(uint64_t *copies, uint64_t *bytes);
+HP_HIDDEN void hp_stat_cut(uint64_t bytes);
+HP_HIDDEN void hp_stat_cut_get(uint64_t *copies, uint64_t *bytes);
 HP_HIDDEN void hp_stats_report(void);
 HP_HIDDEN uint64_t hp_now_ns(void);
 

@@ -497,7 +497,9 @@ int hp_copy_plan_end(struct hp_plan *P, size_t n, int r)
 		stream_leave(P->s);
 		if (P->reader) /* its rest's DMAs completed (plan_wait) */
 			hp_register_prefix_leave();
-		if (r != HP_COPY_PASSED)
+		if (r != HP_COPY_PASSED && P->cut) /* none of it staged */
+			hp_stat_cut(n);
+		else if (r != HP_COPY_PASSED)
 			hp_stat_staged(n);
 		break;
 	}

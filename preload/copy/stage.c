@@ -390,6 +390,7 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 			size_t o = off + done * R->slot;
 			if (!hp_plan_rest(P) && !P->whole_no && o == 0)
 				return HP_COPY_PASSED;
+			P->cut = o == 0;
 			r = lin_pass(P, d, h, n, o);
 			passed = 1;
 			break;

@@ -221,6 +221,10 @@ struct hp_plan {
 	uintptr_t rega;
 	int reader; /* STAGED: a reader of reg's prefix since its rest went
 		     * direct (hp_plan_rest): left at the plan's end */
+	int cut; /* STAGED: no slot from its start, none of it staged: all
+		  * of it went direct, cut at the registrations (stage.c,
+		  * stage_rect.c): counted as cut, not staged (the plan's
+		  * end, hp_stat_cut) */
 	int captured; /* PIECES, PREFIX: on a stream capturing now (plan.c):
 		       * its DMAs are graph nodes, never waited for */
 	/* a 2D or 3D copy: its rectangle, decided by the plan (plan.c: its

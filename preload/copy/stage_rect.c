@@ -242,6 +242,7 @@ int hp_stage_rect(struct hp_plan *P)
 	P->passed = r == HP_STAGE_REST;
 	if (r == HP_STAGE_REST) { /* the rest as the program's own calls */
 		hp_plan_rest(P);
+		P->cut = done == 0;
 		r = 0;
 		for (size_t i = done; i < m && r == 0; i++)
 			r = rect_direct(&j, i, htod, P->base, P->len);

@@ -142,6 +142,12 @@ void hp_stats_report(void)
 		if (sc)
 			emit(fd, "hostpin[%d]:   copy threads: %s\n", pid,
 			     hp_pool_note());
+		uint64_t cc, cb;
+		hp_stat_cut_get(&cc, &cb);
+		if (cc)
+			emit(fd, "hostpin[%d]:   copies cut at registrations "
+			     "for want of a staging slot %llu (%s)\n", pid,
+			     (unsigned long long)cc, hp_human(cb, h1));
 		uint64_t bgd, bgr = hp_register_background_done(&bgd);
 		if (bgr || bgd)
 			emit(fd, "hostpin[%d]:   registered in the background: "
@@ -192,6 +198,13 @@ void hp_stats_report(void)
 		HP_COUNTERS(J)
 		J(pin_failures)
 #undef J
+		uint64_t jc[4], jr;
+		hp_stage_counts(&jc[0], &jc[1], &jr);
+		hp_stat_cut_get(&jc[2], &jc[3]);
+		emit(fd, "\"staged_copies\": %llu, \"staged_bytes\": %llu, "
+		     "\"cut_copies\": %llu, \"cut_bytes\": %llu, ",
+		     (unsigned long long)jc[0], (unsigned long long)jc[1],
+		     (unsigned long long)jc[2], (unsigned long long)jc[3]);
 		emit(fd, "\"failures\": {");
 		const char *sep = "";
 		uint64_t jn;

@@ -100,8 +100,9 @@ uint64_t hp_stat_fail_total(void)
 	return fail_total();
 }
 
-/* The copy engine's staged copies (hp.h). */
-static _Atomic uint64_t staged_copies, staged_bytes;
+/* The copy engine's staged copies, and those cut for want of a slot
+ * (hp.h). */
+static _Atomic uint64_t staged_copies, staged_bytes, cut_copies, cut_bytes;
 
 void hp_stat_staged(uint64_t bytes)
 {
@@ -114,4 +115,17 @@ void hp_stat_staged_get(uint64_t *copies, uint64_t *bytes)
 {
 	*copies = atomic_load_explicit(&staged_copies, memory_order_relaxed);
 	*bytes = atomic_load_explicit(&staged_bytes, memory_order_relaxed);
+}
+
+void hp_stat_cut(uint64_t bytes)
+{
+	/* relaxed: statistics order nothing */
+	atomic_fetch_add_explicit(&cut_copies, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cut_bytes, bytes, memory_order_relaxed);
+}
+
+void hp_stat_cut_get(uint64_t *copies, uint64_t *bytes)
+{
+	*copies = atomic_load_explicit(&cut_copies, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&cut_bytes, memory_order_relaxed);
 }

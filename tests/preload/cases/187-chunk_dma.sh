@@ -75,14 +75,23 @@ echo "$CD_LOG" | grep -q "PARTIAL refused" &&
 # growth held at the pause point ring_grow) goes by pieces, never whole
 # across the piece's end (FAKE_CUDA_REFUSE_PARTIAL=1 refuses that); its
 # part past the piece, 4 MiB, pageable (FAKE_CUDA_NO_PAGEABLE above it).
+# The statistics count it as cut, not staged: 4 staged (the two
+# whole-block copies, the two on the held stream), 1 cut of 6 MiB (text
+# report and JSON).
 pd=$(mktemp -d)
 cd_run "a copy that must be staged and finds no slot goes by pieces" \
 	FAKE_CUDA_LATE_DMA=1 FAKE_CUDA_REFUSE_PARTIAL=1 FAKE_CUDA_NO_PAGEABLE=5242880 \
-	HOSTPIN_TEST_PAUSE="$pd" -- chunks_rest
+	HOSTPIN_TEST_PAUSE="$pd" HOSTPIN_STATS_FILE="$pd/s.json" -- chunks_rest
+js=$(python3 -c "import json;s=json.load(open('$pd/s.json'));print(s['staged_copies'],s['cut_copies'],s['cut_bytes'])" 2>/dev/null)
 rm -rf "$pd"
 echo "$CD_LOG" | grep -q "PARTIAL refused" &&
 	bad "chunk DMA: no slot: a range partly registered reached the driver: $(echo "$CD_LOG" | grep -m1 'PARTIAL refused')" ||
 	ok "chunk DMA: no slot: no range partly registered reached the driver"
+echo "$CD_OUT" | grep -q "staged copies 4 (" &&
+	echo "$CD_OUT" | grep -q "copies cut at registrations for want of a staging slot 1 (6.0M)\$" &&
+	[ "$js" = "4 1 6291456" ] &&
+	ok "chunk DMA: no slot: counted as cut, not staged (text and JSON)" ||
+	bad "chunk DMA: no slot: statistics: $(echo "$CD_OUT" | grep -E 'staged copies|copies cut') JSON: ${js:-none}"
 # Must hold (issue 39, "decided once"): a copy staged because it must be
 # (across the registered piece's end) whose first round was staged and
 # whose rest is then refused staging (the copy threads slower than the
