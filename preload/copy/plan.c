@@ -141,6 +141,20 @@ static int find_rec(hp_rec_t *r, const hp_snap_t *sn, void *arg)
 	return 1;
 }
 
+/* Whether r, a block being registered or queued for it, overlaps the
+ * copy [a, a+n); *at: the copy's first address in it (what
+ * hp_register_prefix_all is asked about: plan_several, the staged
+ * plan's P->rega). */
+static int reg_at(const hp_rec_t *r, uintptr_t a, size_t n, uintptr_t *at)
+{
+	hp_snap_t b;
+	struct find_rec f = {r, &b};
+	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f))
+		return 0;
+	*at = a > b.base ? a : b.base;
+	return 1;
+}
+
 /* Whether [a, a+n), which overlaps the registered block of c (its one),
  * crosses the end of one of the block's registrations (a block over
  * HP_REG_PIECE_MAX, cells of HOSTPIN_REGISTER_CHUNK) or either end of the
@@ -180,13 +194,11 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 static int plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
 			size_t n, hp_cudaStream_t s)
 {
-	hp_snap_t b;
-	struct find_rec f = {r, &b};
-	uintptr_t base;
+	uintptr_t base, at;
 	size_t len;
 	hp_test_pause("several_look"); /* tests: r's job ends meanwhile */
-	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f) ||
-	    !hp_register_prefix_all(r, a > b.base ? a : b.base, &base, &len))
+	if (!reg_at(r, a, n, &at) ||
+	    !hp_register_prefix_all(r, at, &base, &len))
 		return 0;
 	if (stream_enter_pieces(s) || enter_captured(P, s))
 		P->kind = HP_PLAN_PREFIX, P->base = 0, P->len = 0;
@@ -374,10 +386,8 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
 	P->must = must;
 	if (reg >= 0) { /* (as plan_several) */
-		hp_snap_t b;
-		struct find_rec f = {c->r[reg], &b};
-		if (hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f))
-			P->reg = c->r[reg], P->rega = a > b.base ? a : b.base;
+		if (reg_at(c->r[reg], a, n, &P->rega))
+			P->reg = c->r[reg];
 	} else if (pre) {
 		P->reg = c->r[0], P->rega = a;
 	}
