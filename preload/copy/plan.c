@@ -179,6 +179,7 @@ static void plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
 	struct find_rec f = {r, &b};
 	uintptr_t base;
 	size_t len;
+	hp_test_pause("plan_several"); /* tests: r's job ends meanwhile */
 	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f) ||
 	    !hp_register_prefix_all(r, a > b.base ? a : b.base, &base, &len))
 		return;
