@@ -171,9 +171,11 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
  * pieces cut at every block's ends and registrations (P->len 0), each
  * piece registered or not, whole, when the driver gets it; then a wait,
  * as a copy of the one block across its prefix's end.  Its passing count
- * is kept to its end (hp_copy_plan). */
-static void plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
-			 size_t n, hp_cudaStream_t s)
+ * is kept to its end (hp_copy_plan).  0 if r is neither the thread's nor
+ * queued any more (its job ended since the plan saw it: registered whole
+ * now, or not at all; cases/mapfix-uni-96575268), nothing decided. */
+static int plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
+			size_t n, hp_cudaStream_t s)
 {
 	hp_snap_t b;
 	struct find_rec f = {r, &b};
@@ -182,11 +184,12 @@ static void plan_several(struct hp_plan *P, const hp_rec_t *r, uintptr_t a,
 	hp_test_pause("plan_several"); /* tests: r's job ends meanwhile */
 	if (!hp_registry_each_overlap(&hp_reg, a, n, find_rec, &f) ||
 	    !hp_register_prefix_all(r, a > b.base ? a : b.base, &base, &len))
-		return;
+		return 0;
 	if (stream_enter_pieces(s) || enter_captured(P, s))
 		P->kind = HP_PLAN_PREFIX, P->base = 0, P->len = 0;
 	else
 		hp_register_prefix_leave();
+	return 1;
 }
 
 /* The plan; a copy that never reaches the driver with its block's memory
@@ -383,8 +386,17 @@ pieces: /* unstaged, one that must not go as it is: cut at registrations */
 	 * (reg): as below, a reader of that block's prefix, cut at every
 	 * block's ends and registrations (P->len 0, pieces.c) */
 	if (reg >= 0) {
-		plan_several(P, c->r[reg], a, n, s);
-		return;
+		if (plan_several(P, c->r[reg], a, n, s))
+			return;
+		/* its job ended since (registered whole, or not at all):
+		 * every block as it is now, none registered again before
+		 * this copy's end (its passing count, kept: P->len 0), by
+		 * pieces across any registered one, as below
+		 * (cases/mapfix-uni-96575268: passed whole before) */
+		split = 0;
+		for (int i = 0; i < c->n && !split; i++)
+			split = (hp_rflags_live(c->r[i]) &
+				 HOSTPIN_REGISTERED) != 0;
 	}
 	/* across the end of the registered prefix of a block being
 	 * registered, or in a block queued for it (the thread may begin it
