@@ -373,6 +373,7 @@ int hp_register_run(hp_rec_t *jr, uintptr_t base, size_t len)
 		pthread_cond_broadcast(&pre.cv);
 	}
 	pthread_mutex_unlock(&pre.mu);
+	hp_test_pause("bg_ended"); /* tests: the job over, nothing held */
 	/* the program freed it during a capture: ours to free (not at an
 	 * exit during that capture: the pieces made may still be
 	 * registered, the memory stays mapped to the end) */

@@ -38,7 +38,15 @@
  * registered, before it counts itself a reader of X's prefix) while X's
  * registration ends, X registered whole: the copy, X's both pieces and
  * Y, must still never reach the driver whole (before: passed as it is,
- * refused). */
+ * refused).
+ * LM_LATE=1 (with LM_DEV1=1; HOSTPIN_TEST_PAUSE=DIR): A's copy, planned
+ * while X is the thread's (so it must not go as it is), held at the
+ * pause point before it becomes a reader of X's prefix (several_look)
+ * while the thread ends X's job (X registered whole, the thread held at
+ * its pause point after the job: bg_ended); it must still never reach
+ * the driver whole across X's registrations and into Y (before: passed
+ * as it is, refused; the engine tester's mapfix-uni-96575268).  LM_UNI=1
+ * (with LM_LATE): A's copy a unified one (cuMemcpyAsync), as there. */
 #include <pthread.h>
 
 #include "late_common.h"
@@ -47,6 +55,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpy2DAsync_v2(const M2D *, CUstream);
 CUresult cuMemcpy3DAsync_v2(const M3D *, CUstream);
+CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 int fake_cuda_registrations_held(void);
 void fake_cuda_release_registration(void);
 size_t fake_cuda_registered_bytes(const void *, size_t);
@@ -60,7 +69,7 @@ static char *x;
 static CUdeviceptr dA;
 static size_t at = AT, an = AN; /* LM_HOLD (1D): 1 MiB */
 static CUstream sA;
-static int htod, async_, rect;
+static int htod, async_, rect, uni;
 #define RW (384 * 1024) /* LM_2D: a row; 5 of them */
 
 /* A's copy as a 2D one of 5 rows (LM_2D), checked as copy_checked */
@@ -159,8 +168,21 @@ static void *copy_a(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
-	a_r = rect ? copy_2d(htod, dA, x + at, sA, 41)
-		   : copy_checked(htod, async_, dA, x + at, an, sA, 41);
+	if (uni) { /* LM_UNI: unified, checked as copy_checked */
+		CUdeviceptr h = (CUdeviceptr)(uintptr_t)(x + at);
+		a_r = htod ? cuMemcpyAsync(dA, h, an, sA)
+			   : cuMemcpyAsync(h, dA, an, sA);
+		if (htod)
+			memset(x + at, 0, an);
+		if (a_r == 0)
+			a_r = cuStreamSynchronize(sA);
+		if (a_r == 0 && !same(htod ? D(dA) : x + at, an,
+				      htod ? 41 : 42))
+			a_r = (CUresult)-1;
+	} else {
+		a_r = rect ? copy_2d(htod, dA, x + at, sA, 41)
+			   : copy_checked(htod, async_, dA, x + at, an, sA, 41);
+	}
 	a_done = 1;
 	return NULL;
 }
@@ -201,6 +223,10 @@ static int run(int h2d, int async)
 	CHECK(!holding || (h2d && async));
 	if (holding && !rect) /* under a slot: passed whole, never gated */
 		an = MB;
+	const char *ll = getenv("LM_LATE"), *lu = getenv("LM_UNI");
+	int late = ll && *ll == '1';
+	uni = lu && *lu == '1';
+	CHECK(!uni || late);
 	alarm(60);
 	/* X then Y, adjacent, X 8 MiB aligned (its pieces: the cells) */
 	char *raw = mmap(NULL, XN + YN + 8 * MB, PROT_NONE,
@@ -245,7 +271,8 @@ static int run(int h2d, int async)
 	const char *le = getenv("LM_END");
 	int ending = le && *le == '1';
 	CHECK(!ending || (d1 && *d1 == '1'));
-	if (ending)
+	CHECK(!(ending && late));
+	if (ending || late)
 		pt_file("several_look", "arm");
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, copy_a, NULL) == 0);
@@ -255,11 +282,23 @@ static int run(int h2d, int async)
 		fake_cuda_release_registration();
 		wait_for(registered_all, NULL, "X registered");
 		pt_file("several_look", "go");
+	} else if (late) {
+		/* A planned while X is the thread's; X's job ends before A
+		 * reads X's prefix */
+		wait_for(pt_paused, "several_look", "A's copy at several_look");
+		pt_file("bg_ended", "arm");
+		fake_cuda_release_registration();
+		wait_for(pt_paused, "bg_ended", "X's job ended");
+		CHECK(is_reg(x) && fake_cuda_registered_bytes(x, XN) == XN);
+		pt_file("several_look", "go");
+		CHECK(pthread_join(a, NULL) == 0);
+		pt_file("bg_ended", "go");
 	} else {
 		wait_for(a_there, NULL, "A's copy returned or waiting");
 		fake_cuda_release_registration();
 	}
-	CHECK(pthread_join(a, NULL) == 0);
+	if (!late)
+		CHECK(pthread_join(a, NULL) == 0);
 	printf("A's copy of X and Y during X's registration: %d\n", a_r);
 	if (holding)
 		holders_end();
