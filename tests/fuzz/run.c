@@ -1,8 +1,9 @@
 /* engine_fuzz's interpreter: reads a program, runs its setup ops, then
  * each thread's ops on a thread of its own, and prints each thread's
  * output in thread order.  A watchdog names each thread's op when the
- * program runs past FZ_TIMEOUT seconds (exit 3), and gdb dumps every
- * thread's stack first (dump_stacks). */
+ * program runs past FZ_TIMEOUT seconds in all (exit 3), with how long
+ * that op has run (a slow program's last op is not a stuck one), and gdb
+ * dumps every thread's stack first (dump_stacks). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -167,9 +168,17 @@ static void run_one(struct fz_thread *t, struct fz_op *o)
 	}
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void run_list(struct fz_thread *t)
 {
 	for (int i = 0; i < t->nops; i++) {
+		t->since = now_ms();
 		t->cur = i;
 		if (strcmp(t->ops[i]->tok[0], "fork") == 0)
 			i += do_fork(t, i);
@@ -257,8 +266,10 @@ static void *watchdog(void *arg)
 	for (int i = 0; i < fz_nthreads + 2; i++) {
 		struct fz_thread *t = &thr[i];
 		if (t->cur >= 0 && t->cur < t->nops) {
-			n = snprintf(buf, sizeof(buf), "HANG thread %d at line %d: %s\n",
-				     i - 1, t->ops[t->cur]->line, t->ops[t->cur]->text);
+			long long ms = now_ms() - t->since;
+			n = snprintf(buf, sizeof(buf), "HANG thread %d at line %d: %s (for %lld.%03lld s)\n",
+				     i - 1, t->ops[t->cur]->line, t->ops[t->cur]->text,
+				     ms / 1000, ms % 1000);
 			(void)!write(1, buf, (size_t)n);
 		}
 	}
