@@ -13,7 +13,9 @@
 # open defect that make check's run leaves out: check.conf's "ignore");
 # FZ_OUT: where findings go (default build/fuzz/found); FZ_SHRINK=0: keep
 # findings whole.  Failure classes: hang (the watchdog's exit, 3, naming
-# each thread's op), crash, diff (the outputs differ: the first line),
+# each thread's op; gdb's stacks of every thread go to FOUND.stacks beside
+# a finding, to build/fuzz/stacks/ for a check's; FZ_GDB_S bounds gdb, 20
+# s), crash, diff (the outputs differ: the first line),
 # latewrite (a copy's destination changed after its error return),
 # violation:KIND (the fake's log), leak-reg (registrations live at exit),
 # leak-events (events live at exit beyond the rings' own: 4 per ring
@@ -36,22 +38,29 @@ build() {
 		-ldl -lpthread || return 1
 }
 
-# runprog FILE HP OUTVAR LOGVAR: run FILE (HP=1: under hostpin); sets RC.
+# the watchdog fires after FZ_TIMEOUT s and gives gdb FZ_GDB_S s for the
+# stacks: the outer kill comes after both (180 s at least)
+TMO=$((${FZ_TIMEOUT:-40} + ${FZ_GDB_S:-20} + 60))
+[ $TMO -ge 180 ] || TMO=180
+# runprog FILE HP: run FILE (HP=1: under hostpin); sets RC, OUT, LOG, ERR,
+# STK (the threads' stacks gdb wrote when the watchdog fired; none while
+# NOGDB is set, as in a shrink)
 runprog() {
 	local f=$1 hp=$2 fenv henv log
 	fenv=$(sed -n 's/^env //p' "$f")
 	henv=$(sed -n 's/^hostpin //p' "$f")
 	log=$(mktemp)
+	local wd="FZ_TIMEOUT=${FZ_TIMEOUT:-40} FZ_GDB_S=${FZ_GDB_S:-20} FZ_STACKS=$log.stacks ${NOGDB:+FZ_GDB=}"
 	if [ "$hp" = 1 ]; then
 		# hostpin's log says each ring segment it made (4 events each)
-		OUT=$(cd /tmp && timeout -s KILL 180 env FZ_TIMEOUT=${FZ_TIMEOUT:-40} FAKE_CUDA_LOG="$log" \
+		OUT=$(cd /tmp && timeout -s KILL $TMO env $wd FAKE_CUDA_LOG="$log" \
 			HOSTPIN_LOG=info HOSTPIN_LOG_FILE="$log.hp.%p" \
 			$fenv $henv LD_PRELOAD="$LIB" "$EF" run "$f" 2>"$log.err"); RC=$?
 	else
-		OUT=$(cd /tmp && timeout -s KILL 180 env FZ_TIMEOUT=${FZ_TIMEOUT:-40} FAKE_CUDA_LOG="$log" \
+		OUT=$(cd /tmp && timeout -s KILL $TMO env $wd FAKE_CUDA_LOG="$log" \
 			$fenv "$EF" run "$f" 2>"$log.err"); RC=$?
 	fi
-	LOG=$(cat "$log"); ERR=$(tail -3 "$log.err")
+	LOG=$(cat "$log"); ERR=$(tail -3 "$log.err"); STK=$(cat "$log.stacks" 2>/dev/null)
 	# the events the rings of the process that logged events-live last
 	# hold for good: HP_RING_SLOTS (4) per segment made, less those of
 	# segments that went with their context (a ring made again), 16 at
@@ -68,7 +77,7 @@ runprog() {
 		echo "$LOG" | grep -m2 -E ' (OVERLAP|PARTIAL)' | cut -c1-120)
 	RINGEV=$((4 * (made - gone)))
 	[ $RINGEV -ge 16 ] || RINGEV=16
-	rm -f "$log" "$log.err" "$log".hp.*
+	rm -f "$log" "$log.err" "$log".hp.* "$log.stacks"
 }
 
 # verdict FILE: sets V ("" when both runs agree; else "CLASS: DETAIL");
@@ -86,7 +95,7 @@ verdict() {
 	runprog "$f" 1
 	if echo "$OUT" | grep -q HANG-CHILD; then V="hang: forked child: $(echo "$OUT" | grep -m1 -B3 HANG-CHILD | head -1)"
 	elif [ $RC = 3 ]; then V="hang: $(echo "$OUT" | grep '^HANG thread' | tr '\n' ';' | cut -c1-300)"
-	elif [ $RC = 137 ]; then V="hang: killed after 180 s"
+	elif [ $RC = 137 ]; then V="hang: killed after $TMO s"
 	elif [ $RC -ge 128 ]; then V="crash: signal $((RC - 128)) $(echo "$ERR" | tail -1 | cut -c1-100)"
 	elif [ $RC != 0 ]; then V="crash: exit $RC $(echo "$ERR" | tail -1 | cut -c1-100)"
 	elif [ "$OUT" != "$o0" ]; then
@@ -130,7 +139,7 @@ class_of() {
 
 # shrink FILE CLASS: cut FILE down while its failure keeps CLASS.
 shrink() {
-	local f=$1 want=$2 tmp n chunk i
+	local f=$1 want=$2 tmp n chunk i NOGDB=1
 	tmp=$(mktemp)
 	local deadline=$((SECONDS + ${FZ_SHRINK_S:-240}))
 	cp "$f" "$tmp.cur"
@@ -171,18 +180,29 @@ one() {
 	p=$(mktemp --suffix=.prog)
 	"$EF" gen "$s" ${FZ_GEN_OPTS:-} > "$p"
 	verdict "$p"
-	if [ $BASEBAD = 1 ]; then echo "seed $s: BASE $V"; NBASE=$((NBASE + 1))
+	if [ $BASEBAD = 1 ]; then echo "seed $s: BASE $V"; keepstk "base-$s"; NBASE=$((NBASE + 1))
 	elif [ -n "$V" ]; then
 		local c; c=$(class_of "$V")
 		echo "seed $s: FAIL [${SECONDS}s] $V"; NFAIL=$((NFAIL + 1))
 		mkdir -p "$FZ_OUT"
-		local out="$FZ_OUT/$c-$s.prog"
+		local out="$FZ_OUT/$c-$s.prog" stk=$STK
+		[ -n "$stk" ] && echo "$stk" > "${out%.prog}.stacks"
 		{ echo "# found: $V" | cut -c1-400
+		  [ -n "$stk" ] && echo "# stacks: $(basename "${out%.prog}").stacks (gdb's, when the watchdog fired)"
 		  if [ "${FZ_SHRINK:-1}" = 1 ]; then shrink "$p" "$c"; else cat "$p"; fi
 		} > "$out.tmp" && mv "$out.tmp" "$out"
 		verdict "$out"; echo "    shrunk: $out ($(grep -c '^[0-9SE] ' "$out") ops): ${V:-no longer fails}"
+		[ -n "$STK" ] && printf '\n# the shrunk form, when it hung again:\n%s\n' "$STK" >> "${out%.prog}.stacks"
 	else NOK=$((NOK + 1)); fi
 	rm -f "$p"
+}
+
+# keepstk FILE: a check's hang keeps its stacks in $B/stacks (said on stderr)
+keepstk() {
+	[ -n "$STK" ] || return 0
+	local d=$B/stacks k
+	mkdir -p "$d"; k=$d/$(basename "$1" .prog)-$(date +%Y%m%d-%H%M%S)-$$.stacks
+	echo "$STK" > "$k"; echo "    stacks: $k" >&2
 }
 
 NOK=0 NFAIL=0 NBASE=0
@@ -192,7 +212,7 @@ check)
 	shift; st=0
 	for f in "$@"; do
 		verdict "$f"
-		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; st=1; fi
+		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; keepstk "$f"; st=1; fi
 	done
 	exit $st ;;
 replay)
@@ -200,7 +220,7 @@ replay)
 	for f in "$2"/*.prog; do
 		[ -e "$f" ] || continue
 		verdict "$f"
-		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; st=1; fi
+		if [ -z "$V" ]; then echo "OK $f"; else echo "FAIL $f: $V"; keepstk "$f"; st=1; fi
 	done
 	exit $st ;;
 shrink) verdict "$2"; [ -n "$V" ] && shrink "$2" "$(class_of "$V")" ;;

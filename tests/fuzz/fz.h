@@ -32,6 +32,7 @@ struct fz_thread {
 	struct fz_op **ops;
 	int nops;
 	volatile int cur; /* index of the op running (the watchdog's) */
+	volatile long long since; /* when it began (ms, CLOCK_MONOTONIC) */
 	char *out;        /* its output, printed at the end in thread order */
 	size_t outn, outcap;
 };

@@ -1,15 +1,20 @@
 /* engine_fuzz's interpreter: reads a program, runs its setup ops, then
  * each thread's ops on a thread of its own, and prints each thread's
  * output in thread order.  A watchdog names each thread's op when the
- * program runs past FZ_TIMEOUT seconds (exit 3). */
+ * program runs past FZ_TIMEOUT seconds in all (exit 3), with how long
+ * that op has run (a slow program's last op is not a stuck one), and gdb
+ * dumps every thread's stack first (dump_stacks). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,9 +168,17 @@ static void run_one(struct fz_thread *t, struct fz_op *o)
 	}
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void run_list(struct fz_thread *t)
 {
 	for (int i = 0; i < t->nops; i++) {
+		t->since = now_ms();
 		t->cur = i;
 		if (strcmp(t->ops[i]->tok[0], "fork") == 0)
 			i += do_fork(t, i);
@@ -183,6 +196,63 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* The watchdog's stacks: gdb (FZ_GDB, default /usr/bin/gdb; none there:
+ * none) prints every thread's into FZ_STACKS (a file, else stderr).  A
+ * child runs it and kills it after FZ_GDB_S seconds (20): gdb stops this
+ * process's threads, the watchdog's too, so only another process can
+ * bound it.  Raw forks: fork() would run the atfork handlers (hostpin's
+ * and malloc's), whose locks a hung thread may hold. */
+static pid_t raw_fork(void)
+{
+	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+}
+
+static void dump_stacks(void)
+{
+	const char *gdb = getenv("FZ_GDB"), *path = getenv("FZ_STACKS"), *e = getenv("FZ_GDB_S");
+	int limit = e && atoi(e) > 0 ? atoi(e) : 20;
+	if (!gdb)
+		gdb = "/usr/bin/gdb";
+	if (!gdb[0] || access(gdb, X_OK) != 0)
+		return;
+	int fd = path && path[0] ? open(path, O_WRONLY | O_CREAT | O_APPEND, 0644) : 2;
+	if (fd < 0)
+		return;
+	char pid[24];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	char *argv[] = {(char *)gdb, "-nx", "-q", "-batch", "-p", pid,
+			"-iex", "set debuginfod enabled off", "-ex", "set pagination off",
+			"-ex", "thread apply all bt", NULL};
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	pid_t c = raw_fork();
+	if (c == 0) {
+		pid_t g = raw_fork();
+		if (g == 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execv(gdb, argv);
+			_exit(127);
+		}
+		int st;
+		for (int i = 0; g > 0 && i < limit * 10; i++) {
+			if (waitpid(g, &st, WNOHANG) == g)
+				_exit(0);
+			struct timespec ts = {0, 100000000};
+			nanosleep(&ts, NULL);
+		}
+		if (g > 0) {
+			kill(g, SIGKILL);
+			waitpid(g, &st, 0);
+		}
+		kill(getppid(), SIGCONT); /* gdb killed while it held it stopped */
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, NULL, 0);
+	if (fd != 2)
+		close(fd);
+}
+
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -196,11 +266,14 @@ static void *watchdog(void *arg)
 	for (int i = 0; i < fz_nthreads + 2; i++) {
 		struct fz_thread *t = &thr[i];
 		if (t->cur >= 0 && t->cur < t->nops) {
-			n = snprintf(buf, sizeof(buf), "HANG thread %d at line %d: %s\n",
-				     i - 1, t->ops[t->cur]->line, t->ops[t->cur]->text);
+			long long ms = now_ms() - t->since;
+			n = snprintf(buf, sizeof(buf), "HANG thread %d at line %d: %s (for %lld.%03lld s)\n",
+				     i - 1, t->ops[t->cur]->line, t->ops[t->cur]->text,
+				     ms / 1000, ms % 1000);
 			(void)!write(1, buf, (size_t)n);
 		}
 	}
+	dump_stacks();
 	_exit(3);
 }
 
