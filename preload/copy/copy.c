@@ -310,15 +310,27 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			hp_coverage_poll();
 			return;
 		} else {
-			for (int i = 0; i < c->n; i++)
-				if ((hp_rflags_live(c->r[i]) &
-				     HOSTPIN_REGISTERED) &&
-				    hp_cuda_track_event(c->r[i], s,
-							hp_stream_key(s))) {
-					hp_cuda_wait_stream(s); /* no event: the safe
-							 * wait */
-					break;
+			int untracked = 0;
+			for (int i = 0; i < c->n && !untracked; i++)
+				untracked = (hp_rflags_live(c->r[i]) &
+					     HOSTPIN_REGISTERED) &&
+					    hp_cuda_track_event(
+						c->r[i], s, hp_stream_key(s));
+			if (untracked) {
+				/* No event (one of another context's stream,
+				 * say): the safe wait, outside the gate as
+				 * above (a held stream's wait inside it kept
+				 * a capture's begin elsewhere waiting: fuzz
+				 * cases/capture-untracked-wait-73100612) */
+				hp_capture_leave();
+				if (wait_quiet(s) != 0 && hp_capture_enter()) {
+					hp_cuda_wait_stream(s);
+					hp_capture_leave();
 				}
+				hp_in_hook--;
+				hp_coverage_poll();
+				return;
+			}
 		}
 		hp_capture_leave();
 	}

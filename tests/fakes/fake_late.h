@@ -167,6 +167,24 @@ int fake_cuda_stream_asked_past_hold(stream_t *s)
 	return asked;
 }
 
+/* Host functions (cuLaunchHostFunc) queued on s behind a hold not yet
+ * released: how many (a thread that waits for one waits for the
+ * release). */
+int fake_cuda_stream_host_fns_past_hold(stream_t *s);
+int fake_cuda_stream_host_fns_past_hold(stream_t *s)
+{
+	s = S(s);
+	pthread_mutex_lock(&s->mu);
+	struct late *l = late_of(s);
+	int n = 0, past = 0;
+	for (struct op *o = s->head; o; o = o->next) {
+		past = past || o->hold > l->released;
+		n += past && o->host_fn != NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
 /* A device side [p, p+n) past the end of its allocation: the late mode's
  * driver refuses the whole call (CUDA_ERROR_INVALID_VALUE) before any
  * byte moves. */

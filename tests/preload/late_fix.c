@@ -537,6 +537,70 @@ static int mode_fence_ptds(void)
 	return 0;
 }
 
+/* A D2H into a registered block (HOSTPIN_THRESHOLD=24M,
+ * HOSTPIN_PIN_AFTER=0) under HOSTPIN_COPY=async on a stream of device 1's
+ * context while device 0's is current: no event of the current context
+ * can be recorded there (the late driver refuses it), so hostpin waits
+ * for the stream instead.  The stream held by the program until a
+ * global capture on another stream began: that begin must not wait for
+ * the copy's wait (fuzz cases/capture-untracked-wait-73100612: the wait
+ * was a stream synchronise inside the capture gate, the begin waited for
+ * DMA only its own thread lets run: HANG). */
+int fake_cuda_stream_host_fns_past_hold(CUstream);
+static CUstream uw_s1;
+static char *uw_h;
+static CUdeviceptr uw_d;
+static _Atomic pid_t uw_a;
+static void *uw_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	uw_a = gettid_();
+	CHECK(cuMemcpyDtoHAsync_v2(uw_h, uw_d, 4 * MB, uw_s1) == 0);
+	return NULL;
+}
+/* A asleep, waiting for its copy behind the hold: the worker asked past
+ * it (a synchronise), or a host function queued behind it; latched */
+static int uw_waits(void *arg)
+{
+	static int seen;
+	(void)arg;
+	return seen = seen || (uw_a && asleep(uw_a) &&
+			       (fake_cuda_stream_asked_past_hold(uw_s1) ||
+				fake_cuda_stream_host_fns_past_hold(uw_s1) > 0));
+}
+static int mode_capture_untracked(void)
+{
+	alarm(20);
+	CUcontext c1;
+	CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == 0);
+	CHECK(cuCtxSetCurrent(c1) == 0);
+	CHECK(cuStreamCreate(&uw_s1, 0) == 0);
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CUstream s2;
+	CHECK(cuStreamCreate(&s2, 0) == 0);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, 32 * MB) == 0);
+	uw_h = p;
+	CHECK(is_reg(uw_h));
+	uw_d = dev(4 * MB);
+	fill(D(uw_d), 4 * MB, 160);
+	CHECK(fake_cuda_stream_hold(uw_s1) == 0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, uw_copy, NULL) == 0);
+	wait_for(uw_waits, NULL, "A's copy waits on device 1's held stream");
+	void *g;
+	CHECK(cuStreamBeginCapture_v2(s2, 0) == 0);
+	CHECK(cuStreamEndCapture(s2, &g) == 0);
+	printf("a global capture began and ended while A's copy waited\n");
+	CHECK(!fake_cuda_capture_broken());
+	fake_cuda_stream_release(uw_s1);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(same(uw_h, 4 * MB, 160));
+	free(uw_h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -551,6 +615,7 @@ int main(int argc, char **argv)
 	    {"unified", mode_unified},
 	    {"rect_pieces", mode_rect_pieces},
 	    {"fence_ptds", mode_fence_ptds},
+	    {"capture_untracked", mode_capture_untracked},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

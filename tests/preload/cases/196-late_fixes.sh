@@ -83,6 +83,13 @@ lf "a 2D copy across a registered block's registrations is right" any \
 echo "$LF_LOG" | grep -q "PARTIAL refused" &&
 	bad "late DMA: a 2D copy reached the driver across registrations: $(echo "$LF_LOG" | grep -m1 'PARTIAL refused')" ||
 	ok "late DMA: no 2D copy reached the driver across registrations"
+# Must hold (the engine tester's cases/capture-untracked-wait-73100612):
+# HOSTPIN_COPY=async's copy through a registered block on another
+# context's stream (no event can be recorded there: hostpin waits for the
+# stream), the stream held until a global capture elsewhere began: the
+# begin does not wait for that wait.
+lf "a global capture's begin does not wait for an async copy's stream wait elsewhere" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- capture_untracked
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
