@@ -2,7 +2,7 @@
  * program's own unmaps during a capture, against the fake CUDA driver and
  * runtime (tests/preload/cases/182-faults_capture.sh).
  *   capture_modes togr_drv|togr_gpa|togr_rt|local|unmaps|discard_race|
- *                 split_munmap|split_fixed|split_mremap
+ *                 split_munmap|split_fixed|split_mremap|fresh_race
  * Linked to the fake libcuda.so.1 and libcudart.so.12.  One thread begins a
  * capture and waits; the main thread (and in "local" the capturing thread
  * itself) works meanwhile; then the capture ends.  Exits non-zero when
@@ -411,6 +411,40 @@ static void split_race(void)
 	CHECK(st().pinned_blocks_now == 0);
 }
 
+/* fresh_race (the engine tester's violation-capture-cell-73101353): a
+ * global capture begun while another thread's registration of a mapping
+ * at its mmap (HOSTPIN_PIN_AFTER=0, HOSTPIN_REGISTER_CHUNK=1M: 4 cells or
+ * more, made inside the call, as a copy's registration of a block too
+ * small to register in the background) is under way, its first whole
+ * cell held at the fake's gate.  The call began before the capture: its
+ * cells are made before the capture begins, as one driver call's would;
+ * the mapping is registered whole, and unregistered at its munmap.
+ * Before: the next cell's registration was refused for the capture, the
+ * cells made could not be undone either, and the mapping was left pending
+ * over cells still registered (registered again at the capture's end:
+ * 712; or unmapped registered). */
+static char *fr_m;
+static void *mapper(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx0) == 0); /* registered through it */
+	fr_m = mmap(NULL, 4 * MB, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return NULL;
+}
+static void fresh_race(void)
+{
+	race_capture(mapper, "1048576",
+		     "the mapping's first whole cell at the gate");
+	CHECK(fr_m != MAP_FAILED && fr_m != NULL);
+	memset(fr_m, 3, 4 * MB);
+	end();
+	CHECK(regd_cells(fr_m, 4 * MB));
+	CHECK(munmap(fr_m, 4 * MB) == 0);
+	CHECK(fake_cuda_registered_bytes(fr_m, 4 * MB) == 0);
+	CHECK(st().pinned_blocks_now == 0);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2);
@@ -432,6 +466,8 @@ int main(int argc, char **argv)
 		discard_race();
 	else if (!strncmp(mode, "split_", 6))
 		split_race();
+	else if (!strcmp(mode, "fresh_race"))
+		fresh_race();
 	else
 		return 2;
 	CHECK(st().leaked_blocks == 0);

@@ -79,3 +79,15 @@ for m in split_munmap split_fixed split_mremap; do
 	cap_run "a capture begun during a partial release's registrations again waits for the call ($m)" \
 		$m HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=1M
 done
+
+# 6. Injects (the engine tester's violation-capture-cell-73101353, made
+# certain): a global-mode capture begun while the main thread's mmap
+# registers the mapping in cells inside the call (HOSTPIN_PIN_AFTER=0,
+# HOSTPIN_REGISTER_CHUNK=1M; the first whole cell held at the fake's gate),
+# as a copy registers a block too small for the background.  Must hold:
+# the cells are all made before the capture begins (the gate held across
+# them, as across one driver call); the mapping is registered whole after
+# the capture and munmap unregisters it all (no cell left registered under
+# a range counted unregistered).
+cap_run "a capture begun during a registration in cells inside a call waits for the call" \
+	fresh_race HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=1M
