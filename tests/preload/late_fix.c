@@ -601,6 +601,110 @@ static int mode_capture_untracked(void)
 	return 0;
 }
 
+/* Two more waits inside the capture gate, as capture_untracked's: a copy
+ * whose wait the program's hold on its stream keeps waiting, then a
+ * global capture's begin on another stream, which must not wait for it.
+ * A's copy on gw_s1 (held), its wait latched as capture_untracked's. */
+static CUstream gw_s1, gw_s3;
+static char *gw_h;
+static CUdeviceptr gw_d;
+static _Atomic pid_t gw_a;
+static int gw_waits(void *arg)
+{
+	static int seen;
+	(void)arg;
+	return seen = seen || gw_a == -1 || (gw_a > 0 && asleep(gw_a) &&
+			       (fake_cuda_stream_asked_past_hold(gw_s1) ||
+				fake_cuda_stream_host_fns_past_hold(gw_s1) > 0));
+}
+static void gw_capture_then_release(void)
+{
+	CUstream s2;
+	CHECK(cuStreamCreate(&s2, 0) == 0);
+	void *g;
+	CHECK(cuStreamBeginCapture_v2(s2, 0) == 0);
+	CHECK(cuStreamEndCapture(s2, &g) == 0);
+	printf("a global capture began and ended while A's copy waited\n");
+	CHECK(!fake_cuda_capture_broken());
+	fake_cuda_stream_release(gw_s1);
+}
+
+/* (a) copy.c's pageable path: a D2H on gw_s1 into the registered first
+ * piece of a block registered in the background (HOSTPIN_REGISTER_CHUNK=
+ * 8M, FAKE_CUDA_REGISTER_GATE=8M: the second piece held at the fake's
+ * gate), the block not yet marked registered (busy): the driver has the
+ * copy as registered memory, so hostpin waits for it.  The registration
+ * then let go and finished, a global capture begins elsewhere. */
+static void *gw_prefix_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	gw_a = gettid_();
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+	gw_a = -1; /* returned */
+	return NULL;
+}
+static int mode_capture_prefix(void)
+{
+	alarm(20);
+	CUstream s;
+	CUdeviceptr d;
+	gw_h = half_registered(170, &d, &s);
+	CHECK(cuStreamCreate(&gw_s1, 0) == 0);
+	gw_d = dev(4 * MB);
+	fill(D(gw_d), 4 * MB, 171);
+	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_prefix_copy, NULL) == 0);
+	wait_for(gw_waits, NULL, "A's copy waits on its held stream");
+	fake_cuda_open_gate();
+	wait_for(reg_whole, gw_h, "the block registered");
+	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(same(gw_h, 4 * MB, 171));
+	CHECK(cuStreamSynchronize(s) == 0);
+	free(gw_h);
+	return 0;
+}
+
+/* (b) HOSTPIN_COPY=async's last-copy event: a registered block's D2H on
+ * gw_s1 (held: its event not reached), then another thread's copy of the
+ * block on gw_s3, whose event replaces it: the one replaced is not done. */
+static void *gw_other_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	gw_a = gettid_();
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 8 * MB, gw_d, 4 * MB, gw_s3) == 0);
+	CHECK(same(gw_h + 8 * MB, 4 * MB, 181)); /* there on return */
+	gw_a = -1; /* returned */
+	return NULL;
+}
+static int mode_capture_replaced(void)
+{
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, 32 * MB) == 0);
+	gw_h = p;
+	CHECK(is_reg(gw_h));
+	CHECK(cuStreamCreate(&gw_s1, 0) == 0 && cuStreamCreate(&gw_s3, 0) == 0);
+	CUdeviceptr d1 = dev(4 * MB);
+	fill(D(d1), 4 * MB, 180);
+	gw_d = dev(4 * MB);
+	fill(D(gw_d), 4 * MB, 181);
+	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, d1, 4 * MB, gw_s1) == 0); /* async */
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_other_copy, NULL) == 0);
+	wait_for(gw_waits, NULL, "A's copy waits on the held stream, or returned");
+	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(cuStreamSynchronize(gw_s1) == 0);
+	CHECK(same(gw_h, 4 * MB, 180));
+	free(gw_h); /* no DMA may outlive it */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -616,6 +720,8 @@ int main(int argc, char **argv)
 	    {"rect_pieces", mode_rect_pieces},
 	    {"fence_ptds", mode_fence_ptds},
 	    {"capture_untracked", mode_capture_untracked},
+	    {"capture_prefix", mode_capture_prefix},
+	    {"capture_replaced", mode_capture_replaced},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }
