@@ -629,39 +629,52 @@ static void gw_capture_then_release(void)
 	fake_cuda_stream_release(gw_s1);
 }
 
-/* (a) copy.c's pageable path: a D2H on gw_s1 into the registered first
- * piece of a block registered in the background (HOSTPIN_REGISTER_CHUNK=
- * 8M, FAKE_CUDA_REGISTER_GATE=8M: the second piece held at the fake's
- * gate), the block not yet marked registered (busy): the driver has the
- * copy as registered memory, so hostpin waits for it.  The registration
- * then let go and finished, a global capture begins elsewhere. */
-static void *gw_prefix_copy(void *arg)
+/* (a) copy.c's pageable path: thread A's H2D of 1 MiB (under
+ * HOSTPIN_STAGE_MIN: passed through) from a block on gw_s1 (held: the
+ * driver took the source, its DMA queued behind the hold), held at the
+ * driver's door (FAKE_CUDA_HTOD_GATE=1M) while two staged copies earn the
+ * block its background registration, whose job claims the block (busy)
+ * and pauses there (bg_claimed): A's copy ends with the block busy, not
+ * registered, and is waited for as one the driver may have had as
+ * registered memory.  Then a global capture begins elsewhere. */
+static void *gw_pass_copy(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	gw_a = gettid_();
-	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(gw_d, gw_h, 1 * MB, gw_s1) == 0);
 	gw_a = -1; /* returned */
 	return NULL;
 }
-static int mode_capture_prefix(void)
+static int mode_capture_changing(void)
 {
+	size_t m = 32 * MB;
 	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	gw_h = p;
+	CHECK(tp_flags(gw_h) != 0 && !is_reg(gw_h));
+	CUdeviceptr d = dev(m);
+	gw_d = dev(1 * MB);
 	CUstream s;
-	CUdeviceptr d;
-	gw_h = half_registered(170, &d, &s);
-	CHECK(cuStreamCreate(&gw_s1, 0) == 0);
-	gw_d = dev(4 * MB);
-	fill(D(gw_d), 4 * MB, 171);
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuStreamCreate(&gw_s1, 0) == 0);
+	fill(gw_h, m, 172);
 	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
 	pthread_t a;
-	CHECK(pthread_create(&a, NULL, gw_prefix_copy, NULL) == 0);
-	wait_for(gw_waits, NULL, "A's copy waits on its held stream");
+	CHECK(pthread_create(&a, NULL, gw_pass_copy, NULL) == 0);
+	wait_for(gate_held, NULL, "A's copy at the driver's door");
+	pt_file("bg_claimed", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, gw_h, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, gw_h, m, s) == 0); /* earns; staged */
+	wait_for(pt_paused, "bg_claimed", "the registration job claimed the block");
 	fake_cuda_open_gate();
-	wait_for(reg_whole, gw_h, "the block registered");
+	wait_for(gw_waits, NULL, "A's copy waits on its held stream, or returned");
 	gw_capture_then_release();
 	CHECK(pthread_join(a, NULL) == 0);
-	CHECK(same(gw_h, 4 * MB, 171));
+	CHECK(cuStreamSynchronize(gw_s1) == 0);
+	CHECK(same(D(gw_d), 1 * MB, 172));
+	pt_file("bg_claimed", "go");
+	wait_for(reg_whole, gw_h, "the block registered");
 	CHECK(cuStreamSynchronize(s) == 0);
 	free(gw_h);
 	return 0;
@@ -720,7 +733,7 @@ int main(int argc, char **argv)
 	    {"rect_pieces", mode_rect_pieces},
 	    {"fence_ptds", mode_fence_ptds},
 	    {"capture_untracked", mode_capture_untracked},
-	    {"capture_prefix", mode_capture_prefix},
+	    {"capture_changing", mode_capture_changing},
 	    {"capture_replaced", mode_capture_replaced},
 	};
 	return staged_main("late_fix", argc, argv, modes);
