@@ -255,7 +255,8 @@ int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 	if (old == NULL)
 		return 0;
 	/* the same stream: the new event covers the old copy */
-	if (os != id && hp_cuda_event_query(old) == 600 /* NOT_READY */) {
+	if (os != id && (!hp_cu_pf.cuEventQuery ||
+			 hp_cu_pf.cuEventQuery(old) == 600 /* NOT_READY */)) {
 		l = lock_of(r);
 		int back = (hp_cudaEvent_t)atomic_load_explicit(
 			       &r->user[HP_U_EVENT], memory_order_relaxed) == ev;
