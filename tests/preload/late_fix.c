@@ -9,6 +9,7 @@
  * into a failure.  What hostpin's threads do is polled for, never timed. */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -718,6 +719,43 @@ static int mode_capture_replaced(void)
 	return 0;
 }
 
+/* Open (not in 196: it hangs, rc 142): HOSTPIN_COPY=async, a registered
+ * mmap'd block's D2H on gw_s1 (held), then another thread's munmap of the
+ * block: maps.c's release_gated holds the capture gate across the
+ * release, whose wait for the block's last copy (hp_cuda_quiesce's
+ * cuEventSynchronize) is the held DMA; a global capture's begin elsewhere
+ * waits for it. */
+static void *gw_unmap(void *arg)
+{
+	(void)arg;
+	gw_a = gettid_();
+	CHECK(munmap(gw_h, 32 * MB) == 0);
+	gw_a = -1; /* returned */
+	return NULL;
+}
+static int mode_capture_unmap(void)
+{
+	alarm(20);
+	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gw_h != MAP_FAILED);
+	memset(gw_h, 1, 32 * MB);
+	CHECK(cuStreamCreate(&gw_s1, 0) == 0);
+	gw_d = dev(4 * MB);
+	fill(D(gw_d), 4 * MB, 190);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, NULL) == 0);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(gw_h));
+	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(gw_waits, NULL, "A's munmap waits on the held stream, or returned");
+	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -735,6 +773,7 @@ int main(int argc, char **argv)
 	    {"capture_untracked", mode_capture_untracked},
 	    {"capture_changing", mode_capture_changing},
 	    {"capture_replaced", mode_capture_replaced},
+	    {"capture_unmap", mode_capture_unmap},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }
