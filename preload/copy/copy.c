@@ -256,13 +256,16 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 		/* pageable: the driver already kept the semantics; unless a
 		 * block was being changed meanwhile (registered by another
 		 * thread, not marked yet: the driver may have had this copy
-		 * as registered memory): waited for (issue 39 item 10) */
+		 * as registered memory): waited for (issue 39 item 10),
+		 * outside the capture gate as below (a held stream's wait
+		 * inside it kept a capture's begin elsewhere waiting:
+		 * late_fix capture_changing) */
 		if (changing(c)) {
 			if (s == NULL && ptsz)
 				s = HP_CU_STREAM_PER_THREAD;
 			hp_in_hook++;
 			if (hp_cuda_copy_fns() >= 0 && !hp_cuda_capturing(s) &&
-			    hp_capture_enter()) {
+			    wait_quiet(s) != 0 && hp_capture_enter()) {
 				hp_cuda_wait_stream(s);
 				hp_capture_leave();
 			}

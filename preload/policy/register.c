@@ -326,6 +326,7 @@ int hp_register_run(hp_rec_t *jr, uintptr_t base, size_t len)
 	if (hp_rflags(r) & HP_F_QUEUED) {
 		hp_log(HP_LOG_DEBUG, "block %p (%zu bytes): registering in the "
 		       "background", (void *)s.base, s.len);
+		hp_test_pause("bg_claimed"); /* tests: r busy, unregistered */
 		pthread_mutex_lock(&pre.mu);
 		/* queued or pre.r, never neither, to hp_register_prefix */
 		hp_set_rflags(r, hp_rflags(r) & ~HP_F_QUEUED);

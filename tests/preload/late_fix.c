@@ -9,6 +9,7 @@
  * into a failure.  What hostpin's threads do is polled for, never timed. */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -601,6 +602,160 @@ static int mode_capture_untracked(void)
 	return 0;
 }
 
+/* Two more waits inside the capture gate, as capture_untracked's: a copy
+ * whose wait the program's hold on its stream keeps waiting, then a
+ * global capture's begin on another stream, which must not wait for it.
+ * A's copy on gw_s1 (held), its wait latched as capture_untracked's. */
+static CUstream gw_s1, gw_s3;
+static char *gw_h;
+static CUdeviceptr gw_d;
+static _Atomic pid_t gw_a;
+static int gw_waits(void *arg)
+{
+	static int seen;
+	(void)arg;
+	return seen = seen || gw_a == -1 || (gw_a > 0 && asleep(gw_a) &&
+			       (fake_cuda_stream_asked_past_hold(gw_s1) ||
+				fake_cuda_stream_host_fns_past_hold(gw_s1) > 0));
+}
+static void gw_capture_then_release(void)
+{
+	CUstream s2;
+	CHECK(cuStreamCreate(&s2, 0) == 0);
+	void *g;
+	CHECK(cuStreamBeginCapture_v2(s2, 0) == 0);
+	CHECK(cuStreamEndCapture(s2, &g) == 0);
+	printf("a global capture began and ended while A's copy waited\n");
+	CHECK(!fake_cuda_capture_broken());
+	fake_cuda_stream_release(gw_s1);
+}
+
+/* (a) copy.c's pageable path: thread A's H2D of 1 MiB (under
+ * HOSTPIN_STAGE_MIN: passed through) from a block on gw_s1 (held: the
+ * driver took the source, its DMA queued behind the hold), held at the
+ * driver's door (FAKE_CUDA_HTOD_GATE=1M) while two staged copies earn the
+ * block its background registration, whose job claims the block (busy)
+ * and pauses there (bg_claimed): A's copy ends with the block busy, not
+ * registered, and is waited for as one the driver may have had as
+ * registered memory.  Then a global capture begins elsewhere. */
+static void *gw_pass_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	gw_a = gettid_();
+	CHECK(cuMemcpyHtoDAsync_v2(gw_d, gw_h, 1 * MB, gw_s1) == 0);
+	gw_a = -1; /* returned */
+	return NULL;
+}
+static int mode_capture_changing(void)
+{
+	size_t m = 32 * MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	gw_h = p;
+	CHECK(tp_flags(gw_h) != 0 && !is_reg(gw_h));
+	CUdeviceptr d = dev(m);
+	gw_d = dev(1 * MB);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuStreamCreate(&gw_s1, 0) == 0);
+	fill(gw_h, m, 172);
+	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_pass_copy, NULL) == 0);
+	wait_for(gate_held, NULL, "A's copy at the driver's door");
+	pt_file("bg_claimed", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, gw_h, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, gw_h, m, s) == 0); /* earns; staged */
+	wait_for(pt_paused, "bg_claimed", "the registration job claimed the block");
+	fake_cuda_open_gate();
+	wait_for(gw_waits, NULL, "A's copy waits on its held stream, or returned");
+	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(cuStreamSynchronize(gw_s1) == 0);
+	CHECK(same(D(gw_d), 1 * MB, 172));
+	pt_file("bg_claimed", "go");
+	wait_for(reg_whole, gw_h, "the block registered");
+	CHECK(cuStreamSynchronize(s) == 0);
+	free(gw_h);
+	return 0;
+}
+
+/* (b) HOSTPIN_COPY=async's last-copy event: a registered block's D2H on
+ * gw_s1 (held: its event not reached), then another thread's copy of the
+ * block on gw_s3, whose event replaces it: the one replaced is not done. */
+static void *gw_other_copy(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	gw_a = gettid_();
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 8 * MB, gw_d, 4 * MB, gw_s3) == 0);
+	CHECK(same(gw_h + 8 * MB, 4 * MB, 181)); /* there on return */
+	gw_a = -1; /* returned */
+	return NULL;
+}
+static int mode_capture_replaced(void)
+{
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, 32 * MB) == 0);
+	gw_h = p;
+	CHECK(is_reg(gw_h));
+	CHECK(cuStreamCreate(&gw_s1, 0) == 0 && cuStreamCreate(&gw_s3, 0) == 0);
+	CUdeviceptr d1 = dev(4 * MB);
+	fill(D(d1), 4 * MB, 180);
+	gw_d = dev(4 * MB);
+	fill(D(gw_d), 4 * MB, 181);
+	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, d1, 4 * MB, gw_s1) == 0); /* async */
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_other_copy, NULL) == 0);
+	wait_for(gw_waits, NULL, "A's copy waits on the held stream, or returned");
+	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(cuStreamSynchronize(gw_s1) == 0);
+	CHECK(same(gw_h, 4 * MB, 180));
+	free(gw_h); /* no DMA may outlive it */
+	return 0;
+}
+
+/* Open (not in 196: it hangs, rc 142): HOSTPIN_COPY=async, a registered
+ * mmap'd block's D2H on gw_s1 (held), then another thread's munmap of the
+ * block: maps.c's release_gated holds the capture gate across the
+ * release, whose wait for the block's last copy (hp_cuda_quiesce's
+ * cuEventSynchronize) is the held DMA; a global capture's begin elsewhere
+ * waits for it. */
+static void *gw_unmap(void *arg)
+{
+	(void)arg;
+	gw_a = gettid_();
+	CHECK(munmap(gw_h, 32 * MB) == 0);
+	gw_a = -1; /* returned */
+	return NULL;
+}
+static int mode_capture_unmap(void)
+{
+	alarm(20);
+	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gw_h != MAP_FAILED);
+	memset(gw_h, 1, 32 * MB);
+	CHECK(cuStreamCreate(&gw_s1, 0) == 0);
+	gw_d = dev(4 * MB);
+	fill(D(gw_d), 4 * MB, 190);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, NULL) == 0);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(gw_h));
+	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(gw_waits, NULL, "A's munmap waits on the held stream, or returned");
+	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -616,6 +771,9 @@ int main(int argc, char **argv)
 	    {"rect_pieces", mode_rect_pieces},
 	    {"fence_ptds", mode_fence_ptds},
 	    {"capture_untracked", mode_capture_untracked},
+	    {"capture_changing", mode_capture_changing},
+	    {"capture_replaced", mode_capture_replaced},
+	    {"capture_unmap", mode_capture_unmap},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

@@ -90,6 +90,20 @@ echo "$LF_LOG" | grep -q "PARTIAL refused" &&
 # begin does not wait for that wait.
 lf "a global capture's begin does not wait for an async copy's stream wait elsewhere" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- capture_untracked
+# Must hold (the same wait inside the capture gate, copy.c's pageable
+# path): a copy passed through on a held stream that ends with its block
+# claimed by the background registration (a pause point holds the job
+# there): a global capture's begin elsewhere does not wait for its wait.
+pd=$(mktemp -d)
+lf "a global capture's begin does not wait for a passed copy's wait on a block being registered" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_HTOD_GATE=1048576 HOSTPIN_TEST_PAUSE="$pd" -- capture_changing
+rm -rf "$pd"
+# Must hold (HOSTPIN_COPY=async's last-copy event): a copy of a registered
+# block on one stream while its last copy, on another stream, is held: a
+# global capture's begin elsewhere does not wait for the event replaced.
+lf "a global capture's begin does not wait for a replaced last-copy event" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- capture_replaced
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
