@@ -385,6 +385,9 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	P->kind = HP_PLAN_STAGED;
 	P->queued = 1; /* its pipeline's DMAs: fenced on any error */
 	P->must = must;
+	/* its slots filled from registered memory: after the stream's work
+	 * (stage.c: hp_stage_settle) */
+	P->settle = htod && hp_copy_maybe_registered(c);
 	if (reg >= 0) { /* (as plan_several) */
 		if (reg_at(c->r[reg], a, n, &P->rega))
 			P->reg = c->r[reg];

@@ -130,6 +130,17 @@ if [ -x "$B/late_more" ]; then
 lm "another device's context ends during a background registration: the block stays registered" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- other_ctx_end
+# Must hold (the engine tester's cases/staged-src-after-d2h-88101692):
+# under HOSTPIN_COPY=async a D2H into a registered block returns at once,
+# queued; a 2D H2D from those bytes on the same stream next, staged (it
+# crosses the block's registrations), fills its slots only after the
+# stream's work: the device gets the D2H's data, not what was there before.
+lm "a staged H2D after a queued D2H into its source, same stream: the D2H's data" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M \
+	HOSTPIN_COPY=async HOSTPIN_STATS=1 -- staged_after_d2h
+echo "$LM_OUT" | grep -q "staged copies 1 (" &&
+	ok "late DMA: the H2D after a queued D2H was staged" ||
+	bad "late DMA: the H2D after a queued D2H was not staged: $(echo "$LM_OUT" | grep 'staged copies')"
 fi
 build late_multi late_multi.c $F_FLAGS || true
 if [ -x "$B/late_multi" ]; then
