@@ -101,22 +101,6 @@ int hp_stage_wait_stream(hp_cudaStream_t s)
 	return r;
 }
 
-/* The driver orders a copy from pinned memory after the work queued
- * before it on its stream; a staged one reads its source on the CPU, at
- * the call: where that source is registered memory, a D2H into it still
- * queued (returned at once: HOSTPIN_COPY=async, or the program's own
- * async copy) lands first (the engine tester's
- * cases/staged-src-after-d2h-88101692: the slots were filled with the
- * bytes from before the D2H).  Pageable memory has no such DMA: its
- * copies returned complete. */
-int hp_stage_settle(struct hp_plan *P)
-{
-	if (!P->settle)
-		return 0;
-	P->settle = 0;
-	return hp_stage_wait_stream(P->s);
-}
-
 /* A slot for the next chunk: a new one if one can be taken, else the next
  * of those held (its last DMA was this copy's: waited for by the caller);
  * -1 if none. */
@@ -369,9 +353,7 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	per *= P->htod ? 1 : 2;
 	if (hp_opt[HP_OPT_STAGE_LINK] == 0)
 		per = n;
-	int r = hp_stage_settle(P), passed = 0;
-	if (r != 0)
-		return r;
+	int r = 0, passed = 0;
 	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
 		/* a D2H into a destination not resident (fresh): its pages

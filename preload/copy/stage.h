@@ -221,11 +221,6 @@ struct hp_plan {
 	uintptr_t rega;
 	int reader; /* STAGED: a reader of reg's prefix since its rest went
 		     * direct (hp_plan_rest): left at the plan's end */
-	int settle; /* STAGED H2D: its host side registered memory (or
-		     * being registered), which DMAs queued before it on its
-		     * stream may still write (a D2H into it under
-		     * HOSTPIN_COPY=async): the stream waited for before the
-		     * first slot is filled (stage.c: hp_stage_settle) */
 	int cut; /* STAGED: no slot from its start, none of it staged: all
 		  * of it went direct, cut at the registrations (stage.c,
 		  * stage_rect.c): counted as cut, not staged (the plan's
@@ -314,10 +309,6 @@ HP_HIDDEN int hp_pieces_cut(const struct hp_plan *P, uintptr_t d, char *h,
 #define HP_STAGE_REST (-2)
 HP_HIDDEN int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h,
 			   size_t n);
-/* A staged H2D of registered memory (P->settle): its stream's work
- * queued before it done before the CPU reads the source, once (then
- * 0); 0, or the wait's error. */
-HP_HIDDEN int hp_stage_settle(struct hp_plan *P);
 HP_HIDDEN int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		      void (*fill)(size_t i, char *sl, void *arg),
 		      int (*issue)(size_t i, char *sl, void *arg), void *arg,

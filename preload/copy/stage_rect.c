@@ -231,11 +231,8 @@ int hp_stage_rect(struct hp_plan *P)
 	}
 	/* as hp_stage_lin, in chunks of rows */
 	size_t done = 0;
-	int r = hp_stage_settle(P);
-	if (r != 0)
-		return r;
-	r = htod ? hp_stage_run_htod(P, m, rect_in, rect_htod, &j, &done)
-		 : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
+	int r = htod ? hp_stage_run_htod(P, m, rect_in, rect_htod, &j, &done)
+		     : hp_stage_run_dtoh(P, m, rect_dtoh, rect_out, &j, &done);
 	/* nothing done: passed (unless across a registered block's
 	 * registrations, or one the driver must not get as it is,
 	 * hp_plan_rest: cut at them below) */

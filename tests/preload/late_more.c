@@ -370,11 +370,12 @@ static int mode_other_ctx_end(void)
 /* The engine tester's cases/staged-src-after-d2h-88101692: under
  * HOSTPIN_COPY=async a D2H into a registered block (by pieces, across its
  * 8 MiB registrations) returns at once, its DMA queued on s; a 2D H2D from
- * the same bytes on s next, across the registrations, is staged, its
- * slots filled from the block on the CPU: the stream's work is waited for
- * first, as the driver orders the two on s (pinned memory).  The fill
- * read the block as it was before the D2H (the late driver runs s's work
- * only when asked). */
+ * the same bytes on s next, across the registrations, must reach the
+ * device with the D2H's data, as the driver orders the two on s (pinned
+ * memory).  It was staged, its slots filled from the block on the CPU at
+ * the call, before the queued D2H wrote it (the late driver runs s's work
+ * only when asked): the data from before the D2H.  Now it goes direct,
+ * its rows cut at the registrations (the case counts the 2D calls). */
 static int mode_staged_after_d2h(void)
 {
 	size_t m = 32 * MB, n = 16 * MB, w = MB;
