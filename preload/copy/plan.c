@@ -275,7 +275,14 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * current, a capture elsewhere that prohibits the ring's calls),
 	 * goes by pieces too, its rows cut at the registrations
 	 * (stage_rect.c: never a range only partly registered, issue 39
-	 * item 6). */
+	 * item 6).  An H2D from a registered block is never staged: staging
+	 * reads its source on the CPU at the call, before DMAs queued ahead
+	 * of it on the stream wrote it (a D2H into that source, returned at
+	 * once: HOSTPIN_COPY=async, or the program's own async copy); by
+	 * pieces the driver orders it after them, as a copy from pinned
+	 * memory (the engine tester's cases/staged-src-after-d2h-88101692,
+	 * late_more's staged_after_d2h; a wait for the stream first could
+	 * block on work the program lets run only later). */
 	int split = 0, pre = 0;
 	uintptr_t base = 0;
 	size_t len = 0;
@@ -284,11 +291,11 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 	 * (cases/mapfix-two-blocks-96568487: from a registered block on into
 	 * the MAP_FIXED mapping next to it, registered by this copy's
 	 * count): a 1D copy by pieces cut at every block's ends and
-	 * registrations (P->len 0: pieces.c looks them up), a 2D or 3D one
-	 * staged */
+	 * registrations (P->len 0: pieces.c looks them up), a 2D or 3D D2H
+	 * staged (an H2D by pieces too: never staged, below) */
 	for (int i = 0; i < c->n && !one && !split; i++)
 		split = (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED) != 0;
-	if (split && !must && !rect)
+	if (split && ((!must && !rect) || htod))
 		goto pieces;
 	must |= split && rect;
 	if (one && (hp_rflags_live(c->r[0]) & HOSTPIN_REGISTERED)) {
@@ -297,7 +304,7 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 			return;
 		P->base = b.base, P->len = b.len;
 		split = 1;
-		if (!rect)
+		if (!rect || htod)
 			goto pieces;
 		must = 1;
 	}

@@ -367,6 +367,44 @@ static int mode_other_ctx_end(void)
 	return 0;
 }
 
+/* The engine tester's cases/staged-src-after-d2h-88101692: under
+ * HOSTPIN_COPY=async a D2H into a registered block (by pieces, across its
+ * 8 MiB registrations) returns at once, its DMA queued on s; a 2D H2D from
+ * the same bytes on s next, across the registrations, must reach the
+ * device with the D2H's data, as the driver orders the two on s (pinned
+ * memory).  It was staged, its slots filled from the block on the CPU at
+ * the call, before the queued D2H wrote it (the late driver runs s's work
+ * only when asked): the data from before the D2H.  Now it goes direct,
+ * its rows cut at the registrations (the case counts the 2D calls). */
+static int mode_staged_after_d2h(void)
+{
+	size_t m = 32 * MB, n = 16 * MB, w = MB;
+	alarm(20);
+	void *p = NULL;
+	CHECK(posix_memalign(&p, 8 * MB, m) == 0);
+	char *blk = p, *at = blk + 4 * MB; /* across the cell end at 8 MiB */
+	CHECK(is_reg(blk));
+	CUdeviceptr d = dev(n), e = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(blk, m, 160);
+	fill(D(d), n, 161);
+	fill(D(e), n, 162);
+	CHECK(cuMemcpyDtoHAsync_v2(at, d, n, s) == 0);
+	M2D q = {.srcMemoryType = HOST, .srcHost = at, .srcPitch = w,
+		 .dstMemoryType = DEVICE, .dstDevice = e, .dstPitch = w,
+		 .WidthInBytes = w, .Height = n / w};
+	CHECK(cuMemcpy2DAsync_v2(&q, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(at, n, 161));
+	int right = same(D(e), n, 161);
+	printf("H2D after a D2H into its source, same stream: %s\n",
+	       right ? "the D2H's data" : "the data before the D2H");
+	CHECK(right);
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -377,6 +415,7 @@ int main(int argc, char **argv)
 	    {"capture_mid_copy_relaxed", mode_capture_mid_copy_relaxed},
 	    {"queued_partial", mode_queued_partial},
 	    {"other_ctx_end", mode_other_ctx_end},
+	    {"staged_after_d2h", mode_staged_after_d2h},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }

@@ -130,6 +130,20 @@ if [ -x "$B/late_more" ]; then
 lm "another device's context ends during a background registration: the block stays registered" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_REGISTER_GATE=8388608 -- other_ctx_end
+# Must hold (the engine tester's cases/staged-src-after-d2h-88101692):
+# under HOSTPIN_COPY=async a D2H into a registered block returns at once,
+# queued; a 2D H2D of 16 rows of 1 MiB from those bytes on the same stream
+# next, across the block's 8 MiB registrations, gets the D2H's data to the
+# device, not what was there before: never staged (its slots were filled
+# on the CPU before the queued D2H ran), it goes direct by pieces, its rows
+# cut at the registrations (4, 8 and 4 rows: three 2D calls).
+lm "an H2D after a queued D2H into its source, same stream: the D2H's data" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_REGISTER_CHUNK=8M \
+	HOSTPIN_COPY=async HOSTPIN_STATS=1 -- staged_after_d2h
+n=$(echo "$LM_LOG" | grep -c "CALL cuMemcpy2DAsync_v2")
+echo "$LM_OUT" | grep -q "staged copies 0" && [ "$n" = 3 ] &&
+	ok "late DMA: the H2D after a queued D2H went by pieces (3 calls), not staged" ||
+	bad "late DMA: the H2D after a queued D2H: $n 2D calls, $(echo "$LM_OUT" | grep 'staged copies')"
 fi
 build late_multi late_multi.c $F_FLAGS || true
 if [ -x "$B/late_multi" ]; then
