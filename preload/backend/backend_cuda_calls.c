@@ -227,13 +227,12 @@ int hp_cuda_wait_stream_quiet(hp_cudaStream_t s)
 }
 
 /* HOSTPIN_COPY=async: the block's last copy is now this one.  The one it
- * replaces, on another stream, is asked (a query), not waited for: the
- * caller is inside the capture gate, and a global capture's begin
- * elsewhere would wait for DMA that only its own thread may let run
- * (late_fix capture_replaced: HANG).  Still running: put back as the
- * block's last copy, and -1: the caller waits for this copy's stream
- * outside the gate.  Only where the new event was taken out meanwhile (a
- * release's wait, a third copy's) is the old one waited for here. */
+ * replaces, on another stream, is waited for before it is forgotten: a
+ * later copy of the block on this stream must find it done (fuzz
+ * cases/attr3d-after-pieces-96525102).  The wait is inside the capture
+ * gate: a global capture's begin elsewhere waits for it, and for DMA
+ * only its own thread may let run (late_fix capture_replaced hangs: not
+ * run by 196-late_fixes.sh, an open limit of HOSTPIN_COPY=async). */
 int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 {
 	hp_cudaEvent_t ev = NULL;
@@ -252,29 +251,13 @@ int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 			      memory_order_relaxed);
 	atomic_store_explicit(&r->user[HP_U_STREAM], id, memory_order_relaxed);
 	unlock(l);
-	if (old == NULL)
-		return 0;
-	/* the same stream: the new event covers the old copy */
-	if (os != id && (!hp_cu_pf.cuEventQuery ||
-			 hp_cu_pf.cuEventQuery(old) == 600 /* NOT_READY */)) {
-		l = lock_of(r);
-		int back = (hp_cudaEvent_t)atomic_load_explicit(
-			       &r->user[HP_U_EVENT], memory_order_relaxed) == ev;
-		if (back) {
-			atomic_store_explicit(&r->user[HP_U_EVENT],
-					      (uintptr_t)old,
-					      memory_order_relaxed);
-			atomic_store_explicit(&r->user[HP_U_STREAM], os,
-					      memory_order_relaxed);
-		}
-		unlock(l);
-		if (back) {
-			hp_cu_pf.cuEventDestroy_v2(ev);
-			return -1;
-		}
-		hp_cu_pf.cuEventSynchronize(old);
+	if (old != NULL) {
+		/* Same stream: the new event covers the old copy.  Another
+		 * stream: wait for it before forgetting it. */
+		if (os != id)
+			hp_cu_pf.cuEventSynchronize(old);
+		hp_cu_pf.cuEventDestroy_v2(old);
 	}
-	hp_cu_pf.cuEventDestroy_v2(old);
 	return 0;
 }
 

@@ -214,7 +214,6 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 #define HP_CU_POLICY_OPT_FNS(X, R, S)                                         \
 	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus)) \
 	X(cuCtxSynchronize, R, (void))                                        \
-	X(cuEventQuery, R, (hp_cudaEvent_t hEvent))                           \
 	X(cuLaunchHostFunc, R,                                                \
 	  (hp_cudaStream_t hStream, void (*fn)(void *), void *userData))
 
