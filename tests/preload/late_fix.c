@@ -719,23 +719,43 @@ static int mode_capture_replaced(void)
 	return 0;
 }
 
-/* Open (not in 196: it hangs, rc 142): HOSTPIN_COPY=async, a registered
- * mmap'd block's D2H on gw_s1 (held), then another thread's munmap of the
- * block: maps.c's release_gated holds the capture gate across the
- * release, whose wait for the block's last copy (hp_cuda_quiesce's
+/* Open (not in 196: they hang, rc 142): HOSTPIN_COPY=async, a registered
+ * mmap'd block's D2H on gw_s1 (held), then another thread's munmap
+ * (capture_unmap), mremap (capture_mremap), mmap(MAP_FIXED) over it
+ * (capture_fixed) or madvise(MADV_DONTNEED) of part of it
+ * (capture_dontneed): maps.c's release_gated / hp_mremap_do and
+ * maps_advise.c's advise_records hold the capture gate across the release
+ * or discard, whose wait for the block's last copy (hp_cuda_quiesce's
  * cuEventSynchronize) is the held DMA; a global capture's begin elsewhere
  * waits for it. */
+static int gw_op;
 static void *gw_unmap(void *arg)
 {
 	(void)arg;
 	gw_a = gettid_();
-	CHECK(munmap(gw_h, 32 * MB) == 0);
+	if (gw_op == 0) {
+		CHECK(munmap(gw_h, 32 * MB) == 0);
+	} else if (gw_op == 1) {
+		void *n = mremap(gw_h, 32 * MB, 64 * MB, MREMAP_MAYMOVE);
+		CHECK(n != MAP_FAILED);
+		CHECK(munmap(n, 64 * MB) == 0);
+	} else if (gw_op == 2) {
+		CHECK(mmap(gw_h, 32 * MB, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+			   0) == gw_h);
+		CHECK(munmap(gw_h, 32 * MB) == 0);
+	} else {
+		CHECK(madvise(gw_h, 4 * MB, MADV_DONTNEED) == 0);
+		CHECK(gw_h[0] == 0 && gw_h[4 * MB] == 1);
+		CHECK(munmap(gw_h, 32 * MB) == 0);
+	}
 	gw_a = -1; /* returned */
 	return NULL;
 }
-static int mode_capture_unmap(void)
+static int capture_release(int op)
 {
 	alarm(20);
+	gw_op = op;
 	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(gw_h != MAP_FAILED);
@@ -750,11 +770,15 @@ static int mode_capture_unmap(void)
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
-	wait_for(gw_waits, NULL, "A's munmap waits on the held stream, or returned");
+	wait_for(gw_waits, NULL, "A's release waits on the held stream, or returned");
 	gw_capture_then_release();
 	CHECK(pthread_join(a, NULL) == 0);
 	return 0;
 }
+static int mode_capture_unmap(void) { return capture_release(0); }
+static int mode_capture_mremap(void) { return capture_release(1); }
+static int mode_capture_fixed(void) { return capture_release(2); }
+static int mode_capture_dontneed(void) { return capture_release(3); }
 
 int main(int argc, char **argv)
 {
@@ -774,6 +798,9 @@ int main(int argc, char **argv)
 	    {"capture_changing", mode_capture_changing},
 	    {"capture_replaced", mode_capture_replaced},
 	    {"capture_unmap", mode_capture_unmap},
+	    {"capture_mremap", mode_capture_mremap},
+	    {"capture_fixed", mode_capture_fixed},
+	    {"capture_dontneed", mode_capture_dontneed},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

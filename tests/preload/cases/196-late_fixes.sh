@@ -105,6 +105,10 @@ rm -rf "$pd"
 # begin elsewhere waits for it: late_fix capture_replaced.  Querying
 # instead of waiting lost the order a later copy of the block needs (fuzz
 # cases/attr3d-after-pieces-96525102 failed 5 of 10).
+# Open, not run here (each hangs, rc 142): late_fix capture_unmap,
+# capture_mremap, capture_fixed, capture_dontneed (the same options):
+# a release's or discard's wait for its block's last copy is made inside
+# the capture gate (design.md invariant 13).
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
