@@ -405,6 +405,38 @@ static int mode_staged_after_d2h(void)
 	return 0;
 }
 
+/* The same class in a block being registered (its first 8 MiB registered,
+ * the rest held at the gate): under HOSTPIN_COPY=async a D2H into its
+ * registered prefix (by pieces, the prefix's reader) then an H2D from
+ * those bytes on the same stream across the prefix's end (staged: its
+ * slots filled on the CPU at the call) must get the D2H's data to the
+ * device.  It does because the D2H in the prefix waits for its DMAs
+ * before it returns (plan.c: plan_wait, HP_PLAN_PREFIX; the block's
+ * pageable semantics): without that wait the H2D read the bytes from
+ * before the D2H. */
+static int mode_staged_after_prefix_d2h(void)
+{
+	size_t m = 32 * MB, n = 4 * MB;
+	alarm(20);
+	CUdeviceptr d, e = dev(2 * n), f = dev(n);
+	CUstream s;
+	char *blk = half_registered(170, &d, &s), *at = blk + 4 * MB;
+	CHECK(cuStreamSynchronize(s) == 0);
+	fill(D(f), n, 171);
+	CHECK(cuMemcpyDtoHAsync_v2(at, f, n, s) == 0); /* in the prefix */
+	CHECK(cuMemcpyHtoDAsync_v2(e, at, 2 * n, s) == 0); /* across it */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(at, n, 171));
+	int right = same(D(e), n, 171);
+	printf("H2D across the prefix after a D2H into it: %s\n",
+	       right ? "the D2H's data" : "the data before the D2H");
+	CHECK(right);
+	fake_cuda_open_gate();
+	CHECK(same(D(d), m, 170));
+	free(blk);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -416,6 +448,7 @@ int main(int argc, char **argv)
 	    {"queued_partial", mode_queued_partial},
 	    {"other_ctx_end", mode_other_ctx_end},
 	    {"staged_after_d2h", mode_staged_after_d2h},
+	    {"staged_after_prefix_d2h", mode_staged_after_prefix_d2h},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }
