@@ -66,6 +66,17 @@ static int own_block(const hp_copy_t *c, const void *h)
 	return 0;
 }
 
+/* A block among the copy's that the program registered itself
+ * (HP_F_FOREIGN): pinned memory to the driver, which a DMA queued on the
+ * stream (the program's own async D2H into it) may still write. */
+static int foreign_any(const hp_copy_t *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if (hp_rflags_live(c->r[i]) & HP_F_FOREIGN)
+			return 1;
+	return 0;
+}
+
 /* A copy of several driver calls on its stream may run: no capture
  * begins on the stream until stream_leave (capture.c: one call to the
  * program, captured whole or not at all; the stream told apart by its
@@ -308,7 +319,10 @@ static void plan_make(struct hp_plan *P, hp_copy_t *c, const void *h,
 			goto pieces;
 		must = 1;
 	}
-	if (!hp_stage_on())
+	/* never staged from a block the program registered (above): by
+	 * pieces, each part as it is, the driver orders it after the DMAs
+	 * queued before it (late_more's staged_after_foreign_d2h) */
+	if (!hp_stage_on() || (htod && foreign_any(c)))
 		goto pieces;
 
 	/* A block being registered in the background (register.c), the copy

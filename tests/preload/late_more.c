@@ -405,6 +405,98 @@ static int mode_staged_after_d2h(void)
 	return 0;
 }
 
+/* The same class in a block being registered (its first 8 MiB registered,
+ * the rest held at the gate): under HOSTPIN_COPY=async a D2H into its
+ * registered prefix (by pieces, the prefix's reader) then an H2D from
+ * those bytes on the same stream across the prefix's end (staged: its
+ * slots filled on the CPU at the call) must get the D2H's data to the
+ * device.  It does because the D2H in the prefix waits for its DMAs
+ * before it returns (plan.c: plan_wait, HP_PLAN_PREFIX; the block's
+ * pageable semantics): without that wait the H2D read the bytes from
+ * before the D2H. */
+static int mode_staged_after_prefix_d2h(void)
+{
+	size_t m = 32 * MB, n = 4 * MB;
+	alarm(20);
+	CUdeviceptr d, e = dev(2 * n), f = dev(n);
+	CUstream s;
+	char *blk = half_registered(170, &d, &s), *at = blk + 4 * MB;
+	CHECK(cuStreamSynchronize(s) == 0);
+	fill(D(f), n, 171);
+	CHECK(cuMemcpyDtoHAsync_v2(at, f, n, s) == 0); /* in the prefix */
+	CHECK(cuMemcpyHtoDAsync_v2(e, at, 2 * n, s) == 0); /* across it */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(at, n, 171));
+	int right = same(D(e), n, 171);
+	printf("H2D across the prefix after a D2H into it: %s\n",
+	       right ? "the D2H's data" : "the data before the D2H");
+	CHECK(right);
+	fake_cuda_open_gate();
+	CHECK(same(D(d), m, 170));
+	free(blk);
+	return 0;
+}
+
+/* And from a block the program registered itself (HP_F_FOREIGN: hostpin
+ * stepped aside), next to a block being registered: X (32 MiB, its first
+ * 8 MiB registered, the rest held at the gate), then Y (32 MiB), which the
+ * program registers.  Under any HOSTPIN_COPY the program's D2H into Y
+ * (pinned memory to the driver) returns at once, queued on s; an H2D from
+ * X's last 64 KiB and Y's head on s next (Y's bytes in the first slots,
+ * filled before any slot is waited for), a copy of two blocks one of which is
+ * being registered, must get the D2H's data to the device.  It was
+ * staged, its slots filled from Y on the CPU at the call, before the
+ * queued D2H wrote it.  Now it goes by pieces (plan.c), the driver
+ * orders it after the D2H. */
+#include <sys/mman.h>
+CUresult cuMemHostUnregister(void *);
+static int gate_one(void *p)
+{
+	(void)p;
+	return fake_cuda_gate_waiters() == 1;
+}
+static int mode_staged_after_foreign_d2h(void)
+{
+	size_t m = 32 * MB, n = 4 * MB, k = 64 * 1024;
+	alarm(20);
+	char *raw = mmap(NULL, 3 * m, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(raw != MAP_FAILED);
+	char *x = (char *)(((uintptr_t)raw + 8 * MB - 1) &
+			   ~(uintptr_t)(8 * MB - 1)), *y = x + m;
+	CHECK(mmap(x, m, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == x);
+	CHECK(mmap(y, m, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == y);
+	CHECK(tp_flags(x) != 0 && tp_flags(y) != 0 && !is_reg(x));
+	CHECK(cuMemHostRegister_v2(y, n, 0) == 0); /* the program's (under the gate) */
+	CUdeviceptr d = dev(m), e = dev(2 * n), f = dev(n);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	fill(x, m, 180);
+	fill(y, m, 180);
+	CHECK(cuMemcpyHtoDAsync_v2(d, x, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, x, m, s) == 0); /* earns; staged */
+	wait_for(gate_one, NULL, "the first piece reached the driver");
+	fake_cuda_open_gate_once();
+	wait_for(first_piece, x, "the first piece registered, the second held");
+	CHECK(cuStreamSynchronize(s) == 0);
+	fill(y - k, k, 182); /* X's tail */
+	fill(D(f), n, 181);
+	CHECK(cuMemcpyDtoHAsync_v2(y, f, n, s) == 0); /* into Y, queued */
+	CHECK(cuMemcpyHtoDAsync_v2(e, y - k, k + n, s) == 0); /* X, Y */
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(same(y, n, 181));
+	int right = same(D(e), k, 182) && same(D(e) + k, n, 181);
+	printf("H2D of X and Y after a D2H into Y: %s\n",
+	       right ? "the D2H's data" : "the data before the D2H");
+	CHECK(right);
+	fake_cuda_open_gate();
+	CHECK(cuMemHostUnregister(y) == 0);
+	CHECK(munmap(x, 2 * m) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -416,6 +508,8 @@ int main(int argc, char **argv)
 	    {"queued_partial", mode_queued_partial},
 	    {"other_ctx_end", mode_other_ctx_end},
 	    {"staged_after_d2h", mode_staged_after_d2h},
+	    {"staged_after_prefix_d2h", mode_staged_after_prefix_d2h},
+	    {"staged_after_foreign_d2h", mode_staged_after_foreign_d2h},
 	};
 	return staged_main("late_more", argc, argv, modes);
 }

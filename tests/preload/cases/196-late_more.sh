@@ -144,6 +144,26 @@ n=$(echo "$LM_LOG" | grep -c "CALL cuMemcpy2DAsync_v2")
 echo "$LM_OUT" | grep -q "staged copies 0" && [ "$n" = 3 ] &&
 	ok "late DMA: the H2D after a queued D2H went by pieces (3 calls), not staged" ||
 	bad "late DMA: the H2D after a queued D2H: $n 2D calls, $(echo "$LM_OUT" | grep 'staged copies')"
+# Must hold (the same in a block being registered): under
+# HOSTPIN_COPY=async a D2H into its registered prefix (the prefix's
+# reader, by pieces) waits for its DMA before it returns, so an H2D from
+# those bytes on the same stream across the prefix's end (staged: read on
+# the CPU at the call) gets the D2H's data to the device.
+lm "an H2D across a prefix after a D2H into it, same stream: the D2H's data" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 HOSTPIN_COPY=async HOSTPIN_STATS=1 \
+	-- staged_after_prefix_d2h
+echo "$LM_OUT" | grep -q "staged copies [1-9]" &&
+	ok "late DMA: the H2D across the prefix was staged" ||
+	bad "late DMA: the H2D across the prefix: $(echo "$LM_OUT" | grep 'staged copies')"
+# Must hold (the same from a block the program registered itself, next
+# to a block being registered): the program's D2H into it returns at once,
+# queued; an H2D of both blocks' bytes on the same stream next gets the
+# D2H's data to the device: never staged (its slots were filled on the
+# CPU before the queued D2H ran), it goes by pieces.
+lm "an H2D from a block the program registered after a D2H into it: the D2H's data" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 -- staged_after_foreign_d2h
 fi
 build late_multi late_multi.c $F_FLAGS || true
 if [ -x "$B/late_multi" ]; then
