@@ -10,7 +10,7 @@
  *       copy on another stream completes meanwhile (it does not wait on the
  *       ring's lock), then the first completes once the gate opens.
  *   ring_bg must        HOSTPIN_STAGE_RING_BACKGROUND=1: a copy that must
- *       be staged (a 2D copy across two registrations of a registered
+ *       be staged (a 2D D2H across two registrations of a registered
  *       block), issued while the growth thread's registration of the ring
  *       is held (the program sees it reach the stream's context, the
  *       plan's last driver question before the ring), waits for the ring;
@@ -53,6 +53,17 @@ static void *h2d_main(void *arg)
 	CHECK(cuMemcpyHtoDAsync_v2(j->d, j->h, j->n, j->s) == 0);
 	memset(j->h, 0, j->n); /* pageable semantics: consumed at return */
 	CHECK(cuStreamSynchronize(j->s) == 0);
+	j->done = 1;
+	return NULL;
+}
+
+/* the same the other way: a D2H (pageable: there at return) */
+static void *d2h_main(void *arg)
+{
+	struct job *j = arg;
+	CHECK(cuCtxSetCurrent(ctx) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(j->h, j->d, j->n, j->s) == 0);
+	CHECK(same(j->h, j->n, 4));
 	j->done = 1;
 	return NULL;
 }
@@ -132,17 +143,18 @@ struct rect_job {
 	_Atomic int done;
 };
 
-/* 20 rows of 1 MiB from 2 MiB into the block: across its 8 MiB
- * registrations (HOSTPIN_REGISTER_CHUNK=8M) */
+/* A D2H of 20 rows of 1 MiB to 2 MiB into the block: across its 8 MiB
+ * registrations (HOSTPIN_REGISTER_CHUNK=8M); a D2H, since an H2D from a
+ * registered block is never staged (plan.c: by pieces) */
 static void *rect_main(void *arg)
 {
 	struct rect_job *j = arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	M2D q;
 	memset(&q, 0, sizeof(q));
-	q.srcMemoryType = 1 /* HOST */, q.srcHost = j->blk + 2 * MB;
+	q.srcMemoryType = 2 /* DEVICE */, q.srcDevice = j->d;
 	q.srcPitch = MB;
-	q.dstMemoryType = 2 /* DEVICE */, q.dstDevice = j->d;
+	q.dstMemoryType = 1 /* HOST */, q.dstHost = j->blk + 2 * MB;
 	q.dstPitch = MB;
 	q.WidthInBytes = MB, q.Height = 20;
 	CHECK(cuMemcpy2DAsync_v2(&q, j->s) == 0);
@@ -163,21 +175,26 @@ static int mode_must(void)
 	CHECK(r.blk != NULL);
 	r.d = dev(20 * MB);
 	CHECK(cuStreamCreate(&r.s, 0) == 0);
-	fill(r.blk + 2 * MB, 20 * MB, 5);
+	fill(D(r.d), 20 * MB, 5);
 	pthread_t t;
 	if (!hosted()) {
 		CHECK(pthread_create(&t, NULL, rect_main, &r) == 0);
 		CHECK(pthread_join(t, NULL) == 0);
-		CHECK(same(D(r.d), 20 * MB, 5));
+		CHECK(same(r.blk + 2 * MB, 20 * MB, 5));
 		return 0;
 	}
 	wait_for(is_reg, r.blk, "the block registered");
-	/* a plain copy asks for the H2D ring and passes through; the ring's
+	/* a plain D2H asks for the D2H ring and passes through; the ring's
 	 * registration is held at the gate */
 	struct job a = {0};
 	pthread_t ta;
-	job_start(&a, &ta, 4);
-	wait_for(job_done, &a, "an H2D completed while the ring registered");
+	CHECK(cuStreamCreate(&a.s, 0) == 0);
+	a.n = 16 * MB;
+	a.h = plain(a.n);
+	a.d = dev(a.n);
+	fill(D(a.d), a.n, 4);
+	CHECK(pthread_create(&ta, NULL, d2h_main, &a) == 0);
+	wait_for(job_done, &a, "a D2H completed while the ring registered");
 	wait_for(gate_held, NULL, "the ring's registration reached the gate");
 	CHECK(pthread_join(ta, NULL) == 0);
 	int asks = fake_cuda_stream_ctx_asks();
@@ -188,7 +205,7 @@ static int mode_must(void)
 	CHECK(!r.done && fake_cuda_gate_waiters() == 1);
 	fake_cuda_open_gate();
 	CHECK(pthread_join(t, NULL) == 0);
-	CHECK(same(D(r.d), 20 * MB, 5));
+	CHECK(same(r.blk + 2 * MB, 20 * MB, 5));
 	free(r.blk);
 	return 0;
 }

@@ -25,7 +25,7 @@ n=$(echo "$STAGE_LOG" | grep -c " REG .* 33554432 ")
 	bad "ring background: $n ring registrations (want 2)"
 staged_case "ring background" ring_bg "a copy made inside the first copy: another stream's copy completes meanwhile" \
 	any FAKE_CUDA_REGISTER_GATE=33554432 HOSTPIN_STAGE_RING_BACKGROUND=0 -- inline
-# (issue 39 §3) A copy that must be staged (a 2D copy across two
+# (issue 39 §3) A copy that must be staged (a 2D D2H across two
 # registrations of a registered block) issued while the growth thread's
 # registration of its ring is held waits for the ring, woken when the
 # growth ends (ring.c: the ring's condition, bounded at 5 s): once the gate
