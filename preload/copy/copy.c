@@ -245,6 +245,18 @@ static int wait_quiet(hp_cudaStream_t s)
 	return r;
 }
 
+/* The wait for s outside the capture gate (a host function on it); in
+ * the gate only where there is no such wait (a held stream's wait inside
+ * it kept a capture's begin elsewhere waiting: issue 39 item 2, late_fix
+ * capture_changing, fuzz cases/capture-untracked-wait-73100612). */
+static void wait_outside(hp_cudaStream_t s)
+{
+	if (wait_quiet(s) != 0 && hp_capture_enter()) {
+		hp_cuda_wait_stream(s);
+		hp_capture_leave();
+	}
+}
+
 static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 {
 	hp_hook_leave();
@@ -264,11 +276,8 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			if (s == NULL && ptsz)
 				s = HP_CU_STREAM_PER_THREAD;
 			hp_in_hook++;
-			if (hp_cuda_copy_fns() >= 0 && !hp_cuda_capturing(s) &&
-			    wait_quiet(s) != 0 && hp_capture_enter()) {
-				hp_cuda_wait_stream(s);
-				hp_capture_leave();
-			}
+			if (hp_cuda_copy_fns() >= 0 && !hp_cuda_capturing(s))
+				wait_outside(s);
 			hp_in_hook--;
 		}
 		return;
@@ -305,10 +314,7 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 			 * (issue 39 item 2); in it only where there is no
 			 * such wait */
 			hp_capture_leave();
-			if (wait_quiet(s) != 0 && hp_capture_enter()) {
-				hp_cuda_wait_stream(s);
-				hp_capture_leave();
-			}
+			wait_outside(s);
 			hp_in_hook--;
 			hp_coverage_poll();
 			return;
@@ -326,10 +332,7 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 				 * a capture's begin elsewhere waiting: fuzz
 				 * cases/capture-untracked-wait-73100612) */
 				hp_capture_leave();
-				if (wait_quiet(s) != 0 && hp_capture_enter()) {
-					hp_cuda_wait_stream(s);
-					hp_capture_leave();
-				}
+				wait_outside(s);
 				hp_in_hook--;
 				hp_coverage_poll();
 				return;
