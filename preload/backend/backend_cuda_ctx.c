@@ -61,7 +61,8 @@ int hp_cu_learn_ctx(hp_CUcontext ctx)
 	pthread_mutex_lock(&hp_cu_own_mu);
 	int i = 0, free_slot = -1;
 	for (; i < hp_cu_nctxs && hp_cu_ctxs[i].ctx != ctx; i++)
-		if (!hp_cu_ctxs[i].alive && free_slot < 0)
+		if (!hp_cu_ctxs[i].alive && !hp_cu_ctxs[i].unmet &&
+		    free_slot < 0)
 			free_slot = i;
 	if (i == hp_cu_nctxs) {
 		if (free_slot >= 0)
@@ -86,12 +87,21 @@ int hp_cu_learn_ctx(hp_CUcontext ctx)
 
 int hp_cu_ctx_ended(hp_CUcontext ctx) { return ctx_state(ctx) < 0; }
 
-void hp_cu_mark_ended(hp_CUcontext ctx)
+/* Mark ctx ended; met: by an end's hook, which sends its blocks back to
+ * pending (ctx_ended), else by a driver call that found it ended (unmet
+ * until a hook's walk). */
+static void mark_ended(hp_CUcontext ctx, int met)
 {
 	pthread_mutex_lock(&hp_cu_own_mu);
-	for (int i = 0; i < hp_cu_nctxs; i++)
-		if (hp_cu_ctxs[i].ctx == ctx && hp_cu_ctxs[i].alive)
-			hp_cu_ctxs[i].alive = 0, hp_cu_ctxs[i].gen = ++gens;
+	for (int i = 0; i < hp_cu_nctxs; i++) {
+		struct hp_cu_ctx *c = &hp_cu_ctxs[i];
+		if (c->ctx != ctx)
+			continue;
+		if (c->alive)
+			c->alive = 0, c->gen = ++gens, c->unmet = !met;
+		else if (met)
+			c->unmet = 0;
+	}
 	pthread_mutex_unlock(&hp_cu_own_mu);
 	/* relaxed: a stale known_ctx is only a context to push, which the
 	 * table then refuses */
@@ -100,6 +110,8 @@ void hp_cu_mark_ended(hp_CUcontext ctx)
 						memory_order_relaxed,
 						memory_order_relaxed);
 }
+
+void hp_cu_mark_ended(hp_CUcontext ctx) { mark_ended(ctx, 0); }
 
 void hp_cu_forget_known(void)
 {
@@ -184,7 +196,7 @@ void hp_cu_leave_ctx(int pushed)
 static int ctx_ended(hp_CUcontext ctx, uintptr_t *ended, int n)
 {
 	atomic_fetch_add_explicit(&hp_cu_ctx_epoch, 1, memory_order_relaxed);
-	hp_cu_mark_ended(ctx);
+	mark_ended(ctx, 1);
 	hp_cu_unready();
 	ended[n] = (uintptr_t)ctx;
 	return n + 1;
@@ -195,8 +207,12 @@ int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
 	hp_CUcontext lost[MAX_CTXS];
 	int n = 0, k = 0;
 	pthread_mutex_lock(&hp_cu_own_mu);
+	/* and those a driver call found ended already (unmet): the driver
+	 * ended them before this hook learnt of it, their blocks are still
+	 * flagged registered (stale-registered-89201737) */
 	for (int i = 0; i < hp_cu_nctxs; i++)
-		if (hp_cu_ctxs[i].dev == dev && hp_cu_ctxs[i].alive)
+		if (hp_cu_ctxs[i].dev == dev &&
+		    (hp_cu_ctxs[i].alive || hp_cu_ctxs[i].unmet))
 			lost[n++] = hp_cu_ctxs[i].ctx;
 	pthread_mutex_unlock(&hp_cu_own_mu);
 	/* the staging ring is made again (its context may not be in the

@@ -66,6 +66,11 @@ struct hp_cu_ctx {
 	int dev;
 	int alive;
 	unsigned gen; /* its ends (a primary context comes back the same) */
+	/* marked ended by a driver call it failed (hp_cu_mark_ended), its
+	 * blocks not yet sent back to pending by an end's hook: the reset
+	 * or release of its device still walks it (stale-registered-
+	 * 89201737); its slot is not reused meanwhile */
+	int unmet;
 };
 HP_HIDDEN extern struct hp_cu_ctx hp_cu_ctxs[HP_CUDA_MAX_CTXS];
 HP_HIDDEN extern int hp_cu_nctxs;
@@ -88,8 +93,9 @@ HP_HIDDEN void hp_cu_leave_ctx(int pushed);
 /* What hp_cu_enter_ctx made current on this thread (the context a pin
  * went through). */
 HP_HIDDEN extern HP_TLS hp_CUcontext hp_cu_entered_ctx;
-/* ctx ended (seen in a driver error): never pushed again.  Forget the
- * context last known (the driver was forgotten). */
+/* ctx ended (seen in a driver error): never pushed again; its blocks
+ * wait for its device's end hook (unmet).  Forget the context last known
+ * (the driver was forgotten). */
 HP_HIDDEN void hp_cu_mark_ended(hp_CUcontext ctx);
 HP_HIDDEN void hp_cu_forget_known(void);
 /* backend_cuda.c: readiness is asked again (a context ended). */

@@ -170,12 +170,72 @@ static int mode_pushed(void)
 	return again(blk, c, 80);
 }
 
+/* Device 0's primary context reset while the thread's second piece waits
+ * at the fake's gate, hostpin held inside the reset's hook before it
+ * learnt of the end (end_called); the piece goes on before the program
+ * made the context again: the driver refuses it (the context ended), and
+ * the thread marks the context ended itself; the undo of its first piece
+ * finds no context to go through (kept, flagged registered).  Once the
+ * hook goes on, every block of that context must be pending again: the
+ * one the thread held and one registered whole before (idle).  The hook
+ * found no live context of device 0 (the thread had marked it) and walked
+ * none: both stayed flagged registered over registrations that died with
+ * the context (the engine tester's stale-registered-89201737). */
+static int stale(void *blk, const char *which)
+{
+	size_t n = fake_cuda_registered_bytes(blk, 32 * MB);
+	if (!is_reg(blk) || n == 32 * MB)
+		return 0;
+	fprintf(stderr, "%s: flagged registered, %zu bytes of it registered "
+		"in the driver\n", which, n);
+	return 1;
+}
+static int mode_refused(void)
+{
+	alarm(120);
+	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
+	void *v = NULL;
+	CHECK(posix_memalign(&v, 8 * MB, 32 * MB) == 0);
+	char *a = v;
+	CUdeviceptr da = dev(32 * MB);
+	fill(a, 32 * MB, 90);
+	for (int i = 0; i < 4; i++) /* its four pieces through the gate */
+		fake_cuda_open_gate_once();
+	CHECK(cuMemcpyHtoDAsync_v2(da, a, 32 * MB, NULL) == 0);
+	CHECK(cuMemcpyHtoDAsync_v2(da, a, 32 * MB, NULL) == 0); /* earns */
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	wait_for(reg_whole, a, "the first block registered whole");
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(100, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pt_file("end_called", "arm");
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
+	wait_for(pt_paused, "end_called", "the driver reset the context");
+	pt_file("bg_ended", "arm");
+	fake_cuda_open_gate_once(); /* the second piece: refused */
+	wait_for(pt_paused, "bg_ended", "the registration ended");
+	pt_file("bg_ended", "go");
+	pt_file("end_called", "go");
+	CHECK(pthread_join(t, NULL) == 0);
+	fake_cuda_open_gate();
+	if (stale(a, "the block registered before") +
+	    stale(blk, "the block the thread held"))
+		return 1;
+	CUcontext c;
+	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
+	free(a);
+	return again(blk, c, 110);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
 	    {"settled", mode_settled},
 	    {"straddle", mode_straddle},
 	    {"pushed", mode_pushed},
+	    {"refused", mode_refused},
 	};
 	return staged_main("reset_bg", argc, argv, modes);
 }

@@ -107,4 +107,17 @@ raceprog reset_bg "context end" "a reset between a piece's push and its registra
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	HOSTPIN_TEST_PAUSE="$pd" -- pushed
 rm -rf "$pd"
+# Must hold (the engine tester's stale-registered-89201737): the reset
+# held inside its hook before hostpin learnt of the end (end_called) while
+# the thread's next piece, let on, is refused by the driver (the context
+# ended, not made again yet), so that the thread marks the context ended
+# itself: the hook still sends every block of that context back to
+# pending, the one the thread held (its first piece's undo found no
+# context: kept) and one registered whole before, never left flagged
+# registered over dead registrations; the copies after register it again.
+pd=$(mktemp -d)
+raceprog reset_bg "context end" "a piece refused after the driver's reset, before the hook's: the context's blocks pending" \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
+	FAKE_CUDA_REGISTER_GATE=8388608 HOSTPIN_TEST_PAUSE="$pd" -- refused
+rm -rf "$pd"
 fi
