@@ -3,7 +3,9 @@
  * reset-chunk-96575277), run under hostpin over the fake driver.
  *   reset_bg MODE   (see main)
  * The thread is held at hostpin's pause point bg_settled (HOSTPIN_TEST_PAUSE)
- * after its last piece, the block flagged registered; nothing is timed. */
+ * after its last piece, the block flagged registered; or its next piece at
+ * the fake's gate, the reset's hook at end_called (straddle, refused: the
+ * engine tester's stale-registered-89201737); nothing is timed. */
 #include <malloc.h>
 #include <stdatomic.h>
 
