@@ -209,7 +209,7 @@ int hp_cuda_ctxs_reset(int dev, uintptr_t *ended)
 	pthread_mutex_lock(&hp_cu_own_mu);
 	/* and those a driver call found ended already (unmet): the driver
 	 * ended them before this hook learnt of it, their blocks are still
-	 * flagged registered (stale-registered-89201737) */
+	 * flagged registered (reset-refused-piece-stale-89201737) */
 	for (int i = 0; i < hp_cu_nctxs; i++)
 		if (hp_cu_ctxs[i].dev == dev &&
 		    (hp_cu_ctxs[i].alive || hp_cu_ctxs[i].unmet))

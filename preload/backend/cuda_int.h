@@ -68,8 +68,8 @@ struct hp_cu_ctx {
 	unsigned gen; /* its ends (a primary context comes back the same) */
 	/* marked ended by a driver call it failed (hp_cu_mark_ended), its
 	 * blocks not yet sent back to pending by an end's hook: the reset
-	 * or release of its device still walks it (stale-registered-
-	 * 89201737); its slot is not reused meanwhile */
+	 * or release of its device still walks it (fuzz cases/reset-
+	 * refused-piece-stale-89201737); its slot is not reused meanwhile */
 	int unmet;
 };
 HP_HIDDEN extern struct hp_cu_ctx hp_cu_ctxs[HP_CUDA_MAX_CTXS];

@@ -5,7 +5,7 @@
  * The thread is held at hostpin's pause point bg_settled (HOSTPIN_TEST_PAUSE)
  * after its last piece, the block flagged registered; or its next piece at
  * the fake's gate, the reset's hook at end_called (straddle, refused: the
- * engine tester's stale-registered-89201737); nothing is timed. */
+ * engine tester's reset-refused-piece-stale-89201737); nothing is timed. */
 #include <malloc.h>
 #include <stdatomic.h>
 
@@ -182,7 +182,7 @@ static int mode_pushed(void)
  * one the thread held and one registered whole before (idle).  The hook
  * found no live context of device 0 (the thread had marked it) and walked
  * none: both stayed flagged registered over registrations that died with
- * the context (the engine tester's stale-registered-89201737). */
+ * the context (the engine tester's reset-refused-piece-stale-89201737). */
 static int stale(void *blk, const char *which)
 {
 	size_t n = fake_cuda_registered_bytes(blk, 32 * MB);

@@ -107,7 +107,7 @@ raceprog reset_bg "context end" "a reset between a piece's push and its registra
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	HOSTPIN_TEST_PAUSE="$pd" -- pushed
 rm -rf "$pd"
-# Must hold (the engine tester's stale-registered-89201737): the reset
+# Must hold (the engine tester's reset-refused-piece-stale-89201737): the reset
 # held inside its hook before hostpin learnt of the end (end_called) while
 # the thread's next piece, let on, is refused by the driver (the context
 # ended, not made again yet), so that the thread marks the context ended
