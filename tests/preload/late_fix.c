@@ -683,14 +683,21 @@ static int mode_capture_changing(void)
 
 /* (b) HOSTPIN_COPY=async's last-copy event: a registered block's D2H on
  * gw_s1 (held: its event not reached), then another thread's copy of the
- * block on gw_s3, whose event replaces it: the one replaced is not done. */
+ * block on gw_s3, whose event replaces it: the one replaced is not done;
+ * its wait, outside the capture gate in relaxed capture mode, lets a
+ * global capture begin and end meanwhile. */
 static void *gw_other_copy(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	gw_a = gettid_();
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 8 * MB, gw_d, 4 * MB, gw_s3) == 0);
-	CHECK(same(gw_h + 8 * MB, 4 * MB, 181)); /* there on return */
+	/* the copy it replaced as the block's last is done on return
+	 * (waited for outside the capture gate: issue 39); its own, async
+	 * into registered memory, once its stream is synchronised */
+	CHECK(same(gw_h, 4 * MB, 180));
+	CHECK(cuStreamSynchronize(gw_s3) == 0);
+	CHECK(same(gw_h + 8 * MB, 4 * MB, 181));
 	gw_a = -1; /* returned */
 	return NULL;
 }
@@ -719,15 +726,14 @@ static int mode_capture_replaced(void)
 	return 0;
 }
 
-/* Open (not in 196: they hang, rc 142): HOSTPIN_COPY=async, a registered
- * mmap'd block's D2H on gw_s1 (held), then another thread's munmap
- * (capture_unmap), mremap (capture_mremap), mmap(MAP_FIXED) over it
- * (capture_fixed) or madvise(MADV_DONTNEED) of part of it
- * (capture_dontneed): maps.c's release_gated / hp_mremap_do and
- * maps_advise.c's advise_records hold the capture gate across the release
- * or discard, whose wait for the block's last copy (hp_cuda_quiesce's
- * cuEventSynchronize) is the held DMA; a global capture's begin elsewhere
- * waits for it. */
+/* HOSTPIN_COPY=async, a registered mmap'd block's D2H on gw_s1 (held),
+ * then another thread's munmap (capture_unmap), mremap (capture_mremap),
+ * mmap(MAP_FIXED) over it (capture_fixed) or madvise(MADV_DONTNEED) of
+ * part of it (capture_dontneed): the release's wait for the block's last
+ * copy, the held DMA, is made before maps.c's release_gated /
+ * hp_mremap_do and maps_advise.c's advise_records take the capture gate
+ * (hp_settle_range), so a global capture's begin elsewhere does not wait
+ * for it (each hung, rc 142, while it was made inside the gate). */
 static int gw_op;
 static void *gw_unmap(void *arg)
 {
