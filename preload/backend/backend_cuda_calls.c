@@ -272,14 +272,18 @@ static void settle_done(void)
  * documentation, unverified on a GPU here.  The event stays the block's:
  * the wait in the gate after it (track_event, quiesce) finds it done; a
  * copy the block got meanwhile is waited for there.  No such entry point
- * (an older driver), or a forked child: nothing here, the gate's wait. */
+ * (an older driver), a forked child, or a capture in progress that
+ * prohibits this thread's calls (the copy then waits on its stream by a
+ * host function, the release is deferred or refused: no event wait in
+ * the gate): nothing here.  A capture that begins once the look is made
+ * finds this thread relaxed (late_fix capture_relaxed). */
 void hp_cuda_settle(hp_rec_t *r, uintptr_t key)
 {
 	if (hp_in_child || atomic_load_explicit(&r->user[HP_U_EVENT],
 						memory_order_relaxed) == 0)
 		return;
 	if (!hp_cu_load() || hp_cuda_copy_fns() != 1 ||
-	    !hp_cu_pf.cuThreadExchangeStreamCaptureMode)
+	    !hp_cu_pf.cuThreadExchangeStreamCaptureMode || hp_capture_busy())
 		return;
 	pthread_mutex_lock(&settle_mu);
 	settle_waits++;
@@ -291,10 +295,12 @@ void hp_cuda_settle(hp_rec_t *r, uintptr_t key)
 					    memory_order_relaxed);
 	unlock(l);
 	int mode = HP_CU_CAPTURE_MODE_RELAXED;
-	if (ev != NULL && (key == 0 || os != key) &&
-	    hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode) == 0) {
-		hp_cu_pf.cuEventSynchronize(ev);
-		hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode);
+	if (ev != NULL && (key == 0 || os != key)) {
+		hp_test_pause("settle_wait"); /* tests: a capture begins */
+		if (hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode) == 0) {
+			hp_cu_pf.cuEventSynchronize(ev);
+			hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode);
+		}
 	}
 	settle_done();
 }

@@ -117,6 +117,16 @@ for m in capture_unmap capture_mremap capture_fixed capture_dontneed; do
 	lf "a global capture's begin does not wait for a release's wait ($m)" any \
 		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- $m
 done
+# Must hold (issue 39): that wait made while another thread's global
+# capture runs (a pause point holds the release between its look for a
+# capture and its wait; the capture begins there) is made in relaxed
+# capture interaction mode: the capture stays valid (the fake invalidates
+# it on a call the calling thread's mode prohibits).
+pd=$(mktemp -d)
+lf "a release's wait during a global capture elsewhere leaves it valid" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async \
+	HOSTPIN_TEST_PAUSE="$pd" -- capture_relaxed
+rm -rf "$pd"
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
