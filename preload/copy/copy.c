@@ -294,7 +294,8 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	 * relaxed capture mode (a held stream's wait inside it kept a
 	 * capture's begin elsewhere waiting: issue 39, late_fix
 	 * capture_replaced) */
-	if (st == 1 && hp_opt[HP_OPT_COPY] != HP_COPY_SYNC && !c->overflow)
+	if (st == 1 && hp_opt[HP_OPT_COPY] != HP_COPY_SYNC && !c->overflow &&
+	    !hp_cuda_capturing(s))
 		for (int i = 0; i < c->n; i++)
 			if (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED)
 				hp_cuda_settle(c->r[i], hp_stream_key(s));
