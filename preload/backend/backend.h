@@ -110,6 +110,11 @@ int hp_cuda_wait_stream_quiet(struct CUstream_st *s);
  * stream is its thread's), what tells the last copy's stream apart. */
 int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s, uintptr_t id);
 void hp_cuda_quiesce(struct hp_rec *r);
+/* Outside the capture gate, before a wait in it (track_event, quiesce):
+ * wait for r's last copy unless on the stream keyed key (0: any), this
+ * thread in relaxed capture mode; nothing where the driver has no such
+ * mode (issue 39). */
+void hp_cuda_settle(struct hp_rec *r, uintptr_t key);
 void hp_cuda_forget(struct hp_rec *r);
 /* backend_cuda_calls.c, for each copy's plan (plan.c): the driver calls of the
  * copy engine.  hp_cuda_stage_fns: 1 if the driver has what staging needs

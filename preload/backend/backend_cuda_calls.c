@@ -226,13 +226,92 @@ int hp_cuda_wait_stream_quiet(hp_cudaStream_t s)
 	return 0;
 }
 
+/* Events a wait outside the capture gate (hp_cuda_settle) may be using:
+ * their destruction waits until no such wait runs, so that no event is
+ * destroyed under another thread's cuEventSynchronize of it (more than
+ * SETTLE_DEAD meanwhile: the rest leaked, an event's few bytes). */
+#define SETTLE_DEAD 64
+static pthread_mutex_t settle_mu = PTHREAD_MUTEX_INITIALIZER;
+static int settle_waits, settle_ndead;
+static hp_cudaEvent_t settle_dead[SETTLE_DEAD];
+
+static void ev_destroy(hp_cudaEvent_t ev)
+{
+	pthread_mutex_lock(&settle_mu);
+	int later = settle_waits > 0;
+	if (later && settle_ndead < SETTLE_DEAD)
+		settle_dead[settle_ndead++] = ev;
+	pthread_mutex_unlock(&settle_mu);
+	if (!later)
+		hp_cu_pf.cuEventDestroy_v2(ev);
+}
+
+static void settle_done(void)
+{
+	hp_cudaEvent_t d[SETTLE_DEAD];
+	int n = 0;
+	pthread_mutex_lock(&settle_mu);
+	if (--settle_waits == 0) {
+		n = settle_ndead, settle_ndead = 0;
+		memcpy(d, settle_dead, (size_t)n * sizeof(d[0]));
+	}
+	pthread_mutex_unlock(&settle_mu);
+	for (int i = 0; i < n; i++)
+		hp_cu_pf.cuEventDestroy_v2(d[i]);
+}
+
+/* Before the capture gate (issue 39): wait for the block's last async
+ * copy, unless it is on the stream keyed key (0: whichever stream), with
+ * this thread in relaxed capture interaction mode
+ * (cuThreadExchangeStreamCaptureMode), so that a global capture elsewhere
+ * neither waits for this wait (a held stream only the capturing thread
+ * lets run) nor is invalidated by it.  The driver API documentation says
+ * a relaxed thread may make such "potentially unsafe" calls, an event
+ * synchronize among them, while another thread captures in global mode
+ * (hostpin records its events outside any capture): from the
+ * documentation, unverified on a GPU here.  The event stays the block's:
+ * the wait in the gate after it (track_event, quiesce) finds it done; a
+ * copy the block got meanwhile is waited for there.  No such entry point
+ * (an older driver), a forked child, or a capture in progress that
+ * prohibits this thread's calls (the copy then waits on its stream by a
+ * host function, the release is deferred or refused: no event wait in
+ * the gate): nothing here.  A capture that begins once the look is made
+ * finds this thread relaxed (late_fix capture_relaxed). */
+void hp_cuda_settle(hp_rec_t *r, uintptr_t key)
+{
+	if (hp_in_child || atomic_load_explicit(&r->user[HP_U_EVENT],
+						memory_order_relaxed) == 0)
+		return;
+	if (!hp_cu_load() || hp_cuda_copy_fns() != 1 ||
+	    !hp_cu_pf.cuThreadExchangeStreamCaptureMode || hp_capture_busy())
+		return;
+	pthread_mutex_lock(&settle_mu);
+	settle_waits++;
+	pthread_mutex_unlock(&settle_mu);
+	atomic_flag *l = lock_of(r);
+	hp_cudaEvent_t ev = (hp_cudaEvent_t)atomic_load_explicit(
+	    &r->user[HP_U_EVENT], memory_order_relaxed);
+	uintptr_t os = atomic_load_explicit(&r->user[HP_U_STREAM],
+					    memory_order_relaxed);
+	unlock(l);
+	int mode = HP_CU_CAPTURE_MODE_RELAXED;
+	if (ev != NULL && (key == 0 || os != key)) {
+		hp_test_pause("settle_wait"); /* tests: a capture begins */
+		if (hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode) == 0) {
+			hp_cu_pf.cuEventSynchronize(ev);
+			hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode);
+		}
+	}
+	settle_done();
+}
+
 /* HOSTPIN_COPY=async: the block's last copy is now this one.  The one it
  * replaces, on another stream, is waited for before it is forgotten: a
  * later copy of the block on this stream must find it done (fuzz
- * cases/attr3d-after-pieces-96525102).  The wait is inside the capture
- * gate: a global capture's begin elsewhere waits for it, and for DMA
- * only its own thread may let run (late_fix capture_replaced hangs: not
- * run by 196-late_fixes.sh, an open limit of HOSTPIN_COPY=async). */
+ * cases/attr3d-after-pieces-96525102).  The caller waited for it before
+ * the capture gate (hp_cuda_settle, copy.c): the wait here, inside the
+ * gate, finds it done; it waits only where the driver has no relaxed
+ * mode, or for a copy of the block another thread made meanwhile. */
 int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 {
 	hp_cudaEvent_t ev = NULL;
@@ -256,7 +335,7 @@ int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 		 * stream: wait for it before forgetting it. */
 		if (os != id)
 			hp_cu_pf.cuEventSynchronize(old);
-		hp_cu_pf.cuEventDestroy_v2(old);
+		ev_destroy(old);
 	}
 	return 0;
 }
@@ -282,7 +361,7 @@ void hp_cuda_quiesce(hp_rec_t *r)
 	/* A block is neither unregistered nor released while a copy that
 	 * used it may still run. */
 	hp_cu_pf.cuEventSynchronize(ev);
-	hp_cu_pf.cuEventDestroy_v2(ev);
+	ev_destroy(ev);
 	HP_CTR_ADD(copy_waits, 1);
 }
 
@@ -302,4 +381,6 @@ void hp_cuda_fence_fork_child(void)
 		atomic_flag_clear_explicit(&pair_lock[i], memory_order_relaxed);
 	pthread_mutex_init(&gate_mu, NULL);
 	pthread_cond_init(&gate_cv, NULL);
+	pthread_mutex_init(&settle_mu, NULL);
+	settle_waits = 0, settle_ndead = 0; /* the parent's: not the child's */
 }

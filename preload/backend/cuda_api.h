@@ -187,6 +187,8 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 #define HP_CU_GET_PROC_ADDRESS_LEGACY_STREAM 0x1ull
 #define HP_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 0x2ull
 #define HP_CU_STREAM_CAPTURE_STATUS_NONE 0
+/* CUstreamCaptureMode: a thread's capture interaction mode, relaxed */
+#define HP_CU_CAPTURE_MODE_RELAXED 2
 
 /* Driver entry points: X(name, R, params), R the result type. */
 #define HP_CU_DRIVER_FNS(X, R)                                                \
@@ -215,7 +217,8 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus)) \
 	X(cuCtxSynchronize, R, (void))                                        \
 	X(cuLaunchHostFunc, R,                                                \
-	  (hp_cudaStream_t hStream, void (*fn)(void *), void *userData))
+	  (hp_cudaStream_t hStream, void (*fn)(void *), void *userData))     \
+	X(cuThreadExchangeStreamCaptureMode, R, (int *mode))
 
 /* What hostpin asks the driver of a CUDA array (a 3D batch op's element
  * size; a 2D or 3D copy's array side, planned): X(name, R, params); D3,

@@ -289,6 +289,16 @@ static void copy_end(hp_copy_t *c, hp_cudaStream_t s, int ptsz, int ok)
 	hp_in_hook++;
 	int st = hp_cuda_copy_fns();
 	hp_backend_events_act();
+	/* HOSTPIN_COPY=async: a block's last copy on another stream, which
+	 * track_event waits for, waited for before the gate, this thread in
+	 * relaxed capture mode (a held stream's wait inside it kept a
+	 * capture's begin elsewhere waiting: issue 39, late_fix
+	 * capture_replaced) */
+	if (st == 1 && hp_opt[HP_OPT_COPY] != HP_COPY_SYNC && !c->overflow &&
+	    !hp_cuda_capturing(s))
+		for (int i = 0; i < c->n; i++)
+			if (hp_rflags_live(c->r[i]) & HOSTPIN_REGISTERED)
+				hp_cuda_settle(c->r[i], hp_stream_key(s));
 	/* No way to wait (st < 0); or a stream capturing into a CUDA
 	 * graph, which records the copy instead of running it: waiting would
 	 * invalidate the capture. */

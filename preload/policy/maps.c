@@ -225,6 +225,28 @@ int hp_capture_holds(uintptr_t a, size_t len)
 
 /* The capture gate held for a release (1; then hp_capture_unhold), or 0:
  * a capture prohibits this thread's calls (the caller's check decides). */
+/* Before the gate (issue 39): each registered block's last async copy in
+ * [a, a + len) waited for with this thread in relaxed capture mode
+ * (hp_cuda_settle), so that the release's wait in the gate (quiesce)
+ * finds it done and a global capture's begin elsewhere never waits for a
+ * held stream's DMA (late_fix capture_unmap, capture_mremap,
+ * capture_fixed; maps_advise.c's discards: capture_dontneed). */
+static int settle_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+{
+	(void)s, (void)arg;
+	if (hp_rflags(r) & HOSTPIN_REGISTERED)
+		hp_cuda_settle(r, 0);
+	return 0;
+}
+
+void hp_settle_range(uintptr_t a, size_t len)
+{
+	if (len && len <= UINTPTR_MAX - a &&
+	    hp_backend->quiesce == hp_cuda_quiesce &&
+	    hp_maps_may_hold(a, a + len))
+		hp_registry_each_overlap(&hp_reg, a, len, settle_one, NULL);
+}
+
 static int release_hold(void)
 {
 	for (;;) {
@@ -260,6 +282,7 @@ struct refusal {
 static int release_gated(uintptr_t a, size_t len, int unmap, int refuse,
 			 struct refusal *rf, const char *what)
 {
+	hp_settle_range(a, len);
 	int held = release_hold();
 	if (!held && refuse && hp_capture_holds(a, len) >= refuse) {
 		if (!atomic_exchange_explicit(&rf->said, 1,
@@ -314,6 +337,9 @@ void *hp_mremap_do(void *old, size_t oldlen, size_t newlen, int flags,
 		   void *new_addr)
 {
 	uint64_t copies;
+	hp_settle_range((uintptr_t)old, oldlen);
+	if (flags & MREMAP_FIXED)
+		hp_settle_range((uintptr_t)new_addr, newlen);
 	int held = release_hold();
 	if (!held && (hp_capture_holds((uintptr_t)old, oldlen) ||
 		      ((flags & MREMAP_FIXED) &&

@@ -147,6 +147,8 @@ static void advise_records(struct advise *ad)
 		 * unmapped registered: tests/fuzz/cases/discard-capture-
 		 * 552341.prog).  No hold: a capture is in progress. */
 		int reg = (hp_rflags(r) & HOSTPIN_REGISTERED) != 0;
+		if (reg) /* its last copy waited for before the gate */
+			hp_settle_range(a, b - a);
 		int held = reg && hp_capture_hold();
 		if (reg && !held) {
 			/* no unregistration now: zeroed, skipped or refused */

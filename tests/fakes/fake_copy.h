@@ -524,12 +524,42 @@ CUresult cuCtxSynchronize(void)
 	return OK;
 }
 
+/* The calling thread's capture interaction mode
+ * (cuThreadExchangeStreamCaptureMode): 0 global (the default), 1
+ * thread-local, 2 relaxed.  As the driver API documentation describes
+ * it: global: prohibited during any thread's global capture or this
+ * thread's own; thread-local: this thread's own captures only; relaxed:
+ * never (the calls that necessarily conflict with a capture, on what it
+ * captures, are not modelled). */
+static __thread int my_mode;
+CUresult cuThreadExchangeStreamCaptureMode(int *mode)
+{
+	if (mode == NULL || *mode < 0 || *mode > 2)
+		return INVALID_VALUE;
+	int old = my_mode;
+	my_mode = *mode, *mode = old;
+	return OK;
+}
+
+static int my_global_capture(void)
+{
+	for (int k = 0; k < nstreams; k++)
+		if (streams[k]->capturing && streams[k]->mode == 0 &&
+		    pthread_equal(streams[k]->owner, pthread_self()))
+			return 1;
+	return 0;
+}
+
 /* An unsafe call (registration, a wait) while a capture forbids it: the
  * driver fails it (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and invalidates
  * every capture it concerns; logged as a VIOLATION: hostpin must make
  * none. */
 static int capture_prohibits(const char *fn)
 {
+	if (my_mode == 2)
+		return 0;
+	if (my_mode == 1 && my_tl_caps == 0 && !my_global_capture())
+		return 0;
 	if (__atomic_load_n(&global_caps, __ATOMIC_SEQ_CST) == 0 &&
 	    my_tl_caps == 0)
 		return 0;
@@ -1038,6 +1068,8 @@ static const struct proc procs[] = {
 	P(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)
 	P(cuStreamEndCapture, 10000, cuStreamEndCapture)
 	P(cuStreamIsCapturing, 10000, cuStreamIsCapturing)
+	P(cuThreadExchangeStreamCaptureMode, 10010,
+	  cuThreadExchangeStreamCaptureMode)
 	P(cuEventCreate, 2000, cuEventCreate)
 	P(cuEventRecord, 2000, cuEventRecord)
 	P(cuEventSynchronize, 2000, cuEventSynchronize)

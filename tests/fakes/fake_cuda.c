@@ -8,7 +8,10 @@
  * in global mode, any thread's registration, unregistration or wait fails
  * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), invalidates the capture and is
  * logged as "VIOLATION capture-invalidated-by fn"; in thread-local mode only
- * the capturing thread's; in relaxed mode none.  FAKE_CUDA_LATE_DMA=1
+ * the capturing thread's; in relaxed mode none; and a thread that set its
+ * own interaction mode (cuThreadExchangeStreamCaptureMode) relaxed makes
+ * such calls freely, thread-local only its own captures prohibit them
+ * (as the driver API documentation describes).  FAKE_CUDA_LATE_DMA=1
  * (fake_late.h): DMA on a worker per stream; FAKE_CUDA_TIMED=1
  * (fake_timed.h, benchmarks only): that, on a modelled link with rates. */
 #include <dlfcn.h>

@@ -683,14 +683,21 @@ static int mode_capture_changing(void)
 
 /* (b) HOSTPIN_COPY=async's last-copy event: a registered block's D2H on
  * gw_s1 (held: its event not reached), then another thread's copy of the
- * block on gw_s3, whose event replaces it: the one replaced is not done. */
+ * block on gw_s3, whose event replaces it: the one replaced is not done;
+ * its wait, outside the capture gate in relaxed capture mode, lets a
+ * global capture begin and end meanwhile. */
 static void *gw_other_copy(void *arg)
 {
 	(void)arg;
 	CHECK(cuCtxSetCurrent(ctx) == 0);
 	gw_a = gettid_();
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 8 * MB, gw_d, 4 * MB, gw_s3) == 0);
-	CHECK(same(gw_h + 8 * MB, 4 * MB, 181)); /* there on return */
+	/* the copy it replaced as the block's last is done on return
+	 * (waited for outside the capture gate: issue 39); its own, async
+	 * into registered memory, once its stream is synchronised */
+	CHECK(same(gw_h, 4 * MB, 180));
+	CHECK(cuStreamSynchronize(gw_s3) == 0);
+	CHECK(same(gw_h + 8 * MB, 4 * MB, 181));
 	gw_a = -1; /* returned */
 	return NULL;
 }
@@ -719,15 +726,14 @@ static int mode_capture_replaced(void)
 	return 0;
 }
 
-/* Open (not in 196: they hang, rc 142): HOSTPIN_COPY=async, a registered
- * mmap'd block's D2H on gw_s1 (held), then another thread's munmap
- * (capture_unmap), mremap (capture_mremap), mmap(MAP_FIXED) over it
- * (capture_fixed) or madvise(MADV_DONTNEED) of part of it
- * (capture_dontneed): maps.c's release_gated / hp_mremap_do and
- * maps_advise.c's advise_records hold the capture gate across the release
- * or discard, whose wait for the block's last copy (hp_cuda_quiesce's
- * cuEventSynchronize) is the held DMA; a global capture's begin elsewhere
- * waits for it. */
+/* HOSTPIN_COPY=async, a registered mmap'd block's D2H on gw_s1 (held),
+ * then another thread's munmap (capture_unmap), mremap (capture_mremap),
+ * mmap(MAP_FIXED) over it (capture_fixed) or madvise(MADV_DONTNEED) of
+ * part of it (capture_dontneed): the release's wait for the block's last
+ * copy, the held DMA, is made before maps.c's release_gated /
+ * hp_mremap_do and maps_advise.c's advise_records take the capture gate
+ * (hp_settle_range), so a global capture's begin elsewhere does not wait
+ * for it (each hung, rc 142, while it was made inside the gate). */
 static int gw_op;
 static void *gw_unmap(void *arg)
 {
@@ -752,9 +758,8 @@ static void *gw_unmap(void *arg)
 	gw_a = -1; /* returned */
 	return NULL;
 }
-static int capture_release(int op)
+static void gw_release_setup(int op)
 {
-	alarm(20);
 	gw_op = op;
 	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -768,10 +773,42 @@ static int capture_release(int op)
 	CHECK(is_reg(gw_h));
 	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+}
+static int capture_release(int op)
+{
+	alarm(20);
+	gw_release_setup(op);
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
 	wait_for(gw_waits, NULL, "A's release waits on the held stream, or returned");
 	gw_capture_then_release();
+	CHECK(pthread_join(a, NULL) == 0);
+	return 0;
+}
+/* capture_unmap's wait made during the capture: A's munmap paused at
+ * settle_wait (hp_cuda_settle: its look for a capture made, none then), a
+ * global capture begins, A goes on: its cuEventSynchronize of the held
+ * DMA is made while the capture runs, its thread in relaxed capture
+ * interaction mode, so the capture stays valid (the fake invalidates it
+ * on a call the calling thread's mode prohibits). */
+static int mode_capture_relaxed(void)
+{
+	alarm(20);
+	gw_release_setup(0);
+	pt_file("settle_wait", "arm");
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	CUstream s2;
+	CHECK(cuStreamCreate(&s2, 0) == 0);
+	void *g;
+	CHECK(cuStreamBeginCapture_v2(s2, 0) == 0);
+	pt_file("settle_wait", "go");
+	wait_for(gw_waits, NULL, "A's release waits on the held stream");
+	CHECK(cuStreamEndCapture(s2, &g) == 0);
+	printf("A's wait was made during a global capture\n");
+	CHECK(!fake_cuda_capture_broken());
+	fake_cuda_stream_release(gw_s1);
 	CHECK(pthread_join(a, NULL) == 0);
 	return 0;
 }
@@ -801,6 +838,7 @@ int main(int argc, char **argv)
 	    {"capture_mremap", mode_capture_mremap},
 	    {"capture_fixed", mode_capture_fixed},
 	    {"capture_dontneed", mode_capture_dontneed},
+	    {"capture_relaxed", mode_capture_relaxed},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

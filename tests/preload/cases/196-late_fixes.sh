@@ -99,16 +99,34 @@ lf "a global capture's begin does not wait for a passed copy's wait on a block b
 	HOSTPIN_THRESHOLD=24M HOSTPIN_REGISTER_CHUNK=8M HOSTPIN_STAGE_BUFFER=4M \
 	FAKE_CUDA_HTOD_GATE=1048576 HOSTPIN_TEST_PAUSE="$pd" -- capture_changing
 rm -rf "$pd"
-# Open (not run: hangs, rc 142): under HOSTPIN_COPY=async a copy of a
-# registered block on one stream waits, inside the capture gate, for the
-# block's last copy on another stream (held here), so a global capture's
-# begin elsewhere waits for it: late_fix capture_replaced.  Querying
-# instead of waiting lost the order a later copy of the block needs (fuzz
-# cases/attr3d-after-pieces-96525102 failed 5 of 10).
-# Open, not run here (each hangs, rc 142): late_fix capture_unmap,
-# capture_mremap, capture_fixed, capture_dontneed (the same options):
-# a release's or discard's wait for its block's last copy is made inside
-# the capture gate (design.md invariant 13).
+# Must hold (issue 39): under HOSTPIN_COPY=async a copy of a registered
+# block on one stream waits for the block's last copy on another stream
+# (held here) outside the capture gate, its thread in relaxed capture
+# interaction mode: a global capture's begin elsewhere does not wait for
+# it, and the wait invalidates no capture (hung, rc 142, while the wait
+# was inside the gate).  The order a later copy of the block needs is
+# kept: fuzz cases/attr3d-after-pieces-96525102.
+lf "a global capture's begin does not wait for a replaced last-copy event's wait" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- capture_replaced
+# Must hold (issue 39): a release (munmap, mremap, mmap MAP_FIXED) or
+# discard (madvise DONTNEED) of a block whose last copy is on a held
+# stream waits for it outside the capture gate (relaxed mode), then
+# releases in the gate: a global capture's begin elsewhere does not wait
+# for the DMA (each hung, rc 142, while the wait was inside the gate).
+for m in capture_unmap capture_mremap capture_fixed capture_dontneed; do
+	lf "a global capture's begin does not wait for a release's wait ($m)" any \
+		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- $m
+done
+# Must hold (issue 39): that wait made while another thread's global
+# capture runs (a pause point holds the release between its look for a
+# capture and its wait; the capture begins there) is made in relaxed
+# capture interaction mode: the capture stays valid (the fake invalidates
+# it on a call the calling thread's mode prohibits).
+pd=$(mktemp -d)
+lf "a release's wait during a global capture elsewhere leaves it valid" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async \
+	HOSTPIN_TEST_PAUSE="$pd" -- capture_relaxed
+rm -rf "$pd"
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
