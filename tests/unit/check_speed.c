@@ -301,7 +301,9 @@ END_TEST
 /* pool.c's copy into a slot (ntcopy.h): every length and alignment moves
  * exactly its bytes, none past the end of the destination, none read
  * past the source's (its last byte at the end of a page before a page it
- * may not read).  Before: a length whose last 64 bytes held 16 or more
+ * may not read), with the 16-byte stores and, where the CPU has them, the
+ * 64-byte ones (lengths past four lines: their four-a-turn loop and the
+ * lines after it).  Before: a length whose last 64 bytes held 16 or more
  * past the 64-byte blocks stored up to 48 bytes too many (a 2D copy's
  * packed rows overwrote the next row's start). */
 START_TEST(non_temporal_copy_stays_inside)
@@ -310,22 +312,28 @@ START_TEST(non_temporal_copy_stays_inside)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert(m != MAP_FAILED);
 	ck_assert_int_eq(mprotect(m + 4096, 4096, PROT_NONE), 0);
-	static char d[1024];
-	for (size_t len = 0; len <= 400; len++)
-		for (size_t a = 0; a < 16; a++) {
-			const char *src = m + 4096 - len;
-			for (size_t i = 0; i < len; i++)
-				((char *)src)[i] = (char)(i * 7 + 1);
-			memset(d, 0x5a, sizeof(d));
-			hp_nt_copy(d + 64 + a, src, len);
-			size_t bad = memcmp(d + 64 + a, src, len) != 0;
-			for (size_t i = 0; i < sizeof(d); i++)
-				if ((i < 64 + a || i >= 64 + a + len) &&
-				    d[i] != 0x5a)
-					bad = i + 1;
-			ck_assert_msg(!bad, "len %zu align %zu: %zu", len, a,
-				      bad);
-		}
+	static char d[2048] __attribute__((aligned(64)));
+	int wide = 0;
+#if defined(__x86_64__) && !defined(HP_NO_NT)
+	wide = hp_nt_wide();
+#endif
+	for (int w = 0; w <= wide; w++)
+		for (size_t len = 0; len <= 1100; len++)
+			for (size_t a = 0; a < 64; a++) {
+				const char *src = m + 4096 - len;
+				for (size_t i = 0; i < len; i++)
+					((char *)src)[i] = (char)(i * 7 + 1);
+				memset(d, 0x5a, sizeof(d));
+				hp_nt_stream_as(d + 64 + a, src, len, w);
+				hp_nt_fence();
+				size_t bad = memcmp(d + 64 + a, src, len) != 0;
+				for (size_t i = 0; i < sizeof(d); i++)
+					if ((i < 64 + a || i >= 64 + a + len) &&
+					    d[i] != 0x5a)
+						bad = i + 1;
+				ck_assert_msg(!bad, "wide %d len %zu align %zu: "
+					      "%zu", w, len, a, bad);
+			}
 	munmap(m, 3 * 4096);
 }
 END_TEST
