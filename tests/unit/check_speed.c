@@ -333,8 +333,8 @@ START_TEST(non_temporal_copy_stays_inside)
 				const char *src = m + map - len;
 				for (size_t i = 0; i < len; i++)
 					((char *)src)[i] = (char)(i * 7 + 1);
-				size_t e = len + 256; /* what a stray store
-							* could reach */
+				/* as far as a stray store could reach */
+				size_t e = len + 256;
 				memset(d, 0x5a, e);
 				hp_nt_stream_as(d + 64 + a, src, len, w);
 				hp_nt_fence();
