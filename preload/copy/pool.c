@@ -65,14 +65,21 @@ static HP_TLS int deferred;
 static _Atomic uint64_t pf_ns[HP_PF_N], pf_n[HP_PF_N];
 void hp_prof_add(enum hp_prof k, uint64_t t0)
 {
-	atomic_fetch_add(&pf_ns[k], hp_now_ns() - t0);
+	uint64_t t = k == HP_PF_COPY_CPU ? hp_prof_cpu() : hp_now_ns();
+	atomic_fetch_add(&pf_ns[k], t - t0);
 	atomic_fetch_add(&pf_n[k], 1);
+}
+uint64_t hp_prof_cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 __attribute__((destructor)) static void prof_print(void)
 {
 	static const char *nm[HP_PF_N] = {
 		"take", "wait", "fill", "issue", "fence", "caller-copy",
-		"caller-idle", "helper-copy", "handoff"};
+		"caller-idle", "helper-copy", "handoff", "copy-cpu"};
 	for (int k = 0; k < HP_PF_N; k++)
 		if (pf_n[k])
 			hp_log(HP_LOG_ERROR, "prof %s %lu us, %lu times, %lu "
@@ -98,7 +105,7 @@ static void pool_part(int caller)
 	const char *sr = J->src + (w ? off * sp : off);
 	int nt = J->nt;
 	pthread_mutex_unlock(&pool.mu);
-	uint64_t t0 = HP_PROF_NOW();
+	uint64_t t0 = HP_PROF_NOW(), c0 = HP_PROF_CPU();
 	if (w == 0 && nt)
 		hp_nt_copy(d, sr, len);
 	else if (w == 0)
@@ -110,6 +117,7 @@ static void pool_part(int caller)
 	for (size_t k = 0; w && !nt && k < len; k++)
 		memcpy(d + k * dp, sr + k * sp, w);
 	hp_prof_add(caller ? HP_PF_CALLER_COPY : HP_PF_HELPER_COPY, t0);
+	hp_prof_add(HP_PF_COPY_CPU, c0);
 	pthread_mutex_lock(&pool.mu);
 	/* the job q[n] stays until the tail passes it: J is still n's */
 	if (--J->left > 0)

@@ -17,14 +17,20 @@ enum hp_prof {
 	HP_PF_CALLER_IDLE, /* pool.c: its wait for the helpers' last part */
 	HP_PF_HELPER_COPY, /* pool.c: the helpers' memcpy of parts */
 	HP_PF_HANDOFF, /* pool.c: a job posted to a helper's first look */
+	HP_PF_COPY_CPU, /* pool.c: the parts' copies, CPU time (the thread's
+			 * clock: beside the copies' wall time, what other
+			 * threads took of the CPU meanwhile) */
 	HP_PF_N
 };
 #ifdef HP_STAGE_PROF
 HP_HIDDEN void hp_prof_add(enum hp_prof k, uint64_t t0);
+HP_HIDDEN uint64_t hp_prof_cpu(void);
 #define HP_PROF_NOW() hp_now_ns()
+#define HP_PROF_CPU() hp_prof_cpu()
 #else
 #define hp_prof_add(k, t0) ((void)(k), (void)(t0))
 #define HP_PROF_NOW() ((uint64_t)0)
+#define HP_PROF_CPU() ((uint64_t)0)
 #endif
 
 #endif

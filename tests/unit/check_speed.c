@@ -301,32 +301,53 @@ END_TEST
 /* pool.c's copy into a slot (ntcopy.h): every length and alignment moves
  * exactly its bytes, none past the end of the destination, none read
  * past the source's (its last byte at the end of a page before a page it
- * may not read).  Before: a length whose last 64 bytes held 16 or more
- * past the 64-byte blocks stored up to 48 bytes too many (a 2D copy's
- * packed rows overwrote the next row's start). */
+ * may not read), with the 16-byte stores and, where the CPU has them, the
+ * 64-byte ones: lengths up to past four lines (their loops' turns and the
+ * lines after them), and lengths about one and two 16 KiB blocks (the
+ * four 4 KiB streams, then the lines after them).  Before: a length whose
+ * last 64 bytes held 16 or more past the 64-byte blocks stored up to 48
+ * bytes too many (a 2D copy's packed rows overwrote the next row's
+ * start). */
 START_TEST(non_temporal_copy_stays_inside)
 {
-	char *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+	static const size_t big[] = {16320, 16383, 16384, 16385, 16448,
+				     16384 + 64 * 5 + 7, 32768, 32768 + 100,
+				     50000};
+	size_t nb = sizeof(big) / sizeof(big[0]), most = 50000;
+	size_t map = (most + 4095) / 4096 * 4096 + 4096;
+	char *m = mmap(NULL, map + 4096, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert(m != MAP_FAILED);
-	ck_assert_int_eq(mprotect(m + 4096, 4096, PROT_NONE), 0);
-	static char d[1024];
-	for (size_t len = 0; len <= 400; len++)
-		for (size_t a = 0; a < 16; a++) {
-			const char *src = m + 4096 - len;
-			for (size_t i = 0; i < len; i++)
-				((char *)src)[i] = (char)(i * 7 + 1);
-			memset(d, 0x5a, sizeof(d));
-			hp_nt_copy(d + 64 + a, src, len);
-			size_t bad = memcmp(d + 64 + a, src, len) != 0;
-			for (size_t i = 0; i < sizeof(d); i++)
-				if ((i < 64 + a || i >= 64 + a + len) &&
-				    d[i] != 0x5a)
-					bad = i + 1;
-			ck_assert_msg(!bad, "len %zu align %zu: %zu", len, a,
-				      bad);
-		}
-	munmap(m, 3 * 4096);
+	ck_assert_int_eq(mprotect(m + map, 4096, PROT_NONE), 0);
+	size_t dn = most + 256;
+	char *d = aligned_alloc(64, dn);
+	ck_assert(d != NULL);
+	int wide = 0;
+#if defined(__x86_64__) && !defined(HP_NO_NT)
+	wide = hp_nt_wide();
+#endif
+	for (int w = 0; w <= wide; w++)
+		for (size_t c = 0; c <= 1100 + nb; c++)
+			for (size_t a = 0; a < 64; a++) {
+				size_t len = c <= 1100 ? c : big[c - 1101];
+				const char *src = m + map - len;
+				for (size_t i = 0; i < len; i++)
+					((char *)src)[i] = (char)(i * 7 + 1);
+				/* as far as a stray store could reach */
+				size_t e = len + 256;
+				memset(d, 0x5a, e);
+				hp_nt_stream_as(d + 64 + a, src, len, w);
+				hp_nt_fence();
+				size_t bad = memcmp(d + 64 + a, src, len) != 0;
+				for (size_t i = 0; i < e; i++)
+					if ((i < 64 + a || i >= 64 + a + len) &&
+					    d[i] != 0x5a)
+						bad = i + 1;
+				ck_assert_msg(!bad, "wide %d len %zu align %zu: "
+					      "%zu", w, len, a, bad);
+			}
+	free(d);
+	munmap(m, map + 4096);
 }
 END_TEST
 
