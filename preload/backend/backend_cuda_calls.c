@@ -226,38 +226,85 @@ int hp_cuda_wait_stream_quiet(hp_cudaStream_t s)
 	return 0;
 }
 
-/* Events a wait outside the capture gate (hp_cuda_settle) may be using:
- * their destruction waits until no such wait runs, so that no event is
- * destroyed under another thread's cuEventSynchronize of it (more than
- * SETTLE_DEAD meanwhile: the rest leaked, an event's few bytes). */
-#define SETTLE_DEAD 64
+/* Events a wait outside the capture gate (hp_cuda_settle) is using, one
+ * slot a wait: an event's destruction (ev_destroy) finds it there, marks
+ * it dead and leaves it to the last wait on it (so none is destroyed
+ * under another thread's cuEventSynchronize of it, and none leaked: with
+ * every slot taken a settle makes no wait, the gate's wait is made).  A
+ * context's end (hp_cu_settle_block, from hp_cuda_end_begins) lets no
+ * new wait begin and waits for those running: none is made on an event
+ * of a context that ended meanwhile (late_fix settle_reset). */
+#define SETTLE_SLOTS 64
 static pthread_mutex_t settle_mu = PTHREAD_MUTEX_INITIALIZER;
-static int settle_waits, settle_ndead;
-static hp_cudaEvent_t settle_dead[SETTLE_DEAD];
+static pthread_cond_t settle_cv = PTHREAD_COND_INITIALIZER;
+static int settle_ends, settle_used;
+static struct {
+	hp_cudaEvent_t ev;
+	int dead;
+} settle_slot[SETTLE_SLOTS];
 
 static void ev_destroy(hp_cudaEvent_t ev)
 {
+	int later = 0;
 	pthread_mutex_lock(&settle_mu);
-	int later = settle_waits > 0;
-	if (later && settle_ndead < SETTLE_DEAD)
-		settle_dead[settle_ndead++] = ev;
+	for (int i = 0; i < SETTLE_SLOTS; i++)
+		if (settle_slot[i].ev == ev)
+			settle_slot[i].dead = later = 1;
 	pthread_mutex_unlock(&settle_mu);
 	if (!later)
 		hp_cu_pf.cuEventDestroy_v2(ev);
 }
 
-static void settle_done(void)
+/* Under settle_mu: a slot for ev (-1: none, or a context's end runs). */
+static int settle_take(hp_cudaEvent_t ev)
 {
-	hp_cudaEvent_t d[SETTLE_DEAD];
-	int n = 0;
+	if (settle_ends > 0)
+		return -1;
+	for (int i = 0; i < SETTLE_SLOTS; i++)
+		if (settle_slot[i].ev == NULL) {
+			settle_slot[i].ev = ev, settle_slot[i].dead = 0;
+			settle_used++;
+			return i;
+		}
+	return -1;
+}
+
+static void settle_done(int i)
+{
 	pthread_mutex_lock(&settle_mu);
-	if (--settle_waits == 0) {
-		n = settle_ndead, settle_ndead = 0;
-		memcpy(d, settle_dead, (size_t)n * sizeof(d[0]));
-	}
+	hp_cudaEvent_t ev = settle_slot[i].ev;
+	int last = settle_slot[i].dead;
+	settle_slot[i].ev = NULL, settle_slot[i].dead = 0;
+	for (int k = 0; last && k < SETTLE_SLOTS; k++)
+		if (settle_slot[k].ev == ev)
+			last = 0; /* another wait on it: the last one destroys */
+	if (--settle_used == 0)
+		pthread_cond_broadcast(&settle_cv);
 	pthread_mutex_unlock(&settle_mu);
-	for (int i = 0; i < n; i++)
-		hp_cu_pf.cuEventDestroy_v2(d[i]);
+	if (last)
+		hp_cu_pf.cuEventDestroy_v2(ev);
+}
+
+void hp_cu_settle_block(void)
+{
+	pthread_mutex_lock(&settle_mu);
+	settle_ends++;
+	int wait = settle_used > 0;
+	pthread_mutex_unlock(&settle_mu);
+	if (!wait)
+		return;
+	hp_test_pause("settle_drain"); /* tests: a settle wait runs */
+	pthread_mutex_lock(&settle_mu);
+	while (settle_used > 0)
+		pthread_cond_wait(&settle_cv, &settle_mu);
+	pthread_mutex_unlock(&settle_mu);
+}
+
+void hp_cu_settle_unblock(void)
+{
+	pthread_mutex_lock(&settle_mu);
+	settle_ends--;
+	pthread_mutex_unlock(&settle_mu);
 }
 
 /* Before the capture gate (issue 39): wait for the block's last async
@@ -285,24 +332,30 @@ void hp_cuda_settle(hp_rec_t *r, uintptr_t key)
 	if (!hp_cu_load() || hp_cuda_copy_fns() != 1 ||
 	    !hp_cu_pf.cuThreadExchangeStreamCaptureMode || hp_capture_busy())
 		return;
-	pthread_mutex_lock(&settle_mu);
-	settle_waits++;
-	pthread_mutex_unlock(&settle_mu);
+	/* The slot taken under the pair lock: a destroyer of ev swaps it
+	 * out under it, then looks at the slots (no lock taken under
+	 * settle_mu: none the other way round). */
+	int i = -1;
 	atomic_flag *l = lock_of(r);
 	hp_cudaEvent_t ev = (hp_cudaEvent_t)atomic_load_explicit(
 	    &r->user[HP_U_EVENT], memory_order_relaxed);
 	uintptr_t os = atomic_load_explicit(&r->user[HP_U_STREAM],
 					    memory_order_relaxed);
-	unlock(l);
-	int mode = HP_CU_CAPTURE_MODE_RELAXED;
 	if (ev != NULL && (key == 0 || os != key)) {
-		hp_test_pause("settle_wait"); /* tests: a capture begins */
-		if (hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode) == 0) {
-			hp_cu_pf.cuEventSynchronize(ev);
-			hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode);
-		}
+		pthread_mutex_lock(&settle_mu);
+		i = settle_take(ev);
+		pthread_mutex_unlock(&settle_mu);
 	}
-	settle_done();
+	unlock(l);
+	if (i < 0)
+		return;
+	int mode = HP_CU_CAPTURE_MODE_RELAXED;
+	hp_test_pause("settle_wait"); /* tests: a capture begins */
+	if (hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode) == 0) {
+		hp_cu_pf.cuEventSynchronize(ev);
+		hp_cu_pf.cuThreadExchangeStreamCaptureMode(&mode);
+	}
+	settle_done(i);
 }
 
 /* HOSTPIN_COPY=async: the block's last copy is now this one.  The one it
@@ -382,5 +435,8 @@ void hp_cuda_fence_fork_child(void)
 	pthread_mutex_init(&gate_mu, NULL);
 	pthread_cond_init(&gate_cv, NULL);
 	pthread_mutex_init(&settle_mu, NULL);
-	settle_waits = 0, settle_ndead = 0; /* the parent's: not the child's */
+	pthread_cond_init(&settle_cv, NULL);
+	/* the parent's waits and events: not the child's */
+	memset(settle_slot, 0, sizeof(settle_slot));
+	settle_ends = 0, settle_used = 0;
 }

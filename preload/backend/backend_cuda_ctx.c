@@ -288,11 +288,13 @@ int hp_cuda_end_begins(int dev, struct CUctx_st *ctx)
 			atomic_fetch_add(&ends_active[i], 1);
 			atomic_fetch_add(&ends_begun[i], 1);
 		}
+	hp_cu_settle_block();
 	return dev;
 }
 
 void hp_cuda_end_done(int dev)
 {
+	hp_cu_settle_unblock();
 	for (int i = 0; i < END_DEVS; i++)
 		if (dev < 0 || dev % END_DEVS == i)
 			atomic_fetch_sub(&ends_active[i], 1);

@@ -38,6 +38,10 @@ HP_HIDDEN extern _Atomic unsigned hp_cu_ctx_epoch;
 /* backend_cuda_ctx.c: how many calls that may end a context of device dev
  * (-1: any) began (hp_cuda_end_begins); *active: one is in progress */
 HP_HIDDEN unsigned hp_cu_ends_begun(int dev, int *active);
+/* backend_cuda_calls.c: a context's end lets no settle wait begin and
+ * waits for those running (block), until it is done (unblock). */
+HP_HIDDEN void hp_cu_settle_block(void);
+HP_HIDDEN void hp_cu_settle_unblock(void);
 /* backend_cuda_ctx.c: a registration's watch on the end of the context
  * it goes through (ctx, current on this thread): begun before it, asked
  * after it (cuda_pin's pieces, hp_cuda_ring_register's rings).  Begun: the

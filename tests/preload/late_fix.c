@@ -817,6 +817,82 @@ static int mode_capture_mremap(void) { return capture_release(1); }
 static int mode_capture_fixed(void) { return capture_release(2); }
 static int mode_capture_dontneed(void) { return capture_release(3); }
 
+/* Review of issue 39 (hp_cuda_settle).  settle_leak: while A's munmap
+ * waits outside the gate for a held DMA, 80 copies of another block on
+ * one stream each replace its last-copy event: every one is destroyed
+ * (the fake counts events live at exit; more than 64 were leaked while
+ * any settle wait ran).  settle_reset: A's munmap paused between
+ * settle's load of the event and its wait, another thread resets the
+ * primary context: the wait is never made on an event of the ended
+ * context (VIOLATION event-of-ended-context: the reset no longer waited
+ * for it; it waits now, settle_drain). */
+static int mode_settle_leak(void)
+{
+	alarm(20);
+	gw_release_setup(0);
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(gw_waits, NULL, "A's release waits on the held stream");
+	char *h2 = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(h2 != MAP_FAILED);
+	memset(h2, 1, 32 * MB);
+	CUstream s3;
+	CHECK(cuStreamCreate(&s3, 0) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(h2, gw_d, 4 * MB, NULL) == 0);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(h2));
+	for (int i = 0; i < 80; i++)
+		CHECK(cuMemcpyDtoHAsync_v2(h2, gw_d, 4 * MB, s3) == 0);
+	CHECK(cuStreamSynchronize(s3) == 0);
+	fake_cuda_stream_release(gw_s1);
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(munmap(h2, 32 * MB) == 0);
+	return 0;
+}
+CUresult cuDevicePrimaryCtxReset(int dev);
+static _Atomic int sr_done;
+static void *sr_reset(void *arg)
+{
+	(void)arg;
+	CHECK(cuDevicePrimaryCtxReset(0) == 0);
+	sr_done = 1;
+	return NULL;
+}
+static int sr_drain(void *arg)
+{
+	(void)arg;
+	return sr_done || pt_paused("settle_drain");
+}
+static int mode_settle_reset(void)
+{
+	alarm(20);
+	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gw_h != MAP_FAILED);
+	memset(gw_h, 1, 32 * MB);
+	CHECK(cuStreamCreate(&gw_s1, 0) == 0);
+	gw_d = dev(4 * MB);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, NULL) == 0);
+	CHECK(cuStreamSynchronize(NULL) == 0);
+	CHECK(is_reg(gw_h));
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+	pt_file("settle_wait", "arm");
+	pt_file("settle_drain", "arm");
+	pthread_t a, b;
+	gw_op = 0;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	CHECK(pthread_create(&b, NULL, sr_reset, NULL) == 0);
+	wait_for(sr_drain, NULL, "the reset returned or waits for A");
+	pt_file("settle_wait", "go");
+	if (!sr_done)
+		pt_file("settle_drain", "go");
+	CHECK(pthread_join(a, NULL) == 0);
+	CHECK(pthread_join(b, NULL) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -839,6 +915,8 @@ int main(int argc, char **argv)
 	    {"capture_fixed", mode_capture_fixed},
 	    {"capture_dontneed", mode_capture_dontneed},
 	    {"capture_relaxed", mode_capture_relaxed},
+	    {"settle_leak", mode_settle_leak},
+	    {"settle_reset", mode_settle_reset},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

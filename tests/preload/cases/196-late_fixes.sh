@@ -127,6 +127,21 @@ lf "a release's wait during a global capture elsewhere leaves it valid" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async \
 	HOSTPIN_TEST_PAUSE="$pd" -- capture_relaxed
 rm -rf "$pd"
+# Must hold (review of issue 39): events replaced while a settle wait
+# runs elsewhere are all destroyed (more than 64 were leaked: LATE
+# events-live at exit), and a context's reset between settle's load of
+# an event and its wait waits for that wait (it was made on the ended
+# context's event: VIOLATION event-of-ended-context).
+lf "events replaced during a settle wait elsewhere are all destroyed" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async -- settle_leak
+ev=$(echo "$LF_LOG" | sed -n 's/.*LATE events-live=\([0-9]*\)$/\1/p' | tail -1)
+[ "$ev" = 0 ] && ok "late DMA: settle_leak: no event live at exit" ||
+	bad "late DMA: settle_leak: events live at exit: ${ev:-none}"
+pd=$(mktemp -d)
+lf "a context reset waits for a settle wait on its event" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async \
+	HOSTPIN_TEST_PAUSE="$pd" -- settle_reset
+rm -rf "$pd"
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
