@@ -139,7 +139,7 @@ int hp_cuda_copy_fns(void)
 		return st;
 #define HP_FN_SYM(name, R, params) *(void **)&hp_cu_pf.name = hp_cuda_sym(#name);
 	HP_CU_POLICY_FNS(HP_FN_SYM, )
-	HP_CU_POLICY_OPT_FNS(HP_FN_SYM, , )
+	HP_CU_POLICY_OPT_FNS(HP_FN_SYM, , , )
 #undef HP_FN_SYM
 	if (!hp_cu_pf.cuStreamSynchronize) {
 		st = -1;

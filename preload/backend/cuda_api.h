@@ -212,13 +212,14 @@ typedef hp_cudaError_t (*hp_cudaDeviceReset_t)(void);
 	X(cuEventRecord, R, (hp_cudaEvent_t hEvent, hp_cudaStream_t hStream)) \
 	X(cuEventSynchronize, R, (hp_cudaEvent_t hEvent))                     \
 	X(cuEventDestroy_v2, R, (hp_cudaEvent_t hEvent))
-/* ...and where the driver has it; S is the capture-status enum type. */
-#define HP_CU_POLICY_OPT_FNS(X, R, S)                                         \
+/* ...and where the driver has it; S, M: the capture-status and
+ * capture-mode enum types. */
+#define HP_CU_POLICY_OPT_FNS(X, R, S, M)                                      \
 	X(cuStreamIsCapturing, R, (hp_cudaStream_t hStream, S * captureStatus)) \
 	X(cuCtxSynchronize, R, (void))                                        \
 	X(cuLaunchHostFunc, R,                                                \
 	  (hp_cudaStream_t hStream, void (*fn)(void *), void *userData))     \
-	X(cuThreadExchangeStreamCaptureMode, R, (int *mode))
+	X(cuThreadExchangeStreamCaptureMode, R, (M * mode))
 
 /* What hostpin asks the driver of a CUDA array (a 3D batch op's element
  * size; a 2D or 3D copy's array side, planned): X(name, R, params); D3,
@@ -395,7 +396,7 @@ typedef hp_cudaError_t (*hp_cudaGetDriverEntryPoint_t)(
 #define HP_FN_TYPEDEF(name, R, params) typedef R(*hp_##name##_t) params;
 HP_CU_DRIVER_FNS(HP_FN_TYPEDEF, hp_CUresult)
 HP_CU_POLICY_FNS(HP_FN_TYPEDEF, hp_CUresult)
-HP_CU_POLICY_OPT_FNS(HP_FN_TYPEDEF, hp_CUresult, int)
+HP_CU_POLICY_OPT_FNS(HP_FN_TYPEDEF, hp_CUresult, int, int)
 HP_CU_COPY_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUDA_MEMCPY2D, hp_CUDA_MEMCPY3D,
 	       hp_CUDA_MEMCPY3D_BATCH_OP)
 HP_CU_LOOKUP_FNS(HP_FN_TYPEDEF, hp_CUresult, hp_CUdriverProcAddressQueryResult)

@@ -21,7 +21,7 @@ struct hp_cu_fns {
 struct hp_cu_pfns {
 #define HP_FN_FIELD(name, R, params) hp_##name##_t name;
 	HP_CU_POLICY_FNS(HP_FN_FIELD, hp_CUresult)
-	HP_CU_POLICY_OPT_FNS(HP_FN_FIELD, hp_CUresult, int)
+	HP_CU_POLICY_OPT_FNS(HP_FN_FIELD, hp_CUresult, int, int)
 #undef HP_FN_FIELD
 };
 HP_HIDDEN extern struct hp_cu_fns hp_cu;

@@ -45,7 +45,8 @@ HP_CUDART_FNS(CHECK_FN, cudaError_t, enum cudaMemcpyKind,
 	      struct cudaMemcpy3DParms, struct cudaMemcpy3DBatchOp,
 	      enum cudaDriverEntryPointQueryResult)
 HP_CU_POLICY_FNS(CHECK_FN, CUresult)
-HP_CU_POLICY_OPT_FNS(CHECK_FN, CUresult, CUstreamCaptureStatus)
+HP_CU_POLICY_OPT_FNS(CHECK_FN, CUresult, CUstreamCaptureStatus,
+		     CUstreamCaptureMode)
 HP_CU_COPY_FNS(CHECK_FN, CUresult, CUDA_MEMCPY2D, CUDA_MEMCPY3D,
 	       CUDA_MEMCPY3D_BATCH_OP)
 HP_CU_LOOKUP_FNS(CHECK_FN, CUresult, CUdriverProcAddressQueryResult)
