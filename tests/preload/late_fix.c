@@ -758,7 +758,7 @@ static void *gw_unmap(void *arg)
 	gw_a = -1; /* returned */
 	return NULL;
 }
-static void gw_release_setup(int op)
+static void gw_release_setup(int op, int hold)
 {
 	gw_op = op;
 	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
@@ -771,13 +771,13 @@ static void gw_release_setup(int op)
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, NULL) == 0);
 	CHECK(cuStreamSynchronize(NULL) == 0);
 	CHECK(is_reg(gw_h));
-	CHECK(fake_cuda_stream_hold(gw_s1) == 0);
+	CHECK(!hold || fake_cuda_stream_hold(gw_s1) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
 }
 static int capture_release(int op)
 {
 	alarm(20);
-	gw_release_setup(op);
+	gw_release_setup(op, 1);
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
 	wait_for(gw_waits, NULL, "A's release waits on the held stream, or returned");
@@ -794,7 +794,7 @@ static int capture_release(int op)
 static int mode_capture_relaxed(void)
 {
 	alarm(20);
-	gw_release_setup(0);
+	gw_release_setup(0, 1);
 	pt_file("settle_wait", "arm");
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
@@ -829,7 +829,7 @@ static int mode_capture_dontneed(void) { return capture_release(3); }
 static int mode_settle_leak(void)
 {
 	alarm(20);
-	gw_release_setup(0);
+	gw_release_setup(0, 1);
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
 	wait_for(gw_waits, NULL, "A's release waits on the held stream");
@@ -867,20 +867,10 @@ static int sr_drain(void *arg)
 static int mode_settle_reset(void)
 {
 	alarm(20);
-	gw_h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(gw_h != MAP_FAILED);
-	memset(gw_h, 1, 32 * MB);
-	CHECK(cuStreamCreate(&gw_s1, 0) == 0);
-	gw_d = dev(4 * MB);
-	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, NULL) == 0);
-	CHECK(cuStreamSynchronize(NULL) == 0);
-	CHECK(is_reg(gw_h));
-	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
+	gw_release_setup(0, 0); /* its copy on gw_s1 not held */
 	pt_file("settle_wait", "arm");
 	pt_file("settle_drain", "arm");
 	pthread_t a, b;
-	gw_op = 0;
 	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
 	wait_for(pt_paused, "settle_wait", "A's release at its wait");
 	CHECK(pthread_create(&b, NULL, sr_reset, NULL) == 0);

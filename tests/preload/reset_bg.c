@@ -114,6 +114,21 @@ static int mode_settled(void)
 	return again(blk, c, 40);
 }
 
+/* A block half registered (half_registered), its stream synchronised,
+ * then device 0's primary context reset on thread *t, held at the pause
+ * point end_called (the driver's reset made, hostpin's hook not yet). */
+static char *reset_at_end_called(int seed, pthread_t *t)
+{
+	CUdeviceptr d;
+	CUstream s;
+	char *blk = half_registered(seed, &d, &s);
+	CHECK(cuStreamSynchronize(s) == 0);
+	pt_file("end_called", "arm");
+	CHECK(pthread_create(t, NULL, rb_reset, NULL) == 0);
+	wait_for(pt_paused, "end_called", "the driver reset the context");
+	return blk;
+}
+
 /* Device 0's primary context reset while the thread's second piece waits
  * at the fake's gate (FAKE_CUDA_REGISTER_GATE=8M), pushed through that
  * context: the piece reaches the driver after its reset (the program made
@@ -132,14 +147,8 @@ static int mode_straddle(void)
 {
 	alarm(120);
 	CHECK(getenv("HOSTPIN_TEST_PAUSE") != NULL);
-	CUdeviceptr d;
-	CUstream s;
-	char *blk = half_registered(50, &d, &s);
-	CHECK(cuStreamSynchronize(s) == 0);
-	pt_file("end_called", "arm");
 	pthread_t t;
-	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
-	wait_for(pt_paused, "end_called", "the driver reset the context");
+	char *blk = reset_at_end_called(50, &t);
 	CUcontext c;
 	CHECK(cuDevicePrimaryCtxRetain(&c, 0) == 0);
 	fake_cuda_open_gate_once(); /* the second piece goes on */
@@ -207,14 +216,8 @@ static int mode_refused(void)
 	CHECK(cuMemcpyHtoDAsync_v2(da, a, 32 * MB, NULL) == 0); /* earns */
 	CHECK(cuStreamSynchronize(NULL) == 0);
 	wait_for(reg_whole, a, "the first block registered whole");
-	CUdeviceptr d;
-	CUstream s;
-	char *blk = half_registered(100, &d, &s);
-	CHECK(cuStreamSynchronize(s) == 0);
-	pt_file("end_called", "arm");
 	pthread_t t;
-	CHECK(pthread_create(&t, NULL, rb_reset, NULL) == 0);
-	wait_for(pt_paused, "end_called", "the driver reset the context");
+	char *blk = reset_at_end_called(100, &t);
 	pt_file("bg_ended", "arm");
 	fake_cuda_open_gate_once(); /* the second piece: refused */
 	wait_for(pt_paused, "bg_ended", "the registration ended");
