@@ -239,19 +239,31 @@ int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first)
 	}
 	/* free: nothing pending, or its last DMA done (asked, not waited;
 	 * asked twice: a driver may answer "not ready" to the first query
-	 * of work that is done) */
+	 * of work that is done), the oldest fenced asked first: a stream's
+	 * DMAs complete in order, so its oldest is the likeliest done, and
+	 * a copy that falls back on its own stream's slot waits for its
+	 * oldest DMA, not its newest (a staged round's first slot: each
+	 * round began with a wait for the DMA the last one just queued) */
+	int ord[HP_RING_MAX], m = 0;
 	for (int i = 0; i < n && k < 0; i++)
 		if (!R->taken[i] && !R->used[i])
 			k = i;
+	for (int i = 0; i < n && k < 0; i++) {
+		if (R->taken[i] || !R->used[i])
+			continue;
+		int j = m++;
+		for (; j > 0 && R->fseq[ord[j - 1]] > R->fseq[i]; j--)
+			ord[j] = ord[j - 1];
+		ord[j] = i;
+	}
 	for (int q = 0; q < 2; q++)
-		for (int i = 0; i < n && k < 0; i++)
-			if (!R->taken[i] && R->used[i] &&
-			    hp_cuda_event_query(R->ev[i]) == 0)
-				R->used[i] = 0, k = i;
+		for (int j = 0; j < m && k < 0; j++)
+			if (hp_cuda_event_query(R->ev[ord[j]]) == 0)
+				R->used[ord[j]] = 0, k = ord[j];
 	/* else one whose last DMA was on this stream: its own order */
-	for (int i = 0; i < n && k < 0; i++)
-		if (!R->taken[i] && R->owner[i] == s)
-			k = i;
+	for (int j = 0; j < m && k < 0; j++)
+		if (R->owner[ord[j]] == s)
+			k = ord[j];
 	/* a copy that found none (it passes through), or took the last one
 	 * no copy held: the ring grows, in the background */
 	if (first && (k < 0 || untaken == 1))
@@ -266,8 +278,11 @@ int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,
 		  hp_cudaStream_t id)
 {
 	int r = hp_cuda_event_record(R->ev[k], s);
+	/* relaxed: an order among slots, read under R->mu once released */
 	if (r == 0)
-		R->used[k] = 1, R->owner[k] = id;
+		R->used[k] = 1, R->owner[k] = id,
+		R->fseq[k] = atomic_fetch_add_explicit(&R->fnext, 1,
+						       memory_order_relaxed);
 	else
 		hp_cuda_stream_wait(s);
 	return r;

@@ -160,6 +160,8 @@ struct hp_ring {
 	int taken[HP_RING_MAX];
 	int used[HP_RING_MAX]; /* ev[i] recorded after slot i's last DMA */
 	hp_cudaStream_t owner[HP_RING_MAX]; /* the stream of that DMA */
+	uint64_t fseq[HP_RING_MAX]; /* when ev[i] was recorded (fnext's) */
+	_Atomic uint64_t fnext;
 };
 struct hp_plan;
 HP_HIDDEN struct hp_ring *hp_ring_get(const struct hp_plan *P, int must);

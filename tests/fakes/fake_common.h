@@ -69,7 +69,16 @@ static int mapped(const void *p, size_t n)
  * invariant 1 forbids. */
 static void audit(void)
 {
-	for (int i = 0; i < nheld; i++)
+	/* FAKE_CUDA_TIMED=2, the memcpy-bound benchmark model (issue 43):
+	 * no audit, a mincore per 16 MiB held on every call (tens of
+	 * microseconds of the caller's CPU a call once a few hundred MiB are
+	 * registered, where a driver's call costs a few) */
+	static int skip = -1;
+	if (skip < 0) {
+		const char *e = getenv("FAKE_CUDA_TIMED");
+		skip = e && *e == '2';
+	}
+	for (int i = 0; i < nheld && !skip; i++)
 		if (!mapped(held[i].base, held[i].len)) {
 			logf_("VIOLATION " FAKE_HELD "-range-unmapped %p %zu",
 			      (void *)held[i].base, held[i].len);

@@ -87,6 +87,44 @@ static void *raw(size_t n)
 }
 static void unraw(void *p, size_t n) { syscall(SYS_munmap, p, n); }
 
+/* The timed mode's ops (fake_timed.h: benchmarks) come from a free list,
+ * not a mapping each: a worker's munmap of every op it ran cost the other
+ * CPUs a TLB shootdown, each copy thread's too (the model's CPU, which a
+ * driver does not spend).  A forked child starts a list of its own (the
+ * parent's may be mid-change). */
+static pthread_mutex_t op_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct op *op_free_list;
+static void op_child(void)
+{
+	pthread_mutex_init(&op_mu, NULL);
+	op_free_list = NULL;
+}
+__attribute__((constructor)) static void op_init(void)
+{
+	pthread_atfork(NULL, NULL, op_child);
+}
+static void *op_new(void)
+{
+	pthread_mutex_lock(&op_mu);
+	struct op *o = op_free_list;
+	if (o)
+		op_free_list = o->next;
+	pthread_mutex_unlock(&op_mu);
+	return o ? (void *)o : raw(sizeof(*o));
+}
+static int timed_on(void);
+static void op_free(struct op *o)
+{
+	if (!timed_on()) { /* the tests' modes: a use after free faults */
+		unraw(o, sizeof(*o));
+		return;
+	}
+	pthread_mutex_lock(&op_mu);
+	o->next = op_free_list;
+	op_free_list = o;
+	pthread_mutex_unlock(&op_mu);
+}
+
 #define MAXDEVMEM 4096
 static struct {
 	char *base;
@@ -192,7 +230,7 @@ static void run_op(stream_t *s, struct op *o)
 	/* release: pairs with the acquire loads of done */
 	if (o->ev && o->seq == __atomic_load_n(&o->ev->seq, __ATOMIC_RELAXED))
 		__atomic_store_n(&o->ev->done, 1, __ATOMIC_RELEASE);
-	unraw(o, sizeof(*o));
+	op_free(o);
 }
 
 static int late_on(void);
@@ -200,6 +238,7 @@ static int timed_on(void);
 static double timed_due(stream_t *s, struct op *o);
 static void timed_sleep_until(double t);
 static void late_run(stream_t *s, unsigned long long qn, int wait);
+static int timed_ev_due(struct event *e);
 /* o's number on its stream (0: captured, not queued) */
 static unsigned long long enqueue(stream_t *s, struct op *o)
 {
@@ -387,7 +426,7 @@ static void seg(struct xfer *x, void *dst, const void *src, size_t n)
 	}
 	if (x->refused)
 		return;
-	struct op *o = raw(sizeof(*o));
+	struct op *o = op_new();
 	memset(o, 0, sizeof(*o));
 	o->dst = dst, o->src = src, o->n = n;
 	/* FAKE_CUDA_NO_PAGEABLE=BYTES: hostpin's staging is on, so no copy
@@ -668,7 +707,7 @@ CUresult cuEventRecord(struct event *e, stream_t *s)
 		lr = late_ev_stream(e, S(s));
 	if (lr)
 		return lr;
-	struct op *o = raw(sizeof(*o));
+	struct op *o = op_new();
 	memset(o, 0, sizeof(*o));
 	o->ev = e;
 	s = S(s);
@@ -727,6 +766,11 @@ CUresult cuEventQuery(struct event *e)
 		return lr;
 	/* acquire: pairs with run_queue's release store of done */
 	if (__atomic_load_n(&e->done, __ATOMIC_ACQUIRE))
+		return OK;
+	int due = timed_ev_due(e); /* the timed mode's clock (fake_timed.h) */
+	if (due == 1)
+		run_to(e, 1);
+	if (due)
 		return OK;
 	run_to(e, 0); /* not ready now; ready at the next query */
 	return NOT_READY;

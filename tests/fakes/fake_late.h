@@ -120,7 +120,7 @@ int fake_cuda_stream_hold(stream_t *s)
 	if (!late_on())
 		return -1;
 	s = S(s);
-	struct op *o = raw(sizeof(*o));
+	struct op *o = op_new();
 	memset(o, 0, sizeof(*o));
 	pthread_mutex_lock(&s->mu);
 	o->hold = ++late_of(s)->holds;

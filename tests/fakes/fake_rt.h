@@ -550,7 +550,7 @@ static CUresult rt_capture_info(stream_t *s, int *status,
  * worker is asked to; nothing after it is) */
 static CUresult rt_host_func(stream_t *s, void (*fn)(void *), void *arg)
 {
-	struct op *o = raw(sizeof(*o));
+	struct op *o = op_new();
 	memset(o, 0, sizeof(*o));
 	o->host_fn = fn, o->host_arg = arg;
 	unsigned long long qn = enqueue(s, o);

@@ -156,6 +156,41 @@ static void timed_register(void *p, size_t n)
 	timed_sleep_until(t0 + s * (double)n / (1 << 30));
 }
 
+/* cuEventQuery in the timed mode, e not marked done yet: 1 if its latest
+ * record is due by the link's clock (every copy before it on its stream
+ * ended then) with no hold before it, and the query should wait for the
+ * worker to mark it; 2 (FAKE_CUDA_TIMED=2, nothing before it but copies
+ * and records, whose bytes are not moved) if it is complete now, marked
+ * here.  0: not due.  A GPU's event is complete when its work is, whether
+ * or not a host thread got round to it: on a machine whose cores all
+ * copy, the worker woke up to a millisecond after its copy's end (a DMA
+ * that cost the host its scheduling, which issue 43's model must not). */
+static int timed_ev_due(struct event *e)
+{
+	stream_t *s = __atomic_load_n(&e->s, __ATOMIC_RELAXED);
+	if (!timed_on() || !s)
+		return 0;
+	int due = 0, plain = timed_on() == 2;
+	pthread_mutex_lock(&s->mu);
+	struct late *l = s->late;
+	for (struct op *o = s->head; o; o = o->next) {
+		plain &= !o->host_fn && !o->hold && !o->touch;
+		if (o->ev == e &&
+		    o->seq == __atomic_load_n(&e->seq, __ATOMIC_RELAXED)) {
+			due = o->due <= timed_now() &&
+			      (!l || l->released >= l->holds);
+			if (due && plain) {
+				/* release: as run_op's */
+				__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
+				due = 2;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return due;
+}
+
 static unsigned long long enqueue(stream_t *s, struct op *o);
 static void late_run(stream_t *s, unsigned long long qn, int wait);
 
@@ -166,7 +201,7 @@ int fake_cuda_timed_kernel(stream_t *s, double seconds)
 {
 	if (!timed_on())
 		return -1;
-	struct op *o = raw(sizeof(*o));
+	struct op *o = op_new();
 	memset(o, 0, sizeof(*o));
 	o->dur = seconds;
 	enqueue(s, o);
