@@ -21,10 +21,14 @@
  * FAKE_CUDA_TIMED=2: the same clock, but the DMA moves no bytes (a copy
  * engine costs the host no CPU; the worker's memcpy would compete with the
  * program's own on a small machine): for the memcpy-bound regime, where
- * the link outruns one core's memcpy (scripts/bench-engine's rows); the
+ * the link outruns one core's memcpy (scripts/bench-link's rows); the
  * device never receives the data, so a program checks none (a pageable
  * D2H's destination is written with zeros: the driver's CPU copy and
- * its page faults).
+ * its page faults).  Nor does the fake's own bookkeeping cost the host
+ * more than a driver's would: no audit of the held ranges on each call
+ * (fake_common.h), ops from a free list (fake_copy.h), and an event whose
+ * copies are due by the clock is complete at the query that asks
+ * (timed_ev_due), not when the stream's worker is next scheduled.
  * A program may make a stream busy without the link (a kernel):
  * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
  * reserves its link in enqueue order, so one queued behind a long kernel
