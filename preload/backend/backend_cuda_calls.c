@@ -365,6 +365,8 @@ void hp_cuda_settle(hp_rec_t *r, uintptr_t key)
  * the capture gate (hp_cuda_settle, copy.c): the wait here, inside the
  * gate, finds it done; it waits only where the driver has no relaxed
  * mode, or for a copy of the block another thread made meanwhile. */
+_Atomic int hp_cuda_events_tracked;
+
 int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 {
 	hp_cudaEvent_t ev = NULL;
@@ -374,6 +376,15 @@ int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 		hp_cu_pf.cuEventDestroy_v2(ev);
 		return -1;
 	}
+	/* Set before the event is the block's (sequenced before; relaxed is
+	 * enough): a release ordered after this copy (this thread's, or
+	 * one the program synchronised with it) sees it set and settles;
+	 * one racing with it may skip, as if made before it (the wait in
+	 * the gate, quiesce, still waits for the event). */
+	if (!atomic_load_explicit(&hp_cuda_events_tracked,
+				  memory_order_relaxed))
+		atomic_store_explicit(&hp_cuda_events_tracked, 1,
+				      memory_order_relaxed);
 	atomic_flag *l = lock_of(r);
 	hp_cudaEvent_t old = (hp_cudaEvent_t)atomic_load_explicit(
 	    &r->user[HP_U_EVENT], memory_order_relaxed);

@@ -883,6 +883,42 @@ static int mode_settle_reset(void)
 	return 0;
 }
 
+/* hp_settle_range (maps.c) walks the registry only once a last-copy
+ * event was ever tracked (HOSTPIN_COPY=async's first async copy through
+ * a registered block): its pause point settle_walk, armed with its go
+ * file made (never sleeps), is reached by neither a discard nor an unmap
+ * of part of a registered block before that (under sync: ever), and by
+ * the unmap after it under async (the walk capture_unmap needs). */
+static int mode_settle_skip(void)
+{
+	const char *c = getenv("HOSTPIN_COPY");
+	int async = c && strcmp(c, "async") == 0;
+	alarm(20);
+	char *h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(h != MAP_FAILED);
+	memset(h, 1, 32 * MB);
+	CUdeviceptr d = dev(4 * MB);
+	fill(D(d), 4 * MB, 200);
+	CHECK(cuMemcpyDtoH_v2(h, d, 4 * MB) == 0); /* registers, no event */
+	CHECK(cuMemcpyDtoH_v2(h, d, 4 * MB) == 0);
+	CHECK(is_reg(h) && same(h, 4 * MB, 200));
+	pt_file("settle_walk", "go");
+	pt_file("settle_walk", "arm");
+	CHECK(madvise(h + 8 * MB, 4 * MB, MADV_DONTNEED) == 0);
+	CHECK(munmap(h + 28 * MB, 4 * MB) == 0);
+	CHECK(!pt_paused("settle_walk"));
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, 4 * MB, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(munmap(h + 24 * MB, 4 * MB) == 0);
+	CHECK(pt_paused("settle_walk") == async);
+	printf("settle walks: %s\n", async ? "after the async copy" : "none");
+	CHECK(munmap(h, 24 * MB) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -907,6 +943,7 @@ int main(int argc, char **argv)
 	    {"capture_relaxed", mode_capture_relaxed},
 	    {"settle_leak", mode_settle_leak},
 	    {"settle_reset", mode_settle_reset},
+	    {"settle_skip", mode_settle_skip},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }
