@@ -883,6 +883,30 @@ static int mode_settle_reset(void)
 	return 0;
 }
 
+/* A block's last-copy event replaced (and destroyed: ev_destroy) while
+ * another thread's settle wait holds a slot naming it: A's munmap paused
+ * at settle_wait (its slot taken), a copy of the block on another stream
+ * replaces the event; its destruction is left to A's wait, which never
+ * waits on a destroyed event (VIOLATION event-destroyed: ev_destroy's
+ * fast path taken with a slot in use). */
+static int mode_settle_destroy(void)
+{
+	alarm(20);
+	gw_release_setup(0, 0); /* its copy on gw_s1 not held */
+	pt_file("settle_wait", "arm");
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	CUstream s3;
+	CHECK(cuStreamCreate(&s3, 0) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 4 * MB, gw_d, 4 * MB, s3) == 0);
+	CHECK(cuStreamSynchronize(s3) == 0);
+	CHECK(same(gw_h + 4 * MB, 4 * MB, 190));
+	pt_file("settle_wait", "go");
+	CHECK(pthread_join(a, NULL) == 0);
+	return 0;
+}
+
 /* hp_settle_range (maps.c) walks the registry only once a last-copy
  * event was ever tracked (HOSTPIN_COPY=async's first async copy through
  * a registered block): its pause point settle_walk, armed with its go
@@ -944,6 +968,7 @@ int main(int argc, char **argv)
 	    {"settle_leak", mode_settle_leak},
 	    {"settle_reset", mode_settle_reset},
 	    {"settle_skip", mode_settle_skip},
+	    {"settle_destroy", mode_settle_destroy},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }
