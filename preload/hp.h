@@ -436,7 +436,8 @@ HP_HIDDEN void hp_mmap_track(void *p, size_t len, int prot, int flags,
 			     const void *caller);
 HP_HIDDEN void hp_range_release(uintptr_t a, size_t len);
 /* maps.c: before a release's capture gate, the registered blocks' last
- * async copies in [a, a+len) waited for (hp_cuda_settle). */
+ * async copies in [a, a+len) waited for (hp_cuda_settle); no registry walk
+ * before the first last-copy event (hp_cuda_events_tracked). */
 HP_HIDDEN void hp_settle_range(uintptr_t a, size_t len);
 /* maps.c: non-zero while a release of (part of) a tracked range is in
  * progress: its survivors may not be tracked yet (foreign.c waits). */

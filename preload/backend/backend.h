@@ -109,6 +109,11 @@ int hp_cuda_wait_stream_quiet(struct CUstream_st *s);
 /* id: s's identity (the copy engine's hp_stream_key: a per-thread default
  * stream is its thread's), what tells the last copy's stream apart. */
 int hp_cuda_track_event(struct hp_rec *r, struct CUstream_st *s, uintptr_t id);
+/* Set (never cleared) by hp_cuda_track_event before the first event it
+ * makes a block's: until then no block has a last-copy event (under
+ * HOSTPIN_COPY=sync, the default, never), and hp_settle_range (maps.c)
+ * skips its walk. */
+extern _Atomic int hp_cuda_events_tracked __attribute__((visibility("hidden")));
 void hp_cuda_quiesce(struct hp_rec *r);
 /* Outside the capture gate, before a wait in it (track_event, quiesce):
  * wait for r's last copy unless on the stream keyed key (0: any), this

@@ -233,18 +233,39 @@ int hp_cuda_wait_stream_quiet(hp_cudaStream_t s)
  * every slot taken a settle makes no wait, the gate's wait is made).  A
  * context's end (hp_cu_settle_block, from hp_cuda_end_begins) lets no
  * new wait begin and waits for those running: none is made on an event
- * of a context that ended meanwhile (late_fix settle_reset). */
+ * of a context that ended meanwhile (late_fix settle_reset).  settle_used
+ * counts the slots in use, changed under settle_mu; ev_destroy reads it
+ * without (none in use, as under HOSTPIN_COPY=async with no release or
+ * copy waiting before the gate: no lock, no scan). */
 #define SETTLE_SLOTS 64
 static pthread_mutex_t settle_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t settle_cv = PTHREAD_COND_INITIALIZER;
-static int settle_ends, settle_used;
+static int settle_ends;
+static _Atomic int settle_used;
 static struct {
 	hp_cudaEvent_t ev;
 	int dead;
 } settle_slot[SETTLE_SLOTS];
 
+/* ev taken out of its block's record under the block's pair lock first
+ * (track_event, quiesce: every caller).  The fast path: a settle takes a
+ * slot for ev only under that same pair lock while the record names ev
+ * (hp_cuda_settle).  Either it did so before the caller's swap: its
+ * increment (relaxed) then happened before the swap (the pair lock's
+ * release and acquire) and so before the load here, which reads 0 only
+ * once that slot was released (the count is at least 1 while it is in
+ * use) by settle_done's release decrement, after its wait returned (the
+ * acquire here: the wait happened before the destroy; the slot not
+ * marked dead, settle_done leaves ev alone).  Or after the swap: the
+ * record names ev no more, and no slot for ev is ever taken.  So no slot
+ * naming ev can appear between the load and the destroy (late_fix
+ * settle_destroy: one taken before is found below). */
 static void ev_destroy(hp_cudaEvent_t ev)
 {
+	if (atomic_load_explicit(&settle_used, memory_order_acquire) == 0) {
+		hp_cu_pf.cuEventDestroy_v2(ev);
+		return;
+	}
 	int later = 0;
 	pthread_mutex_lock(&settle_mu);
 	for (int i = 0; i < SETTLE_SLOTS; i++)
@@ -263,7 +284,10 @@ static int settle_take(hp_cudaEvent_t ev)
 	for (int i = 0; i < SETTLE_SLOTS; i++)
 		if (settle_slot[i].ev == NULL) {
 			settle_slot[i].ev = ev, settle_slot[i].dead = 0;
-			settle_used++;
+			/* relaxed: the caller's pair lock orders it
+			 * before a destroyer's swap (ev_destroy) */
+			atomic_fetch_add_explicit(&settle_used, 1,
+						  memory_order_relaxed);
 			return i;
 		}
 	return -1;
@@ -278,7 +302,9 @@ static void settle_done(int i)
 	for (int k = 0; last && k < SETTLE_SLOTS; k++)
 		if (settle_slot[k].ev == ev)
 			last = 0; /* another wait on it: the last one destroys */
-	if (--settle_used == 0)
+	/* release: this slot's wait before a fast ev_destroy that reads 0 */
+	if (atomic_fetch_sub_explicit(&settle_used, 1,
+				      memory_order_release) == 1)
 		pthread_cond_broadcast(&settle_cv);
 	pthread_mutex_unlock(&settle_mu);
 	if (last)
@@ -289,13 +315,13 @@ void hp_cu_settle_block(void)
 {
 	pthread_mutex_lock(&settle_mu);
 	settle_ends++;
-	int wait = settle_used > 0;
+	int wait = atomic_load_explicit(&settle_used, memory_order_relaxed) > 0;
 	pthread_mutex_unlock(&settle_mu);
 	if (!wait)
 		return;
 	hp_test_pause("settle_drain"); /* tests: a settle wait runs */
 	pthread_mutex_lock(&settle_mu);
-	while (settle_used > 0)
+	while (atomic_load_explicit(&settle_used, memory_order_relaxed) > 0)
 		pthread_cond_wait(&settle_cv, &settle_mu);
 	pthread_mutex_unlock(&settle_mu);
 }
@@ -365,6 +391,8 @@ void hp_cuda_settle(hp_rec_t *r, uintptr_t key)
  * the capture gate (hp_cuda_settle, copy.c): the wait here, inside the
  * gate, finds it done; it waits only where the driver has no relaxed
  * mode, or for a copy of the block another thread made meanwhile. */
+_Atomic int hp_cuda_events_tracked;
+
 int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 {
 	hp_cudaEvent_t ev = NULL;
@@ -374,6 +402,15 @@ int hp_cuda_track_event(hp_rec_t *r, hp_cudaStream_t s, uintptr_t id)
 		hp_cu_pf.cuEventDestroy_v2(ev);
 		return -1;
 	}
+	/* Set before the event is the block's (sequenced before; relaxed is
+	 * enough): a release ordered after this copy (this thread's, or
+	 * one the program synchronised with it) sees it set and settles;
+	 * one racing with it may skip, as if made before it (the wait in
+	 * the gate, quiesce, still waits for the event). */
+	if (!atomic_load_explicit(&hp_cuda_events_tracked,
+				  memory_order_relaxed))
+		atomic_store_explicit(&hp_cuda_events_tracked, 1,
+				      memory_order_relaxed);
 	atomic_flag *l = lock_of(r);
 	hp_cudaEvent_t old = (hp_cudaEvent_t)atomic_load_explicit(
 	    &r->user[HP_U_EVENT], memory_order_relaxed);
@@ -438,5 +475,6 @@ void hp_cuda_fence_fork_child(void)
 	pthread_cond_init(&settle_cv, NULL);
 	/* the parent's waits and events: not the child's */
 	memset(settle_slot, 0, sizeof(settle_slot));
-	settle_ends = 0, settle_used = 0;
+	settle_ends = 0;
+	atomic_store_explicit(&settle_used, 0, memory_order_relaxed);
 }

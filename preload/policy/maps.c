@@ -223,8 +223,6 @@ int hp_capture_holds(uintptr_t a, size_t len)
 	return h.part ? 2 : h.any;
 }
 
-/* The capture gate held for a release (1; then hp_capture_unhold), or 0:
- * a capture prohibits this thread's calls (the caller's check decides). */
 /* Before the gate (issue 39): each registered block's last async copy in
  * [a, a + len) waited for with this thread in relaxed capture mode
  * (hp_cuda_settle), so that the release's wait in the gate (quiesce)
@@ -241,12 +239,22 @@ static int settle_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
 
 void hp_settle_range(uintptr_t a, size_t len)
 {
+	/* No block ever had a last-copy event (HOSTPIN_COPY=sync, the
+	 * default: none ever; async: no async copy through a registered
+	 * block yet): nothing to wait for, no walk (late_fix settle_skip). */
+	if (!atomic_load_explicit(&hp_cuda_events_tracked,
+				  memory_order_relaxed))
+		return;
 	if (len && len <= UINTPTR_MAX - a &&
 	    hp_backend->quiesce == hp_cuda_quiesce &&
-	    hp_maps_may_hold(a, a + len))
+	    hp_maps_may_hold(a, a + len)) {
+		hp_test_pause("settle_walk"); /* tests: the walk made */
 		hp_registry_each_overlap(&hp_reg, a, len, settle_one, NULL);
+	}
 }
 
+/* The capture gate held for a release (1; then hp_capture_unhold), or 0:
+ * a capture prohibits this thread's calls (the caller's check decides). */
 static int release_hold(void)
 {
 	for (;;) {

@@ -883,6 +883,66 @@ static int mode_settle_reset(void)
 	return 0;
 }
 
+/* A block's last-copy event replaced (and destroyed: ev_destroy) while
+ * another thread's settle wait holds a slot naming it: A's munmap paused
+ * at settle_wait (its slot taken), a copy of the block on another stream
+ * replaces the event; its destruction is left to A's wait, which never
+ * waits on a destroyed event (VIOLATION event-destroyed: ev_destroy's
+ * fast path taken with a slot in use). */
+static int mode_settle_destroy(void)
+{
+	alarm(20);
+	gw_release_setup(0, 0); /* its copy on gw_s1 not held */
+	pt_file("settle_wait", "arm");
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	CUstream s3;
+	CHECK(cuStreamCreate(&s3, 0) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 4 * MB, gw_d, 4 * MB, s3) == 0);
+	CHECK(cuStreamSynchronize(s3) == 0);
+	CHECK(same(gw_h + 4 * MB, 4 * MB, 190));
+	pt_file("settle_wait", "go");
+	CHECK(pthread_join(a, NULL) == 0);
+	return 0;
+}
+
+/* hp_settle_range (maps.c) walks the registry only once a last-copy
+ * event was ever tracked (HOSTPIN_COPY=async's first async copy through
+ * a registered block): its pause point settle_walk, armed with its go
+ * file made (never sleeps), is reached by neither a discard nor an unmap
+ * of part of a registered block before that (under sync: ever), and by
+ * the unmap after it under async (the walk capture_unmap needs). */
+static int mode_settle_skip(void)
+{
+	const char *c = getenv("HOSTPIN_COPY");
+	int async = c && strcmp(c, "async") == 0;
+	alarm(20);
+	char *h = mmap(NULL, 32 * MB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(h != MAP_FAILED);
+	memset(h, 1, 32 * MB);
+	CUdeviceptr d = dev(4 * MB);
+	fill(D(d), 4 * MB, 200);
+	CHECK(cuMemcpyDtoH_v2(h, d, 4 * MB) == 0); /* registers, no event */
+	CHECK(cuMemcpyDtoH_v2(h, d, 4 * MB) == 0);
+	CHECK(is_reg(h) && same(h, 4 * MB, 200));
+	pt_file("settle_walk", "go");
+	pt_file("settle_walk", "arm");
+	CHECK(madvise(h + 8 * MB, 4 * MB, MADV_DONTNEED) == 0);
+	CHECK(munmap(h + 28 * MB, 4 * MB) == 0);
+	CHECK(!pt_paused("settle_walk"));
+	CUstream s;
+	CHECK(cuStreamCreate(&s, 0) == 0);
+	CHECK(cuMemcpyDtoHAsync_v2(h, d, 4 * MB, s) == 0);
+	CHECK(cuStreamSynchronize(s) == 0);
+	CHECK(munmap(h + 24 * MB, 4 * MB) == 0);
+	CHECK(pt_paused("settle_walk") == async);
+	printf("settle walks: %s\n", async ? "after the async copy" : "none");
+	CHECK(munmap(h, 24 * MB) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -907,6 +967,8 @@ int main(int argc, char **argv)
 	    {"capture_relaxed", mode_capture_relaxed},
 	    {"settle_leak", mode_settle_leak},
 	    {"settle_reset", mode_settle_reset},
+	    {"settle_skip", mode_settle_skip},
+	    {"settle_destroy", mode_settle_destroy},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

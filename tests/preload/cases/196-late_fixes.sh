@@ -142,6 +142,29 @@ lf "a context reset waits for a settle wait on its event" any \
 	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async \
 	HOSTPIN_TEST_PAUSE="$pd" -- settle_reset
 rm -rf "$pd"
+# Must hold (review): a last-copy event replaced while a settle wait
+# elsewhere holds a slot naming it is destroyed by that wait, after it
+# (ev_destroy's fast path only with no slot in use): no wait on a
+# destroyed event (VIOLATION event-destroyed), none live at exit.
+pd=$(mktemp -d)
+lf "an event replaced under a settle wait on it is destroyed after the wait" any \
+	HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=async \
+	HOSTPIN_TEST_PAUSE="$pd" -- settle_destroy
+rm -rf "$pd"
+ev=$(echo "$LF_LOG" | sed -n 's/.*LATE events-live=\([0-9]*\)$/\1/p' | tail -1)
+[ "$ev" = 0 ] && ok "late DMA: settle_destroy: no event live at exit" ||
+	bad "late DMA: settle_destroy: events live at exit: ${ev:-none}"
+# Must hold (review): hp_settle_range walks the registry on a release or
+# discard only once a last-copy event was ever tracked: never under
+# HOSTPIN_COPY=sync (the default), under async from the first async copy
+# through a registered block (a pause point counts the walks).
+for c in sync async; do
+	pd=$(mktemp -d)
+	lf "no settle walk before a last-copy event was ever tracked ($c)" any \
+		HOSTPIN_THRESHOLD=24M HOSTPIN_PIN_AFTER=0 HOSTPIN_COPY=$c \
+		HOSTPIN_TEST_PAUSE="$pd" -- settle_skip
+	rm -rf "$pd"
+done
 fi
 # Must hold (issue 39, the batches): a copy between a CUDA array and host
 # memory of hostpin's whose host rows cross the end of the registered part
