@@ -774,6 +774,18 @@ static void gw_release_setup(int op, int hold)
 	CHECK(!hold || fake_cuda_stream_hold(gw_s1) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h, gw_d, 4 * MB, gw_s1) == 0);
 }
+/* The block set up as gw_release_setup's (hold: its copy's stream held),
+ * and thread A's munmap of it started and paused at settle_wait (its
+ * settle slot taken, its wait not made yet): A's thread. */
+static pthread_t gw_at_settle(int hold)
+{
+	gw_release_setup(0, hold);
+	pt_file("settle_wait", "arm");
+	pthread_t a;
+	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
+	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	return a;
+}
 static int capture_release(int op)
 {
 	alarm(20);
@@ -794,11 +806,7 @@ static int capture_release(int op)
 static int mode_capture_relaxed(void)
 {
 	alarm(20);
-	gw_release_setup(0, 1);
-	pt_file("settle_wait", "arm");
-	pthread_t a;
-	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
-	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	pthread_t a = gw_at_settle(1);
 	CUstream s2;
 	CHECK(cuStreamCreate(&s2, 0) == 0);
 	void *g;
@@ -867,12 +875,8 @@ static int sr_drain(void *arg)
 static int mode_settle_reset(void)
 {
 	alarm(20);
-	gw_release_setup(0, 0); /* its copy on gw_s1 not held */
-	pt_file("settle_wait", "arm");
+	pthread_t a = gw_at_settle(0), b; /* its copy on gw_s1 not held */
 	pt_file("settle_drain", "arm");
-	pthread_t a, b;
-	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
-	wait_for(pt_paused, "settle_wait", "A's release at its wait");
 	CHECK(pthread_create(&b, NULL, sr_reset, NULL) == 0);
 	wait_for(sr_drain, NULL, "the reset returned or waits for A");
 	pt_file("settle_wait", "go");
@@ -892,11 +896,7 @@ static int mode_settle_reset(void)
 static int mode_settle_destroy(void)
 {
 	alarm(20);
-	gw_release_setup(0, 0); /* its copy on gw_s1 not held */
-	pt_file("settle_wait", "arm");
-	pthread_t a;
-	CHECK(pthread_create(&a, NULL, gw_unmap, NULL) == 0);
-	wait_for(pt_paused, "settle_wait", "A's release at its wait");
+	pthread_t a = gw_at_settle(0); /* its copy on gw_s1 not held */
 	CUstream s3;
 	CHECK(cuStreamCreate(&s3, 0) == 0);
 	CHECK(cuMemcpyDtoHAsync_v2(gw_h + 4 * MB, gw_d, 4 * MB, s3) == 0);
