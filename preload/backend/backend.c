@@ -57,6 +57,11 @@ void hp_backend_note_set(void)
 
 void hp_backend_note_exit(void)
 {
+	/* a forked child: no device of its own, and the loader's lock may be
+	 * held by a thread the parent had (hp_cuda_loaded asks the loader;
+	 * forked loader) */
+	if (hp_in_child)
+		return;
 	unsigned id = (unsigned)atomic_load_explicit(&hp_ctr.backend,
 						     memory_order_relaxed) & 15;
 	if (((id == HP_BK_CUDA || id == HP_BK_AUTO) && hp_cuda_loaded()) ||

@@ -249,6 +249,12 @@ static int dev_one(struct dl_phdr_info *info, size_t size, void *arg)
 
 int hp_in_device_obj(const void *addr)
 {
+	/* A forked child makes no device call, so whose the caller is does
+	 * not matter there; and another thread of the parent may have held
+	 * the loader's list lock at the fork (inside dl_iterate_phdr), which
+	 * the child would wait for for ever (forked loader) */
+	if (hp_in_child)
+		return 0;
 	unsigned long long gen = hp_dl_generation();
 	uintptr_t a = (uintptr_t)addr;
 	pthread_mutex_lock(&dev_mu);
@@ -328,7 +334,7 @@ static const void *new_caller(const void *ra)
 int hp_alloc_from_device(void)
 {
 	const void *ra = hp_alloc_ra;
-	if (ra == NULL)
+	if (ra == NULL || hp_in_child) /* the child: hp_in_device_obj's */
 		return 0;
 	if (hp_in_device_obj(ra))
 		return 1;
