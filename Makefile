@@ -121,15 +121,19 @@ layers:
 
 # Stress: the threads program (also run under LD_PRELOAD by the preload
 # tests) and the pre-fault pool, with hostpin compiled in, under TSan.
+# Each under a time limit (under a minute each on a loaded 2-core machine):
+# a hang fails the check instead of holding CI until its own limit (a
+# forked child once waited for ever for the loader's lock there).
 STRESS := threads prefault
+STRESS_LIMIT := timeout -k 10 600
 $(B)/test/%-tsan: tests/stress/%.c $(REG_SRC) $(PRELOAD_SRC) $(PRELOAD_HDR) tests/preload/tp.h
 	@mkdir -p $(B)/test
 	clang $(WARN) -O1 -g -fsanitize=thread $(EMBED) -o $@ $< $(REG_SRC) $(PRELOAD_SRC) -ldl -lpthread
 stress: $(DEPS_STAMP) $(foreach s,$(STRESS),$(B)/test/$(s)-tsan)
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66 HOSTPIN_BACKEND=mlock HOSTPIN_THRESHOLD=64K \
-		HOSTPIN_CACHE=32M $(B)/test/threads-tsan 300
+		HOSTPIN_CACHE=32M $(STRESS_LIMIT) $(B)/test/threads-tsan 300
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66 HOSTPIN_BACKEND=mlock HOSTPIN_CACHE=0 \
-		HOSTPIN_PREFAULT_THREADS=4 $(B)/test/prefault-tsan
+		HOSTPIN_PREFAULT_THREADS=4 $(STRESS_LIMIT) $(B)/test/prefault-tsan
 
 sanitize: $(B)/test/registry-tsan $(B)/test/registry-asan
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66 CK_FORK=no $(B)/test/registry-tsan
