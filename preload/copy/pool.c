@@ -244,6 +244,26 @@ void hp_pool_wait(unsigned mark)
 	pthread_mutex_unlock(&pool.mu);
 }
 
+int hp_pool_help(void)
+{
+	if (atomic_load_explicit(&pool.tail, memory_order_relaxed) ==
+	    atomic_load_explicit(&pool.head, memory_order_relaxed))
+		return 0;
+	pthread_mutex_lock(&pool.mu);
+	int did = pool.take != atomic_load_explicit(&pool.head,
+						   memory_order_relaxed);
+	if (did)
+		pool_part(1);
+	pthread_mutex_unlock(&pool.mu);
+	return did;
+}
+
+int hp_pool_done(unsigned mark)
+{
+	return (int)(atomic_load_explicit(&pool.tail, memory_order_acquire) -
+		     mark) >= 0;
+}
+
 unsigned hp_pool_mark(void)
 {
 	return atomic_load_explicit(&pool.head, memory_order_relaxed);
@@ -285,7 +305,10 @@ static void pcopy(void *dst, const void *src, size_t len, int nt)
 {
 	pthread_mutex_lock(&pool.mu);
 	int parts = pool.helpers + 1;
-	if (parts == 1 || len < 2 * PART_MIN) {
+	/* as many copies staging as copy threads, or more: each copies its
+	 * own chunks (the helpers would only take turns with them) */
+	if (parts == 1 || len < 2 * PART_MIN ||
+	    hp_ring_copies() >= (unsigned)parts) {
 		pthread_mutex_unlock(&pool.mu);
 		if (nt || deferred == 1)
 			hp_nt_copy(dst, src, len);

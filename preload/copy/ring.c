@@ -43,6 +43,9 @@ struct hp_ring hp_rings[HP_RING_CTXS][2] = {
     {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT},
     {RING_INIT}, {RING_INIT}, {RING_INIT}, {RING_INIT}};
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+/* the copies that claimed a ring now, every ring's (pool.c: as many as
+ * copy threads or more, each copies its own chunks) */
+static _Atomic unsigned copies_on;
 
 /* At exit, before any library's destructor (atexit runs this before the
  * handlers the driver and runtime registered earlier): the ring's last
@@ -209,8 +212,10 @@ struct hp_ring *hp_ring_get(const struct hp_plan *P, int must)
 		ok = hp_ring_first_made(R, e, !can, &S, ctx, gen);
 		undo = e == 0 && !ok;
 	}
-	if (ok)
+	if (ok) {
 		R->claims++;
+		atomic_fetch_add_explicit(&copies_on, 1, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&R->mu);
 	if (undo)
 		hp_seg_undo(&S);
@@ -222,18 +227,47 @@ void hp_ring_put(struct hp_ring *R)
 	pthread_mutex_lock(&R->mu);
 	R->claims--;
 	pthread_mutex_unlock(&R->mu);
+	atomic_fetch_sub_explicit(&copies_on, 1, memory_order_relaxed);
 }
 
-int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first)
+unsigned hp_ring_copies(void)
 {
-	int k = -1;
+	/* relaxed: a count, read on its own */
+	return atomic_load_explicit(&copies_on, memory_order_relaxed);
+}
+
+/* Under R->mu: the most slots a copy holds.  Alone on the ring, all but
+ * one: the last one no copy holds is left to another stream's copy (which
+ * then need not wait for a growth).  Copies sharing it: each its share,
+ * two at least (one filled while the other's DMA runs): two copies on
+ * a ring of four slots take two each, where the first used to keep
+ * three and the second, left one, waited for its own DMA at every chunk
+ * (issue 43: two threads on two streams). */
+static int share(const struct hp_ring *R)
+{
+	int n = R->nseg * HP_RING_SLOTS;
+	if (R->claims < 2)
+		return n - 1;
+	return n / R->claims > 2 ? n / R->claims : 2;
+}
+
+int hp_ring_over(struct hp_ring *R, int held)
+{
+	pthread_mutex_lock(&R->mu);
+	int over = held > share(R);
+	pthread_mutex_unlock(&R->mu);
+	return over;
+}
+
+int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int held)
+{
+	int k = -1, first = held == 0;
 	pthread_mutex_lock(&R->mu);
 	int n = R->nseg * HP_RING_SLOTS, untaken = 0;
 	for (int i = 0; i < n; i++)
 		untaken += !R->taken[i];
-	/* a copy that holds slots already leaves the last one no copy holds
-	 * to another stream's copy (which then need not wait for a growth) */
-	if (!first && untaken <= 1) {
+	/* a copy that holds slots already takes no more than its share */
+	if (!first && (untaken == 0 || held >= share(R))) {
 		pthread_mutex_unlock(&R->mu);
 		return -1;
 	}
@@ -264,9 +298,12 @@ int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first)
 	for (int j = 0; j < m && k < 0; j++)
 		if (R->owner[ord[j]] == s)
 			k = ord[j];
-	/* a copy that found none (it passes through), or took the last one
-	 * no copy held: the ring grows, in the background */
-	if (first && (k < 0 || untaken == 1))
+	/* a copy that found none (it passes through): the ring grows, in the
+	 * background.  Not one that took the last slot no copy held: a copy
+	 * holding more than its share lets one go to it (hp_ring_over), and
+	 * a growth beside two copies took the CPU they copy with (issue 43:
+	 * 32 MiB populated and registered, a tenth of two threads' time) */
+	if (first && k < 0)
 		hp_ring_grow_ask(R);
 	if (k >= 0)
 		R->taken[k] = 1;

@@ -44,11 +44,11 @@ struct held {
  * the capturing thread lets run, after its capture (the engine tester's
  * cases/capture-first-held-d2h-96559553).  So a begin never waits for a
  * DMA. */
-static int take(struct hp_ring *R, hp_cudaStream_t id, int first)
+static int take(struct hp_ring *R, hp_cudaStream_t id, int held)
 {
 	if (!hp_capture_enter())
 		return -1;
-	int k = hp_ring_take(R, id, first);
+	int k = hp_ring_take(R, id, held);
 	hp_capture_leave();
 	return k;
 }
@@ -70,6 +70,8 @@ static int slot_wait(struct hp_ring *R, int k)
 		}
 		if (r != 600 /* CUDA_ERROR_NOT_READY */)
 			return r;
+		if (hp_pool_help())
+			continue; /* a queued copy's part done meanwhile */
 		struct timespec t = {0, ns};
 		nanosleep(&t, NULL);
 		if (ns < 64000)
@@ -107,11 +109,23 @@ int hp_stage_wait_stream(hp_cudaStream_t s)
 static int hold_slot(struct hp_ring *R, struct held *H, hp_cudaStream_t id)
 {
 	if (H->n < HP_RING_SLOTS) {
-		int k = take(R, id, H->n == 0);
+		int k = take(R, id, H->n);
 		if (k >= 0)
 			return H->k[H->n++] = k;
 	}
-	return H->n ? H->k[H->next++ % H->n] : -1;
+	if (H->n == 0)
+		return -1;
+	int j = H->next % H->n;
+	/* more than its share since another copy claimed the ring: the slot
+	 * due next (its DMA the oldest) let go to it, the next one used */
+	if (H->n > 2 && hp_ring_over(R, H->n)) {
+		hp_ring_release(R, H->k[j]);
+		for (int q = j; q + 1 < H->n; q++)
+			H->k[q] = H->k[q + 1];
+		j %= --H->n;
+	}
+	H->next = j + 1;
+	return H->k[j];
 }
 
 static void let_go(struct hp_ring *R, struct held *H)
@@ -201,6 +215,11 @@ int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 			break;
 		}
 		pk = k, pm = mk;
+		if (hp_pool_done(mk)) { /* copied already (inline): its DMA now */
+			pk = -1;
+			if ((r = enq(P, k, mk, i, issue, arg)) != 0)
+				break;
+		}
 	}
 	if (pk >= 0) { /* chunk i-1, the last filled */
 		int e = enq(P, pk, pm, i - 1, issue, arg);
@@ -236,7 +255,7 @@ int hp_stage_run_dtoh(const struct hp_plan *P, size_t m,
 	struct held H = {.n = 0};
 	uint64_t t0 = HP_PROF_NOW();
 	while ((size_t)H.n < m && H.n < HP_RING_SLOTS) {
-		int k = take(R, id, H.n == 0);
+		int k = take(R, id, H.n);
 		if (k < 0)
 			break;
 		H.k[H.n++] = k;

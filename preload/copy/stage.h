@@ -127,11 +127,15 @@ HP_HIDDEN int hp_stage_pieces_on(void);
  * plan found it current here; made in the background, never on a copy's
  * path: the copy passes through meanwhile), or it could not be made;
  * hp_ring_put lets go of it.
- * hp_ring_take: a slot for a copy on s (free, or its last DMA completed or
- * was on s; first: the copy holds none yet: it may take the last slot no
- * copy holds, and the ring then grows in the background; a copy holding
- * slots leaves that one), taken until hp_ring_release; -1 if none (never
- * a wait, never a registration).
+ * hp_ring_take: a slot for a copy on s that holds held slots already (free,
+ * or its last DMA completed or was on s; held 0: it may take the last
+ * slot no copy holds, and the ring then grows in the background; a copy
+ * holding slots takes no more than its share: all but that last one alone
+ * on the ring, else its part of the slots among the copies that claimed
+ * it, two at least), taken until hp_ring_release; -1 if none (never a
+ * wait, never a registration).  hp_ring_over: holding held slots, the
+ * copy has more than its share now (another copy claimed the ring since:
+ * it lets one go).  hp_ring_copies: the copies that claimed a ring now.
  * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
  * its event (if that fails, wait for s); id: s's identity (plan's sid),
  * what hp_ring_take is given.  hp_ring_slot: slot k's bytes. */
@@ -166,7 +170,9 @@ struct hp_ring {
 struct hp_plan;
 HP_HIDDEN struct hp_ring *hp_ring_get(const struct hp_plan *P, int must);
 HP_HIDDEN void hp_ring_put(struct hp_ring *R);
-HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int first);
+HP_HIDDEN int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int held);
+HP_HIDDEN int hp_ring_over(struct hp_ring *R, int held);
+HP_HIDDEN unsigned hp_ring_copies(void);
 HP_HIDDEN int hp_ring_fence(struct hp_ring *R, int k, hp_cudaStream_t s,
 			   hp_cudaStream_t id);
 HP_HIDDEN void hp_ring_release(struct hp_ring *R, int k);
@@ -397,9 +403,14 @@ HP_HIDDEN void hp_pcopy_rows(char *dst, size_t dp, const char *src,
  * stores), and this thread's copies above are posted to the copy threads,
  * not waited for, until hp_pool_defer(0); hp_pool_mark then, and
  * hp_pool_wait(mark) returns once they are done (the copy threads' parts
- * taken meanwhile). */
+ * taken meanwhile), hp_pool_done(mark) says whether they are (copied
+ * inline: as many copies staging as copy threads, or more, each copies
+ * its own).  hp_pool_help: one queued part copied, if any (a thread that
+ * waits for a slot's DMA: 1 if it did). */
 HP_HIDDEN void hp_pool_defer(int on);
 HP_HIDDEN unsigned hp_pool_mark(void);
 HP_HIDDEN void hp_pool_wait(unsigned mark);
+HP_HIDDEN int hp_pool_done(unsigned mark);
+HP_HIDDEN int hp_pool_help(void);
 
 #endif

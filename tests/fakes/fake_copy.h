@@ -264,7 +264,7 @@ static unsigned long long enqueue(stream_t *s, struct op *o)
 	s->tail = o;
 	unsigned long long qn = o->qn; /* o may be run and freed once unlocked */
 	pthread_mutex_unlock(&s->mu);
-	if (timed_on())
+	if (timed_on() && (timed_on() == 1 || o->host_fn || o->hold))
 		late_run(s, qn, 0); /* the timed mode: DMA starts now */
 	return qn;
 }
