@@ -26,11 +26,12 @@
  * LM_HOLD=1 (h2d_async; HOSTPIN_STAGE_BUFFER=14M: 4 slots of 1.75 MiB a
  * direction, a ring under FAKE_CUDA_REGISTER_HOLD_AFTER; HOSTPIN_TEST_PAUSE=
  * DIR): before A's copy, every slot of the
- * H2D ring held by three other streams' staged copies of 6 MiB, each at
- * the fake's gate (FAKE_CUDA_HTOD_GATE, set then), and the ring's growth
- * they ask for held at its pause point (ring_pushed): A's copy, which
- * must be staged, can take no slot; it must still never reach the driver
- * whole (before: passed as it is, refused).  A 1D copy there is of 1 MiB
+ * H2D ring held by four other streams' staged copies of 6 MiB, one slot
+ * each (a chunk under 2 MiB is copied inline and its DMA enqueued at once),
+ * each at the fake's gate (FAKE_CUDA_HTOD_GATE, set then), and the ring's
+ * growth that A's copy asks for held at its pause point (ring_pushed): A's
+ * copy, which must be staged, can take no slot; it must still never reach
+ * the driver whole (before: passed as it is, refused).  A 1D copy there is of 1 MiB
  * (under the gate), [x + 7.5 MiB, x + 8.5 MiB): wholly in X across its
  * first piece's end; a 2D or 3D one (LM_2D) as above, of X and Y.
  * LM_END=1 (with LM_DEV1=1; HOSTPIN_TEST_PAUSE=DIR): A's copy held at
@@ -116,7 +117,8 @@ struct holder {
 	CUstream s;
 	CUresult r;
 };
-static struct holder hold[3];
+#define HOLDERS 4 /* the ring's slots */
+static struct holder hold[HOLDERS];
 
 static void *copy_hold(void *arg)
 {
@@ -135,7 +137,7 @@ static void holders_start(void)
 {
 	pt_file("ring_pushed", "arm");
 	setenv("FAKE_CUDA_HTOD_GATE", "1835008", 1); /* a slot */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < HOLDERS; i++) {
 		struct holder *w = &hold[i];
 		w->h = mmap(NULL, HN, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -147,14 +149,15 @@ static void holders_start(void)
 		int n = i + 1;
 		wait_for(gated, &n, "a holder's copy at the fake's gate");
 	}
-	wait_for(pt_paused, "ring_pushed", "the ring's growth held");
 }
 
 static void holders_end(void)
 {
+	/* A's copy found no slot and asked for a growth, held here */
+	wait_for(pt_paused, "ring_pushed", "the ring's growth held");
 	fake_cuda_open_gate();
 	pt_file("ring_pushed", "go");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < HOLDERS; i++) {
 		CHECK(pthread_join(hold[i].t, NULL) == 0);
 		printf("holder %d: %d\n", i, hold[i].r);
 		CHECK(hold[i].r == 0);

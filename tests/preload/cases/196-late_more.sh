@@ -225,7 +225,7 @@ for m in h2d_async d2h_async; do
 done
 done
 # The same where A's copy, which must be staged, finds no slot (LM_HOLD:
-# every slot of the ring held by three other streams' copies at the
+# every slot of the ring held by four other streams' copies, one slot each, at the
 # fake's gate, the ring's growth held at its pause point): cut as the
 # registering block's reader (stage.c, stage_rect.c), never passed whole:
 # 1 MiB across X's first piece's end, or the 2D and 3D copies of X and Y.
