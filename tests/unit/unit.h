@@ -11,5 +11,6 @@ Suite *counts_suite(void);
 Suite *prefault_suite(void);
 Suite *ledger_suite(void);
 Suite *speed_suite(void);
+Suite *ring_suite(void);
 #endif
 #endif
