@@ -28,7 +28,10 @@
  * variable), and a waiting caller watches its job the same way.  Nobody
  * watches where there are more copy threads than CPUs the process may
  * use, or the node's runnable threads left them no room when they started
- * (speed.c: watching only takes turns then).  Helpers are started the
+ * (speed.c: watching only takes turns then).  Where as many copies stage
+ * at once as there are copy threads, or more, each calling thread copies
+ * its own chunks (issue 43: two program threads and a helper on two
+ * cores took turns at every chunk).  Helpers are started the
  * first time staging is used, block every signal (invariant 11), and live
  * as long as the process; a forked child stages nothing and so never needs
  * them. */

@@ -11,18 +11,17 @@
  * (hp_ring_take) that are free — no DMA pending, or the event recorded
  * after their last DMA completed, which is asked, never waited for — or
  * whose last DMA was on the copy's own stream (waited for: that is the
- * stream's own order).  A slot last used by another stream whose work has
- * not completed is never waited for: when none can be taken, the copy goes
- * the pageable path, and the ring grows by a segment (another
- * HOSTPIN_STAGE_BUFFER/2 of slots, within the pinned-memory caps, up to
- * HP_RING_SEGS) in the background (ring_grow.c), as it does ahead when a copy
- * takes the last slot no copy holds (a copy that holds slots leaves that
- * one to another stream's copy).  So a copy never waits for another
- * stream's work nor for a registration, and copies on two streams the same
- * way are staged at once, each through its own slots.  The ring's lock is
- * held only for the bookkeeping, never across a copy, a wait or a
- * registration (issue 39 item 12; a ring whose context ended is released
- * under it, at the next copy, as the driver forgets it). */
+ * stream's own order), up to its share of the slots (share()).  A slot
+ * last used by another stream whose work has not completed is never waited
+ * for: when none can be taken, the copy goes the pageable path, and the
+ * ring grows by a segment (another HOSTPIN_STAGE_BUFFER/2 of slots, within
+ * the pinned-memory caps, up to HP_RING_SEGS) in the background
+ * (ring_grow.c).  So a copy never waits for another stream's work nor for
+ * a registration, and copies on two streams the same way are staged at
+ * once, each through its own slots.  The ring's lock is held only for the
+ * bookkeeping, never across a copy, a wait or a registration (issue 39
+ * item 12; a ring whose context ended is released under it, at the next
+ * copy, as the driver forgets it). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -264,8 +264,10 @@ static unsigned long long enqueue(stream_t *s, struct op *o)
 	s->tail = o;
 	unsigned long long qn = o->qn; /* o may be run and freed once unlocked */
 	pthread_mutex_unlock(&s->mu);
+	/* the timed mode: DMA starts now (=2: the worker is asked only by a
+	 * wait or a query of work not due, fake_timed.h) */
 	if (timed_on() && (timed_on() == 1 || o->host_fn || o->hold))
-		late_run(s, qn, 0); /* the timed mode: DMA starts now */
+		late_run(s, qn, 0);
 	return qn;
 }
 

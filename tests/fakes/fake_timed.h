@@ -28,7 +28,12 @@
  * more than a driver's would: no audit of the held ranges on each call
  * (fake_common.h), ops from a free list (fake_copy.h), and an event whose
  * copies are due by the clock is complete at the query that asks
- * (timed_ev_due), not when the stream's worker is next scheduled.
+ * (timed_ev_due), not when the stream's worker is next scheduled; and the
+ * worker is not woken at each enqueue (fake_copy.h's enqueue: only for a
+ * host function or a hold, and by whoever waits or asks about work not
+ * due), so it takes no turn on the program's cores per copy: with two
+ * streams on two busy cores, its two wake-ups per op cost a quarter of
+ * two copying threads' time (issue 43).
  * A program may make a stream busy without the link (a kernel):
  * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
  * reserves its link in enqueue order, so one queued behind a long kernel
