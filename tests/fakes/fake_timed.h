@@ -31,9 +31,8 @@
  * (timed_ev_due), not when the stream's worker is next scheduled; and the
  * worker is not woken at each enqueue (fake_copy.h's enqueue: only for a
  * host function or a hold, and by whoever waits or asks about work not
- * due), so it takes no turn on the program's cores per copy: with two
- * streams on two busy cores, its two wake-ups per op cost a quarter of
- * two copying threads' time (issue 43).
+ * due), so it takes no turn on the program's cores per copy (issue 43: two
+ * streams on two cores that both copy, two wake-ups per op each).
  * A program may make a stream busy without the link (a kernel):
  * fake_cuda_timed_kernel(stream, seconds).  Known simplification: a copy
  * reserves its link in enqueue order, so one queued behind a long kernel
