@@ -180,8 +180,9 @@ static int enq(const struct hp_plan *P, int k, unsigned mark, size_t i,
  * this thread (it takes their parts too while it waits, for them or for
  * a slot's DMA).  A fill done by the time it was posted (copied inline:
  * small, or a copy thread per copy staging) has its DMA enqueued at once,
- * so that the slot it takes next was enqueued a whole chunk before.  Returns the
- * first error, or HP_STAGE_REST with *done the chunks enqueued. */
+ * so that the slot it takes next was enqueued a whole chunk before.
+ * Returns the first error, or HP_STAGE_REST with *done the chunks
+ * enqueued. */
 int hp_stage_run_htod(const struct hp_plan *P, size_t m,
 		    void (*fill)(size_t i, char *sl, void *arg),
 		    int (*issue)(size_t i, char *sl, void *arg), void *arg,

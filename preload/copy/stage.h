@@ -129,11 +129,11 @@ HP_HIDDEN int hp_stage_pieces_on(void);
  * hp_ring_put lets go of it.
  * hp_ring_take: a slot for a copy on s that holds held slots already (free,
  * or its last DMA completed or was on s; held 0: it may take the last
- * slot no copy holds, and the ring then grows in the background; a copy
- * holding slots takes no more than its share: all but that last one alone
- * on the ring, else its part of the slots among the copies that claimed
- * it, two at least), taken until hp_ring_release; -1 if none (never a
- * wait, never a registration).  hp_ring_over: holding held slots, the
+ * slot no copy holds, and if it finds none the ring grows in the
+ * background; a copy holding slots takes no more than its share: all but
+ * that last one alone on the ring, else its part of the slots among the
+ * copies that claimed it, two at least), taken until hp_ring_release; -1
+ * if none (never a wait, never a registration).  hp_ring_over: holding held slots, the
  * copy has more than its share now (another copy claimed the ring since:
  * it lets one go).  hp_ring_copies: the copies that claimed a ring now.
  * hp_ring_fence: after a DMA from or into slot k was enqueued on s, record
