@@ -298,11 +298,13 @@ int hp_ring_take(struct hp_ring *R, hp_cudaStream_t s, int held)
 		if (R->owner[ord[j]] == s)
 			k = ord[j];
 	/* a copy that found none (it passes through): the ring grows, in the
-	 * background.  Not one that took the last slot no copy held: a copy
-	 * holding more than its share lets one go to it (hp_ring_over), and
-	 * a growth beside two copies took the CPU they copy with (issue 43:
-	 * 32 MiB populated and registered, a tenth of two threads' time) */
-	if (first && k < 0)
+	 * background; and ahead, when a copy took the last slot no copy held,
+	 * only where a CPU is to spare beside the copy threads: a growth
+	 * beside two copies on a machine whose CPUs all copy took their time
+	 * (issue 43: 32 MiB populated and registered, a tenth of two threads'
+	 * time), and a copy holding more than its share lets one go to the
+	 * new one meanwhile (hp_ring_over) */
+	if (first && (k < 0 || (untaken == 1 && hp_pool_spare())))
 		hp_ring_grow_ask(R);
 	if (k >= 0)
 		R->taken[k] = 1;

@@ -319,6 +319,13 @@ unsigned hp_pool_threads(void)
 	return n_threads;
 }
 
+int hp_pool_spare(void)
+{
+	/* acquire: pairs with pick's release */
+	return atomic_load_explicit(&picked, memory_order_acquire) &&
+	       n_threads < cpus;
+}
+
 int hp_pool_quiet(void)
 {
 	pthread_once(&once, pick);

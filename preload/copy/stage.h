@@ -352,6 +352,9 @@ HP_HIDDEN unsigned hp_pool_threads(void);
 /* the copy threads fit the CPUs, and the node's runnable threads left
  * them room when they started (pool.c's threads then watch, not sleep) */
 HP_HIDDEN int hp_pool_quiet(void);
+/* the copy threads picked, and fewer than the CPUs the process may use (a
+ * CPU to spare for work beside them: ring.c's growth ahead) */
+HP_HIDDEN int hp_pool_spare(void);
 HP_HIDDEN int hp_pool_worth(int htod);
 /* the same for a copy of [h, h+n) (h NULL: not looked at): and a D2H into
  * a destination not resident is worth staging with two copy threads or
