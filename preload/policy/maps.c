@@ -196,13 +196,25 @@ struct held {
 	int any, part;
 };
 
-static int held_one(hp_rec_t *r, const hp_snap_t *s, void *arg)
+static int held_one(hp_rec_t *r, const hp_snap_t *s0, void *arg)
 {
 	struct held *h = arg;
-	/* a block being registered in the background: its pieces made
-	 * cannot be undone during the capture (nor may this thread wait for
-	 * its end: it may be this thread's), so neither part nor whole */
-	if (hp_register_holds(r)) {
+	hp_snap_t sv = *s0, *s = &sv;
+	/* a block being registered in the background: what is left of its
+	 * registration cancelled and the thread waited for (it waits for no
+	 * capture's end unless parked between two pieces: -1 at once), then
+	 * the block as the thread left it, as any other (refused instead, a
+	 * whole munmap kept a mapping the program gave up, registered again
+	 * once the capture ended, for good: fuzz cases/munmap-registering-
+	 * capture-55000541.prog) */
+	int busy = hp_register_holds(r);
+	int c = busy ? hp_register_cancel(r) : 0;
+	if (busy && c >= 0 && hp_registry_lookup(&hp_reg, s0->base, s) != r)
+		return 0; /* released meanwhile */
+	/* parked: its pieces made cannot be undone during the capture (nor
+	 * may this thread wait for its end: it may be this thread's), so
+	 * neither part nor whole */
+	if (c < 0 || hp_register_holds(r)) {
 		h->any = 1, h->part = 1;
 		return 0;
 	}

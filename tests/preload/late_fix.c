@@ -7,6 +7,7 @@
  * a wait that can never end (a stream the program holds, released only
  * after what must not wait for it returned) is a hang that alarm() turns
  * into a failure.  What hostpin's threads do is polled for, never timed. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -943,6 +944,77 @@ static int mode_settle_skip(void)
 	return 0;
 }
 
+/* The engine tester's cases/munmap-registering-capture-55000541: the
+ * program's munmap of a whole mapping (or mremap: remap) whose background
+ * registration job holds it, made during this thread's global capture.
+ * The job claimed the block (held at bg_claimed), the capture began, the
+ * job went on: no registration during a capture (pending), held again at
+ * bg_settled, the block still its own.  The call cancels the job and
+ * waits for it (a helper lets it go once this thread sleeps in the call),
+ * then is made (unmapped: 0; moved, its data kept), as without hostpin.
+ * Refused before (ENOMEM, as for a job parked between two pieces): the
+ * program kept a mapping it gave up, registered once the capture ended,
+ * live at exit. */
+static pid_t ub_tid;
+static _Atomic int ub_in, ub_out;
+static int ub_asleep(void *arg)
+{
+	(void)arg;
+	return ub_out || (ub_in && asleep(ub_tid));
+}
+static void *ub_let_go(void *arg)
+{
+	(void)arg;
+	wait_for(ub_asleep, NULL, "the call sleeps (or returned)");
+	pt_file("bg_settled", "go");
+	return NULL;
+}
+static int capture_registering(int remap)
+{
+	size_t m = 32 * MB;
+	alarm(20);
+	char *blk = mmap(NULL, m, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(blk != MAP_FAILED && tp_flags(blk) != 0 && !is_reg(blk));
+	CUdeviceptr d = dev(m);
+	CUstream s, o;
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuStreamCreate(&o, 0) == 0);
+	fill(blk, m, 190);
+	pt_file("bg_claimed", "arm");
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* staged */
+	CHECK(cuMemcpyHtoDAsync_v2(d, blk, m, s) == 0); /* earns; staged */
+	CHECK(cuStreamSynchronize(s) == 0);
+	wait_for(pt_paused, "bg_claimed", "the registration job claimed the block");
+	void *g;
+	CHECK(cuStreamBeginCapture_v2(o, 0) == 0); /* global */
+	pt_file("bg_settled", "arm");
+	pt_file("bg_claimed", "go");
+	wait_for(pt_paused, "bg_settled", "the job over, the block held, pending");
+	CHECK(!is_reg(blk));
+	ub_tid = gettid_();
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, ub_let_go, NULL) == 0);
+	ub_in = 1;
+	char *p = remap ? mremap(blk, m, m / 2, MREMAP_MAYMOVE)
+			: munmap(blk, m) ? MAP_FAILED : NULL;
+	int e = errno;
+	ub_out = 1;
+	CHECK(cuStreamEndCapture(o, &g) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	printf("%s during the capture: %s (errno %d)\n",
+	       remap ? "mremap" : "munmap", p == MAP_FAILED ? "refused" : "made",
+	       p == MAP_FAILED ? e : 0);
+	CHECK(!fake_cuda_capture_broken());
+	CHECK(p != MAP_FAILED);
+	if (remap) {
+		CHECK(same(p, m / 2, 190));
+		CHECK(munmap(p, m / 2) == 0);
+	}
+	return 0;
+}
+static int mode_capture_unmap_bg(void) { return capture_registering(0); }
+static int mode_capture_mremap_bg(void) { return capture_registering(1); }
+
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
@@ -969,6 +1041,8 @@ int main(int argc, char **argv)
 	    {"settle_reset", mode_settle_reset},
 	    {"settle_skip", mode_settle_skip},
 	    {"settle_destroy", mode_settle_destroy},
+	    {"capture_unmap_bg", mode_capture_unmap_bg},
+	    {"capture_mremap_bg", mode_capture_mremap_bg},
 	};
 	return staged_main("late_fix", argc, argv, modes);
 }

@@ -154,6 +154,20 @@ rm -rf "$pd"
 ev=$(echo "$LF_LOG" | sed -n 's/.*LATE events-live=\([0-9]*\)$/\1/p' | tail -1)
 [ "$ev" = 0 ] && ok "late DMA: settle_destroy: no event live at exit" ||
 	bad "late DMA: settle_destroy: events live at exit: ${ev:-none}"
+# Must hold (the engine tester's cases/munmap-registering-capture-
+# 55000541): a munmap of a whole mapping, or an mremap of it, whose
+# background registration runs (its job held at a pause point), made
+# during the calling thread's global capture, cancels the job, waits for
+# it and is made (0; moved, its data kept): refused before (ENOMEM), the
+# program kept a mapping it gave up, registered for good once the capture
+# ended.
+for m in capture_unmap_bg capture_mremap_bg; do
+	pd=$(mktemp -d)
+	lf "a munmap or mremap during a capture cancels a registration in progress ($m)" any \
+		HOSTPIN_THRESHOLD=24M HOSTPIN_STAGE_BUFFER=4M \
+		HOSTPIN_TEST_PAUSE="$pd" -- $m
+	rm -rf "$pd"
+done
 # Must hold (review): hp_settle_range walks the registry on a release or
 # discard only once a last-copy event was ever tracked: never under
 # HOSTPIN_COPY=sync (the default), under async from the first async copy
