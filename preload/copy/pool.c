@@ -108,6 +108,8 @@ static void pool_part(int caller)
 	const char *sr = J->src + (w ? off * sp : off);
 	int nt = J->nt;
 	pthread_mutex_unlock(&pool.mu);
+	if (!caller)
+		hp_spread(); /* a calling thread looks at each chunk (stage.c) */
 	uint64_t t0 = HP_PROF_NOW(), c0 = HP_PROF_CPU();
 	if (w == 0 && nt)
 		hp_nt_copy(d, sr, len);
@@ -168,6 +170,7 @@ static void *helper_main(void *arg)
 		}
 		unsigned seen = pool.take;
 		pthread_mutex_unlock(&pool.mu);
+		hp_spread_leave(); /* idle: a copying thread no longer */
 		pool_watch(&pool.head, seen, 0);
 		pthread_mutex_lock(&pool.mu);
 		while (pool.take == atomic_load_explicit(&pool.head,

@@ -130,6 +130,7 @@ static int hold_slot(struct hp_ring *R, struct held *H, hp_cudaStream_t id)
 
 static void let_go(struct hp_ring *R, struct held *H)
 {
+	hp_spread_leave();
 	for (int i = 0; i < H->n; i++)
 		hp_ring_release(R, H->k[i]);
 }
@@ -148,6 +149,7 @@ static int step(struct hp_ring *R, int k, size_t i, int defer,
 		return r;
 	hp_prof_add(HP_PF_WAIT, t0);
 	t0 = HP_PROF_NOW();
+	hp_spread();
 	hp_pool_defer(defer);
 	copy(i, hp_ring_slot(R, k), arg);
 	hp_pool_defer(0);

@@ -415,5 +415,20 @@ HP_HIDDEN unsigned hp_pool_mark(void);
 HP_HIDDEN void hp_pool_wait(unsigned mark);
 HP_HIDDEN int hp_pool_done(unsigned mark);
 HP_HIDDEN int hp_pool_help(void);
+/* spread.c: a thread copying into or out of the ring notes its CPU, and
+ * moves (within its own affinity mask) to a CPU where no other copying
+ * thread of the process is noted if another is noted on its own; leave:
+ * the note dropped (the copy done, the copy thread idle); moves: how many
+ * so far */
+HP_HIDDEN void hp_spread(void);
+HP_HIDDEN void hp_spread_leave(void);
+HP_HIDDEN unsigned long hp_spread_moves(void);
+/* the CPUs' notes: how many copying threads are noted on CPU c */
+HP_HIDDEN unsigned hp_spread_noted(int c);
+/* pure: where a thread on CPU c, its mask m, moves given the notes (its
+ * own counted): a CPU of m noted by none if c is noted twice or more and
+ * m has two CPUs or more, else -1 */
+HP_HIDDEN int hp_spread_pick(int c, const cpu_set_t *m,
+			     const unsigned short *noted);
 
 #endif

@@ -16,6 +16,7 @@ int main(void)
 	srunner_add_suite(sr, ledger_suite());
 	srunner_add_suite(sr, speed_suite());
 	srunner_add_suite(sr, ring_suite());
+	srunner_add_suite(sr, spread_suite());
 #endif
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

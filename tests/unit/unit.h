@@ -12,5 +12,6 @@ Suite *prefault_suite(void);
 Suite *ledger_suite(void);
 Suite *speed_suite(void);
 Suite *ring_suite(void);
+Suite *spread_suite(void);
 #endif
 #endif
