@@ -108,8 +108,10 @@ static void pool_part(int caller)
 	const char *sr = J->src + (w ? off * sp : off);
 	int nt = J->nt;
 	pthread_mutex_unlock(&pool.mu);
-	if (!caller)
-		hp_spread(); /* a calling thread looks at each chunk (stage.c) */
+	if (caller)
+		hp_spread_more(); /* in a staged copy (stage.c noted it) */
+	else
+		hp_spread();
 	uint64_t t0 = HP_PROF_NOW(), c0 = HP_PROF_CPU();
 	if (w == 0 && nt)
 		hp_nt_copy(d, sr, len);
@@ -316,10 +318,20 @@ static void pcopy(void *dst, const void *src, size_t len, int nt)
 	if (parts == 1 || len < 2 * PART_MIN ||
 	    hp_ring_copies() >= (unsigned)parts) {
 		pthread_mutex_unlock(&pool.mu);
+		/* in parts too, each looked at (spread.c): the kernel may put
+		 * another copying thread on this CPU mid-chunk */
+		for (size_t off = 0, k; off < len; off += k) {
+			k = len - off < PART_MIN ? len - off : PART_MIN;
+			hp_spread_more();
+			if (nt || deferred == 1)
+				hp_nt_stream((char *)dst + off,
+					     (const char *)src + off, k);
+			else
+				memcpy((char *)dst + off,
+				       (const char *)src + off, k);
+		}
 		if (nt || deferred == 1)
-			hp_nt_copy(dst, src, len);
-		else
-			memcpy(dst, src, len);
+			hp_nt_fence();
 		return;
 	}
 	/* parts of a quarter of a thread's share: a late thread takes fewer */

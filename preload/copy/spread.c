@@ -92,6 +92,12 @@ unsigned hp_spread_noted(int c)
 				  : 0;
 }
 
+void hp_spread_more(void)
+{
+	if (mine >= 0)
+		hp_spread();
+}
+
 void hp_spread_leave(void)
 {
 	if (mine >= 0)

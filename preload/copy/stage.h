@@ -421,6 +421,8 @@ HP_HIDDEN int hp_pool_help(void);
  * the note dropped (the copy done, the copy thread idle); moves: how many
  * so far */
 HP_HIDDEN void hp_spread(void);
+/* the same, for a thread noted already (one in a staged copy) */
+HP_HIDDEN void hp_spread_more(void);
 HP_HIDDEN void hp_spread_leave(void);
 HP_HIDDEN unsigned long hp_spread_moves(void);
 /* the CPUs' notes: how many copying threads are noted on CPU c */
