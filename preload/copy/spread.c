@@ -78,8 +78,13 @@ void hp_spread(void)
 	CPU_SET(to, &one);
 	if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one) != 0)
 		return;
-	/* the mask back as it was: the thread stays where it was moved */
-	(void)pthread_setaffinity_np(pthread_self(), sizeof(m), &m);
+	/* the mask back as it was: the thread stays where it was moved (a
+	 * program that sets this thread's mask from another thread at this
+	 * very moment loses that setting: the window is two system calls) */
+	if (pthread_setaffinity_np(pthread_self(), sizeof(m), &m) != 0)
+		HP_LOG_ONCE(HP_LOG_WARN, "staging: a copying thread moved to "
+			    "CPU %d could not be given its CPUs back (its "
+			    "affinity stays that one CPU)", to);
 	atomic_fetch_add_explicit(&moves, 1, memory_order_relaxed);
 	c = cpu_now();
 	note(c >= 0 && c < NCPU ? c : -1);
