@@ -95,7 +95,9 @@ static void gen_any(int t)
  * waiting on the program does), the threads meet, b queues work behind
  * the hold (its D2H there returns only once released), another thread a
  * does async copies, maybe a capture, then releases b's stream; they meet
- * again.  Nothing of another thread's may wait for b's stream. */
+ * again.  Nothing of another thread's may wait for b's stream: a queues
+ * nothing on the legacy stream before its release (legacy work waits for
+ * every blocking stream's). */
 static void gen_hold(void)
 {
 	int b = (int)rnd((unsigned)nth), a = (b + 1 + (int)rnd((unsigned)nth - 1)) % nth;
@@ -122,8 +124,10 @@ static void gen_hold(void)
 	 * on it), on its own stream of the same kind */
 	printf("%d nap 20\n", a);
 	prefer_stream = !strcmp(x, "P") ? "P" : NULL;
+	no_legacy = 1;
 	for (unsigned i = 1 + rnd(3); i > 0; i--)
 		gen_copy(a, 1, cap ? s : NULL);
+	no_legacy = 0;
 	prefer_stream = NULL;
 	if (cap)
 		printf("%d capend %s\n", a, s);
