@@ -19,7 +19,9 @@
  * other's; a program that has not used both the legacy stream and a
  * blocking one takes neither the lock nor any other stream's (the timed
  * mode's single-stream benchmarks cost what they did).  A capturing
- * stream's work is captured, not ordered. */
+ * stream's work is captured, not ordered.  Contexts are not told apart
+ * (the fake has one legacy stream for all of them): more order than a
+ * GPU gives, never less. */
 
 static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static int order_used[3]; /* [1] the legacy stream, [2] a blocking one */
