@@ -62,6 +62,7 @@ typedef struct CUstream_st {
 	double until;		/* FAKE_CUDA_TIMED: when its last work ends */
 	int nonblock;		/* made with CU_STREAM_NON_BLOCKING */
 	unsigned long long ran;	/* its ops run so far (fake_order.h) */
+	unsigned long long at_fork; /* a forked child's: ops queued before */
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;

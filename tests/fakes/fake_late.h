@@ -333,7 +333,7 @@ static void late_forked(stream_t *s)
 {
 	pthread_mutex_init(&s->mu, NULL);
 	s->forked = s->head ? s->head->qn - 1 : s->enq;
-	s->ran = s->forked;
+	s->ran = s->forked, s->at_fork = s->enq;
 	s->late = NULL;
 }
 

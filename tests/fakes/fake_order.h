@@ -19,7 +19,10 @@
  * other's; a program that has not used both the legacy stream and a
  * blocking one takes neither the lock nor any other stream's (the timed
  * mode's single-stream benchmarks cost what they did).  A capturing
- * stream's work is captured, not ordered.  Contexts are not told apart
+ * stream's work is captured, not ordered.  In a forked child the work
+ * its streams inherited orders nothing (its parent's holds are never
+ * released there, and on a GPU a child shares no stream with its
+ * parent).  Contexts are not told apart
  * (the fake has one legacy stream for all of them): more order than a
  * GPU gives, never less. */
 
@@ -39,7 +42,7 @@ static int order_kind(stream_t *s)
 static void order_add(struct dep *d, int *n, double *until, stream_t *t)
 {
 	pthread_mutex_lock(&t->mu);
-	if (t->enq > t->ran) {
+	if (t->enq > t->ran && t->enq > t->at_fork) {
 		d[*n].s = t, d[*n].qn = t->enq, ++*n;
 		if (t->until > *until)
 			*until = t->until;
@@ -90,7 +93,8 @@ static const struct dep *order_pending(const struct op *o)
 {
 	for (int i = 0; i < o->ndeps; i++)
 		if (__atomic_load_n(&o->deps[i].s->ran, __ATOMIC_ACQUIRE) <
-		    o->deps[i].qn)
+			    o->deps[i].qn &&
+		    o->deps[i].qn > o->deps[i].s->at_fork)
 			return &o->deps[i];
 	return NULL;
 }
