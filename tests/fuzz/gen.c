@@ -111,9 +111,8 @@ struct hb *pick_host(int t)
 
 /* A random stream of thread t's ("L", "P", "sN") */
 const char *prefer_stream; /* a hold section's held stream, mostly */
-/* a hold section's other thread before its release: no work on the legacy
- * stream, which waits for every blocking stream's (the held one's too, so
- * the release would never come) */
+/* a hold section: no work on the legacy stream, which is ordered with
+ * every blocking stream's (gen2.c's gen_hold) */
 int no_legacy;
 void pick_stream(int t, char *out)
 {
