@@ -24,6 +24,10 @@ struct event {
 	unsigned seq;		/* of the latest record: only it completes */
 	struct CUstream_st *s;	/* where it was last recorded */
 };
+struct dep {			/* run after s's ops up to number qn */
+	struct CUstream_st *s;
+	unsigned long long qn;
+};
 struct op {
 	struct op *next;
 	void *dst;
@@ -40,6 +44,9 @@ struct op {
 	int touch;		/* FAKE_CUDA_TIMED=2: a pageable D2H's
 				 * destination, written (fake_timed.h) */
 	double rate, dur, due;	/* its bytes/s, a kernel's seconds, its end */
+	struct dep *deps;	/* the legacy stream's ordering (fake_order.h) */
+	int ndeps;
+	struct dep dep1;	/* deps when it is one */
 };
 typedef struct CUstream_st {
 	pthread_mutex_t mu;
@@ -53,6 +60,9 @@ typedef struct CUstream_st {
 	unsigned long long forked; /* a forked child's: ops done before it */
 	void *ctx;		/* the context current when it was made */
 	double until;		/* FAKE_CUDA_TIMED: when its last work ends */
+	int nonblock;		/* made with CU_STREAM_NON_BLOCKING */
+	unsigned long long ran;	/* its ops run so far (fake_order.h) */
+	unsigned long long at_fork; /* a forked child's: ops queued before */
 } stream_t;
 typedef struct CUarray_st {
 	char *mem;
@@ -115,6 +125,9 @@ static void *op_new(void)
 static int timed_on(void);
 static void op_free(struct op *o)
 {
+	if (o->ndeps > 1)
+		unraw(o->deps, (size_t)o->ndeps * sizeof(struct dep));
+	o->deps = NULL, o->ndeps = 0;
 	if (!timed_on()) { /* the tests' modes: a use after free faults */
 		unraw(o, sizeof(*o));
 		return;
@@ -239,6 +252,7 @@ static double timed_due(stream_t *s, struct op *o);
 static void timed_sleep_until(double t);
 static void late_run(stream_t *s, unsigned long long qn, int wait);
 static int timed_ev_due(struct event *e);
+#include "fake_order.h"
 /* o's number on its stream (0: captured, not queued) */
 static unsigned long long enqueue(stream_t *s, struct op *o)
 {
@@ -252,6 +266,7 @@ static unsigned long long enqueue(stream_t *s, struct op *o)
 			unraw(o->staging, o->n);
 		return 0;
 	}
+	int ordered = order_deps(s, o); /* holds order_mu if so */
 	pthread_mutex_lock(&s->mu);
 	o->next = NULL;
 	o->qn = ++s->enq;
@@ -264,6 +279,8 @@ static unsigned long long enqueue(stream_t *s, struct op *o)
 	s->tail = o;
 	unsigned long long qn = o->qn; /* o may be run and freed once unlocked */
 	pthread_mutex_unlock(&s->mu);
+	if (ordered)
+		pthread_mutex_unlock(&order_mu);
 	/* the timed mode: DMA starts now (=2: the worker is asked only by a
 	 * wait or a query of work not due, fake_timed.h) */
 	if (timed_on() && (timed_on() == 1 || o->host_fn || o->hold))
@@ -272,6 +289,44 @@ static unsigned long long enqueue(stream_t *s, struct op *o)
 }
 
 #include "fake_late.h"
+
+/* The default mode: run s's queue here up to and including `last` (all
+ * of it when NULL; nothing if another thread ran it) or op number upto
+ * (0: no limit).  An op the legacy ordering puts after another stream's
+ * work has that stream run first, with s unlocked (fake_order.h). */
+static void run_upto(stream_t *s, const struct op *last,
+		     unsigned long long upto)
+{
+	pthread_mutex_lock(&s->mu);
+	if (last) { /* compared, not read: it may be run and freed */
+		upto = 0;
+		for (struct op *o = s->head; o; o = o->next)
+			if (o == last)
+				upto = o->qn;
+		if (!upto) {
+			pthread_mutex_unlock(&s->mu);
+			return;
+		}
+	}
+	while (s->head && (!upto || s->head->qn <= upto)) {
+		struct op *o = s->head;
+		const struct dep *d = order_pending(o);
+		if (d) {
+			struct dep w = *d; /* o may go while s is unlocked */
+			pthread_mutex_unlock(&s->mu);
+			order_wait(w.s, w.qn);
+			pthread_mutex_lock(&s->mu);
+			continue;
+		}
+		s->head = o->next;
+		if (!s->head)
+			s->tail = NULL;
+		unsigned long long qn = o->qn;
+		run_op(s, o);
+		__atomic_store_n(&s->ran, qn, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
 
 /* Run s's queue up to and including `last` (all of it when NULL): here,
  * or by s's worker in the late mode (fake_late.h). */
@@ -282,18 +337,7 @@ static void run_queue(stream_t *s, const struct op *last)
 		late_run(s, last ? last->qn : 0, 1);
 		return;
 	}
-	pthread_mutex_lock(&s->mu);
-	while (s->head) {
-		struct op *o = s->head;
-		s->head = o->next;
-		if (!s->head)
-			s->tail = NULL;
-		int stop = o == last;
-		run_op(s, o);
-		if (stop)
-			break;
-	}
-	pthread_mutex_unlock(&s->mu);
+	run_upto(s, last, 0);
 }
 
 static int pending(stream_t *s)
@@ -512,10 +556,10 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 
 CUresult cuStreamCreate(stream_t **ps, unsigned flags)
 {
-	(void)flags;
 	stream_t *s = raw(sizeof(stream_t));
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->mu, NULL);
+	s->nonblock = (flags & 1) != 0; /* CU_STREAM_NON_BLOCKING */
 	s->ctx = depth ? stack[depth - 1] : NULL;
 	pthread_mutex_lock(&mu);
 	if (nstreams < NSTREAMS)

@@ -111,6 +111,9 @@ struct hb *pick_host(int t)
 
 /* A random stream of thread t's ("L", "P", "sN") */
 const char *prefer_stream; /* a hold section's held stream, mostly */
+/* a hold section: no work on the legacy stream, which is ordered with
+ * every blocking stream's (gen2.c's gen_hold) */
+int no_legacy;
 void pick_stream(int t, char *out)
 {
 	struct th *x = &T[t];
@@ -189,6 +192,8 @@ void gen_copy(int t, int async_only, const char *avoid)
 	int syncf = !form_ok(f, 1);
 	strcpy(eff, syncf ? (strstr(f, "pt") ? "P" : "L") :
 	       (!strcmp(s, "L") && strstr(f, "pt")) ? "P" : s);
+	if (no_legacy && !strcmp(eff, "L"))
+		return;
 	size_t hbase = shared ? x->poff : 0, hn = shared ? x->plen : h->n;
 	int slot = shared ? shared_slot : h->slot;
 	size_t lim = hn < d->n ? hn : d->n;

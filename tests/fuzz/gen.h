@@ -29,6 +29,7 @@ void new_stream(int t);
 struct hb *pick_host(int t);
 void pick_stream(int t, char *out);
 extern const char *prefer_stream;
+extern int no_legacy;
 void gen_copy(int t, int async_only, const char *avoid);
 void gen_mem(int t, int child);
 int gen_map_any(int t);

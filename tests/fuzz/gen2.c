@@ -95,7 +95,12 @@ static void gen_any(int t)
  * waiting on the program does), the threads meet, b queues work behind
  * the hold (its D2H there returns only once released), another thread a
  * does async copies, maybe a capture, then releases b's stream; they meet
- * again.  Nothing of another thread's may wait for b's stream. */
+ * again.  Nothing of another thread's may wait for b's stream, so no
+ * thread queues work on the legacy stream in the section: it would wait
+ * for every blocking stream's work queued before it (b's held stream's
+ * too), and every blocking stream's work queued after it would wait for
+ * it (a's copies, which a hostpin staging them waits for before the
+ * release: a hang no GPU has without hostpin). */
 static void gen_hold(void)
 {
 	int b = (int)rnd((unsigned)nth), a = (b + 1 + (int)rnd((unsigned)nth - 1)) % nth;
@@ -122,6 +127,7 @@ static void gen_hold(void)
 	 * on it), on its own stream of the same kind */
 	printf("%d nap 20\n", a);
 	prefer_stream = !strcmp(x, "P") ? "P" : NULL;
+	no_legacy = 1;
 	for (unsigned i = 1 + rnd(3); i > 0; i--)
 		gen_copy(a, 1, cap ? s : NULL);
 	prefer_stream = NULL;
@@ -136,6 +142,7 @@ static void gen_hold(void)
 		if (t != a && t != b)
 			for (unsigned i = rnd(3); i > 0; i--)
 				gen_copy(t, 1, NULL);
+	no_legacy = 0;
 	for (int t = 0; t < nth; t++)
 		printf("%d barrier\n", t);
 }

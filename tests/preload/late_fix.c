@@ -848,8 +848,9 @@ static int mode_settle_leak(void)
 	memset(h2, 1, 32 * MB);
 	CUstream s3;
 	CHECK(cuStreamCreate(&s3, 0) == 0);
-	CHECK(cuMemcpyDtoHAsync_v2(h2, gw_d, 4 * MB, NULL) == 0);
-	CHECK(cuStreamSynchronize(NULL) == 0);
+	/* on s3: legacy work would wait for the held gw_s1 (fake_order.h) */
+	CHECK(cuMemcpyDtoHAsync_v2(h2, gw_d, 4 * MB, s3) == 0);
+	CHECK(cuStreamSynchronize(s3) == 0);
 	CHECK(is_reg(h2));
 	for (int i = 0; i < 80; i++)
 		CHECK(cuMemcpyDtoHAsync_v2(h2, gw_d, 4 * MB, s3) == 0);
