@@ -382,13 +382,13 @@ int hp_stage_lin(struct hp_plan *P, uintptr_t d, char *h, size_t n)
 	while (off < n) {
 		size_t len = n - off < per ? n - off : per;
 		/* a D2H into a destination not resident (fresh): its pages
-		 * are faulted in as the drains write them, at the fault rate
-		 * the driver's pageable path pays too (on one thread: issue
-		 * 43's H100 run, 1.2 GB/s fresh against 13 warm): staged
-		 * whatever the gate says where two copy threads or more
-		 * share the faults (speed.c), and its rate not weighed
-		 * against pageable's into a warm one (that closed the gate
-		 * for a second after each fresh D2H) */
+		 * are faulted in as the drains write them, which the
+		 * driver's pageable path does far slower (issue 43's H100
+		 * run: 1.2 GB/s fresh against 13 warm, staged 3.2 with one
+		 * copy thread): staged whatever the gate says (speed.c),
+		 * and its rate not weighed against pageable's into a warm
+		 * one (that closed the gate for a second after each fresh
+		 * D2H) */
 		int warm = P->htod || hp_speed_resident(h + off, len);
 		if (off > 0 && !hp_pool_worth_at(P->htod, warm ? NULL : h + off,
 						  len)) {

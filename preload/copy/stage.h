@@ -338,7 +338,7 @@ HP_HIDDEN void hp_pool_start(void);
 /* The same in the background, not waited for (speed.c: the first copy's
  * set-up off its path); hp_pool_can: once both are made (waited for),
  * can direction htod be staged at all (the gate open, or a D2H into fresh
- * memory with two copy threads or more: hp_pool_worth_at)?  The growth
+ * memory: hp_pool_worth_at)?  The growth
  * thread asks before a ring's first segment. */
 HP_HIDDEN void hp_pool_early(void);
 HP_HIDDEN int hp_pool_can(int htod);
@@ -357,8 +357,8 @@ HP_HIDDEN int hp_pool_quiet(void);
 HP_HIDDEN int hp_pool_spare(void);
 HP_HIDDEN int hp_pool_worth(int htod);
 /* the same for a copy of [h, h+n) (h NULL: not looked at): and a D2H into
- * a destination not resident is worth staging with two copy threads or
- * more (hp_speed_resident: the pageable path faults it in on one) */
+ * a destination not resident is worth staging (hp_speed_resident: the
+ * driver's pageable path faults it in slower than a copy thread) */
 HP_HIDDEN int hp_pool_worth_at(int htod, const void *h, size_t n);
 HP_HIDDEN void hp_pool_seen(int htod, size_t bytes, uint64_t ns);
 /* a staged round that way begins (+1) or ends (-1): rounds staged at once

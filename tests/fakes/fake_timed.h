@@ -17,7 +17,8 @@
  * of one core's memcpy on the machine this was written on, so the worker's
  * memcpy hides under the link time):
  *   FAKE_CUDA_PINNED_GBS 54, FAKE_CUDA_PAGEABLE_H2D_GBS 7.2,
- *   FAKE_CUDA_PAGEABLE_D2H_GBS 12.5, FAKE_CUDA_REGISTER_S_PER_GIB 0.35.
+ *   FAKE_CUDA_PAGEABLE_D2H_GBS 12.5, FAKE_CUDA_REGISTER_S_PER_GIB 0.35;
+ * a pageable D2H into a fresh destination: FAKE_CUDA_FRESH_X (timed_move).
  * FAKE_CUDA_TIMED=2: the same clock, but the DMA moves no bytes (a copy
  * engine costs the host no CPU; the worker's memcpy would compete with the
  * program's own on a small machine): for the memcpy-bound regime, where
@@ -103,6 +104,42 @@ static void timed_sleep_until(double t)
 	struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
 	while (nanosleep(&ts, &ts) != 0)
 		;
+}
+
+/* Are [p, p+n)'s first, middle and last pages all resident? */
+static int timed_resident(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, at[3] = {a, a + n / 2, a + n - 1};
+	for (int i = 0; i < 3; i++) {
+		unsigned char v = 0;
+		if (mincore((void *)(at[i] & ~(uintptr_t)4095), 4096, &v) != 0 ||
+		    !(v & 1))
+			return 0;
+	}
+	return 1;
+}
+
+/* The worker's part of op o in the timed mode: its bytes (or, mode 2,
+ * none: timed_drop), and a pageable D2H into a destination not resident
+ * (fresh) no sooner than FAKE_CUDA_FRESH_X (2.7) times the worker's own
+ * fault-in of it.  The driver's pageable path faults a fresh destination
+ * in far slower than one core's copy into it: on issue 43's H100 host,
+ * 1.2 GB/s against 3.2 for one staging thread's copy into the same kind
+ * of destination (bench/gpu-check-h100-default.txt: "d2h pageable" first
+ * copies, and the staged first copy with HOSTPIN_STAGE_THREADS=1), while
+ * here a worker's memset into it ran as fast as a staging thread's copy
+ * (bench-link's D2H rows at 0.95 of pageable with one copy thread, where
+ * that host measured 2.8).  The link's clock is not held meanwhile (the
+ * driver's CPU copy, not its DMA). */
+static void timed_move(struct op *o)
+{
+	int fresh = o->touch && o->n && !timed_resident(o->dst, o->n);
+	double t0 = timed_now();
+	if (!timed_drop(o)) /* FAKE_CUDA_TIMED=2: no bytes */
+		run_data(o);
+	if (fresh)
+		timed_sleep_until(t0 + (timed_now() - t0) *
+					       timed_env("FAKE_CUDA_FRESH_X", 2.7));
 }
 
 /* The links' clocks: when each is next free. */

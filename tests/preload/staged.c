@@ -37,9 +37,13 @@ cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, CUstream);
 
 /* H2D async, source overwritten at once; then D2H async into fresh memory,
  * checked before any synchronisation. */
+static int warm_back; /* mode basic_warm: the D2H's destination touched */
+
 static void roundtrip(CUstream s, size_t n, unsigned seed, int ptsz)
 {
 	char *h = plain(n), *back = plain(n);
+	if (warm_back)
+		memset(back, 0, n);
 	CUdeviceptr d = dev(n);
 	fill(h, n, seed);
 	CHECK((ptsz ? cuMemcpyHtoDAsync_v2_ptsz : cuMemcpyHtoDAsync_v2)(
@@ -62,6 +66,14 @@ static int mode_basic(void)
 	roundtrip(NULL, 16 * MB, 3, 1); /* per-thread default stream */
 	roundtrip(s, 16 * MB + 12345 * 4, 4, 1);
 	return 0;
+}
+
+/* The same, each D2H into a destination touched first (warm: no D2H of
+ * it asks for a ring past a shut gate, hp_pool_worth_at). */
+static int mode_basic_warm(void)
+{
+	warm_back = 1;
+	return mode_basic();
 }
 
 /* Bigger than the ring many times over: slots reused, guarded by events
@@ -825,7 +837,7 @@ static int mode_chunks_part(void)
 int main(int argc, char **argv)
 {
 	static const struct staged_mode modes[] = {
-	    {"basic", mode_basic},     {"bigger", mode_bigger},
+	    {"basic", mode_basic},     {"basic_warm", mode_basic_warm},     {"bigger", mode_bigger},
 	    {"order", mode_order},     {"two_streams", mode_two_streams},
 	    {"threads", mode_threads}, {"sync", mode_sync},
 	    {"sources", mode_sources}, {"error", mode_error},
