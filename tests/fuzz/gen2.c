@@ -337,6 +337,12 @@ int fz_gen(int argc, char **argv)
 		if (chance(12)) printf(" HOSTPIN_STAGE=0");
 		if (chance(12)) printf(" HOSTPIN_REGISTER_BACKGROUND=0");
 		if (chance(15)) printf(" HOSTPIN_THRESHOLD=256K");
+		/* the speed gate (speed.c): 1 GB/s stages all; 55, the
+		 * default, stages by this machine's memcpy and load; 100000
+		 * shuts it (a D2H into fresh memory still staged): copies
+		 * passed through, or staged, in rounds of one copy */
+		static const char *link[] = {"1", "55", "100000"};
+		if (chance(25)) printf(" HOSTPIN_STAGE_LINK=%s", link[rnd(3)]);
 	}
 	if (fresh) /* (after config's: the last one set wins) */
 		printf(" HOSTPIN_REGISTER_CHUNK=1M HOSTPIN_PIN_AFTER=2"
