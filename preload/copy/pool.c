@@ -96,9 +96,7 @@ __attribute__((destructor)) static void prof_print(void)
 static _Atomic unsigned long helper_parts;
 /* A calling thread's: the helpers' parts when it last looked, its parts
  * since with none of theirs, and when it last gave way. */
-static HP_TLS unsigned long seen_parts;
-static HP_TLS int alone;
-static HP_TLS uint64_t gave_way;
+static HP_TLS struct hp_give_way give_way;
 #define ALONE_PARTS 2
 #define GIVE_WAY_NS 2000000ull
 
@@ -109,22 +107,28 @@ static HP_TLS uint64_t gave_way;
  * 5.5 ms on this 2-vCPU machine, its copy thread queued behind it); given
  * the CPU, the helper moves off it (spread.c).  A helper on another CPU
  * costs the caller one system call. */
+int hp_pool_give_way(struct hp_give_way *g, int helpers, unsigned long parts,
+		     uint64_t now)
+{
+	if (helpers == 0 || parts != g->seen) {
+		g->seen = parts, g->alone = 0;
+		return 0;
+	}
+	if (++g->alone < ALONE_PARTS)
+		return 0;
+	g->alone = 0;
+	if (g->last && now - g->last < GIVE_WAY_NS)
+		return 0;
+	g->last = now;
+	return 1;
+}
+
 static void caller_alone(int helpers)
 {
 	unsigned long h = atomic_load_explicit(&helper_parts,
 					       memory_order_relaxed);
-	if (helpers == 0 || h != seen_parts) {
-		seen_parts = h, alone = 0;
-		return;
-	}
-	if (++alone < ALONE_PARTS)
-		return;
-	alone = 0;
-	uint64_t now = hp_now_ns();
-	if (now - gave_way < GIVE_WAY_NS)
-		return;
-	gave_way = now;
-	sched_yield();
+	if (hp_pool_give_way(&give_way, helpers, h, hp_now_ns()))
+		sched_yield();
 }
 
 /* Under pool.mu, a part queued (pool.take < pool.head): take it and copy

@@ -432,5 +432,17 @@ HP_HIDDEN unsigned hp_spread_noted(int c);
  * m has two CPUs or more, else -1 */
 HP_HIDDEN int hp_spread_pick(int c, const cpu_set_t *m,
 			     const unsigned short *noted);
+/* pool.c's give-way, pure: a calling thread just copied a part, the
+ * helpers (helpers of them) having taken parts in all when it looked
+ * (parts); *seen, *alone, *last: its own state.  1: give its CPU way now
+ * (ALONE_PARTS parts in a row with none of theirs, and GIVE_WAY_NS since
+ * it last did at now). */
+struct hp_give_way {
+	unsigned long seen;
+	int alone;
+	uint64_t last;
+};
+HP_HIDDEN int hp_pool_give_way(struct hp_give_way *g, int helpers,
+			       unsigned long parts, uint64_t now);
 
 #endif

@@ -178,6 +178,29 @@ START_TEST(a_free_cpu_claimed_since_the_look_and_the_thread_stays)
 }
 END_TEST
 
+/* pool.c's give-way: a calling thread that copied ALONE_PARTS (2) parts in
+ * a row while the helpers took none gives its CPU way, at most once every
+ * GIVE_WAY_NS (2 ms); never without helpers; a helper's part starts the
+ * count again. */
+START_TEST(a_caller_alone_gives_way_once_in_a_while)
+{
+	struct hp_give_way g = {0};
+	uint64_t ms = 1000000;
+	ck_assert_int_eq(hp_pool_give_way(&g, 0, 0, 10 * ms), 0);
+	ck_assert_int_eq(hp_pool_give_way(&g, 0, 0, 10 * ms), 0);
+	ck_assert_int_eq(hp_pool_give_way(&g, 0, 0, 10 * ms), 0); /* none */
+	g = (struct hp_give_way){0};
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 5, 10 * ms), 0); /* looked */
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 5, 10 * ms), 0); /* 1 */
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 5, 10 * ms), 1); /* 2 */
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 5, 11 * ms), 0);
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 5, 11 * ms), 0); /* < 2 ms */
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 6, 13 * ms), 0); /* theirs */
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 6, 13 * ms), 0);
+	ck_assert_int_eq(hp_pool_give_way(&g, 1, 6, 13 * ms), 1);
+}
+END_TEST
+
 Suite *spread_suite(void)
 {
 	Suite *s = suite_create("spread");
@@ -187,6 +210,7 @@ Suite *spread_suite(void)
 	tcase_add_test(t, no_free_cpu_or_a_one_cpu_mask_and_it_stays);
 	tcase_add_test(t, a_collision_moves_the_thread_and_keeps_its_mask);
 	tcase_add_test(t, a_free_cpu_claimed_since_the_look_and_the_thread_stays);
+	tcase_add_test(t, a_caller_alone_gives_way_once_in_a_while);
 	suite_add_tcase(s, t);
 	return s;
 }
