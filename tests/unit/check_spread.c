@@ -67,16 +67,10 @@ static int fake_cpu(void)
 	return hp_spread_moves() == moves0 ? cpu_a : cpu_b;
 }
 
-static void *other(void *arg)
+/* cpu_a and cpu_b: the first two CPUs this thread may use (cpu_b -1: one) */
+static void first_two_cpus(void)
 {
-	(void)arg;
-	hp_spread(); /* noted on cpu_a, its note kept */
-	return NULL;
-}
-
-START_TEST(a_collision_moves_the_thread_and_keeps_its_mask)
-{
-	cpu_set_t all, m, after;
+	cpu_set_t all;
 	ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof(all),
 						&all), 0);
 	cpu_a = cpu_b = -1;
@@ -87,6 +81,19 @@ START_TEST(a_collision_moves_the_thread_and_keeps_its_mask)
 			else if (cpu_b < 0)
 				cpu_b = k;
 		}
+}
+
+static void *other(void *arg)
+{
+	(void)arg;
+	hp_spread(); /* noted on cpu_a, its note kept */
+	return NULL;
+}
+
+START_TEST(a_collision_moves_the_thread_and_keeps_its_mask)
+{
+	cpu_set_t m, after;
+	first_two_cpus();
 	/* one CPU here: a one-CPU mask, so no move (below) */
 	m = set2(cpu_a, cpu_b);
 	ck_assert_int_eq(pthread_setaffinity_np(pthread_self(), sizeof(m), &m),
@@ -141,17 +148,8 @@ static void claim_first(int to)
 
 START_TEST(a_free_cpu_claimed_since_the_look_and_the_thread_stays)
 {
-	cpu_set_t all, m, after;
-	ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof(all),
-						&all), 0);
-	cpu_a = cpu_b = -1;
-	for (int k = 0; k < CPU_SETSIZE; k++)
-		if (CPU_ISSET(k, &all)) {
-			if (cpu_a < 0)
-				cpu_a = k;
-			else if (cpu_b < 0)
-				cpu_b = k;
-		}
+	cpu_set_t m, after;
+	first_two_cpus();
 	if (cpu_b < 0)
 		return; /* one CPU: nowhere to move (the test above) */
 	m = set2(cpu_a, cpu_b);
